@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Internal layout of an open archive, shared by the modules that build it
+ * (toc.c parses, frame_table.c indexes zstd frames, archive.c validates and
+ * owns the handle) and those that read it (kernel_read.c, the loader, the
+ * kernel cache). Everything here is immutable once kpack_open() returns,
+ * except the decompression context pool, which has its own lock.
+ */
+#ifndef KPACK_ARCHIVE_H
+#define KPACK_ARCHIVE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rocm_kpack/kpack_ext.h"
+
+/* The fixed header: magic, version, TOC offset, padded to 64 bytes. */
+#define KP_HEADER_SIZE 16u
+#define KP_PAYLOAD_START 64u
+
+/* One (binary, arch) entry of the TOC. */
+typedef struct kp_kernel {
+  const char* arch;
+  const char* type;
+  uint64_t size; /* decompressed size, from the TOC or derived at open */
+  uint32_t ordinal;
+  bool has_size; /* original_size was present in the TOC */
+} kp_kernel;
+
+/* A binary owns kernels[first .. first + count), sorted by arch. */
+typedef struct kp_binary {
+  const char* name;
+  size_t first;
+  size_t count;
+} kp_binary;
+
+/* Where ordinal i's stored bytes are: a raw blob or one zstd frame. */
+typedef struct kp_extent {
+  uint64_t offset;
+  uint64_t size;
+} kp_extent;
+
+/* The parsed TOC. Strings point into `arena` (or at static literals). */
+typedef struct kp_toc {
+  char* arena;
+  const char* group_name;
+  const char* family;
+  const char** arches; /* gfx_arches in declaration order */
+  size_t arch_count;
+  kpack_compression_scheme_t scheme;
+  kp_binary* binaries; /* sorted byte-wise by name */
+  size_t binary_count;
+  kp_kernel* kernels;
+  size_t kernel_count;
+  kp_extent* extents; /* "blobs" for none; filled by frame_table.c for zstd */
+  size_t extent_count;
+  bool has_region; /* zstd_offset and zstd_size were present */
+  uint64_t region_offset;
+  uint64_t region_size;
+} kp_toc;
+
+/* A decompression context and a scratch buffer for compressed bytes; the
+ * pool hands each thread its own for the duration of one read. */
+typedef struct kp_reader {
+  struct kp_reader* next;
+  void* dctx; /* ZSTD_DCtx* */
+  void* scratch;
+  size_t scratch_cap;
+} kp_reader;
+
+struct kpack_archive {
+  int fd;
+  uint64_t file_size;
+  char* path;
+  kp_toc toc;
+  pthread_mutex_t pool_lock; /* protects `pool` (the free list) only */
+  kp_reader* pool;
+};
+
+/* toc.c: parses TOC bytes. Leaves extents empty for zstd archives. On
+ * failure the toc is freed and zeroed. */
+kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc);
+void kp_toc_free(kp_toc* toc);
+/* Binary by name (binary search); NULL if absent. */
+const kp_binary* kp_toc_find_binary(const kp_toc* toc, const char* name);
+/* Kernel by binary and arch; NULL if absent. */
+const kp_kernel* kp_toc_find_kernel(const kp_toc* toc, const char* binary,
+                                    const char* arch);
+
+/* frame_table.c: reads the zstd region's frame table into toc->extents, and
+ * for kernels without original_size, the content size their frame declares. */
+kpack_error_t kp_frame_table_load(int fd, uint64_t file_size, kp_toc* toc);
+
+/* kernel_read.c: decompresses (or copies) one kernel into *dst, which holds
+ * kernel->size bytes. If *dst is NULL a buffer is malloc'ed, only once the
+ * stored bytes have been checked, so a lying TOC cannot force a huge
+ * allocation; on failure such a buffer is freed and *dst is NULL again. */
+kpack_error_t kp_read_kernel(kpack_archive_t archive, const kp_kernel* kernel,
+                             void** dst);
+void kp_reader_pool_free(kpack_archive_t archive);
+
+/* Full pread: IO_ERROR on failure or a short read. */
+kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset);
+
+#endif /* KPACK_ARCHIVE_H */

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Reading kernels: raw blobs are pread straight into the caller's buffer;
+ * zstd frames are pread into a per-thread scratch buffer and decompressed
+ * straight into it. A small pool of (ZSTD_DCtx, scratch) pairs lets any
+ * number of threads decompress at once; its lock covers only list pushes
+ * and pops, never a read or a decompression.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <zstd.h>
+
+#include "archive.h"
+
+static kp_reader* reader_get(kpack_archive_t a) {
+  pthread_mutex_lock(&a->pool_lock);
+  kp_reader* r = a->pool;
+  if (r != NULL)
+    a->pool = r->next;
+  pthread_mutex_unlock(&a->pool_lock);
+  if (r != NULL)
+    return r;
+  r = calloc(1, sizeof(*r));
+  if (r == NULL)
+    return NULL;
+  r->dctx = ZSTD_createDCtx();
+  if (r->dctx == NULL) {
+    free(r);
+    return NULL;
+  }
+  return r;
+}
+
+static void reader_put(kpack_archive_t a, kp_reader* r) {
+  pthread_mutex_lock(&a->pool_lock);
+  r->next = a->pool;
+  a->pool = r;
+  pthread_mutex_unlock(&a->pool_lock);
+}
+
+void kp_reader_pool_free(kpack_archive_t a) {
+  kp_reader* r = a->pool;
+  while (r != NULL) {
+    kp_reader* next = r->next;
+    ZSTD_freeDCtx(r->dctx);
+    free(r->scratch);
+    free(r);
+    r = next;
+  }
+  a->pool = NULL;
+}
+
+static kpack_error_t ensure_buffer(void** dst, size_t size) {
+  if (*dst != NULL)
+    return KPACK_SUCCESS;
+  *dst = malloc(size ? size : 1); /* an empty kernel is still a pointer */
+  return *dst != NULL ? KPACK_SUCCESS : KPACK_ERROR_OUT_OF_MEMORY;
+}
+
+static kpack_error_t decompress_frame(kpack_archive_t a, kp_reader* r,
+                                      const kp_kernel* k, const kp_extent* e,
+                                      void** dst) {
+  if (e->size > SIZE_MAX || k->size > SIZE_MAX)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  size_t stored = (size_t)e->size, size = (size_t)k->size;
+  if (r->scratch_cap < stored) {
+    void* grown = realloc(r->scratch, stored);
+    if (grown == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    r->scratch = grown;
+    r->scratch_cap = stored;
+  }
+  kpack_error_t err = kp_pread_all(a->fd, r->scratch, stored, e->offset);
+  if (err != KPACK_SUCCESS)
+    return err;
+  /* A frame that declares a different size is refused before allocating. */
+  unsigned long long declared = ZSTD_getFrameContentSize(r->scratch, stored);
+  if (declared == ZSTD_CONTENTSIZE_ERROR ||
+      (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != k->size))
+    return KPACK_ERROR_DECOMPRESSION_FAILED;
+  if ((err = ensure_buffer(dst, size)) != KPACK_SUCCESS)
+    return err;
+  size_t n = ZSTD_decompressDCtx(r->dctx, *dst, size, r->scratch, stored);
+  if (ZSTD_isError(n) || n != size)
+    return KPACK_ERROR_DECOMPRESSION_FAILED;
+  return KPACK_SUCCESS;
+}
+
+kpack_error_t kp_read_kernel(kpack_archive_t a, const kp_kernel* k,
+                             void** dst) {
+  const kp_extent* e = &a->toc.extents[k->ordinal];
+  void* caller_buffer = *dst;
+  kpack_error_t err;
+
+  if (a->toc.scheme == KPACK_COMPRESSION_NOOP) {
+    /* Open checked the blob lies inside the file and matches k->size. */
+    err = ensure_buffer(dst, (size_t)k->size);
+    if (err == KPACK_SUCCESS)
+      err = kp_pread_all(a->fd, *dst, (size_t)k->size, e->offset);
+  } else {
+    kp_reader* r = reader_get(a);
+    if (r == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    err = decompress_frame(a, r, k, e, dst);
+    reader_put(a, r);
+  }
+  if (err != KPACK_SUCCESS && caller_buffer == NULL) {
+    free(*dst);
+    *dst = NULL;
+  }
+  return err;
+}
+
+KPACK_API kpack_error_t kpack_get_kernel(kpack_archive_t archive,
+                                         const char* binary_name,
+                                         const char* arch, void** kernel_data,
+                                         size_t* kernel_size) {
+  if (kernel_data != NULL)
+    *kernel_data = NULL;
+  if (archive == NULL || binary_name == NULL || arch == NULL ||
+      kernel_data == NULL || kernel_size == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  const kp_kernel* k = kp_toc_find_kernel(&archive->toc, binary_name, arch);
+  if (k == NULL)
+    return KPACK_ERROR_KERNEL_NOT_FOUND;
+  kpack_error_t err = kp_read_kernel(archive, k, kernel_data);
+  *kernel_size = err == KPACK_SUCCESS ? (size_t)k->size : 0;
+  return err;
+}
+
+KPACK_API kpack_error_t kpack_read_kernel(kpack_archive_t archive,
+                                          const char* binary_name,
+                                          const char* arch, void* buffer,
+                                          size_t capacity, size_t* size) {
+  if (archive == NULL || binary_name == NULL || arch == NULL || size == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  const kp_kernel* k = kp_toc_find_kernel(&archive->toc, binary_name, arch);
+  if (k == NULL)
+    return KPACK_ERROR_KERNEL_NOT_FOUND;
+  if (capacity < k->size || (buffer == NULL && k->size > 0))
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  uint8_t empty; /* an empty kernel still has its frame checked */
+  void* dst = buffer != NULL ? buffer : &empty;
+  kpack_error_t err = kp_read_kernel(archive, k, &dst);
+  *size = err == KPACK_SUCCESS ? (size_t)k->size : 0;
+  return err;
+}
+
+KPACK_API void kpack_free_kernel(void* kernel_data) {
+  free(kernel_data);
+}

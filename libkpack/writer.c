@@ -1,0 +1,640 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The streaming archive writer. Kernels are appended to a temporary file as
+ * they arrive (compressed inline, or by a pool of threads that hand frames
+ * back in ordinal order), then the TOC and header are written and the file
+ * is renamed over the destination. Output depends only on the options and
+ * the sequence of kernels: ordinals follow add order, the TOC lists
+ * binaries and arches sorted byte-wise, and each frame is compressed alone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "archive.h"
+
+#define KP_BLOB_ALIGN 64u
+#define KP_DEFAULT_LEVEL 3
+
+typedef struct wr_entry {
+  char* binary;
+  char* arch;
+  uint64_t size;
+} wr_entry;
+
+/* One kernel in flight to a compression thread. */
+typedef struct wr_job {
+  void* input;
+  size_t input_size;
+  void* output;
+  size_t output_size;
+  bool done;
+  kpack_error_t err;
+} wr_job;
+
+struct kpack_writer {
+  char* path;
+  char* tmp_path;
+  int fd;
+  kpack_compression_scheme_t scheme;
+  int level;
+  char* group_name;
+  char* family;
+  char** arches;
+  size_t arch_count, arch_cap;
+  wr_entry* entries; /* by ordinal */
+  size_t entry_count, entry_cap;
+  uint32_t* index; /* open-addressing set of entry ordinals + 1, by name */
+  size_t index_cap;
+  uint64_t* stored;  /* stored size by ordinal: blob or frame */
+  uint64_t pos;      /* next payload offset */
+  kpack_error_t err; /* first failure; sticky */
+  ZSTD_CCtx* cctx;   /* inline compression */
+
+  /* Compression threads. `lock` protects the ring (head, tail, next_job)
+   * and every job's done/err/output; input is owned by the job's thread. */
+  unsigned thread_count;
+  pthread_t* threads;
+  pthread_mutex_t lock;
+  pthread_cond_t work_ready, job_done;
+  wr_job* ring;
+  size_t ring_cap;
+  uint64_t head;     /* oldest job not yet written */
+  uint64_t next_job; /* next job a thread should take */
+  uint64_t tail;     /* next free slot */
+  bool stopping;
+};
+
+static kpack_error_t write_all(int fd, const void* data, size_t size,
+                               uint64_t offset) {
+  const uint8_t* p = data;
+  while (size > 0) {
+    ssize_t n = pwrite(fd, p, size, (off_t)offset);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return KPACK_ERROR_IO_ERROR;
+    p += n;
+    size -= (size_t)n;
+    offset += (uint64_t)n;
+  }
+  return KPACK_SUCCESS;
+}
+
+static void store_le(uint8_t* p, uint64_t v, unsigned n) {
+  for (unsigned i = 0; i < n; i++)
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+/* ---- name index -----------------------------------------------------------
+ */
+
+static uint64_t name_hash(const char* binary, const char* arch) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char* s = binary; *s; s++)
+    h = (h ^ (uint8_t)*s) * 1099511628211ull;
+  h = (h ^ 0xff) * 1099511628211ull; /* separator no name byte can forge */
+  for (const char* s = arch; *s; s++)
+    h = (h ^ (uint8_t)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The slot holding (binary, arch), or the empty slot where it would go. */
+static size_t index_find(const kpack_writer_t* w, const char* binary,
+                         const char* arch, bool* found) {
+  size_t mask = w->index_cap - 1;
+  for (size_t i = name_hash(binary, arch) & mask;; i = (i + 1) & mask) {
+    uint32_t v = w->index[i];
+    *found = v != 0 && strcmp(w->entries[v - 1].binary, binary) == 0 &&
+             strcmp(w->entries[v - 1].arch, arch) == 0;
+    if (v == 0 || *found)
+      return i;
+  }
+}
+
+/* Doubles the table (kept at most half full, so probes stay short). */
+static kpack_error_t index_grow(kpack_writer_t* w) {
+  size_t cap = w->index_cap ? w->index_cap * 2 : 1024;
+  uint32_t* old = w->index;
+  size_t old_cap = w->index_cap;
+  uint32_t* table = calloc(cap, sizeof(*table));
+  if (table == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  w->index = table;
+  w->index_cap = cap;
+  for (size_t i = 0; i < old_cap; i++) {
+    if (old[i] == 0)
+      continue;
+    const wr_entry* e = &w->entries[old[i] - 1];
+    bool found;
+    w->index[index_find(w, e->binary, e->arch, &found)] = old[i];
+  }
+  free(old);
+  return KPACK_SUCCESS;
+}
+
+/* ---- payload ----------------------------------------------------------------
+ */
+
+/* Appends ordinal's stored bytes: a 64-byte aligned blob, or a u32 frame size
+ * and the frame. Called in ordinal order only. */
+static kpack_error_t append_stored(kpack_writer_t* w, size_t ordinal,
+                                   const void* data, size_t size) {
+  kpack_error_t err;
+  if (w->scheme == KPACK_COMPRESSION_NOOP) {
+    /* Padding is left as a hole: it reads back as zeros. */
+    w->pos = (w->pos + KP_BLOB_ALIGN - 1) & ~(uint64_t)(KP_BLOB_ALIGN - 1);
+  } else {
+    uint8_t word[4];
+    if (size > UINT32_MAX)
+      return KPACK_ERROR_INVALID_ARGUMENT;
+    store_le(word, size, 4);
+    if ((err = write_all(w->fd, word, sizeof(word), w->pos)))
+      return err;
+    w->pos += sizeof(word);
+  }
+  if ((err = write_all(w->fd, data, size, w->pos)))
+    return err;
+  w->stored[ordinal] = size;
+  w->pos += size;
+  return KPACK_SUCCESS;
+}
+
+static kpack_error_t compress_frame(ZSTD_CCtx* cctx, int level,
+                                    const void* data, size_t size, void** out,
+                                    size_t* out_size) {
+  size_t cap = ZSTD_compressBound(size);
+  *out = malloc(cap);
+  if (*out == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  size_t n = ZSTD_compressCCtx(cctx, *out, cap, data, size, level);
+  if (ZSTD_isError(n)) {
+    free(*out);
+    *out = NULL;
+    return KPACK_ERROR_OUT_OF_MEMORY; /* only allocation can fail here */
+  }
+  *out_size = n;
+  return KPACK_SUCCESS;
+}
+
+static void* compression_thread(void* arg) {
+  kpack_writer_t* w = arg;
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  pthread_mutex_lock(&w->lock);
+  for (;;) {
+    while (!w->stopping && w->next_job == w->tail)
+      pthread_cond_wait(&w->work_ready, &w->lock);
+    if (w->next_job == w->tail)
+      break; /* stopping, nothing left */
+    wr_job* job = &w->ring[w->next_job++ % w->ring_cap];
+    pthread_mutex_unlock(&w->lock);
+    void* out = NULL;
+    size_t out_size = 0;
+    kpack_error_t err = cctx == NULL
+                            ? KPACK_ERROR_OUT_OF_MEMORY
+                            : compress_frame(cctx, w->level, job->input,
+                                             job->input_size, &out, &out_size);
+    pthread_mutex_lock(&w->lock);
+    job->output = out;
+    job->output_size = out_size;
+    job->err = err;
+    job->done = true;
+    pthread_cond_broadcast(&w->job_done);
+  }
+  pthread_mutex_unlock(&w->lock);
+  ZSTD_freeCCtx(cctx);
+  return NULL;
+}
+
+/* Writes finished jobs in ordinal order. Waits until every job is written
+ * (all) or until the ring has a free slot. */
+static void drain_jobs(kpack_writer_t* w, bool all) {
+  pthread_mutex_lock(&w->lock);
+  for (;;) {
+    wr_job* job = &w->ring[w->head % w->ring_cap];
+    if (w->head < w->tail && job->done) {
+      wr_job taken = *job;
+      size_t ordinal = (size_t)w->head++;
+      memset(job, 0, sizeof(*job));
+      pthread_mutex_unlock(&w->lock);
+      if (w->err == KPACK_SUCCESS)
+        w->err = taken.err;
+      if (w->err == KPACK_SUCCESS)
+        w->err = append_stored(w, ordinal, taken.output, taken.output_size);
+      free(taken.input);
+      free(taken.output);
+      pthread_mutex_lock(&w->lock);
+      continue;
+    }
+    bool full = w->tail - w->head == w->ring_cap;
+    if (w->head < w->tail && (all || full)) {
+      pthread_cond_wait(&w->job_done, &w->lock);
+      continue;
+    }
+    break;
+  }
+  pthread_mutex_unlock(&w->lock);
+}
+
+static kpack_error_t queue_job(kpack_writer_t* w, const void* data,
+                               size_t size) {
+  void* copy = malloc(size ? size : 1);
+  if (copy == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  memcpy(copy, data, size);
+  drain_jobs(w, false);
+  pthread_mutex_lock(&w->lock);
+  wr_job* job = &w->ring[w->tail++ % w->ring_cap];
+  job->input = copy;
+  job->input_size = size;
+  pthread_cond_signal(&w->work_ready);
+  pthread_mutex_unlock(&w->lock);
+  return KPACK_SUCCESS;
+}
+
+static void stop_threads(kpack_writer_t* w) {
+  if (w->threads == NULL)
+    return;
+  pthread_mutex_lock(&w->lock);
+  w->stopping = true;
+  pthread_cond_broadcast(&w->work_ready);
+  pthread_mutex_unlock(&w->lock);
+  for (unsigned i = 0; i < w->thread_count; i++)
+    pthread_join(w->threads[i], NULL);
+  free(w->threads);
+  w->threads = NULL;
+}
+
+static kpack_error_t start_threads(kpack_writer_t* w, unsigned count) {
+  w->ring_cap = (size_t)count * 4;
+  w->ring = calloc(w->ring_cap, sizeof(*w->ring));
+  w->threads = calloc(count, sizeof(*w->threads));
+  if (w->ring == NULL || w->threads == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  for (; w->thread_count < count; w->thread_count++)
+    if (pthread_create(&w->threads[w->thread_count], NULL, compression_thread,
+                       w) != 0)
+      return w->thread_count > 0 ? KPACK_SUCCESS : KPACK_ERROR_OUT_OF_MEMORY;
+  return KPACK_SUCCESS;
+}
+
+/* ---- lifecycle
+ * ---------------------------------------------------------------- */
+
+static void writer_free(kpack_writer_t* w) {
+  stop_threads(w);
+  if (w->ring != NULL) {
+    for (size_t i = 0; i < w->ring_cap; i++) {
+      free(w->ring[i].input);
+      free(w->ring[i].output);
+    }
+    free(w->ring);
+  }
+  if (w->fd >= 0)
+    close(w->fd);
+  if (w->tmp_path != NULL)
+    unlink(w->tmp_path);
+  for (size_t i = 0; i < w->entry_count; i++) {
+    free(w->entries[i].binary);
+    free(w->entries[i].arch);
+  }
+  for (size_t i = 0; i < w->arch_count; i++)
+    free(w->arches[i]);
+  pthread_mutex_destroy(&w->lock);
+  pthread_cond_destroy(&w->work_ready);
+  pthread_cond_destroy(&w->job_done);
+  ZSTD_freeCCtx(w->cctx);
+  free(w->arches);
+  free(w->entries);
+  free(w->index);
+  free(w->stored);
+  free(w->group_name);
+  free(w->family);
+  free(w->path);
+  free(w->tmp_path);
+  free(w);
+}
+
+/* Creates "<path>.tmp.<pid>.<n>" exclusively, with the mode a plain create
+ * would give (0666 less the umask), so the renamed archive looks ordinary. */
+static kpack_error_t create_temp(kpack_writer_t* w) {
+  static unsigned counter;
+  size_t len = strlen(w->path) + 64;
+  w->tmp_path = malloc(len);
+  if (w->tmp_path == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    unsigned n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    snprintf(w->tmp_path, len, "%s.tmp.%ld.%u", w->path, (long)getpid(), n);
+    w->fd = open(w->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (w->fd >= 0)
+      return KPACK_SUCCESS;
+    if (errno != EEXIST)
+      break;
+  }
+  free(w->tmp_path);
+  w->tmp_path = NULL;
+  return KPACK_ERROR_IO_ERROR;
+}
+
+static kpack_error_t add_arch(kpack_writer_t* w, const char* arch) {
+  for (size_t i = 0; i < w->arch_count; i++)
+    if (strcmp(w->arches[i], arch) == 0)
+      return KPACK_SUCCESS;
+  if (w->arch_count == w->arch_cap) {
+    size_t cap = w->arch_cap ? w->arch_cap * 2 : 8;
+    char** grown = realloc(w->arches, cap * sizeof(*grown));
+    if (grown == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    w->arches = grown;
+    w->arch_cap = cap;
+  }
+  if ((w->arches[w->arch_count] = strdup(arch)) == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  w->arch_count++;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_writer_create(const char* path,
+                                            const kpack_writer_options_t* o,
+                                            kpack_writer_t** writer) {
+  kpack_error_t err = KPACK_ERROR_OUT_OF_MEMORY;
+  if (writer != NULL)
+    *writer = NULL;
+  if (path == NULL || o == NULL || writer == NULL || *path == '\0' ||
+      (o->gfx_arches == NULL && o->gfx_arch_count > 0))
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (o->scheme != KPACK_COMPRESSION_NOOP &&
+      o->scheme != KPACK_COMPRESSION_ZSTD_PER_KERNEL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  int level = o->zstd_level == 0 ? KP_DEFAULT_LEVEL : o->zstd_level;
+  if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  for (size_t i = 0; i < o->gfx_arch_count; i++)
+    if (o->gfx_arches[i] == NULL)
+      return KPACK_ERROR_INVALID_ARGUMENT;
+
+  kpack_writer_t* w = calloc(1, sizeof(*w));
+  if (w == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  w->fd = -1;
+  w->scheme = o->scheme;
+  w->level = level;
+  w->pos = KP_PAYLOAD_START;
+  pthread_mutex_init(&w->lock, NULL);
+  pthread_cond_init(&w->work_ready, NULL);
+  pthread_cond_init(&w->job_done, NULL);
+  w->path = strdup(path);
+  w->group_name = strdup(o->group_name ? o->group_name : "");
+  w->family = strdup(o->gfx_arch_family ? o->gfx_arch_family : "");
+  if (w->path == NULL || w->group_name == NULL || w->family == NULL)
+    goto fail;
+  for (size_t i = 0; i < o->gfx_arch_count; i++)
+    if ((err = add_arch(w, o->gfx_arches[i])))
+      goto fail;
+  if ((err = index_grow(w)))
+    goto fail;
+  if (w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL) {
+    /* The frame count precedes the frames; it is filled in at finish. */
+    w->pos += 4;
+    if (o->threads > 1)
+      err = start_threads(w, o->threads);
+    else if ((w->cctx = ZSTD_createCCtx()) == NULL)
+      err = KPACK_ERROR_OUT_OF_MEMORY;
+    if (err != KPACK_SUCCESS)
+      goto fail;
+  }
+  if ((err = create_temp(w)))
+    goto fail;
+  *writer = w;
+  return KPACK_SUCCESS;
+
+fail:
+  writer_free(w);
+  return err;
+}
+
+static kpack_error_t record_entry(kpack_writer_t* w, const char* binary,
+                                  const char* arch, size_t size) {
+  bool found;
+  size_t slot = index_find(w, binary, arch, &found);
+  if (found)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (w->entry_count == UINT32_MAX)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (w->entry_count == w->entry_cap) {
+    size_t cap = w->entry_cap ? w->entry_cap * 2 : 256;
+    wr_entry* e = realloc(w->entries, cap * sizeof(*e));
+    if (e == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    w->entries = e;
+    uint64_t* s = realloc(w->stored, cap * sizeof(*s));
+    if (s == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    w->stored = s;
+    w->entry_cap = cap;
+  }
+  wr_entry* e = &w->entries[w->entry_count];
+  e->binary = strdup(binary);
+  e->arch = strdup(arch);
+  e->size = size;
+  if (e->binary == NULL || e->arch == NULL) {
+    free(e->binary);
+    free(e->arch);
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  }
+  kpack_error_t err = add_arch(w, arch);
+  if (err != KPACK_SUCCESS) {
+    free(e->binary);
+    free(e->arch);
+    return err;
+  }
+  w->index[slot] = (uint32_t)++w->entry_count;
+  if (w->entry_count * 2 > w->index_cap)
+    return index_grow(w);
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_writer_add_kernel(kpack_writer_t* w,
+                                                const char* binary_name,
+                                                const char* arch,
+                                                const void* data, size_t size) {
+  if (w == NULL || binary_name == NULL || arch == NULL ||
+      (data == NULL && size > 0) || *binary_name == '\0' || *arch == '\0')
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (w->err != KPACK_SUCCESS)
+    return w->err;
+  static const uint8_t nothing = 0;
+  if (data == NULL)
+    data = &nothing;
+
+  size_t ordinal = w->entry_count;
+  kpack_error_t err = record_entry(w, binary_name, arch, size);
+  if (err != KPACK_SUCCESS)
+    return err;
+  if (w->scheme == KPACK_COMPRESSION_NOOP) {
+    err = append_stored(w, ordinal, data, size);
+  } else if (w->threads != NULL) {
+    err = queue_job(w, data, size);
+  } else {
+    void* frame;
+    size_t frame_size;
+    err = compress_frame(w->cctx, w->level, data, size, &frame, &frame_size);
+    if (err == KPACK_SUCCESS) {
+      err = append_stored(w, ordinal, frame, frame_size);
+      free(frame);
+    }
+  }
+  /* The entry is recorded, so a failure here poisons the whole archive. */
+  if (err != KPACK_SUCCESS)
+    w->err = err;
+  return err;
+}
+
+/* ---- TOC
+ * ----------------------------------------------------------------------- */
+
+static int compare_entry_names(const void* a, const void* b) {
+  const wr_entry* x = *(const wr_entry* const*)a;
+  const wr_entry* y = *(const wr_entry* const*)b;
+  int cmp = strcmp(x->binary, y->binary);
+  return cmp != 0 ? cmp : strcmp(x->arch, y->arch);
+}
+
+static int pack_cstr(msgpack_packer* pk, const char* s) {
+  size_t n = strlen(s);
+  return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, s, n);
+}
+
+/* The TOC map. Key order follows ROCm's writer: header fields, "toc", then
+ * the scheme and its payload index. */
+static int pack_toc(kpack_writer_t* w, msgpack_packer* pk, wr_entry** sorted) {
+  int rc = 0;
+  rc |= msgpack_pack_map(pk, w->scheme == KPACK_COMPRESSION_NOOP ? 7 : 8);
+  rc |= pack_cstr(pk, "format_version");
+  rc |= msgpack_pack_uint32(pk, KPACK_CURRENT_VERSION);
+  rc |= pack_cstr(pk, "group_name") || pack_cstr(pk, w->group_name);
+  rc |= pack_cstr(pk, "gfx_arch_family") || pack_cstr(pk, w->family);
+  rc |= pack_cstr(pk, "gfx_arches");
+  rc |= msgpack_pack_array(pk, w->arch_count);
+  for (size_t i = 0; i < w->arch_count; i++)
+    rc |= pack_cstr(pk, w->arches[i]);
+
+  size_t binaries = 0;
+  for (size_t i = 0; i < w->entry_count; i++)
+    binaries += i == 0 || strcmp(sorted[i - 1]->binary, sorted[i]->binary);
+  rc |= pack_cstr(pk, "toc");
+  rc |= msgpack_pack_map(pk, binaries);
+  for (size_t i = 0; i < w->entry_count;) {
+    size_t j = i;
+    while (j < w->entry_count &&
+           strcmp(sorted[j]->binary, sorted[i]->binary) == 0)
+      j++;
+    rc |= pack_cstr(pk, sorted[i]->binary);
+    rc |= msgpack_pack_map(pk, j - i);
+    for (; i < j; i++) {
+      const wr_entry* e = sorted[i];
+      rc |= pack_cstr(pk, e->arch);
+      rc |= msgpack_pack_map(pk, 3);
+      rc |= pack_cstr(pk, "type") || pack_cstr(pk, "hsaco");
+      rc |= pack_cstr(pk, "ordinal");
+      rc |= msgpack_pack_uint32(pk, (uint32_t)(e - w->entries));
+      rc |= pack_cstr(pk, "original_size");
+      rc |= msgpack_pack_uint64(pk, e->size);
+    }
+  }
+
+  rc |= pack_cstr(pk, "compression_scheme");
+  rc |= pack_cstr(pk, kpack_compression_scheme_name(w->scheme));
+  if (w->scheme == KPACK_COMPRESSION_NOOP) {
+    /* Blob offsets are recomputed exactly as append_stored placed them. */
+    uint64_t pos = KP_PAYLOAD_START;
+    rc |= pack_cstr(pk, "blobs");
+    rc |= msgpack_pack_array(pk, w->entry_count);
+    for (size_t i = 0; i < w->entry_count; i++) {
+      pos = (pos + KP_BLOB_ALIGN - 1) & ~(uint64_t)(KP_BLOB_ALIGN - 1);
+      rc |= msgpack_pack_map(pk, 2);
+      rc |= pack_cstr(pk, "offset") || msgpack_pack_uint64(pk, pos);
+      rc |= pack_cstr(pk, "size") || msgpack_pack_uint64(pk, w->stored[i]);
+      pos += w->stored[i];
+    }
+  } else {
+    rc |= pack_cstr(pk, "zstd_offset");
+    rc |= msgpack_pack_uint64(pk, KP_PAYLOAD_START);
+    rc |= pack_cstr(pk, "zstd_size");
+    rc |= msgpack_pack_uint64(pk, w->pos - KP_PAYLOAD_START);
+  }
+  return rc;
+}
+
+static kpack_error_t write_toc_and_header(kpack_writer_t* w) {
+  kpack_error_t err = KPACK_ERROR_OUT_OF_MEMORY;
+  msgpack_sbuffer buf;
+  msgpack_packer pk;
+  wr_entry** sorted =
+      malloc((w->entry_count ? w->entry_count : 1) * sizeof(*sorted));
+  msgpack_sbuffer_init(&buf);
+  if (sorted == NULL)
+    goto done;
+  for (size_t i = 0; i < w->entry_count; i++)
+    sorted[i] = &w->entries[i];
+  qsort(sorted, w->entry_count, sizeof(*sorted), compare_entry_names);
+  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+  if (pack_toc(w, &pk, sorted) != 0)
+    goto done;
+
+  uint8_t header[KP_PAYLOAD_START] = {0};
+  uint64_t toc_offset = w->pos;
+  memcpy(header, KPACK_MAGIC, KPACK_MAGIC_SIZE);
+  store_le(header + 4, KPACK_CURRENT_VERSION, 4);
+  store_le(header + 8, toc_offset, 8);
+  if ((err = write_all(w->fd, buf.data, buf.size, toc_offset)))
+    goto done;
+  if ((err = write_all(w->fd, header, sizeof(header), 0)))
+    goto done;
+  if (w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL) {
+    uint8_t count[4];
+    store_le(count, w->entry_count, 4);
+    err = write_all(w->fd, count, sizeof(count), KP_PAYLOAD_START);
+  }
+done:
+  msgpack_sbuffer_destroy(&buf);
+  free(sorted);
+  return err;
+}
+
+KPACK_API kpack_error_t kpack_writer_finish(kpack_writer_t* w) {
+  if (w == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (w->threads != NULL) {
+    drain_jobs(w, true);
+    stop_threads(w);
+  }
+  kpack_error_t err = w->err;
+  if (err == KPACK_SUCCESS)
+    err = write_toc_and_header(w);
+  /* Durable before visible: a crash leaves the old archive or the new one. */
+  if (err == KPACK_SUCCESS && fdatasync(w->fd) != 0)
+    err = KPACK_ERROR_IO_ERROR;
+  if (close(w->fd) != 0 && err == KPACK_SUCCESS)
+    err = KPACK_ERROR_IO_ERROR;
+  w->fd = -1;
+  if (err == KPACK_SUCCESS && rename(w->tmp_path, w->path) != 0)
+    err = KPACK_ERROR_IO_ERROR;
+  if (err == KPACK_SUCCESS) {
+    free(w->tmp_path);
+    w->tmp_path = NULL; /* nothing left to unlink */
+  }
+  writer_free(w);
+  return err;
+}
+
+KPACK_API void kpack_writer_abort(kpack_writer_t* w) {
+  if (w != NULL)
+    writer_free(w);
+}
