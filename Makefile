@@ -83,6 +83,9 @@ $(TOOL): $(TOOL_SRCS:%.c=$(BUILD)/%.o) $(LIB_A)
 	@mkdir -p $(@D)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) -lz
 
+# Keep objects between runs (pattern-rule intermediates would be deleted).
+.SECONDARY:
+
 .DEFAULT_GOAL := all
 .PHONY: all
 all: $(LIB_SO) $(LIB_A) $(LIB_PC) $(PROGRAMS)

@@ -165,18 +165,33 @@ static kpack_error_t append_stored(kpack_writer_t* w, size_t ordinal,
   return KPACK_SUCCESS;
 }
 
-static kpack_error_t compress_frame(ZSTD_CCtx* cctx, int level,
-                                    const void* data, size_t size, void** out,
-                                    size_t* out_size) {
+/* Every frame carries its content size (readers allocate from it) and a
+ * checksum, so a flipped payload byte is an error rather than a wrong
+ * kernel. */
+static ZSTD_CCtx* new_cctx(int level) {
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  if (cctx != NULL &&
+      (ZSTD_isError(
+           ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level)) ||
+       ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)) ||
+       ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1)))) {
+    ZSTD_freeCCtx(cctx);
+    cctx = NULL;
+  }
+  return cctx;
+}
+
+static kpack_error_t compress_frame(ZSTD_CCtx* cctx, const void* data,
+                                    size_t size, void** out, size_t* out_size) {
   size_t cap = ZSTD_compressBound(size);
   *out = malloc(cap);
   if (*out == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
-  size_t n = ZSTD_compressCCtx(cctx, *out, cap, data, size, level);
+  size_t n = ZSTD_compress2(cctx, *out, cap, data, size);
   if (ZSTD_isError(n)) {
     free(*out);
     *out = NULL;
-    return KPACK_ERROR_OUT_OF_MEMORY; /* only allocation can fail here */
+    return KPACK_ERROR_OUT_OF_MEMORY; /* the bound fits; only memory fails */
   }
   *out_size = n;
   return KPACK_SUCCESS;
@@ -184,7 +199,7 @@ static kpack_error_t compress_frame(ZSTD_CCtx* cctx, int level,
 
 static void* compression_thread(void* arg) {
   kpack_writer_t* w = arg;
-  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_CCtx* cctx = new_cctx(w->level);
   pthread_mutex_lock(&w->lock);
   for (;;) {
     while (!w->stopping && w->next_job == w->tail)
@@ -197,8 +212,8 @@ static void* compression_thread(void* arg) {
     size_t out_size = 0;
     kpack_error_t err = cctx == NULL
                             ? KPACK_ERROR_OUT_OF_MEMORY
-                            : compress_frame(cctx, w->level, job->input,
-                                             job->input_size, &out, &out_size);
+                            : compress_frame(cctx, job->input, job->input_size,
+                                             &out, &out_size);
     pthread_mutex_lock(&w->lock);
     job->output = out;
     job->output_size = out_size;
@@ -404,7 +419,7 @@ KPACK_API kpack_error_t kpack_writer_create(const char* path,
     w->pos += 4;
     if (o->threads > 1)
       err = start_threads(w, o->threads);
-    else if ((w->cctx = ZSTD_createCCtx()) == NULL)
+    else if ((w->cctx = new_cctx(level)) == NULL)
       err = KPACK_ERROR_OUT_OF_MEMORY;
     if (err != KPACK_SUCCESS)
       goto fail;
@@ -484,7 +499,7 @@ KPACK_API kpack_error_t kpack_writer_add_kernel(kpack_writer_t* w,
   } else {
     void* frame;
     size_t frame_size;
-    err = compress_frame(w->cctx, w->level, data, size, &frame, &frame_size);
+    err = compress_frame(w->cctx, data, size, &frame, &frame_size);
     if (err == KPACK_SUCCESS) {
       err = append_stored(w, ordinal, frame, frame_size);
       free(frame);

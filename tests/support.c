@@ -3,7 +3,6 @@
  * Shared test helpers (see support.h): temporary trees, deterministic kernel
  * bytes, and archives produced by the project's own writer.
  */
-#define _GNU_SOURCE
 #include "support.h"
 
 #include <fcntl.h>

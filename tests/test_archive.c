@@ -1,0 +1,1014 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Archive reading (SPEC §1, §2.1): round trips through the writer in both
+ * schemes, and every malformed-input case with its exact status. Malformed
+ * archives are the writer's output with the TOC re-packed or bytes patched.
+ */
+#include <errno.h>
+#include <msgpack.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <zstd.h>
+
+#include "support.h"
+
+static const kpack_compression_scheme_t schemes[] = {
+    KPACK_COMPRESSION_NOOP, KPACK_COMPRESSION_ZSTD_PER_KERNEL};
+
+static char* tmp;
+
+static int setup(void** state) {
+  (void)state;
+  tmp = kt_tmpdir();
+  return 0;
+}
+
+static int teardown(void** state) {
+  (void)state;
+  kt_rmtree(tmp);
+  free(tmp);
+  return 0;
+}
+
+/* ---- fixtures ---------------------------------------------------------------
+ */
+
+/* A whole archive in memory, to be patched and saved. */
+typedef struct image {
+  uint8_t* data;
+  size_t size;
+  uint64_t toc_offset;
+} image;
+
+static uint64_t le64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+/* Two binaries, two arches; kernel sizes 1000 and 3000. */
+static image make_image(kpack_compression_scheme_t scheme) {
+  static const char* arches[] = {"gfx90a", "gfx942"};
+  void* a = kt_pattern(1000, 1);
+  void* b = kt_pattern(3000, 2);
+  kt_kernel k[] = {
+      {"lib/a.so#0", "gfx90a", a, 1000},
+      {"lib/a.so#0", "gfx942", b, 3000},
+      {"lib/b.so#0", "gfx942", a, 1000},
+  };
+  char* path = kt_path(tmp, "fixture.kpack");
+  kt_write_archive(path, scheme, arches, 2, k, 3);
+  image img;
+  img.data = kt_read_file(path, &img.size);
+  assert_non_null(img.data);
+  img.toc_offset = le64(img.data + 8);
+  free(path);
+  free(a);
+  free(b);
+  return img;
+}
+
+static char* save(const image* img) {
+  char* path = kt_path(tmp, "patched.kpack");
+  kt_write_file(path, img->data, img->size);
+  return path;
+}
+
+static kpack_error_t open_image(const image* img) {
+  char* path = save(img);
+  kpack_archive_t a = (kpack_archive_t)(uintptr_t)1;
+  kpack_error_t err = kpack_open(path, &a);
+  if (err != KPACK_SUCCESS)
+    assert_null(a); /* never a half-open handle */
+  kpack_close(a);
+  free(path);
+  return err;
+}
+
+static void replace_toc(image* img, const void* toc, size_t size) {
+  img->data = realloc(img->data, img->toc_offset + size);
+  assert_non_null(img->data);
+  memcpy(img->data + img->toc_offset, toc, size);
+  img->size = img->toc_offset + size;
+}
+
+/* TOC editing through msgpack-c: decode, change one object, re-encode. */
+typedef struct toc_edit {
+  msgpack_zone zone;
+  msgpack_object root;
+} toc_edit;
+
+static void edit_begin(toc_edit* e, const image* img) {
+  msgpack_zone_init(&e->zone, 4096);
+  size_t off = 0;
+  assert_int_equal(
+      msgpack_unpack((const char*)img->data + img->toc_offset,
+                     img->size - img->toc_offset, &off, &e->zone, &e->root),
+      MSGPACK_UNPACK_SUCCESS);
+}
+
+/* The value at a path of map keys (array elements by decimal index). */
+static msgpack_object* edit_at(toc_edit* e, const char* const* keys, size_t n,
+                               msgpack_object** key_out) {
+  msgpack_object* o = &e->root;
+  for (size_t i = 0; i < n; i++) {
+    msgpack_object* next = NULL;
+    if (o->type == MSGPACK_OBJECT_ARRAY) {
+      next = &o->via.array.ptr[atoi(keys[i])];
+    } else {
+      assert_int_equal(o->type, MSGPACK_OBJECT_MAP);
+      for (uint32_t j = 0; j < o->via.map.size; j++) {
+        msgpack_object* k = &o->via.map.ptr[j].key;
+        if (k->via.str.size == strlen(keys[i]) &&
+            memcmp(k->via.str.ptr, keys[i], k->via.str.size) == 0) {
+          next = &o->via.map.ptr[j].val;
+          if (key_out)
+            *key_out = k;
+        }
+      }
+    }
+    assert_non_null(next);
+    o = next;
+  }
+  return o;
+}
+
+static void edit_end(toc_edit* e, image* img) {
+  msgpack_sbuffer buf;
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&buf);
+  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+  assert_int_equal(msgpack_pack_object(&pk, e->root), 0);
+  replace_toc(img, buf.data, buf.size);
+  msgpack_sbuffer_destroy(&buf);
+  msgpack_zone_destroy(&e->zone);
+}
+
+#define PATH(...)                     \
+  (const char* const[]){__VA_ARGS__}, \
+      sizeof((const char* const[]){__VA_ARGS__}) / sizeof(const char*)
+
+static void set_uint(image* img, const char* const* keys, size_t n,
+                     uint64_t v) {
+  toc_edit e;
+  edit_begin(&e, img);
+  msgpack_object* o = edit_at(&e, keys, n, NULL);
+  o->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
+  o->via.u64 = v;
+  edit_end(&e, img);
+}
+
+static void set_str(image* img, const char* const* keys, size_t n,
+                    const char* s) {
+  toc_edit e;
+  edit_begin(&e, img);
+  msgpack_object* o = edit_at(&e, keys, n, NULL);
+  o->type = MSGPACK_OBJECT_STR;
+  o->via.str.ptr = s;
+  o->via.str.size = (uint32_t)strlen(s);
+  edit_end(&e, img);
+}
+
+/* Renames a key to one no reader knows, which removes the field. */
+static void hide_key(image* img, const char* const* keys, size_t n) {
+  toc_edit e;
+  msgpack_object* key = NULL;
+  edit_begin(&e, img);
+  edit_at(&e, keys, n, &key);
+  assert_non_null(key);
+  key->via.str.ptr = "x-unknown";
+  key->via.str.size = 9;
+  edit_end(&e, img);
+}
+
+/* Offset of ordinal i's frame (zstd images): after the u32 size field. */
+static size_t frame_offset(const image* img, unsigned ordinal) {
+  size_t pos = 64 + 4;
+  for (unsigned i = 0; i < ordinal; i++) {
+    uint32_t n;
+    memcpy(&n, img->data + pos, 4);
+    pos += 4 + n;
+  }
+  return pos + 4;
+}
+
+/* ---- round trips ------------------------------------------------------------
+ */
+
+static void roundtrip(kpack_compression_scheme_t scheme, const size_t* sizes,
+                      size_t count) {
+  kt_kernel* k = calloc(count, sizeof(*k));
+  char(*names)[32] = calloc(count, 32);
+  for (size_t i = 0; i < count; i++) {
+    snprintf(names[i], 32, "lib/lib%zu.so#%zu", i % 97, i / 97);
+    k[i].binary = names[i];
+    k[i].arch = i % 2 ? "gfx942:sramecc+:xnack-" : "gfx90a:xnack-";
+    k[i].data = kt_pattern(sizes[i], (uint32_t)i);
+    k[i].size = sizes[i];
+  }
+  char* path = kt_path(tmp, "rt.kpack");
+  kt_write_archive(path, scheme, NULL, 0, k, count);
+  kpack_archive_t a;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  size_t n;
+  assert_int_equal(kpack_get_kernel_count(a, &n), KPACK_SUCCESS);
+  assert_int_equal(n, count);
+  for (size_t i = 0; i < count; i++) {
+    void* data;
+    size_t size;
+    assert_int_equal(kpack_get_kernel(a, k[i].binary, k[i].arch, &data, &size),
+                     KPACK_SUCCESS);
+    assert_non_null(data);
+    assert_int_equal(size, sizes[i]);
+    assert_memory_equal(data, k[i].data, size);
+    kpack_free_kernel(data);
+    free((void*)k[i].data);
+  }
+  kpack_close(a);
+  free(path);
+  free(names);
+  free(k);
+}
+
+static void test_roundtrip_sizes_from_empty_to_megabytes(void** state) {
+  (void)state;
+  const size_t sizes[] = {0,    1,    63,     64,      65,
+                          4095, 4096, 131072, 1 << 20, 3 << 20};
+  for (int s = 0; s < 2; s++)
+    roundtrip(schemes[s], sizes, sizeof(sizes) / sizeof(sizes[0]));
+}
+
+static void test_roundtrip_thousands_of_kernels(void** state) {
+  (void)state;
+  enum { N = 3000 };
+  size_t* sizes = malloc(N * sizeof(*sizes));
+  for (size_t i = 0; i < N; i++)
+    sizes[i] = (i * 37) % 700;
+  for (int s = 0; s < 2; s++)
+    roundtrip(schemes[s], sizes, N);
+  free(sizes);
+}
+
+static void test_empty_kernel_is_non_null_pointer_of_size_zero(void** state) {
+  (void)state;
+  for (int s = 0; s < 2; s++) {
+    kt_kernel k = {"bin#0", "gfx90a", NULL, 0};
+    char* path = kt_path(tmp, "empty.kpack");
+    kt_write_archive(path, schemes[s], NULL, 0, &k, 1);
+    kpack_archive_t a;
+    void* data;
+    size_t size = 99;
+    assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+    assert_int_equal(kpack_get_kernel(a, "bin#0", "gfx90a", &data, &size),
+                     KPACK_SUCCESS);
+    assert_non_null(data);
+    assert_int_equal(size, 0);
+    kpack_free_kernel(data);
+    kpack_close(a);
+    free(path);
+  }
+}
+
+static void test_binaries_sorted_bytewise_arches_in_declared_order(
+    void** state) {
+  (void)state;
+  static const char* arches[] = {"gfx942", "gfx1100", "gfx90a"};
+  uint8_t byte = 7;
+  kt_kernel k[] = {
+      {"lib/z.so#0", "gfx90a", &byte, 1},  {"lib/B.so#0", "gfx90a", &byte, 1},
+      {"lib/a.so#1", "gfx90a", &byte, 1},  {"lib/a.so#0", "gfx942", &byte, 1},
+      {"lib/a.so#0", "gfx1100", &byte, 1},
+  };
+  const char* want[] = {"lib/B.so#0", "lib/a.so#0", "lib/a.so#1", "lib/z.so#0"};
+  char* path = kt_path(tmp, "order.kpack");
+  kt_write_archive(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, arches, 3, k, 5);
+  kpack_archive_t a;
+  size_t n;
+  const char* s;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_binary_count(a, &n), KPACK_SUCCESS);
+  assert_int_equal(n, 4);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(kpack_get_binary(a, i, &s), KPACK_SUCCESS);
+    assert_string_equal(s, want[i]);
+  }
+  assert_int_equal(kpack_get_architecture_count(a, &n), KPACK_SUCCESS);
+  assert_int_equal(n, 3);
+  for (size_t i = 0; i < n; i++) {
+    assert_int_equal(kpack_get_architecture(a, i, &s), KPACK_SUCCESS);
+    assert_string_equal(s, arches[i]);
+  }
+  assert_int_equal(kpack_get_binary_arch_count(a, "lib/a.so#0", &n),
+                   KPACK_SUCCESS);
+  assert_int_equal(n, 2);
+  assert_int_equal(kpack_get_binary_arch(a, "lib/a.so#0", 0, &s),
+                   KPACK_SUCCESS);
+  assert_string_equal(s, "gfx1100");
+  assert_int_equal(kpack_get_group_name(a, &s), KPACK_SUCCESS);
+  assert_string_equal(s, "test");
+  assert_int_equal(kpack_get_gfx_arch_family(a, &s), KPACK_SUCCESS);
+  assert_string_equal(s, "gfxtest");
+  kpack_close(a);
+  free(path);
+}
+
+static void test_kernel_info_reads_toc_only(void** state) {
+  (void)state;
+  for (int s = 0; s < 2; s++) {
+    image img = make_image(schemes[s]);
+    char* path = save(&img);
+    kpack_archive_t a;
+    kpack_kernel_info_t info;
+    assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+    assert_int_equal(kpack_get_kernel_info(a, "lib/a.so#0", "gfx942", &info),
+                     KPACK_SUCCESS);
+    assert_int_equal(info.size, 3000);
+    assert_int_equal(info.ordinal, 1);
+    assert_string_equal(info.type, "hsaco");
+    if (schemes[s] == KPACK_COMPRESSION_NOOP) {
+      assert_int_equal(info.stored_size, 3000);
+      assert_int_equal(info.offset % 64, 0);
+    } else {
+      assert_true(info.stored_size < 3000);
+      assert_int_equal(info.offset, frame_offset(&img, 1));
+    }
+    assert_int_equal(kpack_get_kernel_info(a, "lib/a.so#0", "gfx1", &info),
+                     KPACK_ERROR_KERNEL_NOT_FOUND);
+    kpack_close(a);
+    free(path);
+    free(img.data);
+  }
+}
+
+static void test_read_kernel_into_caller_buffer(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  char* path = save(&img);
+  kpack_archive_t a;
+  size_t size;
+  uint8_t* buf = malloc(3000);
+  void* want = kt_pattern(3000, 2);
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  assert_int_equal(
+      kpack_read_kernel(a, "lib/a.so#0", "gfx942", buf, 2999, &size),
+      KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(
+      kpack_read_kernel(a, "lib/a.so#0", "gfx942", buf, 3000, &size),
+      KPACK_SUCCESS);
+  assert_int_equal(size, 3000);
+  assert_memory_equal(buf, want, 3000);
+  kpack_close(a);
+  free(buf);
+  free(want);
+  free(path);
+  free(img.data);
+}
+
+static void test_open_reads_header_toc_and_frame_table_only(void** state) {
+  (void)state;
+  /* 400 kernels of 64 KiB: if open touched the payload, rchar would grow by
+   * megabytes. */
+  enum { N = 400, SIZE = 65536 };
+  kt_kernel* k = calloc(N, sizeof(*k));
+  char(*names)[16] = calloc(N, 16);
+  void* data = kt_pattern(SIZE, 3);
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], 16, "b%d#0", i);
+    k[i] = (kt_kernel){names[i], "gfx90a", data, SIZE};
+  }
+  for (int s = 0; s < 2; s++) {
+    char* path = kt_path(tmp, "big.kpack");
+    kt_write_archive(path, schemes[s], NULL, 0, k, N);
+    size_t file_size;
+    uint8_t* bytes = kt_read_file(path, &file_size);
+    uint64_t toc_size = file_size - le64(bytes + 8);
+    free(bytes);
+    FILE* io = fopen("/proc/self/io", "r");
+    assert_non_null(io);
+    unsigned long long before = 0, after = 0;
+    char line[128];
+    kpack_archive_t a;
+    setvbuf(io, NULL, _IONBF, 0);
+    while (fgets(line, sizeof line, io))
+      sscanf(line, "rchar: %llu", &before);
+    assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+    rewind(io);
+    while (fgets(line, sizeof line, io))
+      sscanf(line, "rchar: %llu", &after);
+    fclose(io);
+    /* header + TOC + 4 bytes per frame, plus the reads of /proc itself */
+    assert_true(after - before <= 16 + toc_size + 4 * (N + 1) + 4096);
+    kpack_close(a);
+    free(path);
+  }
+  free(data);
+  free(names);
+  free(k);
+}
+
+/* ---- arguments
+ * ------------------------------------------------------------------ */
+
+static void test_null_arguments_and_out_of_range_indices(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  char* path = save(&img);
+  kpack_archive_t a;
+  size_t n;
+  const char* s;
+  void* d;
+  assert_int_equal(kpack_open(NULL, &a), KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_open(path, NULL), KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_architecture_count(NULL, &n),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_get_architecture_count(a, NULL),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_get_architecture(a, 2, &s),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_get_architecture(a, 0, NULL),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_get_binary_count(a, NULL),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_get_binary(a, 2, &s), KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_get_binary(NULL, 0, &s), KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_get_kernel(a, NULL, "gfx90a", &d, &n),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_get_kernel(a, "lib/a.so#0", NULL, &d, &n),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_get_kernel(a, "lib/a.so#0", "gfx90a", NULL, &n),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_get_kernel(a, "lib/a.so#0", "gfx90a", &d, NULL),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_get_kernel(NULL, "lib/a.so#0", "gfx90a", &d, &n),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  kpack_close(a);
+  kpack_close(NULL);
+  kpack_free_kernel(NULL);
+  free(path);
+  free(img.data);
+}
+
+static void test_unknown_binary_or_arch_is_kernel_not_found(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  char* path = save(&img);
+  kpack_archive_t a;
+  void* d;
+  size_t n;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel(a, "lib/c.so#0", "gfx90a", &d, &n),
+                   KPACK_ERROR_KERNEL_NOT_FOUND);
+  assert_null(d);
+  assert_int_equal(kpack_get_kernel(a, "lib/b.so#0", "gfx90a", &d, &n),
+                   KPACK_ERROR_KERNEL_NOT_FOUND);
+  assert_int_equal(kpack_get_kernel(a, "lib/a.so", "gfx90a", &d, &n),
+                   KPACK_ERROR_KERNEL_NOT_FOUND);
+  kpack_close(a);
+  free(path);
+  free(img.data);
+}
+
+/* ---- the file and its header
+ * ------------------------------------------------------ */
+
+static void test_missing_file_is_file_not_found(void** state) {
+  (void)state;
+  kpack_archive_t a;
+  char* path = kt_path(tmp, "absent.kpack");
+  assert_int_equal(kpack_open(path, &a), KPACK_ERROR_FILE_NOT_FOUND);
+  assert_null(a);
+  free(path);
+}
+
+static void test_directory_is_io_error(void** state) {
+  (void)state;
+  kpack_archive_t a;
+  assert_int_equal(kpack_open(tmp, &a), KPACK_ERROR_IO_ERROR);
+  assert_null(a);
+}
+
+static void test_short_file_and_bad_magic_are_invalid_format(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  size_t full = img.size;
+  img.size = 15;
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  img.size = 0;
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  img.size = full;
+  img.data[0] = 'k';
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+}
+
+static void test_version_2_is_unsupported(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  img.data[4] = 2;
+  assert_int_equal(open_image(&img), KPACK_ERROR_UNSUPPORTED_VERSION);
+  free(img.data);
+  img = make_image(KPACK_COMPRESSION_NOOP);
+  set_uint(&img, PATH("format_version"), 2);
+  assert_int_equal(open_image(&img), KPACK_ERROR_UNSUPPORTED_VERSION);
+  free(img.data);
+}
+
+static void test_toc_offset_out_of_range_is_invalid_format(void** state) {
+  (void)state;
+  const uint64_t bad[] = {0, 15, 0 /* = file size */, UINT64_MAX};
+  for (int i = 0; i < 4; i++) {
+    image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+    uint64_t v = i == 2 ? img.size : bad[i];
+    for (int b = 0; b < 8; b++)
+      img.data[8 + b] = (uint8_t)(v >> (8 * b));
+    assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+    free(img.data);
+  }
+}
+
+/* ---- the TOC
+ * ------------------------------------------------------------------------ */
+
+static void test_toc_that_is_not_a_map_fails_to_parse(void** state) {
+  (void)state;
+  static const uint8_t array[] = {0x93, 1, 2, 3};
+  static const uint8_t string[] = {0xa3, 't', 'o', 'c'};
+  static const uint8_t reserved[] = {0xc1};
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  replace_toc(&img, array, sizeof array);
+  assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  replace_toc(&img, string, sizeof string);
+  assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  replace_toc(&img, reserved, sizeof reserved);
+  assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  free(img.data);
+}
+
+static void test_truncated_toc_fails_to_parse(void** state) {
+  (void)state;
+  for (int s = 0; s < 2; s++) {
+    image img = make_image(schemes[s]);
+    size_t full = img.size;
+    /* Every cut inside the TOC must fail cleanly, never succeed. */
+    for (size_t cut = 1; cut < full - img.toc_offset; cut += 7) {
+      img.size = full - cut;
+      kpack_error_t err = open_image(&img);
+      assert_true(err == KPACK_ERROR_MSGPACK_PARSE_FAILED ||
+                  err == KPACK_ERROR_INVALID_FORMAT);
+    }
+    img.size = full - 1;
+    assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+    free(img.data);
+  }
+}
+
+static void test_oversized_declarations_fail_to_parse(void** state) {
+  (void)state;
+  /* A map32 claiming 4 billion pairs; an array32 claiming as many arches;
+   * a str32 longer than the file. */
+  static const uint8_t map[] = {0xdf, 0xff, 0xff, 0xff, 0xff, 0xa1, 'x'};
+  static const uint8_t arches[] = {0x81, 0xaa, 'g',  'f',  'x', '_',  'a',
+                                   'r',  'c',  'h',  'e',  's', 0xdd, 0xff,
+                                   0xff, 0xff, 0xff, 0xa1, 'x'};
+  static const uint8_t str[] = {0x81, 0xdb, 0x7f, 0xff, 0xff, 0xff, 'x'};
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  replace_toc(&img, map, sizeof map);
+  assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  replace_toc(&img, arches, sizeof arches);
+  assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  replace_toc(&img, str, sizeof str);
+  assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  free(img.data);
+}
+
+static void test_wrong_typed_known_fields_fail_to_parse(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  set_str(&img, PATH("toc", "lib/a.so#0", "gfx90a", "ordinal"), "zero");
+  assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  free(img.data);
+
+  img = make_image(KPACK_COMPRESSION_NOOP);
+  set_str(&img, PATH("blobs", "1", "offset"), "64");
+  assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  free(img.data);
+
+  img = make_image(KPACK_COMPRESSION_NOOP);
+  set_uint(&img, PATH("gfx_arches"), 3);
+  assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  free(img.data);
+
+  img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  set_str(&img, PATH("zstd_size"), "big");
+  assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  free(img.data);
+
+  img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  set_uint(&img, PATH("toc", "lib/b.so#0"), 1);
+  assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  free(img.data);
+
+  img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  set_uint(&img, PATH("compression_scheme"), 1);
+  assert_int_equal(open_image(&img), KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  free(img.data);
+}
+
+static void test_unknown_compression_scheme_is_unsupported(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  set_str(&img, PATH("compression_scheme"), "lz4-per-kernel");
+  assert_int_equal(open_image(&img), KPACK_ERROR_UNSUPPORTED_VERSION);
+  free(img.data);
+}
+
+static void test_absent_scheme_means_none(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  hide_key(&img, PATH("compression_scheme"));
+  assert_int_equal(open_image(&img), KPACK_SUCCESS);
+  free(img.data);
+}
+
+static void test_unknown_keys_and_entry_metadata_are_ignored(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  hide_key(&img, PATH("group_name"));
+  toc_edit e;
+  edit_begin(&e, &img);
+  /* "type" becomes an unknown key holding a nested map: it must be skipped */
+  msgpack_object* entry =
+      edit_at(&e, PATH("toc", "lib/a.so#0", "gfx90a"), NULL);
+  msgpack_object_kv* kv = &entry->via.map.ptr[0];
+  kv->key.via.str.ptr = "metadata";
+  kv->key.via.str.size = 8;
+  kv->val = *edit_at(&e, PATH("toc", "lib/b.so#0"), NULL); /* nested maps */
+  edit_end(&e, &img);
+  char* path = save(&img);
+  kpack_archive_t a;
+  void* d;
+  size_t n;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel(a, "lib/a.so#0", "gfx90a", &d, &n),
+                   KPACK_SUCCESS);
+  assert_int_equal(n, 1000);
+  kpack_free_kernel(d);
+  kpack_close(a);
+  free(path);
+  free(img.data);
+}
+
+static void test_wide_string_and_int_encodings_are_accepted(void** state) {
+  (void)state;
+  /* {"toc": {}, "group_name": str16 "g", "format_version": int64 1} */
+  static const uint8_t toc[] = {
+      0x83, 0xa3, 't',  'o', 'c', 0x80, 0xd9, 0x0a, 'g', 'r',  'o',  'u',  'p',
+      '_',  'n',  'a',  'm', 'e', 0xda, 0x00, 0x01, 'g', 0xdb, 0x00, 0x00, 0x00,
+      0x0e, 'f',  'o',  'r', 'm', 'a',  't',  '_',  'v', 'e',  'r',  's',  'i',
+      'o',  'n',  0xd3, 0,   0,   0,    0,    0,    0,   0,    1};
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  replace_toc(&img, toc, sizeof toc);
+  char* path = save(&img);
+  kpack_archive_t a;
+  const char* g;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_group_name(a, &g), KPACK_SUCCESS);
+  assert_string_equal(g, "g");
+  kpack_close(a);
+  free(path);
+  free(img.data);
+}
+
+/* ---- payload index
+ * ---------------------------------------------------------------- */
+
+static void test_blob_outside_file_is_invalid_format(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  set_uint(&img, PATH("blobs", "2", "offset"), img.size);
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+  img = make_image(KPACK_COMPRESSION_NOOP);
+  set_uint(&img, PATH("blobs", "0", "offset"), UINT64_MAX - 10);
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+}
+
+static void test_blob_size_differing_from_original_size_is_invalid(
+    void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  set_uint(&img, PATH("blobs", "1", "size"), 2999);
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+}
+
+static void test_ordinal_without_blob_or_frame_is_invalid_format(void** state) {
+  (void)state;
+  const uint64_t bad[] = {3, 1000, (uint64_t)UINT32_MAX + 1};
+  for (int s = 0; s < 2; s++)
+    for (int i = 0; i < 3; i++) {
+      image img = make_image(schemes[s]);
+      set_uint(&img, PATH("toc", "lib/b.so#0", "gfx942", "ordinal"), bad[i]);
+      assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+      free(img.data);
+    }
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  hide_key(&img, PATH("blobs"));
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+}
+
+static void test_zstd_region_outside_file_is_invalid_format(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  set_uint(&img, PATH("zstd_size"), img.size);
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+  img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  set_uint(&img, PATH("zstd_offset"), UINT64_MAX);
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+  img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  hide_key(&img, PATH("zstd_offset"));
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+}
+
+static void test_frame_table_overrunning_region_is_invalid_format(
+    void** state) {
+  (void)state;
+  /* frame count larger than the region can hold */
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  img.data[64] = 0xff;
+  img.data[65] = 0xff;
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+  /* the last frame's size runs past the region's end */
+  img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  size_t last = frame_offset(&img, 2) - 4;
+  img.data[last + 2] = 0x7f;
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+  /* region shorter than its frames */
+  img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  set_uint(&img, PATH("zstd_size"), 20);
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+}
+
+static void test_missing_original_size_comes_from_blob_or_frame(void** state) {
+  (void)state;
+  for (int s = 0; s < 2; s++) {
+    image img = make_image(schemes[s]);
+    hide_key(&img, PATH("toc", "lib/a.so#0", "gfx942", "original_size"));
+    char* path = save(&img);
+    kpack_archive_t a;
+    kpack_kernel_info_t info;
+    assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+    assert_int_equal(kpack_get_kernel_info(a, "lib/a.so#0", "gfx942", &info),
+                     KPACK_SUCCESS);
+    assert_int_equal(info.size, 3000);
+    kpack_close(a);
+    free(path);
+    free(img.data);
+  }
+}
+
+static void test_frame_declaring_no_size_without_original_size_is_invalid(
+    void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  hide_key(&img, PATH("toc", "lib/a.so#0", "gfx90a", "original_size"));
+  /* Replace frame 0 with a frame that has no content size field. */
+  size_t off = frame_offset(&img, 0);
+  uint32_t old_size;
+  memcpy(&old_size, img.data + off - 4, 4);
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 0);
+  uint8_t frame[64];
+  ZSTD_inBuffer in = {"", 0, 0};
+  ZSTD_outBuffer out = {frame, sizeof frame, 0};
+  assert_int_equal(ZSTD_compressStream2(cctx, &out, &in, ZSTD_e_end), 0);
+  ZSTD_freeCCtx(cctx);
+  assert_true(out.pos <= old_size);
+  memcpy(img.data + off, frame, out.pos);
+  uint32_t new_size = (uint32_t)out.pos;
+  /* keep the chain intact: pad the rest of the old frame into a skippable
+   * frame is overkill; shrinking is enough since the table re-reads sizes */
+  memmove(img.data + off + new_size, img.data + off + old_size,
+          img.size - off - old_size);
+  memcpy(img.data + off - 4, &new_size, 4);
+  img.size -= old_size - new_size;
+  img.toc_offset -= old_size - new_size;
+  for (int b = 0; b < 8; b++)
+    img.data[8 + b] = (uint8_t)(img.toc_offset >> (8 * b));
+  set_uint(&img, PATH("zstd_size"),
+           img.toc_offset - 64 /* region runs up to the TOC */);
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+}
+
+static void test_duplicate_binaries_are_invalid_format(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  toc_edit e;
+  msgpack_object* key = NULL;
+  edit_begin(&e, &img);
+  edit_at(&e, PATH("toc", "lib/b.so#0"), &key);
+  key->via.str.ptr = "lib/a.so#0";
+  edit_end(&e, &img);
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+}
+
+static void test_name_with_embedded_nul_is_invalid_format(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  toc_edit e;
+  msgpack_object* key = NULL;
+  edit_begin(&e, &img);
+  edit_at(&e, PATH("toc", "lib/b.so#0"), &key);
+  key->via.str.ptr = "lib/a\0so#0";
+  edit_end(&e, &img);
+  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+}
+
+/* ---- reading kernels
+ * -------------------------------------------------------------- */
+
+static kpack_error_t get_from(const image* img, const char* binary,
+                              const char* arch) {
+  char* path = save(img);
+  kpack_archive_t a;
+  void* d = (void*)1;
+  size_t n;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  kpack_error_t err = kpack_get_kernel(a, binary, arch, &d, &n);
+  if (err != KPACK_SUCCESS)
+    assert_null(d);
+  kpack_free_kernel(d);
+  kpack_close(a);
+  free(path);
+  return err;
+}
+
+static void test_corrupt_frame_fails_decompression(void** state) {
+  (void)state;
+  /* magic, then a byte deep in the compressed data (caught by checksum) */
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  size_t off = frame_offset(&img, 1);
+  img.data[off] ^= 0xff;
+  assert_int_equal(get_from(&img, "lib/a.so#0", "gfx942"),
+                   KPACK_ERROR_DECOMPRESSION_FAILED);
+  assert_int_equal(get_from(&img, "lib/a.so#0", "gfx90a"), KPACK_SUCCESS);
+  img.data[off] ^= 0xff;
+  uint32_t frame_size;
+  memcpy(&frame_size, img.data + off - 4, 4);
+  for (uint32_t i = 8; i < frame_size; i += 11) {
+    img.data[off + i] ^= 0x5a;
+    assert_int_equal(get_from(&img, "lib/a.so#0", "gfx942"),
+                     KPACK_ERROR_DECOMPRESSION_FAILED);
+    img.data[off + i] ^= 0x5a;
+  }
+  free(img.data);
+}
+
+static void test_size_mismatch_fails_decompression(void** state) {
+  (void)state;
+  const uint64_t bad[] = {2999, 3001, 1ull << 40};
+  for (int i = 0; i < 3; i++) {
+    image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+    set_uint(&img, PATH("toc", "lib/a.so#0", "gfx942", "original_size"),
+             bad[i]);
+    assert_int_equal(get_from(&img, "lib/a.so#0", "gfx942"),
+                     KPACK_ERROR_DECOMPRESSION_FAILED);
+    free(img.data);
+  }
+}
+
+static void test_file_truncated_after_open_is_io_error(void** state) {
+  (void)state;
+  for (int s = 0; s < 2; s++) {
+    image img = make_image(schemes[s]);
+    char* path = save(&img);
+    kpack_archive_t a;
+    void* d;
+    size_t n;
+    assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+    assert_int_equal(truncate(path, 100), 0);
+    assert_int_equal(kpack_get_kernel(a, "lib/a.so#0", "gfx942", &d, &n),
+                     KPACK_ERROR_IO_ERROR);
+    assert_null(d);
+    kpack_close(a);
+    free(path);
+    free(img.data);
+  }
+}
+
+typedef struct reader_args {
+  kpack_archive_t archive;
+  const kt_kernel* kernels;
+  size_t count;
+  unsigned seed;
+  int failures;
+} reader_args;
+
+static void* reader_thread(void* p) {
+  reader_args* r = p;
+  for (int i = 0; i < 400; i++) {
+    r->seed = r->seed * 1103515245u + 12345u;
+    const kt_kernel* k = &r->kernels[(r->seed >> 8) % r->count];
+    void* d;
+    size_t n;
+    if (kpack_get_kernel(r->archive, k->binary, k->arch, &d, &n) !=
+            KPACK_SUCCESS ||
+        n != k->size || memcmp(d, k->data, n) != 0)
+      r->failures++;
+    kpack_free_kernel(d);
+  }
+  return NULL;
+}
+
+static void test_eight_threads_read_one_handle_concurrently(void** state) {
+  (void)state;
+  enum { N = 64, THREADS = 8 };
+  kt_kernel k[N];
+  char names[N][16];
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], 16, "b%d#0", i);
+    size_t size = 1000 + (size_t)i * 997;
+    k[i] = (kt_kernel){names[i], i % 2 ? "gfx90a" : "gfx942",
+                       kt_pattern(size, (uint32_t)i), size};
+  }
+  for (int s = 0; s < 2; s++) {
+    char* path = kt_path(tmp, "mt.kpack");
+    kt_write_archive(path, schemes[s], NULL, 0, k, N);
+    kpack_archive_t a;
+    assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+    pthread_t t[THREADS];
+    reader_args args[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+      args[i] = (reader_args){a, k, N, (unsigned)i + 1, 0};
+      assert_int_equal(pthread_create(&t[i], NULL, reader_thread, &args[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+      pthread_join(t[i], NULL);
+      assert_int_equal(args[i].failures, 0);
+    }
+    kpack_close(a);
+    free(path);
+  }
+  for (int i = 0; i < N; i++)
+    free((void*)k[i].data);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_roundtrip_sizes_from_empty_to_megabytes),
+      cmocka_unit_test(test_roundtrip_thousands_of_kernels),
+      cmocka_unit_test(test_empty_kernel_is_non_null_pointer_of_size_zero),
+      cmocka_unit_test(test_binaries_sorted_bytewise_arches_in_declared_order),
+      cmocka_unit_test(test_kernel_info_reads_toc_only),
+      cmocka_unit_test(test_read_kernel_into_caller_buffer),
+      cmocka_unit_test(test_open_reads_header_toc_and_frame_table_only),
+      cmocka_unit_test(test_null_arguments_and_out_of_range_indices),
+      cmocka_unit_test(test_unknown_binary_or_arch_is_kernel_not_found),
+      cmocka_unit_test(test_missing_file_is_file_not_found),
+      cmocka_unit_test(test_directory_is_io_error),
+      cmocka_unit_test(test_short_file_and_bad_magic_are_invalid_format),
+      cmocka_unit_test(test_version_2_is_unsupported),
+      cmocka_unit_test(test_toc_offset_out_of_range_is_invalid_format),
+      cmocka_unit_test(test_toc_that_is_not_a_map_fails_to_parse),
+      cmocka_unit_test(test_truncated_toc_fails_to_parse),
+      cmocka_unit_test(test_oversized_declarations_fail_to_parse),
+      cmocka_unit_test(test_wrong_typed_known_fields_fail_to_parse),
+      cmocka_unit_test(test_unknown_compression_scheme_is_unsupported),
+      cmocka_unit_test(test_absent_scheme_means_none),
+      cmocka_unit_test(test_unknown_keys_and_entry_metadata_are_ignored),
+      cmocka_unit_test(test_wide_string_and_int_encodings_are_accepted),
+      cmocka_unit_test(test_blob_outside_file_is_invalid_format),
+      cmocka_unit_test(test_blob_size_differing_from_original_size_is_invalid),
+      cmocka_unit_test(test_ordinal_without_blob_or_frame_is_invalid_format),
+      cmocka_unit_test(test_zstd_region_outside_file_is_invalid_format),
+      cmocka_unit_test(test_frame_table_overrunning_region_is_invalid_format),
+      cmocka_unit_test(test_missing_original_size_comes_from_blob_or_frame),
+      cmocka_unit_test(
+          test_frame_declaring_no_size_without_original_size_is_invalid),
+      cmocka_unit_test(test_duplicate_binaries_are_invalid_format),
+      cmocka_unit_test(test_name_with_embedded_nul_is_invalid_format),
+      cmocka_unit_test(test_corrupt_frame_fails_decompression),
+      cmocka_unit_test(test_size_mismatch_fails_decompression),
+      cmocka_unit_test(test_file_truncated_after_open_is_io_error),
+      cmocka_unit_test(test_eight_threads_read_one_handle_concurrently),
+  };
+  return cmocka_run_group_tests_name("archive", tests, setup, teardown);
+}
