@@ -65,7 +65,7 @@ KPACKFS_SRCS := $(sort $(wildcard kpackfs/*.c))
 KPACKFS      := $(BUILD)/bin/kpackfs
 TOOL_SRCS    := $(sort $(wildcard contrib/*.c))
 TOOL         := $(BUILD)/bin/kpack
-PROGRAMS     := $(if $(KPACKFS_SRCS),$(KPACKFS)) $(if $(TOOL_SRCS),$(TOOL))
+PROGRAMS     := $(strip $(if $(KPACKFS_SRCS),$(KPACKFS)) $(if $(TOOL_SRCS),$(TOOL)))
 
 $(BUILD)/kpackfs/%.o: kpackfs/%.c $(HEADERS) $(wildcard kpackfs/*.h)
 	@mkdir -p $(@D)
@@ -118,6 +118,19 @@ check: all $(TEST_BINS)
 	  echo "== $$t"; $(TEST_WRAP) $$t || fail=1; \
 	done; exit $$fail
 
+# ---- benchmarks ---------------------------------------------------------------
+# Archives are generated once into .cache/bench (ignored) and reused.
+BENCH := $(BUILD)/bench/bench
+
+$(BENCH): tests/bench/bench.c $(LIB_A) $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
+
+.PHONY: bench
+bench: all $(BENCH)
+	@mkdir -p .cache/bench
+	$(BENCH) .cache/bench $(KPACK_TEST_BIN)
+
 # ---- install ----------------------------------------------------------------
 .PHONY: install
 install: all
@@ -128,6 +141,22 @@ install: all
 	install -m 0644 $(HEADERS) $(DESTDIR)$(PREFIX)/include/rocm_kpack/
 	sed -e 's|^prefix=.*|prefix=$(PREFIX)|' -e 's|^libdir=.*|libdir=$(LIBDIR)|' $(LIB_PC) > $(DESTDIR)$(LIBDIR)/pkgconfig/rocm_kpack.pc
 	$(if $(PROGRAMS),install -m 0755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/)
+
+# Installs into a scratch prefix and builds a client with pkg-config alone,
+# against the shared library and then the static one.
+.PHONY: install-check
+install-check: all
+	@d=$$(mktemp -d) && trap 'rm -rf '"$$d" EXIT && \
+	$(MAKE) --no-print-directory install PREFIX=$$d/usr >/dev/null && \
+	export PKG_CONFIG_PATH=$$d/usr/lib/pkgconfig && \
+	$(CC) -std=c11 -Wall -Werror tests/install/example.c -o $$d/example \
+	  $$(pkg-config --cflags --libs rocm_kpack) && \
+	LD_LIBRARY_PATH=$$d/usr/lib $$d/example $$d/example.kpack && \
+	$(CC) -std=c11 -Wall -Werror tests/install/example.c -o $$d/example-static \
+	  $$(pkg-config --cflags rocm_kpack) $$d/usr/lib/librocm_kpack.a \
+	  $$(pkg-config --static --libs-only-other --libs-only-l rocm_kpack | sed 's/-lrocm_kpack//') && \
+	$$d/example-static $$d/example2.kpack && \
+	echo "install-check: ok ($$(pkg-config --modversion rocm_kpack))"
 
 # ---- housekeeping -----------------------------------------------------------
 .PHONY: clean format help
