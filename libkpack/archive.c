@@ -37,7 +37,9 @@ static uint64_t load_le(const uint8_t* p, unsigned n) {
 
 static kpack_error_t open_file(const char* path, int* fd, uint64_t* size) {
   struct stat st;
-  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* O_NONBLOCK: a FIFO (or device) named like an archive must fail the
+   * S_ISREG check below, not block open() forever. */
+  *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (*fd < 0)
     return errno == ENOENT || errno == ENOTDIR ? KPACK_ERROR_FILE_NOT_FOUND
                                                : KPACK_ERROR_IO_ERROR;

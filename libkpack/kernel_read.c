@@ -12,6 +12,10 @@
 
 #include "archive.h"
 
+/* No zstd frame expands further: each block yields at most 128 KiB and one
+ * that yields anything takes at least 4 bytes (3-byte header + 1). */
+#define KP_ZSTD_MAX_RATIO (128u * 1024u / 4u)
+
 static kp_reader* reader_get(kpack_archive_t a) {
   pthread_mutex_lock(&a->pool_lock);
   kp_reader* r = a->pool;
@@ -77,6 +81,10 @@ static kpack_error_t decompress_frame(kpack_archive_t a, kp_reader* r,
   unsigned long long declared = ZSTD_getFrameContentSize(r->scratch, stored);
   if (declared == ZSTD_CONTENTSIZE_ERROR ||
       (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != k->size))
+    return KPACK_ERROR_DECOMPRESSION_FAILED;
+  /* Nor may a size (from the TOC or the frame header) that the frame could
+   * not possibly fill decide how much we allocate. */
+  if (k->size / KP_ZSTD_MAX_RATIO > stored)
     return KPACK_ERROR_DECOMPRESSION_FAILED;
   if ((err = ensure_buffer(dst, size)) != KPACK_SUCCESS)
     return err;

@@ -148,12 +148,14 @@ static kpack_error_t parse_binaries(toc_builder* b, mp_cursor* c) {
   if (t->binaries == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   for (uint32_t i = 0; i < n; i++) {
-    kp_binary* bin = &t->binaries[i];
+    kp_binary* bin = &t->binaries[t->binary_count];
     uint32_t arches;
     if ((err = read_name(b, c, &bin->name)) != KPACK_SUCCESS)
       return err;
     if ((err = from_mp(mp_read_map(c, &arches))) != KPACK_SUCCESS)
       return err;
+    if (arches == 0)
+      continue; /* only binaries with a kernel are listed */
     bin->first = t->kernel_count;
     bin->count = arches;
     t->binary_count++;
