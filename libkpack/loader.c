@@ -1,0 +1,596 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The loader (SPEC §2.2): finds the code object HIPK metadata names in the
+ * archives its search paths lead to, for the best architecture a device
+ * accepts. A cache keeps every archive it opened until it is destroyed.
+ * Each search step is reported as a trace event; ROCM_KPACK_DEBUG logging
+ * is one consumer of those events, a kpack_cache_set_trace() hook another.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "archive.h"
+#include "hipk.h"
+#include "search_path.h"
+#include "target.h"
+
+/* An archive the cache has tried to open, under its canonical path. Never
+ * changes after it is added to the table. */
+typedef struct archive_slot {
+  char* canonical;
+  kpack_archive_t archive; /* NULL when the open failed */
+  kpack_error_t open_status;
+} archive_slot;
+
+struct kpack_cache {
+  /* Fixed at creation (trace: before the cache is shared). */
+  kp_strlist override_paths; /* ROCM_KPACK_PATH; replaces all when non-empty */
+  kp_strlist prefix_paths;   /* ROCM_KPACK_PATH_PREFIX */
+  bool disabled;
+  bool debug;
+  kpack_trace_fn_t trace;
+  void* trace_user;
+
+  /* `lock` protects the archive table (slots, slot_count, slot_cap). It is
+   * held across kpack_open() so that threads racing for one archive open it
+   * once; opens happen once per archive, so serialising them is cheap. A
+   * slot is immutable once added and lives until kpack_cache_destroy(), so
+   * it is used without the lock, and kernel reads (kpack_get_kernel() is
+   * thread-safe) never hold it. */
+  pthread_mutex_t lock;
+  archive_slot** slots;
+  size_t slot_count;
+  size_t slot_cap;
+};
+
+/* A concrete archive path of one search, in search order. */
+typedef struct candidate {
+  char* path;
+  const char* source;
+  bool exists;
+  bool visited;             /* the table was consulted during this search */
+  const archive_slot* slot; /* usable archive, NULL if none or a duplicate */
+} candidate;
+
+/* The state of one kpack_load_code_object() / kpack_resolve_code_object(). */
+typedef struct search {
+  kpack_cache_t cache;
+  const char* binary_path;
+  const char* const* arch_list;
+  size_t arch_count;
+  char* kernel;            /* "kernel_name#co_index" */
+  kp_target_list* targets; /* compatible targets of each arch_list entry */
+  candidate* cands;
+  size_t cand_count;
+  size_t cand_cap;
+  bool any_open;
+} search;
+
+static const char src_override[] = "ROCM_KPACK_PATH";
+static const char src_prefix[] = "ROCM_KPACK_PATH_PREFIX";
+static const char src_embedded[] = "embedded";
+
+/* ---- events -------------------------------------------------------------- */
+
+/* Writes one event as one "kpack: " line. The line is built first and
+ * written with one call, so lines from concurrent loads never interleave. */
+static void debug_log(const kpack_trace_event_t* ev) {
+  char* line = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&line, &len);
+  if (f == NULL)
+    return; /* logging must never fail a load */
+  fputs("kpack: ", f);
+  switch (ev->kind) {
+    case KPACK_TRACE_LOAD:
+      fprintf(f, "load %s (binary %s)", ev->kernel, ev->path);
+      break;
+    case KPACK_TRACE_PATH:
+      fprintf(f, "path %s (%s): %s", ev->path, ev->source,
+              ev->is_directory ? "directory"
+              : ev->exists     ? "exists"
+                               : "missing");
+      break;
+    case KPACK_TRACE_ARCHIVE:
+      fprintf(f, "archive %s: %s%s", ev->path, kpack_error_string(ev->status),
+              ev->opened ? " (opened)" : " (cached)");
+      if (ev->status == KPACK_SUCCESS) {
+        fputs(", arches", f);
+        for (size_t i = 0; i < ev->arch_count; i++)
+          fprintf(f, " %s", ev->arches[i]);
+      }
+      break;
+    case KPACK_TRACE_TARGET:
+      fprintf(f, "target %s for %s", ev->target, ev->arch);
+      break;
+    case KPACK_TRACE_KERNEL:
+      fprintf(f, "kernel %s %s in %s: %s", ev->kernel, ev->target, ev->path,
+              kpack_error_string(ev->status));
+      break;
+    case KPACK_TRACE_RESULT:
+      fprintf(f, "result %s: %s", ev->kernel ? ev->kernel : "(none)",
+              kpack_error_string(ev->status));
+      if (ev->status == KPACK_SUCCESS)
+        fprintf(f, ", %zu bytes, %s for %s from %s", ev->size, ev->target,
+                ev->arch, ev->path);
+      break;
+  }
+  fputc('\n', f);
+  if (fclose(f) == 0)
+    fputs(line, stderr);
+  free(line);
+}
+
+static void emit(kpack_cache_t cache, const kpack_trace_event_t* ev) {
+  if (cache->trace != NULL)
+    cache->trace(ev, cache->trace_user);
+  if (cache->debug)
+    debug_log(ev);
+}
+
+/* Reports the outcome of a call and returns it. */
+static kpack_error_t finish(kpack_cache_t cache, const char* kernel,
+                            kpack_error_t status) {
+  kpack_trace_event_t ev = {
+      .kind = KPACK_TRACE_RESULT, .status = status, .kernel = kernel};
+  if (cache != NULL)
+    emit(cache, &ev);
+  return status;
+}
+
+/* ---- archive table ------------------------------------------------------- */
+
+/* The slot for `canonical`, opening the archive if the cache has not tried
+ * yet. Takes ownership of `canonical`. An open that ran out of memory is
+ * not remembered (it may succeed later) and fails the search. */
+static kpack_error_t table_get(kpack_cache_t cache, char* canonical,
+                               const archive_slot** out, bool* opened) {
+  kpack_error_t err = KPACK_SUCCESS;
+  archive_slot* slot = NULL;
+  *opened = false;
+  pthread_mutex_lock(&cache->lock);
+  for (size_t i = 0; i < cache->slot_count; i++) {
+    if (strcmp(cache->slots[i]->canonical, canonical) == 0) {
+      *out = cache->slots[i];
+      goto unlock;
+    }
+  }
+  if (cache->slot_count == cache->slot_cap) {
+    size_t cap = cache->slot_cap ? cache->slot_cap * 2 : 8;
+    archive_slot** grown = realloc(cache->slots, cap * sizeof(*grown));
+    if (grown == NULL) {
+      err = KPACK_ERROR_OUT_OF_MEMORY;
+      goto unlock;
+    }
+    cache->slots = grown;
+    cache->slot_cap = cap;
+  }
+  if ((slot = calloc(1, sizeof(*slot))) == NULL) {
+    err = KPACK_ERROR_OUT_OF_MEMORY;
+    goto unlock;
+  }
+  slot->open_status = kpack_open(canonical, &slot->archive);
+  if (slot->open_status == KPACK_ERROR_OUT_OF_MEMORY) {
+    err = KPACK_ERROR_OUT_OF_MEMORY;
+    free(slot);
+    goto unlock;
+  }
+  slot->canonical = canonical;
+  canonical = NULL;
+  cache->slots[cache->slot_count++] = slot;
+  *out = slot;
+  *opened = true;
+unlock:
+  pthread_mutex_unlock(&cache->lock);
+  free(canonical);
+  return err;
+}
+
+/* ---- candidates ---------------------------------------------------------- */
+
+static bool has_candidate(const search* s, const char* path) {
+  for (size_t i = 0; i < s->cand_count; i++)
+    if (strcmp(s->cands[i].path, path) == 0)
+      return true;
+  return false;
+}
+
+/* Appends a candidate; takes ownership of `path`. */
+static kpack_error_t push_candidate(search* s, char* path, const char* source,
+                                    bool exists) {
+  if (s->cand_count == s->cand_cap) {
+    size_t cap = s->cand_cap ? s->cand_cap * 2 : 8;
+    candidate* grown = realloc(s->cands, cap * sizeof(*grown));
+    if (grown == NULL) {
+      free(path);
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    }
+    s->cands = grown;
+    s->cand_cap = cap;
+  }
+  candidate c = {.path = path, .source = source, .exists = exists};
+  s->cands[s->cand_count++] = c;
+  return KPACK_SUCCESS;
+}
+
+/* Adds one concrete path: a directory stands for the *.kpack inside it. */
+static kpack_error_t add_path(search* s, const char* path, const char* source) {
+  kpack_error_t err = KPACK_SUCCESS;
+  kp_strlist entries = {0};
+  struct stat st;
+  if (has_candidate(s, path))
+    return KPACK_SUCCESS;
+  bool exists = stat(path, &st) == 0;
+  bool is_dir = exists && S_ISDIR(st.st_mode);
+  kpack_trace_event_t ev = {.kind = KPACK_TRACE_PATH,
+                            .kernel = s->kernel,
+                            .path = path,
+                            .source = source,
+                            .exists = exists,
+                            .is_directory = is_dir};
+  emit(s->cache, &ev);
+  if (!is_dir) {
+    char* copy = strdup(path);
+    return copy ? push_candidate(s, copy, source, exists)
+                : KPACK_ERROR_OUT_OF_MEMORY;
+  }
+  /* An unreadable directory contributes nothing, like a missing path. */
+  err = kp_path_list_dir(path, &entries);
+  if (err == KPACK_ERROR_IO_ERROR)
+    err = KPACK_SUCCESS;
+  for (size_t i = 0; err == KPACK_SUCCESS && i < entries.count; i++) {
+    if (has_candidate(s, entries.items[i]))
+      continue;
+    kpack_trace_event_t entry = ev;
+    entry.path = entries.items[i];
+    entry.exists = true;
+    entry.is_directory = false;
+    emit(s->cache, &entry);
+    err = push_candidate(s, entries.items[i], source, true);
+    entries.items[i] = NULL; /* owned by the candidate now (or freed) */
+  }
+  kp_strlist_free(&entries);
+  return err;
+}
+
+/* Adds list items: resolved against the binary (embedded) or normalised
+ * (environment), then @GFXARCH@-expanded. Empty items are dropped. */
+static kpack_error_t add_items(search* s, const char* const* items, size_t n,
+                               const char* source, bool relative_to_binary) {
+  kpack_error_t err = KPACK_SUCCESS;
+  kp_strlist expanded = {0};
+  for (size_t i = 0; err == KPACK_SUCCESS && i < n; i++) {
+    if (items[i][0] == '\0')
+      continue;
+    char* base = relative_to_binary ? kp_path_resolve(s->binary_path, items[i])
+                                    : kp_path_normalize(items[i]);
+    if (base == NULL) {
+      err = KPACK_ERROR_OUT_OF_MEMORY;
+      break;
+    }
+    err = kp_path_expand_gfxarch(base, s->targets, s->arch_count, &expanded);
+    free(base);
+    for (size_t j = 0; err == KPACK_SUCCESS && j < expanded.count; j++) {
+      /* Substituted targets may hold ".." or "//" again. */
+      char* norm = kp_path_normalize(expanded.items[j]);
+      err = norm ? add_path(s, norm, source) : KPACK_ERROR_OUT_OF_MEMORY;
+      free(norm);
+    }
+    kp_strlist_free(&expanded);
+  }
+  kp_strlist_free(&expanded);
+  return err;
+}
+
+static kpack_error_t build_candidates(search* s, const char* const* embedded,
+                                      size_t embedded_count) {
+  kpack_cache_t cache = s->cache;
+  if (cache->override_paths.count > 0)
+    return add_items(s, (const char* const*)cache->override_paths.items,
+                     cache->override_paths.count, src_override, false);
+  kpack_error_t err =
+      add_items(s, (const char* const*)cache->prefix_paths.items,
+                cache->prefix_paths.count, src_prefix, false);
+  if (err == KPACK_SUCCESS)
+    err = add_items(s, embedded, embedded_count, src_embedded, true);
+  return err;
+}
+
+/* First use of a candidate in this search: find or open its archive. */
+static kpack_error_t visit(search* s, candidate* c) {
+  const archive_slot* slot = NULL;
+  bool opened = false;
+  c->visited = true;
+  kpack_trace_event_t ev = {
+      .kind = KPACK_TRACE_ARCHIVE, .kernel = s->kernel, .path = c->path};
+  char* canonical = realpath(c->path, NULL);
+  if (canonical == NULL) {
+    if (errno == ENOMEM)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    /* Gone since it was listed, or a directory on the way is unreadable:
+     * no archive, and nothing to remember. */
+    ev.status = errno == ENOENT || errno == ENOTDIR ? KPACK_ERROR_FILE_NOT_FOUND
+                                                    : KPACK_ERROR_IO_ERROR;
+    emit(s->cache, &ev);
+    return KPACK_SUCCESS;
+  }
+  kpack_error_t err = table_get(s->cache, canonical, &slot, &opened);
+  if (err != KPACK_SUCCESS)
+    return err;
+  ev.status = slot->open_status;
+  ev.path = slot->canonical;
+  ev.opened = opened;
+  if (slot->archive != NULL) {
+    ev.arches = slot->archive->toc.arches;
+    ev.arch_count = slot->archive->toc.arch_count;
+  }
+  emit(s->cache, &ev);
+  if (slot->archive == NULL)
+    return KPACK_SUCCESS;
+  s->any_open = true;
+  /* Two paths to one file (a symlink, a directory entry): search it once. */
+  for (candidate* other = s->cands; other < c; other++)
+    if (other->slot == slot)
+      return KPACK_SUCCESS;
+  c->slot = slot;
+  return KPACK_SUCCESS;
+}
+
+static bool declares(kpack_archive_t archive, const char* target) {
+  for (size_t i = 0; i < archive->toc.arch_count; i++)
+    if (strcmp(archive->toc.arches[i], target) == 0)
+      return true;
+  return false;
+}
+
+static void search_free(search* s) {
+  for (size_t i = 0; i < s->cand_count; i++)
+    free(s->cands[i].path);
+  free(s->cands);
+  if (s->targets != NULL)
+    for (size_t i = 0; i < s->arch_count; i++)
+      kp_target_list_free(&s->targets[i]);
+  free(s->targets);
+  free(s->kernel);
+}
+
+/* The search itself; arguments are checked and the cache is enabled. */
+static kpack_error_t run_search(kpack_cache_t cache, const char* kernel_name,
+                                const char* const* embedded,
+                                size_t embedded_count, const char* binary_path,
+                                uint32_t co_index, const char* const* arch_list,
+                                size_t arch_count, void** out,
+                                size_t* size_out) {
+  kpack_error_t err = KPACK_SUCCESS;
+  kpack_error_t last_read_error = KPACK_SUCCESS;
+  bool any_declared = false;
+  search s = {.cache = cache,
+              .binary_path = binary_path,
+              .arch_list = arch_list,
+              .arch_count = arch_count};
+
+  if (asprintf(&s.kernel, "%s#%" PRIu32, kernel_name, co_index) < 0) {
+    s.kernel = NULL;
+    err = KPACK_ERROR_OUT_OF_MEMORY;
+    goto done;
+  }
+  kpack_trace_event_t start = {
+      .kind = KPACK_TRACE_LOAD, .kernel = s.kernel, .path = binary_path};
+  emit(cache, &start);
+  if ((s.targets = calloc(arch_count, sizeof(*s.targets))) == NULL) {
+    err = KPACK_ERROR_OUT_OF_MEMORY;
+    goto done;
+  }
+  for (size_t i = 0; i < arch_count; i++)
+    if ((err = kp_target_compatible(arch_list[i], &s.targets[i])))
+      goto done;
+  if ((err = build_candidates(&s, embedded, embedded_count)))
+    goto done;
+
+  for (size_t a = 0; a < arch_count; a++) {
+    for (size_t t = 0; t < s.targets[a].count; t++) {
+      const char* target = s.targets[a].names[t];
+      kpack_trace_event_t tev = {.kind = KPACK_TRACE_TARGET,
+                                 .kernel = s.kernel,
+                                 .arch = arch_list[a],
+                                 .target = target};
+      emit(cache, &tev);
+      for (size_t i = 0; i < s.cand_count; i++) {
+        candidate* c = &s.cands[i];
+        if (!c->exists)
+          continue;
+        if (!c->visited && (err = visit(&s, c)))
+          goto done;
+        if (c->slot == NULL || !declares(c->slot->archive, target))
+          continue;
+        any_declared = true;
+        err =
+            kpack_get_kernel(c->slot->archive, s.kernel, target, out, size_out);
+        kpack_trace_event_t kev = tev;
+        kev.kind = KPACK_TRACE_KERNEL;
+        kev.status = err;
+        kev.path = c->slot->canonical;
+        emit(cache, &kev);
+        if (err == KPACK_SUCCESS) {
+          kpack_trace_event_t hit = kev;
+          hit.kind = KPACK_TRACE_RESULT;
+          hit.size = *size_out;
+          emit(cache, &hit);
+          goto done;
+        }
+        if (err == KPACK_ERROR_OUT_OF_MEMORY)
+          goto done;
+        if (err != KPACK_ERROR_KERNEL_NOT_FOUND)
+          last_read_error = err;
+      }
+    }
+  }
+  /* No hit. Archives not yet consulted (no arch had a target) still decide
+   * between ARCHIVE_NOT_FOUND and ARCH_NOT_FOUND. */
+  for (size_t i = 0; i < s.cand_count; i++)
+    if (s.cands[i].exists && !s.cands[i].visited &&
+        (err = visit(&s, &s.cands[i])))
+      goto done;
+  if (any_declared)
+    err = last_read_error != KPACK_SUCCESS ? last_read_error
+                                           : KPACK_ERROR_KERNEL_NOT_FOUND;
+  else
+    err =
+        s.any_open ? KPACK_ERROR_ARCH_NOT_FOUND : KPACK_ERROR_ARCHIVE_NOT_FOUND;
+
+done:
+  if (err != KPACK_SUCCESS)
+    finish(cache, s.kernel, err);
+  search_free(&s);
+  return err;
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+/* A flag is on when set, non-empty and not starting with '0'. */
+static bool env_flag(const char* name) {
+  const char* v = secure_getenv(name);
+  return v != NULL && v[0] != '\0' && v[0] != '0';
+}
+
+static kpack_error_t env_list(const char* name, kp_strlist* out) {
+  /* secure_getenv: a setuid program must not load code objects from
+   * archives its caller chose. */
+  const char* v = secure_getenv(name);
+  return v != NULL ? kp_path_list_parse(v, out) : KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_cache_create(kpack_cache_t* cache) {
+  kpack_error_t err;
+  struct kpack_cache* c;
+  if (cache == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *cache = NULL;
+  if ((c = calloc(1, sizeof(*c))) == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  if ((err = env_list("ROCM_KPACK_PATH", &c->override_paths)) ||
+      (err = env_list("ROCM_KPACK_PATH_PREFIX", &c->prefix_paths)))
+    goto fail;
+  c->disabled = env_flag("ROCM_KPACK_DISABLE");
+  c->debug = env_flag("ROCM_KPACK_DEBUG");
+  if (pthread_mutex_init(&c->lock, NULL) != 0) {
+    err = KPACK_ERROR_OUT_OF_MEMORY;
+    goto fail;
+  }
+  *cache = c;
+  return KPACK_SUCCESS;
+
+fail:
+  kp_strlist_free(&c->override_paths);
+  kp_strlist_free(&c->prefix_paths);
+  free(c);
+  return err;
+}
+
+KPACK_API void kpack_cache_destroy(kpack_cache_t cache) {
+  if (cache == NULL)
+    return;
+  for (size_t i = 0; i < cache->slot_count; i++) {
+    kpack_close(cache->slots[i]->archive);
+    free(cache->slots[i]->canonical);
+    free(cache->slots[i]);
+  }
+  free(cache->slots);
+  pthread_mutex_destroy(&cache->lock);
+  kp_strlist_free(&cache->override_paths);
+  kp_strlist_free(&cache->prefix_paths);
+  free(cache);
+}
+
+KPACK_API kpack_error_t kpack_cache_set_trace(kpack_cache_t cache,
+                                              kpack_trace_fn_t trace,
+                                              void* user_data) {
+  if (cache == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  cache->trace = trace;
+  cache->trace_user = user_data;
+  return KPACK_SUCCESS;
+}
+
+/* The checks both entry points share; clears the outputs it can. */
+static bool valid_request(kpack_cache_t cache, const char* binary_path,
+                          const char* const* arch_list, size_t arch_count,
+                          void** out, size_t* size_out) {
+  if (out != NULL)
+    *out = NULL;
+  if (size_out != NULL)
+    *size_out = 0;
+  if (cache == NULL || binary_path == NULL || arch_list == NULL ||
+      arch_count == 0 || out == NULL || size_out == NULL)
+    return false;
+  for (size_t i = 0; i < arch_count; i++)
+    if (arch_list[i] == NULL)
+      return false;
+  return true;
+}
+
+KPACK_API kpack_error_t kpack_load_code_object(
+    kpack_cache_t cache, const void* hipk_metadata, const char* binary_path,
+    uint32_t co_index, const char* const* arch_list, size_t arch_count,
+    void** code_object_out, size_t* code_object_size_out) {
+  kp_hipk hipk;
+  if (hipk_metadata == NULL ||
+      !valid_request(cache, binary_path, arch_list, arch_count, code_object_out,
+                     code_object_size_out))
+    return finish(cache, NULL, KPACK_ERROR_INVALID_ARGUMENT);
+  if (cache->disabled)
+    return finish(cache, NULL, KPACK_ERROR_NOT_IMPLEMENTED);
+  kpack_error_t err = kp_hipk_read(hipk_metadata, &hipk);
+  if (err != KPACK_SUCCESS)
+    return finish(cache, NULL, err);
+  err = run_search(cache, hipk.kernel_name,
+                   (const char* const*)hipk.search_paths.items,
+                   hipk.search_paths.count, binary_path, co_index, arch_list,
+                   arch_count, code_object_out, code_object_size_out);
+  kp_hipk_free(&hipk);
+  return err;
+}
+
+KPACK_API kpack_error_t kpack_resolve_code_object(
+    kpack_cache_t cache, const char* kernel_name,
+    const char* const* search_paths, size_t search_path_count,
+    const char* binary_path, uint32_t co_index, const char* const* arch_list,
+    size_t arch_count, void** code_object_out, size_t* code_object_size_out) {
+  bool ok = valid_request(cache, binary_path, arch_list, arch_count,
+                          code_object_out, code_object_size_out) &&
+            kernel_name != NULL &&
+            (search_paths != NULL || search_path_count == 0);
+  for (size_t i = 0; ok && i < search_path_count; i++)
+    ok = search_paths[i] != NULL;
+  if (!ok)
+    return finish(cache, NULL, KPACK_ERROR_INVALID_ARGUMENT);
+  if (cache->disabled)
+    return finish(cache, NULL, KPACK_ERROR_NOT_IMPLEMENTED);
+  return run_search(cache, kernel_name, search_paths, search_path_count,
+                    binary_path, co_index, arch_list, arch_count,
+                    code_object_out, code_object_size_out);
+}
+
+KPACK_API void kpack_free_code_object(void* code_object) {
+  kpack_free_kernel(code_object);
+}
+
+KPACK_API kpack_error_t kpack_enumerate_architectures(
+    const char* archive_path, kpack_arch_callback_t callback, void* user_data) {
+  kpack_archive_t archive;
+  if (archive_path == NULL || callback == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  kpack_error_t err = kpack_open(archive_path, &archive);
+  if (err != KPACK_SUCCESS)
+    return err;
+  for (size_t i = 0; i < archive->toc.arch_count; i++)
+    if (!callback(archive->toc.arches[i], user_data))
+      break;
+  kpack_close(archive);
+  return KPACK_SUCCESS;
+}

@@ -1,0 +1,143 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Target compatibility (SPEC §2.2): triple prefixes, every feature subset
+ * from most to least specific in a fixed order, and the bounds on hostile
+ * names.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "support.h"
+#include "target.h"
+
+/* Asserts that `isa` expands to exactly `want[0..n)`, in order. */
+static void expect_targets(const char* isa, const char* const* want, size_t n) {
+  kp_target_list list;
+  assert_int_equal(kp_target_compatible(isa, &list), KPACK_SUCCESS);
+  assert_int_equal(list.count, n);
+  for (size_t i = 0; i < n; i++)
+    assert_string_equal(list.names[i], want[i]);
+  kp_target_list_free(&list);
+}
+
+#define EXPECT(isa, ...)                                        \
+  do {                                                          \
+    static const char* const want_[] = {__VA_ARGS__};           \
+    expect_targets(isa, want_, sizeof(want_) / sizeof(*want_)); \
+  } while (0)
+
+static void test_bare_processor_yields_itself(void** state) {
+  (void)state;
+  EXPECT("gfx90a", "gfx90a");
+}
+
+static void test_one_feature_yields_feature_then_bare(void** state) {
+  (void)state;
+  EXPECT("gfx90a:xnack-", "gfx90a:xnack-", "gfx90a");
+}
+
+static void test_two_features_follow_the_spec_example(void** state) {
+  (void)state;
+  EXPECT("gfx942:sramecc+:xnack-", "gfx942:sramecc+:xnack-", "gfx942:sramecc+",
+         "gfx942:xnack-", "gfx942");
+}
+
+static void test_three_features_order_larger_subsets_first_then_positions(
+    void** state) {
+  (void)state;
+  EXPECT("gfx1:a:b:c", "gfx1:a:b:c", "gfx1:a:b", "gfx1:a:c", "gfx1:b:c",
+         "gfx1:a", "gfx1:b", "gfx1:c", "gfx1");
+}
+
+static void test_amdgcn_triple_prefix_is_stripped(void** state) {
+  (void)state;
+  EXPECT("amdgcn-amd-amdhsa--gfx90a:xnack+", "gfx90a:xnack+", "gfx90a");
+}
+
+static void test_hipv4_triple_prefix_is_stripped(void** state) {
+  (void)state;
+  EXPECT("hipv4-amdgcn-amd-amdhsa--gfx1030", "gfx1030");
+}
+
+static void test_unknown_prefix_is_kept(void** state) {
+  (void)state;
+  EXPECT("amdgcn-amd-amdpal--gfx90a", "amdgcn-amd-amdpal--gfx90a");
+}
+
+static void test_generic_target_names_expand_like_others(void** state) {
+  (void)state;
+  EXPECT("gfx9-4-generic:xnack+", "gfx9-4-generic:xnack+", "gfx9-4-generic");
+}
+
+static void test_repeated_feature_yields_no_duplicates(void** state) {
+  (void)state;
+  EXPECT("gfx90a:xnack-:xnack-", "gfx90a:xnack-:xnack-", "gfx90a:xnack-",
+         "gfx90a");
+}
+
+static void test_empty_name_and_missing_processor_yield_nothing(void** state) {
+  (void)state;
+  const char* names[] = {"", ":xnack-", "amdgcn-amd-amdhsa--"};
+  for (size_t i = 0; i < 3; i++) {
+    kp_target_list list;
+    assert_int_equal(kp_target_compatible(names[i], &list), KPACK_SUCCESS);
+    assert_int_equal(list.count, 0);
+    kp_target_list_free(&list);
+  }
+}
+
+static void test_empty_feature_yields_only_the_name(void** state) {
+  (void)state;
+  EXPECT("gfx942::xnack-", "gfx942::xnack-");
+  EXPECT("gfx942:", "gfx942:");
+}
+
+static void test_eight_features_expand_to_all_256_subsets(void** state) {
+  (void)state;
+  kp_target_list list;
+  assert_int_equal(kp_target_compatible("p:a:b:c:d:e:f:g:h", &list),
+                   KPACK_SUCCESS);
+  assert_int_equal(list.count, 256);
+  assert_string_equal(list.names[0], "p:a:b:c:d:e:f:g:h");
+  assert_string_equal(list.names[1], "p:a:b:c:d:e:f:g");
+  assert_string_equal(list.names[8], "p:b:c:d:e:f:g:h");
+  assert_string_equal(list.names[9], "p:a:b:c:d:e:f");
+  assert_string_equal(list.names[255], "p");
+  kp_target_list_free(&list);
+}
+
+static void test_more_than_eight_features_yield_only_the_name(void** state) {
+  (void)state;
+  EXPECT("p:a:b:c:d:e:f:g:h:i", "p:a:b:c:d:e:f:g:h:i");
+}
+
+static void test_overlong_name_yields_only_the_name(void** state) {
+  (void)state;
+  char name[400];
+  memset(name, 'x', sizeof(name) - 1);
+  name[sizeof(name) - 1] = '\0';
+  name[10] = ':';
+  expect_targets(name, (const char* const[]){name}, 1);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_bare_processor_yields_itself),
+      cmocka_unit_test(test_one_feature_yields_feature_then_bare),
+      cmocka_unit_test(test_two_features_follow_the_spec_example),
+      cmocka_unit_test(
+          test_three_features_order_larger_subsets_first_then_positions),
+      cmocka_unit_test(test_amdgcn_triple_prefix_is_stripped),
+      cmocka_unit_test(test_hipv4_triple_prefix_is_stripped),
+      cmocka_unit_test(test_unknown_prefix_is_kept),
+      cmocka_unit_test(test_generic_target_names_expand_like_others),
+      cmocka_unit_test(test_repeated_feature_yields_no_duplicates),
+      cmocka_unit_test(test_empty_name_and_missing_processor_yield_nothing),
+      cmocka_unit_test(test_empty_feature_yields_only_the_name),
+      cmocka_unit_test(test_eight_features_expand_to_all_256_subsets),
+      cmocka_unit_test(test_more_than_eight_features_yield_only_the_name),
+      cmocka_unit_test(test_overlong_name_yields_only_the_name),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
