@@ -16,6 +16,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <msgpack.h>
 #include <zstd.h>
 
 #include "rocm_kpack/kpack_ext.h"
@@ -350,6 +351,69 @@ static void bench_threads(const char* path) {
   kpack_close(a);
 }
 
+/* Row 5: the loader with a warm cache (archive already open) vs a direct
+ * kpack_get_kernel of the same kernel: the cost of metadata parsing, path
+ * resolution and target matching per call. */
+static void bench_loader(const char* path) {
+  char abs[4096], binary[4200];
+  if (realpath(path, abs) == NULL)
+    exit(1);
+  snprintf(binary, sizeof binary, "%s.host", abs);
+  msgpack_sbuffer buf;
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&buf);
+  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "kernel_name", 11);
+  msgpack_pack_str_with_body(&pk, "lib/libbench7.so", 16);
+  msgpack_pack_str_with_body(&pk, "kpack_search_paths", 18);
+  msgpack_pack_array(&pk, 1);
+  msgpack_pack_str_with_body(&pk, abs, strlen(abs));
+
+  kpack_cache_t cache;
+  kpack_archive_t a;
+  kpack_error_t err = kpack_cache_create(&cache);
+  if (!err)
+    err = kpack_open(path, &a);
+  if (err)
+    die("loader setup", err);
+  const char* arches[] = {"gfx90a:sramecc+:xnack-"};
+  enum { CALLS = 200 };
+  double load[REPS], get[REPS];
+  for (int r = 0; r < REPS; r++) {
+    double t = now();
+    for (int i = 0; i < CALLS; i++) {
+      void* d;
+      size_t s;
+      err =
+          kpack_load_code_object(cache, buf.data, binary, 0, arches, 1, &d, &s);
+      if (err)
+        die("kpack_load_code_object", err);
+      kpack_free_code_object(d);
+    }
+    load[r] = now() - t;
+    t = now();
+    for (int i = 0; i < CALLS; i++) {
+      void* d;
+      size_t s;
+      err = kpack_get_kernel(a, "lib/libbench7.so#0", "gfx90a", &d, &s);
+      if (err)
+        die("kpack_get_kernel", err);
+      kpack_free_kernel(d);
+    }
+    get[r] = now() - t;
+  }
+  double ratio = median(load, REPS) / median(get, REPS);
+  char value[64];
+  snprintf(value, sizeof value, "%.2fx (%.0f vs %.0f us/call)", ratio,
+           median(load, REPS) / CALLS * 1e6, median(get, REPS) / CALLS * 1e6);
+  row("kpack_load_code_object (warm) vs kpack_get_kernel, per call", value,
+      "<= 1.20x", ratio <= 1.2);
+  kpack_close(a);
+  kpack_cache_destroy(cache);
+  msgpack_sbuffer_destroy(&buf);
+}
+
 int main(int argc, char** argv) {
   const char* dir = argc > 1 ? argv[1] : ".cache/bench";
   char zstd_path[512], raw_path[512];
@@ -367,5 +431,6 @@ int main(int argc, char** argv) {
   bench_zstd_decode(zstd_path);
   bench_raw_copy(raw_path);
   bench_threads(zstd_path);
+  bench_loader(zstd_path);
   return 0;
 }
