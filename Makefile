@@ -12,7 +12,7 @@ SANITIZE ?=
 comma := ,
 BUILD ?= build$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 
-PKGS      := libzstd msgpack
+PKGS      := libzstd msgpack zlib
 DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEPS_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
@@ -24,9 +24,14 @@ WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototy
 CPPFLAGS += -D_GNU_SOURCE -Iinclude -Ilibkpack
 CFLAGS   += -std=c11 $(OPT) $(WARN) -fvisibility=hidden -pthread $(DEPS_CFLAGS)
 LDFLAGS  += -pthread
+# ---- sanitizers ---------------------------------------------------------------
+# clang leaves the sanitizer runtime out of shared objects (the executable
+# brings it), so --no-undefined would fail on __asan_*/__tsan_* there.
+LIB_NO_UNDEFINED := -Wl,--no-undefined
 ifneq ($(SANITIZE),)
 CFLAGS  += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS += -fsanitize=$(SANITIZE)
+LIB_NO_UNDEFINED :=
 endif
 
 # ---- libkpack --------------------------------------------------------------
@@ -44,7 +49,7 @@ $(BUILD)/libkpack/%.o: libkpack/%.c $(HEADERS) $(wildcard libkpack/*.h)
 
 $(LIB_SO): $(LIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--no-undefined $(LDFLAGS) -o $@ $^ $(DEPS_LIBS)
+	$(CC) -shared -Wl,-soname,$(SONAME) $(LIB_NO_UNDEFINED) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS)
 	ln -sf $(SONAME) $(BUILD)/lib/librocm_kpack.so
 
 $(LIB_A): $(LIB_OBJS)
@@ -55,7 +60,7 @@ $(LIB_PC): Makefile
 	@mkdir -p $(@D)
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$${prefix}/include' '' \
 	  'Name: rocm_kpack' 'Description: kpack GPU code object archive runtime' \
-	  'Version: $(VERSION)' 'Requires.private: libzstd msgpack' \
+	  'Version: $(VERSION)' 'Requires.private: $(PKGS)' \
 	  'Libs: -L$${libdir} -lrocm_kpack' 'Libs.private: -pthread' \
 	  'Cflags: -I$${includedir}' > $@
 
@@ -104,6 +109,7 @@ export KPACK_TEST_BUILD := $(BUILD)
 export KPACK_TEST_BIN := $(abspath $(BUILD)/bin)
 export KPACK_SANITIZE := $(SANITIZE)
 export KPACK_VALGRIND := $(VALGRIND)
+export KPACK_SOURCE_DIR := $(CURDIR)
 
 $(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h) $(wildcard libkpack/*.h)
 	@mkdir -p $(@D)
@@ -131,6 +137,90 @@ bench: all $(BENCH)
 	@mkdir -p .cache/bench
 	$(BENCH) .cache/bench $(KPACK_TEST_BIN)
 
+# ---- fuzzing ----------------------------------------------------------------
+# One libFuzzer harness per entry point (tests/fuzz/fuzz_*.c) over a clang
+# ASan+UBSan build of the library in build-fuzz/; only these targets need
+# clang. `make fuzz FUZZ_SECONDS=N` runs each harness for N seconds from the
+# committed seeds (tests/fuzz/corpus/<name>) and fails on any finding; new
+# inputs go to build-fuzz/corpus, crashes to build-fuzz/artifacts.
+FUZZ_CC      ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_MAX_LEN ?= 16384
+FUZZ_BUILD   := build-fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all
+FUZZ_CFLAGS  := -std=c11 -g -O1 -fno-omit-frame-pointer $(WARN) -pthread $(DEPS_CFLAGS) $(FUZZ_SAN)
+FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(filter-out tests/fuzz/fuzz_drivers.c,$(sort $(wildcard tests/fuzz/fuzz_*.c))))
+FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
+FUZZ_LIB     := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o)
+FUZZ_DRIVERS := $(FUZZ_BUILD)/tests/fuzz/fuzz_drivers.o
+
+# Only the library carries coverage feedback; the drivers are just checked.
+$(FUZZ_BUILD)/libkpack/%.o: libkpack/%.c $(HEADERS) $(wildcard libkpack/*.h)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS) -DKPACK_BUILDING_LIBRARY $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/tests/fuzz/%.o: tests/fuzz/%.c tests/fuzz/fuzz_drivers.h $(HEADERS)
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c $< -o $@
+
+$(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_DRIVERS) $(FUZZ_LIB)
+	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(DEPS_LIBS)
+
+.PHONY: fuzz fuzz-build fuzz-corpus fuzz-coverage
+fuzz-build: $(FUZZ_BINS)
+
+fuzz: $(FUZZ_BINS)
+	@fail=0; for n in $(FUZZ_NAMES); do \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$n $(FUZZ_BUILD)/artifacts/$$n; \
+	  log=$(FUZZ_BUILD)/fuzz_$$n.log; \
+	  echo "== fuzz_$$n: $(FUZZ_SECONDS)s"; \
+	  if ! $(FUZZ_BUILD)/fuzz_$$n -max_total_time=$(FUZZ_SECONDS) -timeout=10 \
+	      -rss_limit_mb=2048 -max_len=$(FUZZ_MAX_LEN) -print_final_stats=1 \
+	      -dict=tests/fuzz/kpack.dict -artifact_prefix=$(FUZZ_BUILD)/artifacts/$$n/ \
+	      $(FUZZ_BUILD)/corpus/$$n tests/fuzz/corpus/$$n >$$log 2>&1; then \
+	    fail=1; tail -n 80 $$log; \
+	  fi; \
+	  grep -E '^(Done|stat::number_of_executed_units|stat::new_units_added|INFO: seed corpus)' $$log || true; \
+	done; exit $$fail
+
+# make check replays the committed seeds and past crashes through the same
+# drivers (tests/test_fuzz_replay.c), with whatever SANITIZE/VALGRIND is set.
+$(BUILD)/tests/fuzz/fuzz_drivers.o: tests/fuzz/fuzz_drivers.h
+$(BUILD)/tests/test_fuzz_replay: $(BUILD)/tests/test_fuzz_replay.o $(BUILD)/tests/fuzz/fuzz_drivers.o $(TEST_SUPPORT) $(LIB_A)
+	$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS)
+
+# Seeds come from the project's writer; regenerate after a format change.
+MAKE_CORPUS := $(BUILD)/tests/fuzz/make_corpus
+$(MAKE_CORPUS): tests/fuzz/make_corpus.c tests/fuzz/fuzz_drivers.h $(LIB_A) $(HEADERS)
+	@mkdir -p $(@D)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
+
+fuzz-corpus: $(MAKE_CORPUS)
+	rm -rf tests/fuzz/corpus
+	$(MAKE_CORPUS) tests/fuzz/corpus
+	@du -sh tests/fuzz/corpus
+
+# Line coverage of the library by the seeds plus whatever `make fuzz` found:
+# each harness replays both corpora once (-runs=0) with clang source-based
+# coverage. Needs llvm-14 (llvm-profdata-14, llvm-cov-14).
+LLVM_PROFDATA ?= llvm-profdata-14
+LLVM_COV      ?= llvm-cov-14
+COV_BUILD     := build-fuzz-coverage
+COV_FLAGS     := -std=c11 -g -O0 $(WARN) -pthread $(DEPS_CFLAGS) -fprofile-instr-generate -fcoverage-mapping
+
+fuzz-coverage:
+	@rm -rf $(COV_BUILD) && mkdir -p $(COV_BUILD)
+	@for n in $(FUZZ_NAMES); do \
+	  $(FUZZ_CC) $(CPPFLAGS) -DKPACK_BUILDING_LIBRARY $(COV_FLAGS) -fsanitize=fuzzer \
+	    -o $(COV_BUILD)/fuzz_$$n tests/fuzz/fuzz_$$n.c tests/fuzz/fuzz_drivers.c $(LIB_SRCS) $(DEPS_LIBS) || exit 1; \
+	  mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
+	  LLVM_PROFILE_FILE=$(COV_BUILD)/$$n.profraw $(COV_BUILD)/fuzz_$$n -runs=0 \
+	    $(FUZZ_BUILD)/corpus/$$n tests/fuzz/corpus/$$n >$(COV_BUILD)/$$n.log 2>&1 || exit 1; \
+	done
+	$(LLVM_PROFDATA) merge -o $(COV_BUILD)/all.profdata $(COV_BUILD)/*.profraw
+	$(LLVM_COV) report $(foreach n,$(FUZZ_NAMES),-object $(COV_BUILD)/fuzz_$(n)) \
+	  -instr-profile=$(COV_BUILD)/all.profdata $(LIB_SRCS)
+
 # ---- install ----------------------------------------------------------------
 .PHONY: install
 install: all
@@ -157,6 +247,13 @@ install-check: all
 	  $$(pkg-config --static --libs-only-other --libs-only-l rocm_kpack | sed 's/-lrocm_kpack//') && \
 	$$d/example-static $$d/example2.kpack && \
 	echo "install-check: ok ($$(pkg-config --modversion rocm_kpack))"
+
+# ---- demo -------------------------------------------------------------------
+# Installs missing packages (as root), builds, packs real GPU code objects
+# from Debian's librocrand1 and looks inside; see contrib/demo.sh.
+.PHONY: demo
+demo:
+	BUILD=$(BUILD) MAKE="$(MAKE)" contrib/demo.sh
 
 # ---- housekeeping -----------------------------------------------------------
 .PHONY: clean format help

@@ -218,9 +218,8 @@ typedef struct kpack_kcache_entry kpack_kcache_entry_t;
 
 typedef struct kpack_kcache_stats {
   uint64_t capacity;           /* byte budget */
-  uint64_t bytes;              /* decompressed bytes held, pinned or not,
-                                  including decompressions in progress */
-  uint64_t entries;            /* kernels held */
+  uint64_t bytes;              /* decompressed bytes held, pinned or not */
+  uint64_t entries;            /* kernels held or being decompressed */
   uint64_t pinned;             /* kernels held with at least one pin */
   uint64_t hits;               /* acquires that found the kernel cached or
                                   being decompressed by another caller */

@@ -1,0 +1,114 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Shared by the kpack tool's source files: the subcommand entry points, their
+ * manual pages, and small helpers for messages, tables, JSON and files. The
+ * tool is argument parsing and printing over libkpack; nothing here knows
+ * the archive format.
+ */
+#ifndef KPACK_CLI_H
+#define KPACK_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "rocm_kpack/kpack_ext.h"
+
+#define CLI_VERSION "1.0.0"
+
+/* Exit statuses shared by every subcommand. */
+enum {
+  CLI_OK = 0,
+  CLI_FAIL = 1,          /* the command ran and something is wrong */
+  CLI_USAGE = 2,         /* bad command line */
+  CLI_INTERRUPTED = 130, /* SIGINT/SIGTERM */
+};
+
+typedef struct cli_command {
+  const char* name;
+  const char* summary;
+  const char* manual; /* the full --help text */
+  int (*run)(int argc, char** argv);
+} cli_command;
+
+extern const cli_command cli_list_command, cli_info_command, cli_cat_command,
+    cli_extract_command, cli_create_command, cli_verify_command,
+    cli_resolve_command;
+
+/* ---- messages ---------------------------------------------------------- */
+
+/* "kpack: <message>" on stderr. */
+void cli_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
+/* "kpack: <subject>: KPACK_ERROR_X (<what it means>)" on stderr. */
+void cli_kerror(const char* subject, kpack_error_t err);
+/* A short phrase for a status, e.g. "no such file". */
+const char* cli_error_text(kpack_error_t err);
+/* Reports a bad command line for `cmd`; returns CLI_USAGE. */
+int cli_usage_error(const cli_command* cmd, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+/* Prints the manual of `cmd` to stdout; returns CLI_OK. */
+int cli_print_manual(const cli_command* cmd);
+
+/* ---- parsing ----------------------------------------------------------- */
+
+/* Parses a decimal integer in [min, max]; false if it is not one. */
+bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
+                    unsigned long* out);
+
+/* ---- output ------------------------------------------------------------ */
+
+/* A text table: columns sized to their widest cell, numbers right-aligned. */
+typedef struct cli_table {
+  size_t cols;
+  const char* const* headers;
+  const bool* right; /* per column: right-align */
+  char** cells;      /* rows * cols, owned */
+  size_t rows, cap;
+} cli_table;
+
+/* Appends one row of `t->cols` printf-formatted cells: the format holds one
+ * conversion set per cell separated by '\t'. */
+void cli_table_row(cli_table* t, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void cli_table_print(const cli_table* t, FILE* out);
+void cli_table_free(cli_table* t);
+
+/* A JSON string literal, quoted and escaped. */
+void cli_json_string(FILE* out, const char* s);
+/* "1.23x", or "-" when stored is 0. */
+const char* cli_ratio(char buf[32], uint64_t size, uint64_t stored);
+/* "12.3 MiB" style, for summaries. */
+const char* cli_human_size(char buf[32], uint64_t bytes);
+
+/* ---- files ------------------------------------------------------------- */
+
+/* Whole-file read into a malloc'ed buffer; false with errno set on failure. */
+bool cli_read_file(const char* path, void** data, size_t* size);
+/* mkdir -p; false with errno set on failure. */
+bool cli_mkdirs(const char* path, unsigned mode);
+/* True if a TOC binary name can be a relative path: not empty, no leading or
+ * trailing '/', no empty, "." or ".." component. */
+bool cli_safe_binary_name(const char* name);
+/* True if an arch (or type) can be one path component. */
+bool cli_safe_component(const char* name);
+
+/* ---- archives ---------------------------------------------------------- */
+
+/* Called for each kernel, binaries in byte-wise order and each binary's
+ * arches sorted; return false to stop. */
+typedef bool (*cli_kernel_fn)(kpack_archive_t archive, const char* binary,
+                              const char* arch, const kpack_kernel_info_t* info,
+                              void* user);
+/* Walks the TOC; reads no kernel. Returns the first library error. */
+kpack_error_t cli_for_each_kernel(kpack_archive_t archive, cli_kernel_fn fn,
+                                  void* user);
+
+/* ---- interruption ------------------------------------------------------ */
+
+/* Installs SIGINT/SIGTERM/SIGHUP handlers that only set a flag, so that a
+ * long command can stop between steps and clean up. */
+void cli_catch_signals(void);
+/* The signal that arrived, or 0. */
+int cli_interrupted(void);
+
+#endif /* KPACK_CLI_H */

@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * `kpack list`, `kpack info` and `kpack cat`: what an archive holds, from
+ * its table of contents alone, and one kernel's bytes.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+static const char list_manual[] =
+    "NAME\n"
+    "    kpack list - list the kernels of kpack archives\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    kpack list [--json] ARCHIVE...\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    One row per kernel: the binary it belongs to (an install-tree path\n"
+    "    ending in #N, the code object index), its architecture, its size,\n"
+    "    the bytes it occupies in the archive and the compression ratio.\n"
+    "    Binaries are sorted byte-wise, and each binary's architectures too.\n"
+    "    With several archives a first column names the archive. Only the\n"
+    "    table of contents is read; nothing is decompressed.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --json      print one JSON array of objects {archive, binary, arch,\n"
+    "                type, size, stored_size, ordinal}\n"
+    "    -h, --help  print this manual\n"
+    "\n"
+    "EXAMPLES\n"
+    "    kpack list .kpack/blas_lib_gfx942.kpack\n"
+    "    kpack list --json .kpack/*.kpack\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 all archives listed; 1 an archive could not be opened (the\n"
+    "    others are still listed); 2 bad command line.\n";
+
+static const char info_manual[] =
+    "NAME\n"
+    "    kpack info - show the header of kpack archives and their totals\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    kpack info [--json] ARCHIVE...\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Prints the table of contents header of each archive (format version,\n"
+    "    group name, architecture family, declared architectures in order,\n"
+    "    compression scheme) and totals: binaries, kernels, decompressed and\n"
+    "    stored bytes, file size. Nothing is decompressed.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --json      print one JSON array with an object per archive:\n"
+    "                {archive, format_version, group_name, gfx_arch_family,\n"
+    "                gfx_arches, compression_scheme, binaries, kernels,\n"
+    "                size, stored_size, file_size}\n"
+    "    -h, --help  print this manual\n"
+    "\n"
+    "EXAMPLES\n"
+    "    kpack info .kpack/rand_lib_gfx90a.kpack\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 success; 1 an archive could not be opened; 2 bad command line.\n";
+
+static const char cat_manual[] =
+    "NAME\n"
+    "    kpack cat - write one kernel to standard output\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    kpack cat ARCHIVE BINARY ARCH\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Decompresses the kernel of BINARY (as `kpack list` shows it,\n"
+    "    including the #N suffix) for architecture ARCH (exactly as listed,\n"
+    "    e.g. gfx90a:xnack-) and writes its bytes to standard output.\n"
+    "\n"
+    "OPTIONS\n"
+    "    -h, --help  print this manual\n"
+    "\n"
+    "EXAMPLES\n"
+    "    kpack cat rand.kpack 'lib/librocrand.so.1#0' gfx1030 > k.hsaco\n"
+    "    kpack cat rand.kpack 'lib/librocrand.so.1#0' gfx1030 | readelf -h "
+    "/dev/stdin\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 success; 1 the archive or kernel could not be read, or standard\n"
+    "    output could not be written; 2 bad command line.\n";
+
+static int list_run(int argc, char** argv);
+static int info_run(int argc, char** argv);
+static int cat_run(int argc, char** argv);
+
+const cli_command cli_list_command = {
+    "list", "list the kernels of archives (binary, arch, sizes, ratio)",
+    list_manual, list_run};
+const cli_command cli_info_command = {
+    "info", "show an archive's header (group, family, arches, scheme), totals",
+    info_manual, info_run};
+const cli_command cli_cat_command = {
+    "cat", "write one kernel's bytes to standard output", cat_manual, cat_run};
+
+/* Parses the options shared by list and info: --json and --help. Returns
+ * -1 to go on, or the exit status. */
+static int parse_json_flag(const cli_command* cmd, int argc, char** argv,
+                           bool* json) {
+  static const struct option options[] = {{"json", no_argument, NULL, 'J'},
+                                          {"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  int c;
+  *json = false;
+  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    switch (c) {
+      case 'J':
+        *json = true;
+        break;
+      case 'h':
+        return cli_print_manual(cmd);
+      default:
+        return cli_usage_error(cmd, "unknown option");
+    }
+  }
+  if (optind >= argc)
+    return cli_usage_error(cmd, "no ARCHIVE given");
+  return -1;
+}
+
+/* ---- list -----------------------------------------------------------------
+ */
+
+typedef struct list_state {
+  const char* archive_path;
+  bool json, many, first;
+  cli_table table;
+  uint64_t size, stored;
+  size_t kernels;
+} list_state;
+
+static bool list_kernel(kpack_archive_t archive, const char* binary,
+                        const char* arch, const kpack_kernel_info_t* info,
+                        void* user) {
+  list_state* s = user;
+  char ratio[32];
+  (void)archive;
+  s->size += info->size;
+  s->stored += info->stored_size;
+  s->kernels++;
+  if (s->json) {
+    fputs(s->first ? "\n  {\"archive\": " : ",\n  {\"archive\": ", stdout);
+    s->first = false;
+    cli_json_string(stdout, s->archive_path);
+    fputs(", \"binary\": ", stdout);
+    cli_json_string(stdout, binary);
+    fputs(", \"arch\": ", stdout);
+    cli_json_string(stdout, arch);
+    fputs(", \"type\": ", stdout);
+    cli_json_string(stdout, info->type);
+    printf(", \"size\": %llu, \"stored_size\": %llu, \"ordinal\": %u}",
+           (unsigned long long)info->size,
+           (unsigned long long)info->stored_size, (unsigned)info->ordinal);
+    return true;
+  }
+  cli_ratio(ratio, info->size, info->stored_size);
+  if (s->many)
+    cli_table_row(&s->table, "%s\t%s\t%s\t%llu\t%llu\t%s", s->archive_path,
+                  binary, arch, (unsigned long long)info->size,
+                  (unsigned long long)info->stored_size, ratio);
+  else
+    cli_table_row(&s->table, "%s\t%s\t%llu\t%llu\t%s", binary, arch,
+                  (unsigned long long)info->size,
+                  (unsigned long long)info->stored_size, ratio);
+  return true;
+}
+
+static int list_run(int argc, char** argv) {
+  static const char* const headers[] = {"ARCHIVE", "BINARY", "ARCH",
+                                        "SIZE",    "STORED", "RATIO"};
+  static const bool right[] = {false, false, false, true, true, true};
+  list_state s = {0};
+  int status = CLI_OK;
+  size_t listed = 0;
+  char a[32], b[32], r[32];
+
+  int early = parse_json_flag(&cli_list_command, argc, argv, &s.json);
+  if (early >= 0)
+    return early;
+  s.many = argc - optind > 1;
+  s.first = true;
+  s.table.cols = s.many ? 6 : 5;
+  s.table.headers = s.many ? headers : headers + 1;
+  s.table.right = s.many ? right : right + 1;
+  if (s.json)
+    fputs("[", stdout);
+  for (int i = optind; i < argc; i++) {
+    kpack_archive_t archive;
+    kpack_error_t err = kpack_open(argv[i], &archive);
+    if (err != KPACK_SUCCESS) {
+      cli_kerror(argv[i], err);
+      status = CLI_FAIL;
+      continue;
+    }
+    s.archive_path = argv[i];
+    listed++;
+    err = cli_for_each_kernel(archive, list_kernel, &s);
+    if (err != KPACK_SUCCESS) {
+      cli_kerror(argv[i], err);
+      status = CLI_FAIL;
+    }
+    kpack_close(archive);
+  }
+  if (s.json) {
+    fputs(s.first ? "]\n" : "\n]\n", stdout);
+  } else if (listed > 0) {
+    cli_table_print(&s.table, stdout);
+    printf("%zu kernel%s, %s, stored %s (%s)\n", s.kernels,
+           s.kernels == 1 ? "" : "s", cli_human_size(a, s.size),
+           cli_human_size(b, s.stored), cli_ratio(r, s.size, s.stored));
+  }
+  cli_table_free(&s.table);
+  return status;
+}
+
+/* ---- info -----------------------------------------------------------------
+ */
+
+typedef struct totals {
+  uint64_t size, stored;
+  size_t kernels;
+} totals;
+
+static bool add_totals(kpack_archive_t archive, const char* binary,
+                       const char* arch, const kpack_kernel_info_t* info,
+                       void* user) {
+  totals* t = user;
+  (void)archive;
+  (void)binary;
+  (void)arch;
+  t->size += info->size;
+  t->stored += info->stored_size;
+  t->kernels++;
+  return true;
+}
+
+static kpack_error_t print_info(const char* path, kpack_archive_t archive,
+                                bool json, bool first) {
+  kpack_error_t err;
+  const char *group, *family;
+  kpack_compression_scheme_t scheme;
+  size_t arch_count, binaries;
+  totals t = {0};
+  struct stat st;
+  char a[32], b[32], r[32];
+
+  if ((err = kpack_get_group_name(archive, &group)) ||
+      (err = kpack_get_gfx_arch_family(archive, &family)) ||
+      (err = kpack_get_compression_scheme(archive, &scheme)) ||
+      (err = kpack_get_architecture_count(archive, &arch_count)) ||
+      (err = kpack_get_binary_count(archive, &binaries)) ||
+      (err = cli_for_each_kernel(archive, add_totals, &t)))
+    return err;
+  uint64_t file_size = stat(path, &st) == 0 ? (uint64_t)st.st_size : 0;
+  const char* scheme_name = kpack_compression_scheme_name(scheme);
+
+  if (json) {
+    fputs(first ? "\n  {\"archive\": " : ",\n  {\"archive\": ", stdout);
+    cli_json_string(stdout, path);
+    fputs(", \"format_version\": 1, \"group_name\": ", stdout);
+    cli_json_string(stdout, group);
+    fputs(", \"gfx_arch_family\": ", stdout);
+    cli_json_string(stdout, family);
+    fputs(", \"gfx_arches\": [", stdout);
+    for (size_t i = 0; i < arch_count; i++) {
+      const char* arch;
+      if ((err = kpack_get_architecture(archive, i, &arch)))
+        return err;
+      fputs(i ? ", " : "", stdout);
+      cli_json_string(stdout, arch);
+    }
+    fputs("], \"compression_scheme\": ", stdout);
+    cli_json_string(stdout, scheme_name);
+    printf(
+        ", \"binaries\": %zu, \"kernels\": %zu, \"size\": %llu, "
+        "\"stored_size\": %llu, \"file_size\": %llu}",
+        binaries, t.kernels, (unsigned long long)t.size,
+        (unsigned long long)t.stored, (unsigned long long)file_size);
+    return KPACK_SUCCESS;
+  }
+  if (!first)
+    putchar('\n');
+  printf("archive:      %s\n", path);
+  printf("format:       kpack v%d\n", KPACK_CURRENT_VERSION);
+  printf("group:        %s\n", group);
+  printf("family:       %s\n", family);
+  printf("arches:      ");
+  for (size_t i = 0; i < arch_count; i++) {
+    const char* arch;
+    if ((err = kpack_get_architecture(archive, i, &arch)))
+      return err;
+    printf(" %s", arch);
+  }
+  printf("%s\n", arch_count ? "" : " (none)");
+  printf("compression:  %s\n", scheme_name);
+  printf("binaries:     %zu\n", binaries);
+  printf("kernels:      %zu\n", t.kernels);
+  printf("size:         %llu (%s)\n", (unsigned long long)t.size,
+         cli_human_size(a, t.size));
+  printf("stored:       %llu (%s), ratio %s\n", (unsigned long long)t.stored,
+         cli_human_size(b, t.stored), cli_ratio(r, t.size, t.stored));
+  printf("file size:    %llu\n", (unsigned long long)file_size);
+  return KPACK_SUCCESS;
+}
+
+static int info_run(int argc, char** argv) {
+  bool json;
+  int status = CLI_OK;
+  bool first = true;
+  int early = parse_json_flag(&cli_info_command, argc, argv, &json);
+  if (early >= 0)
+    return early;
+  if (json)
+    fputs("[", stdout);
+  for (int i = optind; i < argc; i++) {
+    kpack_archive_t archive;
+    kpack_error_t err = kpack_open(argv[i], &archive);
+    if (err == KPACK_SUCCESS) {
+      err = print_info(argv[i], archive, json, first);
+      first = false;
+      kpack_close(archive);
+    }
+    if (err != KPACK_SUCCESS) {
+      cli_kerror(argv[i], err);
+      status = CLI_FAIL;
+    }
+  }
+  if (json)
+    fputs(first ? "]\n" : "\n]\n", stdout);
+  return status;
+}
+
+/* ---- cat ------------------------------------------------------------------
+ */
+
+static int cat_run(int argc, char** argv) {
+  static const struct option options[] = {{"help", no_argument, NULL, 'h'},
+                                          {NULL, 0, NULL, 0}};
+  int c, status = CLI_FAIL;
+  kpack_archive_t archive = NULL;
+  void* data = NULL;
+  size_t size;
+  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    if (c == 'h')
+      return cli_print_manual(&cli_cat_command);
+    return cli_usage_error(&cli_cat_command, "unknown option");
+  }
+  if (argc - optind != 3)
+    return cli_usage_error(&cli_cat_command,
+                           "expected ARCHIVE BINARY ARCH, got %d argument%s",
+                           argc - optind, argc - optind == 1 ? "" : "s");
+  const char* path = argv[optind];
+  const char* binary = argv[optind + 1];
+  const char* arch = argv[optind + 2];
+
+  kpack_error_t err = kpack_open(path, &archive);
+  if (err != KPACK_SUCCESS) {
+    cli_kerror(path, err);
+    goto done;
+  }
+  err = kpack_get_kernel(archive, binary, arch, &data, &size);
+  if (err != KPACK_SUCCESS) {
+    cli_error("%s: %s for %s: %s (%s)", path, binary, arch,
+              kpack_error_string(err), cli_error_text(err));
+    goto done;
+  }
+  if (fwrite(data, 1, size, stdout) != size || fflush(stdout) != 0) {
+    cli_error("standard output: write failed");
+    goto done;
+  }
+  status = CLI_OK;
+done:
+  kpack_free_kernel(data);
+  kpack_close(archive);
+  return status;
+}

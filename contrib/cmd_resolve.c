@@ -1,0 +1,533 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * `kpack resolve`: runs the loader's search (libkpack's, through its trace
+ * hook, so it is the real one, environment included) and shows every path,
+ * archive and target it considered, and why it ended as it did.
+ */
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char resolve_manual[] =
+    "NAME\n"
+    "    kpack resolve - explain how the loader finds (or fails to find) a\n"
+    "    code object\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    kpack resolve [--json] [-o FILE] [--binary PATH] --kernel NAME[#N]\n"
+    "                  [--co-index N] [--search-path PATH]... --arch ARCH...\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Runs the search kpack_load_code_object() runs for a HIP binary whose\n"
+    "    HIPK metadata names kernel NAME and the given search paths, for code\n"
+    "    object index N and a device whose ISA names are the --arch values in\n"
+    "    priority order. ROCM_KPACK_PATH, ROCM_KPACK_PATH_PREFIX,\n"
+    "    ROCM_KPACK_DISABLE and ROCM_KPACK_DEBUG apply as in the HIP runtime.\n"
+    "    It prints:\n"
+    "      - every candidate archive path, where it came from (an embedded\n"
+    "        search path, ROCM_KPACK_PATH or ROCM_KPACK_PATH_PREFIX) and\n"
+    "        whether it exists; @GFXARCH@ is expanded for every compatible\n"
+    "        target, directories stand for the *.kpack inside them;\n"
+    "      - every archive opened, its status and the architectures it\n"
+    "        declares;\n"
+    "      - every compatible target tried for each arch, most specific first\n"
+    "        (gfx90a:sramecc+:xnack- -> gfx90a:sramecc+, gfx90a:xnack-,\n"
+    "        gfx90a), and each archive declaring it that was asked for the\n"
+    "        kernel;\n"
+    "      - the outcome, by status name (what kpack_load_code_object()\n"
+    "        returns), with a hint when it failed.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --kernel NAME[#N]   the HIPK kernel_name; a #N suffix sets the code\n"
+    "                        object index unless --co-index is given\n"
+    "    --co-index N        code object index (default 0)\n"
+    "    --search-path PATH  a HIPK kpack_search_paths entry, relative to the\n"
+    "                        binary's directory (repeatable, in order)\n"
+    "    --binary PATH       the host binary (default: none; relative search\n"
+    "                        paths then start from the current directory)\n"
+    "    --arch ARCH         an agent ISA name, e.g. gfx942:sramecc+:xnack-\n"
+    "                        or amdgcn-amd-amdhsa--gfx1100 (repeatable, in\n"
+    "                        priority order)\n"
+    "    -o, --output FILE   write the code object found to FILE\n"
+    "    --json              print one JSON object {kernel, binary, arches,\n"
+    "                        paths, archives, search, result}\n"
+    "    -h, --help          print this manual\n"
+    "\n"
+    "EXAMPLES\n"
+    "    kpack resolve --binary /opt/rocm/lib/librocrand.so.1 \\\n"
+    "        --kernel lib/librocrand.so.1 --search-path "
+    "../.kpack/rand_lib_@GFXARCH@.kpack \\\n"
+    "        --arch gfx90a:sramecc+:xnack-\n"
+    "    ROCM_KPACK_PATH=/opt/x/.kpack kpack resolve --kernel "
+    "'lib/libfoo.so#2' --arch gfx1100\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0 a code object was found; 1 the search failed (the status name is\n"
+    "    printed); 2 bad command line.\n";
+
+static int resolve_run(int argc, char** argv);
+
+const cli_command cli_resolve_command = {
+    "resolve",
+    "explain the loader's search for a kernel (paths, arches, "
+    "outcome)",
+    resolve_manual, resolve_run};
+
+/* A trace event, copied: the loader's pointers die with the callback. */
+typedef struct rs_event {
+  kpack_trace_kind_t kind;
+  kpack_error_t status;
+  char* path;
+  char* source;
+  char* arch;
+  char* target;
+  char** arches;
+  size_t arch_count;
+  size_t size;
+  bool exists, is_directory, opened;
+} rs_event;
+
+typedef struct rs_trace {
+  rs_event* events;
+  size_t count, cap;
+  bool failed; /* out of memory while recording */
+} rs_trace;
+
+static char* dup_or_null(const char* s, bool* failed) {
+  if (s == NULL)
+    return NULL;
+  char* copy = strdup(s);
+  if (copy == NULL)
+    *failed = true;
+  return copy;
+}
+
+static void record(const kpack_trace_event_t* ev, void* user) {
+  rs_trace* t = user;
+  if (t->count == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 32;
+    rs_event* p = realloc(t->events, cap * sizeof(*p));
+    if (p == NULL) {
+      t->failed = true;
+      return;
+    }
+    t->events = p;
+    t->cap = cap;
+  }
+  rs_event* e = &t->events[t->count++];
+  memset(e, 0, sizeof(*e));
+  e->kind = ev->kind;
+  e->status = ev->status;
+  e->path = dup_or_null(ev->path, &t->failed);
+  e->source = dup_or_null(ev->source, &t->failed);
+  e->arch = dup_or_null(ev->arch, &t->failed);
+  e->target = dup_or_null(ev->target, &t->failed);
+  e->size = ev->size;
+  e->exists = ev->exists;
+  e->is_directory = ev->is_directory;
+  e->opened = ev->opened;
+  if (ev->arch_count > 0 &&
+      (e->arches = calloc(ev->arch_count, sizeof(*e->arches))) != NULL) {
+    e->arch_count = ev->arch_count;
+    for (size_t i = 0; i < ev->arch_count; i++)
+      e->arches[i] = dup_or_null(ev->arches[i], &t->failed);
+  } else if (ev->arch_count > 0) {
+    t->failed = true;
+  }
+}
+
+static void free_trace(rs_trace* t) {
+  for (size_t i = 0; i < t->count; i++) {
+    rs_event* e = &t->events[i];
+    free(e->path);
+    free(e->source);
+    free(e->arch);
+    free(e->target);
+    for (size_t j = 0; j < e->arch_count; j++)
+      free(e->arches[j]);
+    free(e->arches);
+  }
+  free(t->events);
+}
+
+/* The request, as given on the command line. */
+typedef struct rs_request {
+  char* kernel; /* without #N */
+  uint32_t co_index;
+  const char* binary;
+  const char** search_paths;
+  size_t search_count;
+  const char** arches;
+  size_t arch_count;
+} rs_request;
+
+static const char* path_state(const rs_event* e) {
+  return e->is_directory ? "directory (its *.kpack follow)"
+         : e->exists     ? "exists"
+                         : "missing";
+}
+
+static const char* hint_for(kpack_error_t status) {
+  switch (status) {
+    case KPACK_ERROR_ARCHIVE_NOT_FOUND:
+      return "no candidate path led to an archive that opens: check the\n"
+             "      search paths against the binary's location, or set\n"
+             "      ROCM_KPACK_PATH";
+    case KPACK_ERROR_ARCH_NOT_FOUND:
+      return "archives opened, but none declares a target compatible with\n"
+             "      the agent: the device's ISA is missing from this build";
+    case KPACK_ERROR_KERNEL_NOT_FOUND:
+      return "an archive declares a compatible target but holds no kernel\n"
+             "      of this name and index: check the name (kpack list) and\n"
+             "      the code object index";
+    case KPACK_ERROR_NOT_IMPLEMENTED:
+      return "ROCM_KPACK_DISABLE is set";
+    default:
+      return NULL;
+  }
+}
+
+static void print_human(const rs_request* r, const rs_trace* t,
+                        const char* kernel, kpack_error_t status) {
+  static const char* const path_headers[] = {"SOURCE", "PATH", "STATE"};
+  static const char* const archive_headers[] = {"ARCHIVE", "STATUS",
+                                                "DECLARES"};
+  static const char* const search_headers[] = {"ARCH", "TARGET", "ARCHIVE",
+                                               "RESULT"};
+  cli_table paths = {.cols = 3, .headers = path_headers};
+  cli_table archives = {.cols = 3, .headers = archive_headers};
+  cli_table search = {.cols = 4, .headers = search_headers};
+  const rs_event* result = NULL;
+
+  printf("kernel   %s\n", kernel);
+  printf("binary   %s\n", r->binary ? r->binary : "(none)");
+  printf("agent   ");
+  for (size_t i = 0; i < r->arch_count; i++)
+    printf(" %s", r->arches[i]);
+  putchar('\n');
+  static const char* const env[] = {"ROCM_KPACK_PATH", "ROCM_KPACK_PATH_PREFIX",
+                                    "ROCM_KPACK_DISABLE"};
+  for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
+    if (getenv(env[i]) != NULL)
+      printf("env      %s=%s\n", env[i], getenv(env[i]));
+
+  for (size_t i = 0; i < t->count; i++) {
+    const rs_event* e = &t->events[i];
+    switch (e->kind) {
+      case KPACK_TRACE_PATH:
+        cli_table_row(&paths, "%s\t%s\t%s", e->source, e->path, path_state(e));
+        break;
+      case KPACK_TRACE_ARCHIVE: {
+        char* declares = NULL;
+        size_t len = 0;
+        FILE* f = open_memstream(&declares, &len);
+        if (f != NULL) {
+          for (size_t j = 0; j < e->arch_count; j++)
+            fprintf(f, "%s%s", j ? " " : "", e->arches[j]);
+          fclose(f);
+        }
+        cli_table_row(&archives, "%s\t%s\t%s", e->path,
+                      kpack_error_string(e->status),
+                      declares && *declares ? declares : "-");
+        free(declares);
+        break;
+      }
+      case KPACK_TRACE_TARGET: {
+        /* The archives asked for this target follow as KERNEL events,
+         * possibly after the ARCHIVE events of archives opened for it. */
+        bool tried = false;
+        for (size_t j = i + 1; j < t->count && !tried; j++) {
+          if (t->events[j].kind == KPACK_TRACE_TARGET ||
+              t->events[j].kind == KPACK_TRACE_RESULT)
+            break;
+          tried = t->events[j].kind == KPACK_TRACE_KERNEL;
+        }
+        if (!tried)
+          cli_table_row(&search, "%s\t%s\t-\tno archive declares it", e->arch,
+                        e->target);
+        break;
+      }
+      case KPACK_TRACE_KERNEL:
+        cli_table_row(&search, "%s\t%s\t%s\t%s", e->arch, e->target, e->path,
+                      e->status == KPACK_SUCCESS ? "found"
+                      : e->status == KPACK_ERROR_KERNEL_NOT_FOUND
+                          ? "declared, kernel not in it"
+                          : kpack_error_string(e->status));
+        break;
+      case KPACK_TRACE_RESULT:
+        result = e;
+        break;
+      case KPACK_TRACE_LOAD:
+        break;
+    }
+  }
+  printf("\nCANDIDATE PATHS\n");
+  if (paths.rows > 0)
+    cli_table_print(&paths, stdout);
+  else
+    printf("(none: no search path and no ROCM_KPACK_PATH)\n");
+  printf("\nARCHIVES\n");
+  if (archives.rows > 0)
+    cli_table_print(&archives, stdout);
+  else
+    printf("(none: no candidate path exists)\n");
+  printf("\nSEARCH\n");
+  if (search.rows > 0)
+    cli_table_print(&search, stdout);
+  else
+    printf("(not run)\n");
+  printf("\nRESULT   %s", kpack_error_string(status));
+  if (status == KPACK_SUCCESS && result != NULL)
+    printf(": %s code object, %zu bytes, from %s\n", result->target,
+           result->size, result->path);
+  else
+    printf(" (%s)\n", cli_error_text(status));
+  const char* hint = hint_for(status);
+  if (hint != NULL)
+    printf("hint: %s\n", hint);
+  cli_table_free(&paths);
+  cli_table_free(&archives);
+  cli_table_free(&search);
+}
+
+static void json_string_array(char* const* items, size_t count) {
+  fputc('[', stdout);
+  for (size_t i = 0; i < count; i++) {
+    fputs(i ? ", " : "", stdout);
+    cli_json_string(stdout, items[i]);
+  }
+  fputc(']', stdout);
+}
+
+static void json_field(const char* key, const char* value, bool comma) {
+  printf("%s\"%s\": ", comma ? ", " : "", key);
+  if (value != NULL)
+    cli_json_string(stdout, value);
+  else
+    fputs("null", stdout);
+}
+
+static void print_json(const rs_request* r, const rs_trace* t,
+                       const char* kernel, kpack_error_t status) {
+  const rs_event* result = NULL;
+  bool first;
+  printf("{");
+  json_field("kernel", kernel, false);
+  json_field("binary", r->binary, true);
+  fputs(", \"arches\": ", stdout);
+  json_string_array((char* const*)r->arches, r->arch_count);
+
+  fputs(",\n \"paths\": [", stdout);
+  first = true;
+  for (size_t i = 0; i < t->count; i++) {
+    const rs_event* e = &t->events[i];
+    if (e->kind != KPACK_TRACE_PATH)
+      continue;
+    fputs(first ? "\n  {" : ",\n  {", stdout);
+    first = false;
+    json_field("path", e->path, false);
+    json_field("source", e->source, true);
+    printf(", \"exists\": %s, \"is_directory\": %s}",
+           e->exists ? "true" : "false", e->is_directory ? "true" : "false");
+  }
+  fputs("],\n \"archives\": [", stdout);
+  first = true;
+  for (size_t i = 0; i < t->count; i++) {
+    const rs_event* e = &t->events[i];
+    if (e->kind != KPACK_TRACE_ARCHIVE)
+      continue;
+    fputs(first ? "\n  {" : ",\n  {", stdout);
+    first = false;
+    json_field("path", e->path, false);
+    json_field("status", kpack_error_string(e->status), true);
+    printf(", \"opened\": %s, \"arches\": ", e->opened ? "true" : "false");
+    json_string_array(e->arches, e->arch_count);
+    fputc('}', stdout);
+  }
+  fputs("],\n \"search\": [", stdout);
+  first = true;
+  bool open_target = false;
+  size_t tries = 0;
+  for (size_t i = 0; i < t->count; i++) {
+    const rs_event* e = &t->events[i];
+    if (e->kind == KPACK_TRACE_TARGET) {
+      if (open_target)
+        fputs("]}", stdout);
+      fputs(first ? "\n  {" : ",\n  {", stdout);
+      first = false;
+      json_field("arch", e->arch, false);
+      json_field("target", e->target, true);
+      fputs(", \"tried\": [", stdout);
+      open_target = true;
+      tries = 0;
+    } else if (e->kind == KPACK_TRACE_KERNEL && open_target) {
+      fputs(tries++ == 0 ? "{" : ", {", stdout);
+      json_field("archive", e->path, false);
+      json_field("status", kpack_error_string(e->status), true);
+      fputc('}', stdout);
+    } else if (e->kind == KPACK_TRACE_RESULT) {
+      result = e;
+    }
+  }
+  if (open_target)
+    fputs("]}", stdout);
+  fputs("],\n \"result\": {", stdout);
+  json_field("status", kpack_error_string(status), false);
+  if (status == KPACK_SUCCESS && result != NULL) {
+    json_field("archive", result->path, true);
+    json_field("arch", result->arch, true);
+    json_field("target", result->target, true);
+    printf(", \"size\": %zu", result->size);
+  }
+  fputs("}}\n", stdout);
+}
+
+/* "name#N" -> name and N, when N is all digits and fits. */
+static bool split_index(const char* kernel, char** name, uint32_t* index) {
+  const char* hash = strrchr(kernel, '#');
+  unsigned long v;
+  if (hash == NULL || !cli_parse_uint(hash + 1, 0, UINT32_MAX, &v))
+    return false;
+  *name = strndup(kernel, (size_t)(hash - kernel));
+  *index = (uint32_t)v;
+  return *name != NULL;
+}
+
+static int resolve_run(int argc, char** argv) {
+  enum {
+    OPT_KERNEL = 256,
+    OPT_CO_INDEX,
+    OPT_SEARCH,
+    OPT_BINARY,
+    OPT_ARCH,
+    OPT_JSON
+  };
+  static const struct option options[] = {
+      {"kernel", required_argument, NULL, OPT_KERNEL},
+      {"co-index", required_argument, NULL, OPT_CO_INDEX},
+      {"search-path", required_argument, NULL, OPT_SEARCH},
+      {"binary", required_argument, NULL, OPT_BINARY},
+      {"arch", required_argument, NULL, OPT_ARCH},
+      {"output", required_argument, NULL, 'o'},
+      {"json", no_argument, NULL, OPT_JSON},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  const cli_command* cmd = &cli_resolve_command;
+  rs_request r = {0};
+  rs_trace trace = {0};
+  const char* kernel_arg = NULL;
+  const char* output = NULL;
+  bool json = false, index_given = false;
+  unsigned long value;
+  int c, status = CLI_FAIL;
+  kpack_cache_t cache = NULL;
+  void* code = NULL;
+  size_t code_size = 0;
+  char* full_name = NULL;
+
+  r.search_paths = calloc((size_t)argc, sizeof(*r.search_paths));
+  r.arches = calloc((size_t)argc, sizeof(*r.arches));
+  if (r.search_paths == NULL || r.arches == NULL) {
+    cli_error("out of memory");
+    goto done;
+  }
+  while ((c = getopt_long(argc, argv, "o:h", options, NULL)) != -1) {
+    switch (c) {
+      case OPT_KERNEL:
+        kernel_arg = optarg;
+        break;
+      case OPT_CO_INDEX:
+        if (!cli_parse_uint(optarg, 0, UINT32_MAX, &value)) {
+          status = cli_usage_error(cmd, "--co-index takes an integer");
+          goto done;
+        }
+        r.co_index = (uint32_t)value;
+        index_given = true;
+        break;
+      case OPT_SEARCH:
+        r.search_paths[r.search_count++] = optarg;
+        break;
+      case OPT_BINARY:
+        r.binary = optarg;
+        break;
+      case OPT_ARCH:
+        r.arches[r.arch_count++] = optarg;
+        break;
+      case 'o':
+        output = optarg;
+        break;
+      case OPT_JSON:
+        json = true;
+        break;
+      case 'h':
+        status = cli_print_manual(cmd);
+        goto done;
+      default:
+        status = cli_usage_error(cmd, "unknown option");
+        goto done;
+    }
+  }
+  if (optind < argc) {
+    status = cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+    goto done;
+  }
+  if (kernel_arg == NULL || r.arch_count == 0) {
+    status = cli_usage_error(cmd,
+                             "--kernel and at least one --arch are "
+                             "required");
+    goto done;
+  }
+  if (index_given || !split_index(kernel_arg, &r.kernel, &r.co_index))
+    r.kernel = strdup(kernel_arg);
+  if (r.kernel == NULL ||
+      asprintf(&full_name, "%s#%u", r.kernel, (unsigned)r.co_index) < 0) {
+    full_name = NULL;
+    cli_error("out of memory");
+    goto done;
+  }
+
+  kpack_error_t err = kpack_cache_create(&cache);
+  if (err == KPACK_SUCCESS)
+    err = kpack_cache_set_trace(cache, record, &trace);
+  if (err != KPACK_SUCCESS) {
+    cli_kerror("loader cache", err);
+    goto done;
+  }
+  /* Without a binary, relative search paths start from here. */
+  err =
+      kpack_resolve_code_object(cache, r.kernel, r.search_paths, r.search_count,
+                                r.binary ? r.binary : "./", r.co_index,
+                                r.arches, r.arch_count, &code, &code_size);
+  if (trace.failed) {
+    cli_error("out of memory while recording the search");
+    goto done;
+  }
+  if (json)
+    print_json(&r, &trace, full_name, err);
+  else
+    print_human(&r, &trace, full_name, err);
+  if (err != KPACK_SUCCESS)
+    goto done;
+  if (output != NULL) {
+    FILE* f = fopen(output, "wb");
+    bool ok = f != NULL && fwrite(code, 1, code_size, f) == code_size;
+    if (f != NULL && fclose(f) != 0)
+      ok = false;
+    if (!ok) {
+      cli_error("%s: cannot write the code object", output);
+      goto done;
+    }
+  }
+  status = CLI_OK;
+done:
+  kpack_free_code_object(code);
+  kpack_cache_destroy(cache);
+  free_trace(&trace);
+  free(full_name);
+  free(r.kernel);
+  free(r.search_paths);
+  free(r.arches);
+  return status;
+}

@@ -1,0 +1,168 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# `make demo`: packs the real AMD GPU code objects of Debian's librocrand1
+# into a kpack archive, mounts it with kpackfs (or extracts it when kpackfs
+# is not built or cannot mount), looks at one kernel and shows the loader's
+# search. `contrib/demo.sh fetch` only downloads and unpacks the package into
+# .cache/ and prints the library's path; the test suites use that.
+#
+# Environment: BUILD (build directory, default "build"), MAKE (default make).
+set -eu
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+cache="$root/.cache"
+build="$root/${BUILD:-build}"
+make_cmd=${MAKE:-make}
+packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils"
+
+if [ -t 1 ]; then bold='\033[1m' plain='\033[0m'; else bold='' plain=''; fi
+say() { printf "\n${bold}== %s${plain}\n" "$*"; }
+die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
+show() { printf '$ %s\n' "$*"; "$@"; }
+
+is_root() { [ "$(id -u)" = 0 ]; }
+
+# The unpacked librocrand.so.1.1, if a previous run left it.
+cached_library() {
+  find "$cache/librocrand1" -name 'librocrand.so.1.1' -type f 2>/dev/null | head -n 1
+}
+
+# Downloads librocrand1 (Debian 12 main, amd64) and unpacks it under .cache/.
+# A lock keeps concurrent test suites from unpacking it twice.
+fetch() {
+  mkdir -p "$cache/deb"
+  (
+    flock 9
+    if [ -z "$(cached_library)" ]; then
+      cd "$cache/deb"
+      if ! ls librocrand1_*.deb >/dev/null 2>&1; then
+        # As root apt would hand the download to the _apt user, which
+        # cannot write into a private checkout.
+        sandbox=""
+        is_root && sandbox="-o APT::Sandbox::User=root"
+        # shellcheck disable=SC2086
+        if ! apt-get -q $sandbox download librocrand1 >&2; then
+          is_root || die "apt-get download librocrand1 failed (run 'apt-get update' as root?)"
+          echo "demo: package lists may be stale; running apt-get update" >&2
+          apt-get -q update >&2 || die "apt-get update failed: is the network reachable?"
+          # shellcheck disable=SC2086
+          apt-get -q $sandbox download librocrand1 >&2 ||
+            die "apt-get download librocrand1 failed"
+        fi
+      fi
+      rm -rf "$cache/librocrand1.tmp"
+      dpkg-deb -x librocrand1_*.deb "$cache/librocrand1.tmp"
+      rm -rf "$cache/librocrand1"
+      mv "$cache/librocrand1.tmp" "$cache/librocrand1"
+    fi
+  ) 9>"$cache/.fetch.lock"
+  lib=$(cached_library)
+  [ -n "$lib" ] || die "librocrand.so.1.1 not found in the librocrand1 package"
+  printf '%s\n' "$lib"
+}
+
+install_packages() {
+  missing=""
+  for p in $packages; do
+    dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+      missing="$missing $p"
+  done
+  command -v cc >/dev/null 2>&1 || missing="$missing gcc libc6-dev"
+  if [ -z "$missing" ]; then
+    echo "all build dependencies are installed"
+  elif is_root; then
+    export DEBIAN_FRONTEND=noninteractive
+    show apt-get -q update
+    # shellcheck disable=SC2086
+    show apt-get install -y -q --no-install-recommends $missing
+  else
+    die "missing packages:$missing (run 'make demo' as root to install them)"
+  fi
+}
+
+mnt=""
+cleanup() {
+  if [ -n "$mnt" ] && mountpoint -q "$mnt" 2>/dev/null; then
+    fusermount3 -u "$mnt" 2>/dev/null || umount "$mnt" 2>/dev/null || true
+  fi
+}
+
+demo() {
+  say "1. build dependencies"
+  install_packages
+
+  say "2. build"
+  (cd "$root" && $make_cmd BUILD="${BUILD:-build}")
+  kpack="$build/bin/kpack"
+  kpackfs="$build/bin/kpackfs"
+  [ -x "$kpack" ] || die "$kpack was not built"
+
+  say "3. Debian's librocrand1: a HIP library with real AMD GPU code objects"
+  lib=$(fetch)
+  echo "$lib"
+  readelf -SW "$lib" | grep -E 'hip_fatbin|hipFatBinSegment'
+
+  say "4. pack the code objects of its .hip_fatbin into a kpack archive"
+  # The install tree a kpack'd ROCm looks like: the library in lib/, the
+  # archive in .kpack/ next to it.
+  work="$cache/demo"
+  # A mount left by an interrupted run would make rm fail on a read-only fs.
+  if mountpoint -q "$work/mnt" 2>/dev/null; then
+    fusermount3 -u "$work/mnt" || umount "$work/mnt"
+  fi
+  rm -rf "$work"
+  mkdir -p "$work/root/lib" "$work/root/.kpack"
+  ln -s "$lib" "$work/root/lib/librocrand.so.1"
+  archive="$work/root/.kpack/rand_lib.kpack"
+  show "$kpack" create -o "$archive" --group rand --family gfx -j "$(nproc)" \
+    --fatbin "$lib=lib/librocrand.so.1"
+  show "$kpack" info "$archive"
+  show "$kpack" list "$archive"
+  show "$kpack" verify "$archive"
+
+  say "5. look inside"
+  tree="$work/extracted"
+  trap cleanup EXIT INT TERM
+  if [ -x "$kpackfs" ]; then
+    mkdir -p "$work/mnt"
+    if "$kpackfs" "$archive" "$work/mnt"; then
+      mnt="$work/mnt"
+      tree="$mnt"
+      echo "mounted with kpackfs at $mnt"
+    else
+      echo "kpackfs could not mount here (no /dev/fuse?); extracting instead"
+    fi
+  else
+    echo "kpackfs is not built yet; extracting instead"
+  fi
+  if [ -z "$mnt" ]; then
+    show "$kpack" extract -C "$tree" "$archive"
+  fi
+  (cd "$tree" && find . -path ./.kpackfs -prune -o -type f -print | LC_ALL=C sort |
+    while read -r f; do printf '%10s  %s\n' "$(wc -c <"$f")" "$f"; done)
+  if [ -n "$mnt" ] && [ -f "$mnt/.kpackfs/stats" ]; then
+    show cat "$mnt/.kpackfs/stats"
+  fi
+  one="$tree/lib/librocrand.so.1#0/gfx90a:xnack-/kernel.hsaco"
+  show readelf -h "$one"
+
+  say "6. the loader's search for a gfx90a:sramecc+:xnack- agent"
+  show "$kpack" resolve --binary "$work/root/lib/librocrand.so.1" \
+    --kernel lib/librocrand.so.1 --co-index 0 \
+    --search-path ../.kpack/rand_lib.kpack --arch gfx90a:sramecc+:xnack-
+
+  if [ -n "$mnt" ]; then
+    say "7. unmount"
+    show fusermount3 -u "$mnt"
+    mnt=""
+  fi
+  echo
+  echo "demo: done"
+}
+
+case "${1:-demo}" in
+  fetch) fetch ;;
+  demo) demo ;;
+  *) die "usage: $0 [demo|fetch]" ;;
+esac

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * `kpack`: entry point of the command-line tool. Finds the subcommand and
+ * hands it the rest of the command line; `kpack help CMD`, `kpack CMD
+ * --help` and `kpack --version` are answered here.
+ */
+#include <string.h>
+
+#include "cli.h"
+
+static const cli_command* const commands[] = {
+    &cli_list_command,    &cli_info_command,   &cli_cat_command,
+    &cli_extract_command, &cli_create_command, &cli_verify_command,
+    &cli_resolve_command,
+};
+#define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
+
+static void print_overview(FILE* out) {
+  fputs(
+      "NAME\n"
+      "    kpack - inspect, verify, extract and create kpack archives of GPU\n"
+      "    code objects, and explain the loader's search\n"
+      "\n"
+      "SYNOPSIS\n"
+      "    kpack COMMAND [OPTIONS] [ARGUMENTS]\n"
+      "    kpack help [COMMAND]\n"
+      "    kpack --version\n"
+      "\n"
+      "COMMANDS\n",
+      out);
+  for (size_t i = 0; i < COMMAND_COUNT; i++)
+    fprintf(out, "    %-9s %s\n", commands[i]->name, commands[i]->summary);
+  fputs(
+      "\n"
+      "    Every command takes --help. Output is a table for people; list,\n"
+      "    info and resolve take --json for scripts.\n"
+      "\n"
+      "EXAMPLES\n"
+      "    kpack list .kpack/*.kpack\n"
+      "    kpack create -o rand.kpack -j8 --fatbin "
+      "librocrand.so.1.1=lib/librocrand.so.1\n"
+      "    kpack resolve --binary lib/librocrand.so.1 --kernel "
+      "lib/librocrand.so.1 \\\n"
+      "        --search-path ../.kpack/rand.kpack --arch "
+      "gfx90a:sramecc+:xnack-\n"
+      "\n"
+      "EXIT STATUS\n"
+      "    0 success, 1 failure (the message names the file and the kpack\n"
+      "    status), 2 bad command line, 130 interrupted.\n",
+      out);
+}
+
+static const cli_command* find_command(const char* name) {
+  for (size_t i = 0; i < COMMAND_COUNT; i++)
+    if (strcmp(commands[i]->name, name) == 0)
+      return commands[i];
+  return NULL;
+}
+
+int main(int argc, char** argv) {
+  if (argc < 2) {
+    print_overview(stderr);
+    return CLI_USAGE;
+  }
+  const char* name = argv[1];
+  if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+    printf("kpack %s (kpack archive format v%d)\n", CLI_VERSION,
+           KPACK_CURRENT_VERSION);
+    return CLI_OK;
+  }
+  if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 ||
+      strcmp(name, "help") == 0) {
+    if (argc > 2 && strcmp(name, "help") == 0) {
+      const cli_command* cmd = find_command(argv[2]);
+      if (cmd == NULL) {
+        cli_error("no such command '%s' (see 'kpack help')", argv[2]);
+        return CLI_USAGE;
+      }
+      return cli_print_manual(cmd);
+    }
+    print_overview(stdout);
+    return CLI_OK;
+  }
+  const cli_command* cmd = find_command(name);
+  if (cmd == NULL) {
+    cli_error("no such command '%s' (see 'kpack help')", name);
+    return CLI_USAGE;
+  }
+  /* The subcommand sees itself as argv[0], as getopt expects. */
+  return cmd->run(argc - 1, argv + 1);
+}

@@ -1,0 +1,371 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Helpers every kpack subcommand uses: messages that name the file and the
+ * kpack status, number parsing, text tables, JSON strings, file and path
+ * utilities, and the interruption flag.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cli.h"
+
+void cli_error(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fputs("kpack: ", stderr);
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+const char* cli_error_text(kpack_error_t err) {
+  switch (err) {
+    case KPACK_SUCCESS:
+      return "success";
+    case KPACK_ERROR_INVALID_ARGUMENT:
+      return "invalid argument";
+    case KPACK_ERROR_FILE_NOT_FOUND:
+      return "no such file";
+    case KPACK_ERROR_INVALID_FORMAT:
+      return "malformed file";
+    case KPACK_ERROR_UNSUPPORTED_VERSION:
+      return "unsupported version or scheme";
+    case KPACK_ERROR_KERNEL_NOT_FOUND:
+      return "no such kernel";
+    case KPACK_ERROR_DECOMPRESSION_FAILED:
+      return "corrupt compressed data";
+    case KPACK_ERROR_OUT_OF_MEMORY:
+      return "out of memory";
+    case KPACK_ERROR_NOT_IMPLEMENTED:
+      return "disabled or not implemented";
+    case KPACK_ERROR_IO_ERROR:
+      return "read or write error";
+    case KPACK_ERROR_MSGPACK_PARSE_FAILED:
+      return "malformed table of contents";
+    case KPACK_ERROR_PATH_DISCOVERY_FAILED:
+      return "binary path not found";
+    case KPACK_ERROR_INVALID_METADATA:
+      return "malformed HIPK metadata";
+    case KPACK_ERROR_ARCHIVE_NOT_FOUND:
+      return "no archive could be opened";
+    case KPACK_ERROR_ARCH_NOT_FOUND:
+      return "no archive declares a compatible architecture";
+  }
+  return "unknown status";
+}
+
+void cli_kerror(const char* subject, kpack_error_t err) {
+  cli_error("%s: %s (%s)", subject, kpack_error_string(err),
+            cli_error_text(err));
+}
+
+int cli_usage_error(const cli_command* cmd, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "kpack %s: ", cmd->name);
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\nTry 'kpack help %s'.\n", cmd->name);
+  va_end(ap);
+  return CLI_USAGE;
+}
+
+int cli_print_manual(const cli_command* cmd) {
+  fputs(cmd->manual, stdout);
+  return CLI_OK;
+}
+
+bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
+                    unsigned long* out) {
+  char* end;
+  if (text == NULL || *text < '0' || *text > '9')
+    return false;
+  errno = 0;
+  unsigned long v = strtoul(text, &end, 10);
+  if (errno != 0 || *end != '\0' || v < min || v > max)
+    return false;
+  *out = v;
+  return true;
+}
+
+/* ---- tables ----------------------------------------------------------------
+ */
+
+void cli_table_row(cli_table* t, const char* fmt, ...) {
+  char* line = NULL;
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vasprintf(&line, fmt, ap);
+  va_end(ap);
+  if (n < 0) {
+    cli_error("out of memory");
+    exit(CLI_FAIL);
+  }
+  if (t->rows == t->cap) {
+    size_t cap = t->cap ? t->cap * 2 : 16;
+    char** cells = realloc(t->cells, cap * t->cols * sizeof(*cells));
+    if (cells == NULL) {
+      cli_error("out of memory");
+      exit(CLI_FAIL);
+    }
+    t->cells = cells;
+    t->cap = cap;
+  }
+  /* Split on tabs; the row owns one copy per cell. */
+  char* rest = line;
+  for (size_t c = 0; c < t->cols; c++) {
+    char* tab = c + 1 < t->cols ? strchr(rest, '\t') : NULL;
+    if (tab != NULL)
+      *tab = '\0';
+    t->cells[t->rows * t->cols + c] = strdup(rest);
+    rest = tab != NULL ? tab + 1 : rest + strlen(rest);
+  }
+  free(line);
+  t->rows++;
+}
+
+void cli_table_print(const cli_table* t, FILE* out) {
+  size_t width[16] = {0};
+  if (t->cols > 16)
+    return;
+  for (size_t c = 0; c < t->cols; c++)
+    width[c] = strlen(t->headers[c]);
+  for (size_t r = 0; r < t->rows; r++)
+    for (size_t c = 0; c < t->cols; c++) {
+      const char* cell = t->cells[r * t->cols + c];
+      size_t n = cell ? strlen(cell) : 0;
+      if (n > width[c])
+        width[c] = n;
+    }
+  for (size_t r = 0; r <= t->rows; r++) {
+    for (size_t c = 0; c < t->cols; c++) {
+      const char* cell =
+          r == 0 ? t->headers[c] : t->cells[(r - 1) * t->cols + c];
+      bool last = c + 1 == t->cols;
+      if (cell == NULL)
+        cell = "";
+      if (t->right != NULL && t->right[c])
+        fprintf(out, "%*s", (int)width[c], cell);
+      else if (last) /* no trailing blanks */
+        fputs(cell, out);
+      else
+        fprintf(out, "%-*s", (int)width[c], cell);
+      fputs(last ? "\n" : "  ", out);
+    }
+  }
+}
+
+void cli_table_free(cli_table* t) {
+  for (size_t i = 0; i < t->rows * t->cols; i++)
+    free(t->cells[i]);
+  free(t->cells);
+  t->cells = NULL;
+  t->rows = t->cap = 0;
+}
+
+/* ---- JSON and numbers ------------------------------------------------------
+ */
+
+void cli_json_string(FILE* out, const char* s) {
+  fputc('"', out);
+  for (const unsigned char* p = (const unsigned char*)s; *p; p++) {
+    switch (*p) {
+      case '"':
+        fputs("\\\"", out);
+        break;
+      case '\\':
+        fputs("\\\\", out);
+        break;
+      case '\n':
+        fputs("\\n", out);
+        break;
+      case '\t':
+        fputs("\\t", out);
+        break;
+      case '\r':
+        fputs("\\r", out);
+        break;
+      default:
+        if (*p < 0x20)
+          fprintf(out, "\\u%04x", *p);
+        else
+          fputc(*p, out);
+    }
+  }
+  fputc('"', out);
+}
+
+const char* cli_ratio(char buf[32], uint64_t size, uint64_t stored) {
+  if (stored == 0)
+    snprintf(buf, 32, "-");
+  else
+    snprintf(buf, 32, "%.2fx", (double)size / (double)stored);
+  return buf;
+}
+
+const char* cli_human_size(char buf[32], uint64_t bytes) {
+  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double v = (double)bytes;
+  size_t u = 0;
+  while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
+    v /= 1024;
+    u++;
+  }
+  if (u == 0)
+    snprintf(buf, 32, "%llu B", (unsigned long long)bytes);
+  else
+    snprintf(buf, 32, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+/* ---- files -----------------------------------------------------------------
+ */
+
+bool cli_read_file(const char* path, void** data, size_t* size) {
+  bool ok = false;
+  uint8_t* buf = NULL;
+  struct stat st;
+  FILE* f = fopen(path, "rb");
+  if (f == NULL)
+    return false;
+  if (fstat(fileno(f), &st) != 0)
+    goto done;
+  if (!S_ISREG(st.st_mode)) {
+    errno = EISDIR;
+    goto done;
+  }
+  size_t cap = (size_t)st.st_size, n = 0;
+  buf = malloc(cap ? cap : 1);
+  if (buf == NULL)
+    goto done;
+  /* Read to EOF rather than trusting st_size: the file may change. */
+  for (;;) {
+    if (n == cap) {
+      size_t next = cap ? cap * 2 : 4096;
+      uint8_t* p = realloc(buf, next);
+      if (p == NULL)
+        goto done;
+      buf = p;
+      cap = next;
+    }
+    size_t got = fread(buf + n, 1, cap - n, f);
+    n += got;
+    if (got == 0)
+      break;
+  }
+  if (ferror(f)) {
+    errno = EIO;
+    goto done;
+  }
+  *data = buf;
+  *size = n;
+  buf = NULL;
+  ok = true;
+done:
+  free(buf);
+  fclose(f);
+  return ok;
+}
+
+bool cli_mkdirs(const char* path, unsigned mode) {
+  char* copy = strdup(path);
+  bool ok = copy != NULL;
+  /* Create each prefix in turn; existing directories are fine. */
+  for (char* p = copy; ok && p != NULL;) {
+    p = strchr(p + 1, '/');
+    if (p != NULL)
+      *p = '\0';
+    if (copy[0] != '\0' && mkdir(copy, mode) != 0 && errno != EEXIST)
+      ok = false;
+    if (p != NULL)
+      *p = '/';
+  }
+  struct stat st;
+  if (ok && stat(path, &st) != 0)
+    ok = false;
+  else if (ok && !S_ISDIR(st.st_mode)) {
+    errno = ENOTDIR;
+    ok = false;
+  }
+  free(copy);
+  return ok;
+}
+
+bool cli_safe_component(const char* name) {
+  return name[0] != '\0' && strchr(name, '/') == NULL &&
+         strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
+}
+
+bool cli_safe_binary_name(const char* name) {
+  if (name[0] == '\0' || name[0] == '/')
+    return false;
+  const char* p = name;
+  for (;;) {
+    const char* slash = strchr(p, '/');
+    size_t n = slash ? (size_t)(slash - p) : strlen(p);
+    if (n == 0 || (n == 1 && p[0] == '.') ||
+        (n == 2 && p[0] == '.' && p[1] == '.'))
+      return false;
+    if (slash == NULL)
+      return true;
+    p = slash + 1;
+  }
+}
+
+/* ---- archives --------------------------------------------------------------
+ */
+
+kpack_error_t cli_for_each_kernel(kpack_archive_t archive, cli_kernel_fn fn,
+                                  void* user) {
+  kpack_error_t err;
+  size_t binaries;
+  if ((err = kpack_get_binary_count(archive, &binaries)) != KPACK_SUCCESS)
+    return err;
+  for (size_t b = 0; b < binaries; b++) {
+    const char* binary;
+    size_t arches;
+    if ((err = kpack_get_binary(archive, b, &binary)) != KPACK_SUCCESS ||
+        (err = kpack_get_binary_arch_count(archive, binary, &arches)) !=
+            KPACK_SUCCESS)
+      return err;
+    for (size_t a = 0; a < arches; a++) {
+      const char* arch;
+      kpack_kernel_info_t info;
+      if ((err = kpack_get_binary_arch(archive, binary, a, &arch)) !=
+              KPACK_SUCCESS ||
+          (err = kpack_get_kernel_info(archive, binary, arch, &info)) !=
+              KPACK_SUCCESS)
+        return err;
+      if (!fn(archive, binary, arch, &info, user))
+        return KPACK_SUCCESS;
+    }
+  }
+  return KPACK_SUCCESS;
+}
+
+/* ---- interruption ----------------------------------------------------------
+ */
+
+static volatile sig_atomic_t caught_signal;
+
+static void on_signal(int sig) {
+  caught_signal = sig;
+}
+
+void cli_catch_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_signal;
+  sa.sa_flags = SA_RESTART; /* I/O carries on; the flag is polled */
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
+}
+
+int cli_interrupted(void) {
+  return (int)caught_signal;
+}

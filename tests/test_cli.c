@@ -1,0 +1,1159 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The kpack tool, run as a program ($KPACK_TEST_BIN/kpack): every
+ * subcommand's output and exit status, deterministic and round-tripping
+ * create, fat binary input (built byte by byte, and Debian's librocrand1),
+ * verify on corrupt archives, resolve on each loader outcome, and Ctrl-C.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fatbin_fixture.h"
+
+extern char** environ;
+
+static char* tmp;
+static char* tool;
+
+static int setup(void** state) {
+  (void)state;
+  const char* bin = getenv("KPACK_TEST_BIN"); /* exported by the Makefile */
+  tmp = kt_tmpdir();
+  tool = kt_path(bin != NULL ? bin : "build/bin", "kpack");
+  return 0;
+}
+
+static int teardown(void** state) {
+  (void)state;
+  kt_rmtree(tmp);
+  free(tmp);
+  free(tool);
+  unsetenv("ROCM_KPACK_PATH");
+  unsetenv("ROCM_KPACK_DISABLE");
+  return 0;
+}
+
+/* ---- running the tool -------------------------------------------------------
+ */
+
+static pid_t spawn_tool(const char* const* args, const char* out_path,
+                        const char* err_path) {
+  const char* argv[64];
+  size_t n = 0;
+  argv[n++] = tool;
+  for (const char* const* a = args; *a != NULL; a++) {
+    assert_true(n < 63);
+    argv[n++] = *a;
+  }
+  argv[n] = NULL;
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&fa, 1, out_path,
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  posix_spawn_file_actions_addopen(&fa, 2, err_path,
+                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  pid_t pid;
+  assert_int_equal(
+      posix_spawn(&pid, tool, &fa, NULL, (char* const*)argv, environ), 0);
+  posix_spawn_file_actions_destroy(&fa);
+  return pid;
+}
+
+static char* slurp(const char* path, size_t* size) {
+  size_t n = 0;
+  char* data = kt_read_file(path, &n);
+  assert_non_null(data);
+  data = realloc(data, n + 1);
+  data[n] = '\0';
+  if (size != NULL)
+    *size = n;
+  return data;
+}
+
+/* Runs kpack with the NULL-terminated arguments; returns its exit status and
+ * optionally its stdout (with *out_size) and stderr, NUL-terminated. */
+static int run_full(char** out, size_t* out_size, char** err,
+                    const char* const* args) {
+  char* out_path = kt_path(tmp, ".stdout");
+  char* err_path = kt_path(tmp, ".stderr");
+  pid_t pid = spawn_tool(args, out_path, err_path);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status)); /* never a crash */
+  char* o = slurp(out_path, out_size);
+  char* e = slurp(err_path, NULL);
+  if (out != NULL)
+    *out = o;
+  else
+    free(o);
+  if (err != NULL)
+    *err = e;
+  else
+    free(e);
+  unlink(out_path);
+  unlink(err_path);
+  free(out_path);
+  free(err_path);
+  return WEXITSTATUS(status);
+}
+
+#define KP(out, err, ...) \
+  run_full(out, NULL, err, (const char* const[]){__VA_ARGS__, NULL})
+
+/* True if some line of `text` consists of exactly these whitespace-separated
+ * words. */
+static bool has_row(const char* text, const char* const* words) {
+  for (const char* line = text; *line;) {
+    const char* end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char* copy = strndup(line, len);
+    char* save = NULL;
+    size_t i = 0;
+    bool match = true;
+    for (char* w = strtok_r(copy, " \t", &save); match && w != NULL;
+         w = strtok_r(NULL, " \t", &save), i++)
+      match = words[i] != NULL && strcmp(w, words[i]) == 0;
+    match = match && words[i] == NULL;
+    free(copy);
+    if (match)
+      return true;
+    line += len + (end != NULL);
+  }
+  return false;
+}
+
+#define ROW(text, ...) has_row(text, (const char* const[]){__VA_ARGS__, NULL})
+
+static size_t count_lines(const char* text) {
+  size_t n = 0;
+  for (; *text; text++)
+    n += *text == '\n';
+  return n;
+}
+
+static void assert_contains(const char* text, const char* needle) {
+  if (strstr(text, needle) == NULL)
+    fail_msg("expected \"%s\" in:\n%s", needle, text);
+}
+
+static char* path_in(const char* name) {
+  return kt_path(tmp, name);
+}
+
+static bool same_file(const char* a, const char* b) {
+  size_t na, nb;
+  void* x = kt_read_file(a, &na);
+  void* y = kt_read_file(b, &nb);
+  bool same = x != NULL && y != NULL && na == nb && memcmp(x, y, na) == 0;
+  free(x);
+  free(y);
+  return same;
+}
+
+static bool exists(const char* path) {
+  struct stat st;
+  return stat(path, &st) == 0;
+}
+
+/* Three kernels of two binaries; kernels[i] is kt_pattern(sizes[i], i+1). */
+static const size_t sizes[] = {5000, 12345, 777};
+static void* sample[3];
+static const kt_kernel* sample_kernels(void) {
+  static kt_kernel k[3];
+  static const char* const names[][2] = {{"lib/liba.so.1#0", "gfx90a:xnack-"},
+                                         {"lib/liba.so.1#0", "gfx1100"},
+                                         {"lib/libb.so#3", "gfx90a:xnack-"}};
+  for (int i = 0; i < 3; i++) {
+    free(sample[i]);
+    sample[i] = kt_pattern(sizes[i], (uint32_t)i + 1);
+    k[i] = (kt_kernel){names[i][0], names[i][1], sample[i], sizes[i]};
+  }
+  return k;
+}
+
+static char* sample_archive(const char* name,
+                            kpack_compression_scheme_t scheme) {
+  static const char* const arches[] = {"gfx90a:xnack-", "gfx1100"};
+  char* path = path_in(name);
+  kt_write_archive(path, scheme, arches, 2, sample_kernels(), 3);
+  return path;
+}
+
+static void free_sample(void) {
+  for (int i = 0; i < 3; i++) {
+    free(sample[i]);
+    sample[i] = NULL;
+  }
+}
+
+/* ---- help and usage ---------------------------------------------------------
+ */
+
+static void test_version_help_and_manuals(void** state) {
+  (void)state;
+  static const char* const cmds[] = {"list",   "info",   "cat",    "extract",
+                                     "create", "verify", "resolve"};
+  char *out, *err;
+  assert_int_equal(KP(&out, NULL, "--version"), 0);
+  assert_contains(out, "kpack 1.0.0");
+  free(out);
+  assert_int_equal(KP(&out, NULL, "help"), 0);
+  for (size_t i = 0; i < 7; i++)
+    assert_contains(out, cmds[i]);
+  free(out);
+  for (size_t i = 0; i < 7; i++) {
+    char* manual;
+    assert_int_equal(KP(&manual, NULL, cmds[i], "--help"), 0);
+    assert_contains(manual, "SYNOPSIS");
+    assert_contains(manual, "EXAMPLES");
+    assert_contains(manual, "EXIT STATUS");
+    assert_int_equal(KP(&out, NULL, "help", cmds[i]), 0);
+    assert_string_equal(out, manual);
+    free(out);
+    free(manual);
+  }
+  assert_int_equal(KP(NULL, &err, "frobnicate"), 2);
+  assert_contains(err, "frobnicate");
+  free(err);
+  assert_int_equal(KP(NULL, NULL, "help", "frobnicate"), 2);
+}
+
+static void test_bad_command_lines_exit_2(void** state) {
+  (void)state;
+  char* err;
+  assert_int_equal(run_full(NULL, NULL, NULL, (const char* const[]){NULL}), 2);
+  assert_int_equal(KP(NULL, &err, "list"), 2);
+  assert_contains(err, "kpack help list");
+  free(err);
+  assert_int_equal(KP(NULL, NULL, "list", "--bogus", "x.kpack"), 2);
+  assert_int_equal(KP(NULL, NULL, "cat", "a.kpack", "bin"), 2);
+  assert_int_equal(KP(NULL, NULL, "create", "dir"), 2); /* no -o */
+  assert_int_equal(KP(NULL, NULL, "create", "-o", "x", "-l", "0", tmp), 2);
+  assert_int_equal(
+      KP(NULL, NULL, "create", "-o", "x", "-l", "5", "--no-compress", tmp), 2);
+  assert_int_equal(KP(NULL, NULL, "create", "-o", "x"), 2); /* no input */
+  assert_int_equal(KP(NULL, NULL, "resolve", "--kernel", "k"), 2); /* arch */
+  assert_int_equal(KP(NULL, NULL, "verify"), 2);
+  assert_int_equal(KP(NULL, NULL, "extract"), 2);
+}
+
+/* ---- list, info, cat --------------------------------------------------------
+ */
+
+static void test_list_shows_every_kernel_with_sizes_and_ratio(void** state) {
+  (void)state;
+  char* path = sample_archive("a.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  kpack_archive_t archive;
+  kpack_kernel_info_t info;
+  char *out, size[32], stored[32], ratio[32];
+  assert_int_equal(KP(&out, NULL, "list", path), 0);
+  assert_true(ROW(out, "BINARY", "ARCH", "SIZE", "STORED", "RATIO"));
+  assert_int_equal(kpack_open(path, &archive), KPACK_SUCCESS);
+  const kt_kernel* k = sample_kernels();
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(
+        kpack_get_kernel_info(archive, k[i].binary, k[i].arch, &info),
+        KPACK_SUCCESS);
+    snprintf(size, sizeof size, "%zu", sizes[i]);
+    snprintf(stored, sizeof stored, "%llu",
+             (unsigned long long)info.stored_size);
+    snprintf(ratio, sizeof ratio, "%.2fx",
+             (double)sizes[i] / (double)info.stored_size);
+    assert_true(ROW(out, k[i].binary, k[i].arch, size, stored, ratio));
+  }
+  kpack_close(archive);
+  assert_contains(out, "3 kernels");
+  assert_int_equal(count_lines(out), 5); /* header, 3 rows, total */
+  free(out);
+  free(path);
+  free_sample();
+}
+
+static void test_list_json_and_several_archives(void** state) {
+  (void)state;
+  char* a = sample_archive("a.kpack", KPACK_COMPRESSION_NOOP);
+  char* b = path_in("b.kpack");
+  void* data = kt_pattern(100, 9);
+  kt_kernel only = {"bin/tool#0", "gfx942", data, 100};
+  kt_write_archive(b, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, &only, 1);
+  char *out, *want;
+  assert_int_equal(KP(&out, NULL, "list", a, b), 0);
+  assert_true(ROW(out, "ARCHIVE", "BINARY", "ARCH", "SIZE", "STORED", "RATIO"));
+  assert_true(
+      ROW(out, a, "lib/libb.so#3", "gfx90a:xnack-", "777", "777", "1.00x"));
+  assert_contains(out, "4 kernels");
+  free(out);
+  assert_int_equal(KP(&out, NULL, "list", "--json", a), 0);
+  assert_true(asprintf(&want,
+                       "{\"archive\": \"%s\", \"binary\": \"lib/libb.so#3\", "
+                       "\"arch\": \"gfx90a:xnack-\", \"type\": \"hsaco\", "
+                       "\"size\": 777, \"stored_size\": 777, \"ordinal\": 2}",
+                       a) > 0);
+  assert_contains(out, want);
+  assert_true(out[0] == '[');
+  assert_contains(out, "\n]\n");
+  assert_int_equal(count_lines(out), 5); /* [, three objects, ] */
+  free(want);
+  free(out);
+  free(data);
+  free(a);
+  free(b);
+  free_sample();
+}
+
+static void test_unreadable_archives_name_file_and_status(void** state) {
+  (void)state;
+  char* missing = path_in("missing.kpack");
+  char* garbage = path_in("garbage.kpack");
+  char* good = sample_archive("good.kpack", KPACK_COMPRESSION_NOOP);
+  kt_write_file(garbage, "KPAK\2\0\0\0", 8);
+  char *out, *err;
+  assert_int_equal(KP(&out, &err, "list", missing, good), 1);
+  assert_contains(err, missing);
+  assert_contains(err, "KPACK_ERROR_FILE_NOT_FOUND");
+  assert_contains(out, "lib/libb.so#3"); /* the good one is still listed */
+  free(out);
+  free(err);
+  assert_int_equal(KP(NULL, &err, "info", garbage), 1);
+  assert_contains(err, garbage);
+  assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
+  free(err);
+  assert_int_equal(KP(NULL, &err, "cat", tmp, "b", "a"), 1);
+  assert_contains(err, "KPACK_ERROR_IO_ERROR");
+  free(err);
+  free(missing);
+  free(garbage);
+  free(good);
+  free_sample();
+}
+
+static void test_info_shows_header_and_totals(void** state) {
+  (void)state;
+  char* path = sample_archive("a.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  struct stat st;
+  char *out, file_size[32];
+  assert_int_equal(stat(path, &st), 0);
+  snprintf(file_size, sizeof file_size, "%lld", (long long)st.st_size);
+  assert_int_equal(KP(&out, NULL, "info", path), 0);
+  assert_true(ROW(out, "archive:", path));
+  assert_true(ROW(out, "format:", "kpack", "v1"));
+  assert_true(ROW(out, "group:", "test"));
+  assert_true(ROW(out, "family:", "gfxtest"));
+  assert_true(ROW(out, "arches:", "gfx90a:xnack-", "gfx1100"));
+  assert_true(ROW(out, "compression:", "zstd-per-kernel"));
+  assert_true(ROW(out, "binaries:", "2"));
+  assert_true(ROW(out, "kernels:", "3"));
+  assert_true(ROW(out, "file", "size:", file_size));
+  assert_contains(out, "size:         18122 (17.7 KiB)");
+  free(out);
+  assert_int_equal(KP(&out, NULL, "info", "--json", path), 0);
+  assert_contains(out, "\"gfx_arches\": [\"gfx90a:xnack-\", \"gfx1100\"]");
+  assert_contains(out, "\"compression_scheme\": \"zstd-per-kernel\"");
+  assert_contains(out, "\"group_name\": \"test\"");
+  assert_contains(out, "\"kernels\": 3, \"size\": 18122");
+  free(out);
+  free(path);
+  free_sample();
+}
+
+static void test_cat_writes_the_kernel_bytes(void** state) {
+  (void)state;
+  char* path = sample_archive("a.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  char *out, *err;
+  size_t size;
+  assert_int_equal(
+      run_full(&out, &size, NULL,
+               (const char* const[]){"cat", path, "lib/liba.so.1#0", "gfx1100",
+                                     NULL}),
+      0);
+  assert_int_equal(size, sizes[1]);
+  assert_memory_equal(out, sample[1], size);
+  free(out);
+  assert_int_equal(KP(&out, &err, "cat", path, "lib/liba.so.1#0", "gfx942"), 1);
+  assert_int_equal(out[0], '\0');
+  assert_contains(err, "KPACK_ERROR_KERNEL_NOT_FOUND");
+  assert_contains(err, "gfx942");
+  free(out);
+  free(err);
+  free(path);
+  free_sample();
+}
+
+/* ---- extract and create -----------------------------------------------------
+ */
+
+static void test_extract_writes_the_kpackfs_layout(void** state) {
+  (void)state;
+  char* a = sample_archive("a.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  /* A second archive with one kernel the first also has: the first wins. */
+  char* b = path_in("b.kpack");
+  void* other = kt_pattern(64, 99);
+  kt_kernel k[] = {{"lib/libb.so#3", "gfx90a:xnack-", other, 64},
+                   {"lib/libc.so#0", "gfx942", other, 64}};
+  kt_write_archive(b, KPACK_COMPRESSION_NOOP, NULL, 0, k, 2);
+  char* dir = path_in("tree");
+  assert_int_equal(KP(NULL, NULL, "extract", "-C", dir, a, b), 0);
+  const kt_kernel* s = sample_kernels();
+  for (int i = 0; i < 3; i++) {
+    char* file;
+    size_t n;
+    assert_true(asprintf(&file, "%s/%s/%s/kernel.hsaco", dir, s[i].binary,
+                         s[i].arch) > 0);
+    void* data = kt_read_file(file, &n);
+    assert_non_null(data);
+    assert_int_equal(n, sizes[i]);
+    assert_memory_equal(data, sample[i], n);
+    free(data);
+    free(file);
+  }
+  char* c = kt_path(dir, "lib/libc.so#0/gfx942/kernel.hsaco");
+  assert_true(exists(c));
+  free(c);
+  /* Filters. */
+  char* dir2 = path_in("only");
+  char* out;
+  assert_int_equal(
+      KP(&out, NULL, "extract", "-v", "-C", dir2, "-a", "gfx1100", a), 0);
+  assert_int_equal(count_lines(out), 1);
+  assert_contains(out, "lib/liba.so.1#0/gfx1100/kernel.hsaco");
+  free(out);
+  kt_rmtree(dir);
+  kt_rmtree(dir2);
+  free(dir);
+  free(dir2);
+  free(other);
+  free(a);
+  free(b);
+  free_sample();
+}
+
+static void test_extract_skips_names_that_escape_the_directory(void** state) {
+  (void)state;
+  char* a = path_in("evil.kpack");
+  void* data = kt_pattern(10, 1);
+  kt_kernel k[] = {{"../escaped#0", "gfx90a", data, 10},
+                   {"/abs#0", "gfx90a", data, 10},
+                   {"ok#0", "gfx90a", data, 10}};
+  kt_write_archive(a, KPACK_COMPRESSION_NOOP, NULL, 0, k, 3);
+  char* dir = path_in("x/tree");
+  char* err;
+  assert_int_equal(KP(NULL, &err, "extract", "-C", dir, a), 1);
+  assert_contains(err, "../escaped#0");
+  assert_contains(err, "/abs#0");
+  char* escaped = path_in("x/escaped#0");
+  char* ok = kt_path(dir, "ok#0/gfx90a/kernel.hsaco");
+  assert_false(exists(escaped));
+  assert_true(exists(ok));
+  free(err);
+  free(escaped);
+  free(ok);
+  free(dir);
+  free(data);
+  free(a);
+}
+
+/* Writes sample kernels as a tree in the kpackfs layout. */
+static char* sample_tree(const char* name) {
+  char* dir = path_in(name);
+  const kt_kernel* k = sample_kernels();
+  for (int i = 0; i < 3; i++) {
+    char *sub, *file;
+    assert_true(asprintf(&sub, "%s/%s/%s", dir, k[i].binary, k[i].arch) > 0);
+    char* cmd;
+    assert_true(asprintf(&cmd, "mkdir -p '%s'", sub) > 0);
+    assert_int_equal(system(cmd), 0);
+    free(cmd);
+    file = kt_path(sub, "kernel.hsaco");
+    kt_write_file(file, k[i].data, k[i].size);
+    free(file);
+    free(sub);
+  }
+  return dir;
+}
+
+static void test_create_extract_create_is_byte_identical(void** state) {
+  (void)state;
+  char* tree = sample_tree("tree");
+  char* a = path_in("a.kpack");
+  char* b = path_in("b.kpack");
+  char* tree2 = path_in("tree2");
+  char* out;
+  assert_int_equal(
+      KP(&out, NULL, "create", "-o", a, "--group", "g", "--family", "f", tree),
+      0);
+  assert_contains(out, "3 kernels");
+  free(out);
+  assert_int_equal(KP(NULL, NULL, "extract", "-C", tree2, a), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", b, "--group", "g",
+                      "--family", "f", tree2),
+                   0);
+  assert_true(same_file(a, b));
+  /* The extracted files are the originals. */
+  const kt_kernel* k = sample_kernels();
+  for (int i = 0; i < 3; i++) {
+    char *x, *y;
+    assert_true(asprintf(&x, "%s/%s/%s/kernel.hsaco", tree, k[i].binary,
+                         k[i].arch) > 0);
+    assert_true(asprintf(&y, "%s/%s/%s/kernel.hsaco", tree2, k[i].binary,
+                         k[i].arch) > 0);
+    assert_true(same_file(x, y));
+    free(x);
+    free(y);
+  }
+  /* Default arches: every arch present, sorted. */
+  assert_int_equal(KP(&out, NULL, "info", a), 0);
+  assert_true(ROW(out, "arches:", "gfx1100", "gfx90a:xnack-"));
+  assert_true(ROW(out, "group:", "g"));
+  free(out);
+  free(tree);
+  free(tree2);
+  free(a);
+  free(b);
+  free_sample();
+}
+
+static void test_create_output_is_deterministic_whatever_the_jobs(
+    void** state) {
+  (void)state;
+  char* tree = sample_tree("tree");
+  static const char* const jobs[] = {"1", "2", "4", "0"};
+  char* first = path_in("j.kpack");
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", first, tree), 0);
+  for (size_t i = 0; i < 4; i++) {
+    char* other = path_in("other.kpack");
+    assert_int_equal(
+        KP(NULL, NULL, "create", "-q", "-j", jobs[i], "-o", other, tree), 0);
+    assert_true(same_file(first, other));
+    free(other);
+  }
+  /* Raw storage too, and the level changes the bytes. */
+  char* raw1 = path_in("raw1.kpack");
+  char* raw2 = path_in("raw2.kpack");
+  char* l19 = path_in("l19.kpack");
+  assert_int_equal(
+      KP(NULL, NULL, "create", "-q", "--no-compress", "-o", raw1, tree), 0);
+  assert_int_equal(
+      KP(NULL, NULL, "create", "-q", "--no-compress", "-j2", "-o", raw2, tree),
+      0);
+  assert_true(same_file(raw1, raw2));
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-l", "19", "-o", l19, tree),
+                   0);
+  assert_false(same_file(first, l19));
+  char* out;
+  assert_int_equal(KP(&out, NULL, "info", raw1), 0);
+  assert_true(ROW(out, "compression:", "none"));
+  free(out);
+  free(raw1);
+  free(raw2);
+  free(l19);
+  free(first);
+  free(tree);
+  free_sample();
+}
+
+static void test_create_arch_option_filters_and_orders(void** state) {
+  (void)state;
+  char* tree = sample_tree("tree");
+  char* a = path_in("a.kpack");
+  char *out, *err;
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", a, "--arch",
+                      "gfx90a:xnack-", "--arch", "gfx942", tree),
+                   0);
+  assert_contains(err, "no kernel for --arch gfx942");
+  free(err);
+  assert_int_equal(KP(&out, NULL, "info", a), 0);
+  assert_true(ROW(out, "arches:", "gfx90a:xnack-", "gfx942"));
+  assert_true(ROW(out, "kernels:", "2"));
+  free(out);
+  free(a);
+  free(tree);
+  free_sample();
+}
+
+static void test_create_failures_leave_no_partial_archive(void** state) {
+  (void)state;
+  char* tree = sample_tree("tree");
+  char* out_path = path_in("out.kpack");
+  char *err, *bad;
+  kt_write_file(out_path, "previous", 8);
+
+  /* A stray file in the tree. */
+  char* stray = kt_path(tree, "lib/README");
+  kt_write_file(stray, "hi", 2);
+  assert_int_equal(KP(NULL, &err, "create", "-o", out_path, tree), 1);
+  assert_contains(err, stray);
+  assert_contains(err, "kpackfs layout");
+  free(err);
+  unlink(stray);
+  free(stray);
+
+  /* A binary directory without #N. */
+  char* cmd;
+  assert_true(asprintf(&cmd, "mkdir -p '%s/lib/noindex/gfx90a'", tree) > 0);
+  assert_int_equal(system(cmd), 0);
+  free(cmd);
+  bad = kt_path(tree, "lib/noindex/gfx90a/kernel.hsaco");
+  kt_write_file(bad, "x", 1);
+  assert_int_equal(KP(NULL, &err, "create", "-o", out_path, tree), 1);
+  assert_contains(err, "#N");
+  free(err);
+  unlink(bad);
+  free(bad);
+
+  /* The same kernel from two inputs. */
+  char* tree2 = sample_tree("tree2");
+  assert_int_equal(KP(NULL, &err, "create", "-o", out_path, tree, tree2), 1);
+  assert_contains(err, "given twice");
+  free(err);
+
+  /* A malformed ELF, and one without .hip_fatbin. */
+  char* elf = path_in("bad.so");
+  kt_write_file(elf, "\177ELF\2\1\1\0garbage", 16);
+  assert_int_equal(KP(NULL, &err, "create", "-o", out_path, "--fatbin", elf),
+                   1);
+  assert_contains(err, elf);
+  assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
+  free(err);
+  fx_elf_opts o = {NULL, 0, false, NULL, NULL, 0, false};
+  fx_buf plain = fx_elf(&o);
+  void* at = memmem(plain.data, plain.size, ".hip_fatbin", 11);
+  memcpy(at, ".text\0\0\0\0\0\0", 11);
+  kt_write_file(elf, plain.data, plain.size);
+  free(plain.data);
+  assert_int_equal(KP(NULL, &err, "create", "-o", out_path, "--fatbin", elf),
+                   1);
+  assert_contains(err, "no .hip_fatbin");
+  free(err);
+  /* A plain file given as a tree. */
+  assert_int_equal(KP(NULL, &err, "create", "-o", out_path, elf), 2);
+  assert_contains(err, "--fatbin");
+  free(err);
+
+  /* Nothing replaced the old file, nothing was left beside it. */
+  size_t n;
+  char* kept = kt_read_file(out_path, &n);
+  assert_int_equal(n, 8);
+  assert_memory_equal(kept, "previous", 8);
+  free(kept);
+  DIR* d = opendir(tmp);
+  for (struct dirent* e; (e = readdir(d)) != NULL;)
+    assert_null(strstr(e->d_name, "out.kpack."));
+  closedir(d);
+  free(elf);
+  free(out_path);
+  free(tree);
+  free(tree2);
+  free_sample();
+}
+
+/* A fat binary of three translation units whose wrappers point at bundles
+ * 1, 2, 0 of .hip_fatbin (the last one through a RELATIVE relocation). */
+static char* sample_fatbin(const char* name, void* kernels[3][2]) {
+  fx_buf bundles[3];
+  for (int i = 0; i < 3; i++) {
+    kernels[i][0] = kt_pattern(4000 + (size_t)i, 10 + (uint32_t)i);
+    kernels[i][1] = kt_pattern(2000 + (size_t)i, 20 + (uint32_t)i);
+    fx_entry e[] = {
+        {"host-x86_64-unknown-linux-gnu-", NULL, 0},
+        {"hipv4-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-", kernels[i][0],
+         4000 + (size_t)i},
+        {"hip-amdgcn-amd-amdhsa--gfx1100", kernels[i][1], 2000 + (size_t)i}};
+    fx_buf plain = fx_bundle(e, 3);
+    if (i == 2) {
+      bundles[i] = fx_ccob(3, FX_ZSTD, &plain);
+      free(plain.data);
+    } else {
+      bundles[i] = plain;
+    }
+  }
+  size_t order[3] = {1, 2, 0};
+  fx_ptr how[3] = {FX_PTR_FILE, FX_PTR_FILE, FX_PTR_RELATIVE};
+  fx_elf_opts o = {bundles, 3, true, order, how, 3, false};
+  fx_buf elf = fx_elf(&o);
+  char* path = path_in(name);
+  kt_write_file(path, elf.data, elf.size);
+  free(elf.data);
+  for (int i = 0; i < 3; i++)
+    free(bundles[i].data);
+  return path;
+}
+
+static void test_create_from_fatbin_numbers_code_objects_by_wrapper(
+    void** state) {
+  (void)state;
+  void* k[3][2];
+  char* elf = sample_fatbin("libthing.so.2", k);
+  char* a = path_in("a.kpack");
+  char* b = path_in("b.kpack");
+  char* arg;
+  char *out, *err;
+  assert_true(asprintf(&arg, "%s=lib/libthing.so.2", elf) > 0);
+  assert_int_equal(KP(&out, &err, "create", "-v", "-o", a, "--fatbin", arg), 0);
+  assert_contains(out, "6 kernels");
+  assert_contains(err, "3 code objects (numbered by .hipFatBinSegment)");
+  free(out);
+  free(err);
+  /* co_index N is wrapper N, which points at bundle order[N]. */
+  static const size_t order[3] = {1, 2, 0};
+  for (size_t co = 0; co < 3; co++) {
+    char name[64];
+    size_t n;
+    snprintf(name, sizeof name, "lib/libthing.so.2#%zu", co);
+    assert_int_equal(
+        run_full(&out, &n, NULL,
+                 (const char* const[]){"cat", a, name, "gfx942:sramecc+:xnack-",
+                                       NULL}),
+        0);
+    assert_int_equal(n, 4000 + order[co]);
+    assert_memory_equal(out, k[order[co]][0], n);
+    free(out);
+    assert_int_equal(
+        run_full(&out, &n, NULL,
+                 (const char* const[]){"cat", a, name, "gfx1100", NULL}),
+        0);
+    assert_int_equal(n, 2000 + order[co]);
+    assert_memory_equal(out, k[order[co]][1], n);
+    free(out);
+  }
+  /* Without a name, the ELF's file name. */
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", b, "--fatbin", elf), 0);
+  assert_int_equal(KP(&out, NULL, "list", b), 0);
+  assert_contains(out, "\nlibthing.so.2#2 ");
+  assert_null(strstr(out, "lib/"));
+  free(out);
+  for (int i = 0; i < 3; i++) {
+    free(k[i][0]);
+    free(k[i][1]);
+  }
+  free(arg);
+  free(elf);
+  free(a);
+  free(b);
+}
+
+/* Ctrl-C during a long create: exit 130, no archive, no temporary file. */
+static void test_interrupted_create_leaves_nothing(void** state) {
+  (void)state;
+  char* tree = path_in("big");
+  for (int i = 0; i < 48; i++) {
+    char *sub, *cmd, *file;
+    assert_true(asprintf(&sub, "%s/lib/l%02d.so#0/gfx90a", tree, i) > 0);
+    assert_true(asprintf(&cmd, "mkdir -p '%s'", sub) > 0);
+    assert_int_equal(system(cmd), 0);
+    file = kt_path(sub, "kernel.hsaco");
+    void* data = kt_pattern(1 << 20, (uint32_t)i);
+    kt_write_file(file, data, 1 << 20);
+    free(data);
+    free(file);
+    free(cmd);
+    free(sub);
+  }
+  char* outdir = path_in("out");
+  assert_int_equal(mkdir(outdir, 0755), 0);
+  char* out = kt_path(outdir, "big.kpack");
+  char* o = path_in(".o");
+  char* e = path_in(".e");
+  /* Level 19 over 48 MiB takes many seconds. The signal is sent once the
+   * temporary file exists: the handler is in place and writing has begun. */
+  pid_t pid = spawn_tool(
+      (const char* const[]){"create", "-l", "19", "-o", out, tree, NULL}, o, e);
+  bool started = false;
+  for (int i = 0; i < 2000 && !started; i++) {
+    struct timespec pause = {0, 10 * 1000 * 1000};
+    nanosleep(&pause, NULL);
+    DIR* d = opendir(outdir);
+    for (struct dirent* ent; (ent = readdir(d)) != NULL;)
+      started = started || strncmp(ent->d_name, "big.kpack.", 10) == 0;
+    closedir(d);
+  }
+  assert_true(started);
+  assert_int_equal(kill(pid, SIGINT), 0);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 130);
+  char* err = slurp(e, NULL);
+  assert_contains(err, "interrupted");
+  free(err);
+  DIR* d = opendir(outdir);
+  for (struct dirent* ent; (ent = readdir(d)) != NULL;)
+    if (strcmp(ent->d_name, ".") != 0 && strcmp(ent->d_name, "..") != 0)
+      fail_msg("left behind: %s", ent->d_name);
+  closedir(d);
+  kt_rmtree(tree);
+  free(tree);
+  free(outdir);
+  free(out);
+  free(o);
+  free(e);
+}
+
+/* ---- verify -----------------------------------------------------------------
+ */
+
+static void test_verify_reports_one_line_per_corrupt_kernel(void** state) {
+  (void)state;
+  char* path = sample_archive("a.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  char* out;
+  assert_int_equal(KP(&out, NULL, "verify", path), 0);
+  assert_contains(out, ": OK, 3 kernels");
+  assert_int_equal(count_lines(out), 1);
+  free(out);
+
+  /* Flip a byte in the middle of two frames. */
+  kpack_archive_t archive;
+  kpack_kernel_info_t i0, i2;
+  const kt_kernel* k = sample_kernels();
+  assert_int_equal(kpack_open(path, &archive), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel_info(archive, k[0].binary, k[0].arch, &i0),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel_info(archive, k[2].binary, k[2].arch, &i2),
+                   KPACK_SUCCESS);
+  kpack_close(archive);
+  size_t n;
+  uint8_t* bytes = kt_read_file(path, &n);
+  bytes[i0.offset + i0.stored_size / 2] ^= 0xff;
+  bytes[i2.offset + i2.stored_size / 2] ^= 0xff;
+  kt_write_file(path, bytes, n);
+  free(bytes);
+
+  assert_int_equal(KP(&out, NULL, "verify", "-q", path), 1);
+  assert_int_equal(count_lines(out), 2);
+  char *want0, *want2;
+  assert_true(asprintf(&want0,
+                       "%s: %s %s: KPACK_ERROR_DECOMPRESSION_FAILED (corrupt "
+                       "compressed data)\n",
+                       path, k[0].binary, k[0].arch) > 0);
+  assert_true(asprintf(&want2, "%s: %s %s: KPACK_ERROR_DECOMPRESSION_FAILED",
+                       path, k[2].binary, k[2].arch) > 0);
+  assert_contains(out, want0);
+  assert_contains(out, want2);
+  free(out);
+  assert_int_equal(KP(&out, NULL, "verify", path), 1);
+  assert_contains(out, "2 problems in 3 kernels");
+  free(out);
+  free(want0);
+  free(want2);
+
+  /* An archive that does not open is one problem line too. */
+  char* missing = path_in("missing.kpack");
+  assert_int_equal(KP(&out, NULL, "verify", "-q", missing), 1);
+  assert_int_equal(count_lines(out), 1);
+  assert_contains(out, "KPACK_ERROR_FILE_NOT_FOUND");
+  free(out);
+  free(missing);
+  free(path);
+  free_sample();
+}
+
+/* ---- resolve ----------------------------------------------------------------
+ */
+
+/* root/lib/libx.so (any file) and root/.kpack/<name> with kernel
+ * "lib/libx.so#1" for `arch`, declared as `arches`. */
+static char* resolve_tree(const char* name, const char* const* arches,
+                          size_t arch_count, const char* arch,
+                          const char* kernel) {
+  char* cmd;
+  assert_true(
+      asprintf(&cmd, "mkdir -p '%s/root/lib' '%s/root/.kpack'", tmp, tmp) > 0);
+  assert_int_equal(system(cmd), 0);
+  free(cmd);
+  char* binary = path_in("root/lib/libx.so");
+  kt_write_file(binary, "ELF?", 4);
+  free(binary);
+  char* rel;
+  assert_true(asprintf(&rel, "root/.kpack/%s", name) > 0);
+  char* path = path_in(rel);
+  free(rel);
+  void* data = kt_pattern(3210, 7);
+  kt_kernel k = {kernel, arch, data, 3210};
+  kt_write_archive(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, arches, arch_count,
+                   &k, 1);
+  free(data);
+  return path;
+}
+
+static int resolve(char** out, const char* arch, const char* search,
+                   const char* kernel) {
+  char* binary = path_in("root/lib/libx.so");
+  int rc = KP(out, NULL, "resolve", "--binary", binary, "--kernel", kernel,
+              "--search-path", search, "--arch", arch);
+  free(binary);
+  return rc;
+}
+
+static void test_resolve_success_explains_the_match(void** state) {
+  (void)state;
+  static const char* const arches[] = {"gfx90a:xnack-"};
+  char* archive = resolve_tree("x_gfx90a.kpack", arches, 1, "gfx90a:xnack-",
+                               "lib/libx.so#1");
+  char *out, *real = realpath(archive, NULL);
+  char* other = path_in("root/.kpack/x_gfx90a:sramecc+:xnack-.kpack");
+  assert_int_equal(resolve(&out, "gfx90a:sramecc+:xnack-",
+                           "../.kpack/x_@GFXARCH@.kpack", "lib/libx.so#1"),
+                   0);
+  /* Every expansion of @GFXARCH@ is a candidate; only one exists. */
+  assert_true(ROW(out, "embedded", other, "missing"));
+  assert_true(ROW(out, "embedded", archive, "exists"));
+  free(other);
+  assert_true(ROW(out, real, "KPACK_SUCCESS", "gfx90a:xnack-"));
+  assert_true(ROW(out, "gfx90a:sramecc+:xnack-", "gfx90a:sramecc+", "-", "no",
+                  "archive", "declares", "it"));
+  assert_true(
+      ROW(out, "gfx90a:sramecc+:xnack-", "gfx90a:xnack-", real, "found"));
+  assert_contains(out,
+                  "RESULT   KPACK_SUCCESS: gfx90a:xnack- code object, "
+                  "3210 bytes");
+  free(out);
+  /* -o writes the code object; --json says the same. */
+  char* code = path_in("code.hsaco");
+  char* binary = path_in("root/lib/libx.so");
+  assert_int_equal(
+      KP(&out, NULL, "resolve", "--json", "-o", code, "--binary", binary,
+         "--kernel", "lib/libx.so", "--co-index", "1", "--search-path",
+         "../.kpack/x_gfx90a.kpack", "--arch", "gfx90a:xnack-"),
+      0);
+  assert_contains(out, "\"result\": {\"status\": \"KPACK_SUCCESS\"");
+  assert_contains(out, "\"target\": \"gfx90a:xnack-\", \"size\": 3210}");
+  size_t n;
+  void* got = kt_read_file(code, &n);
+  void* want = kt_pattern(3210, 7);
+  assert_int_equal(n, 3210);
+  assert_memory_equal(got, want, n);
+  free(got);
+  free(want);
+  free(out);
+  free(code);
+  free(binary);
+  free(real);
+  free(archive);
+}
+
+static void test_resolve_reports_each_failure_by_name(void** state) {
+  (void)state;
+  static const char* const arches[] = {"gfx1100"};
+  char* archive =
+      resolve_tree("x.kpack", arches, 1, "gfx1100", "lib/libx.so#1");
+  char* real = realpath(archive, NULL);
+  char* out;
+
+  assert_int_equal(
+      resolve(&out, "gfx1100", "../.kpack/nothere.kpack", "lib/libx.so#1"), 1);
+  char* nothere = path_in("root/.kpack/nothere.kpack");
+  assert_true(ROW(out, "embedded", nothere, "missing"));
+  free(nothere);
+  assert_contains(out, "RESULT   KPACK_ERROR_ARCHIVE_NOT_FOUND");
+  assert_contains(out, "hint:");
+  free(out);
+
+  assert_int_equal(
+      resolve(&out, "gfx90a:xnack-", "../.kpack/x.kpack", "lib/libx.so#1"), 1);
+  assert_contains(out, "RESULT   KPACK_ERROR_ARCH_NOT_FOUND");
+  assert_true(ROW(out, real, "KPACK_SUCCESS", "gfx1100")); /* it declares */
+  free(out);
+
+  assert_int_equal(
+      resolve(&out, "gfx1100", "../.kpack/x.kpack", "lib/libx.so#0"), 1);
+  assert_contains(out, "declared, kernel not in it");
+  assert_contains(out, "RESULT   KPACK_ERROR_KERNEL_NOT_FOUND");
+  free(out);
+
+  setenv("ROCM_KPACK_DISABLE", "1", 1);
+  assert_int_equal(
+      resolve(&out, "gfx1100", "../.kpack/x.kpack", "lib/libx.so#1"), 1);
+  unsetenv("ROCM_KPACK_DISABLE");
+  assert_contains(out, "env      ROCM_KPACK_DISABLE=1");
+  assert_contains(out, "RESULT   KPACK_ERROR_NOT_IMPLEMENTED");
+  free(out);
+
+  /* A corrupt kernel in the only archive declaring the target: its error
+   * is the outcome, as the loader returns the last real error. */
+  kpack_archive_t opened;
+  kpack_kernel_info_t info;
+  assert_int_equal(kpack_open(archive, &opened), KPACK_SUCCESS);
+  assert_int_equal(
+      kpack_get_kernel_info(opened, "lib/libx.so#1", "gfx1100", &info),
+      KPACK_SUCCESS);
+  kpack_close(opened);
+  size_t n;
+  uint8_t* bytes = kt_read_file(archive, &n);
+  bytes[info.offset + info.stored_size / 2] ^= 0x5a;
+  kt_write_file(archive, bytes, n);
+  free(bytes);
+  assert_int_equal(
+      resolve(&out, "gfx1100", "../.kpack/x.kpack", "lib/libx.so#1"), 1);
+  assert_true(
+      ROW(out, "gfx1100", "gfx1100", real, "KPACK_ERROR_DECOMPRESSION_FAILED"));
+  assert_contains(out, "RESULT   KPACK_ERROR_DECOMPRESSION_FAILED");
+  free(out);
+
+  /* A corrupt archive is reported and skipped. */
+  kt_write_file(archive, "KPAK\1\0\0\0\xff\xff\xff\xff\0\0\0\0", 16);
+  assert_int_equal(
+      resolve(&out, "gfx1100", "../.kpack/x.kpack", "lib/libx.so#1"), 1);
+  assert_contains(out, "KPACK_ERROR_INVALID_FORMAT");
+  assert_contains(out, "RESULT   KPACK_ERROR_ARCHIVE_NOT_FOUND");
+  free(out);
+  free(real);
+  free(archive);
+}
+
+static void test_resolve_falls_through_and_follows_rocm_kpack_path(
+    void** state) {
+  (void)state;
+  /* a.kpack declares the specific target but lacks the kernel; b.kpack has
+   * it under the bare processor. ROCM_KPACK_PATH names their directory. */
+  static const char* const specific[] = {"gfx942:xnack-"};
+  static const char* const bare[] = {"gfx942"};
+  char* a = resolve_tree("a.kpack", specific, 1, "gfx942:xnack-", "other#1");
+  char* b = resolve_tree("b.kpack", bare, 1, "gfx942", "lib/libx.so#1");
+  char* dir = path_in("root/.kpack");
+  setenv("ROCM_KPACK_PATH", dir, 1);
+  char* out;
+  assert_int_equal(KP(&out, NULL, "resolve", "--kernel", "lib/libx.so#1",
+                      "--arch", "gfx942:sramecc+:xnack-"),
+                   0);
+  unsetenv("ROCM_KPACK_PATH");
+  assert_contains(out, "ROCM_KPACK_PATH");
+  assert_contains(out, "directory (its *.kpack follow)");
+  assert_contains(out, "declared, kernel not in it");
+  assert_contains(out, "RESULT   KPACK_SUCCESS: gfx942 code object");
+  free(out);
+  free(dir);
+  free(a);
+  free(b);
+}
+
+/* ---- real data --------------------------------------------------------------
+ */
+
+static char* librocrand(void) {
+  const char* src = getenv("KPACK_SOURCE_DIR");
+  char *cmd, line[4096];
+  assert_true(asprintf(&cmd, "'%s/contrib/demo.sh' fetch",
+                       src != NULL ? src : ".") > 0);
+  FILE* p = popen(cmd, "r");
+  assert_non_null(p);
+  char* got = fgets(line, sizeof(line), p);
+  int status = pclose(p);
+  free(cmd);
+  if (got == NULL || status != 0)
+    fail_msg("contrib/demo.sh fetch failed: cannot get librocrand1");
+  line[strcspn(line, "\n")] = '\0';
+  return strdup(line);
+}
+
+static void test_real_librocrand_packs_lists_verifies_and_resolves(
+    void** state) {
+  (void)state;
+  static const char* const arches[] = {
+      "gfx1030",       "gfx803",        "gfx900:xnack-", "gfx906:xnack-",
+      "gfx908:xnack-", "gfx90a:xnack+", "gfx90a:xnack-"};
+  char* lib = librocrand();
+  char *arg, *out, *cmd;
+  char* archive = path_in("root/.kpack/rand_lib.kpack");
+  assert_true(
+      asprintf(&cmd, "mkdir -p '%s/root/lib' '%s/root/.kpack'", tmp, tmp) > 0);
+  assert_int_equal(system(cmd), 0);
+  free(cmd);
+  assert_true(asprintf(&arg, "%s=lib/librocrand.so.1", lib) > 0);
+  assert_int_equal(KP(&out, NULL, "create", "-j2", "-o", archive, "--group",
+                      "rand", "--fatbin", arg),
+                   0);
+  assert_contains(out, "7 kernels");
+  free(out);
+  assert_int_equal(KP(&out, NULL, "list", archive), 0);
+  for (size_t i = 0; i < 7; i++)
+    assert_non_null(strstr(out, arches[i]));
+  free(out);
+  assert_int_equal(KP(&out, NULL, "verify", archive), 0);
+  assert_contains(out, "OK, 7 kernels");
+  free(out);
+  /* Each kernel is a real AMD GPU code object. */
+  for (size_t i = 0; i < 7; i++) {
+    size_t n;
+    assert_int_equal(
+        run_full(&out, &n, NULL,
+                 (const char* const[]){"cat", archive, "lib/librocrand.so.1#0",
+                                       arches[i], NULL}),
+        0);
+    assert_true(n > 1000000);
+    assert_memory_equal(out, "\177ELF\2\1", 6);
+    assert_int_equal((uint8_t)out[18] | (uint8_t)out[19] << 8, 224);
+    free(out);
+  }
+  char* binary = path_in("root/lib/librocrand.so.1");
+  kt_write_file(binary, "", 0);
+  assert_int_equal(
+      KP(&out, NULL, "resolve", "--binary", binary, "--kernel",
+         "lib/librocrand.so.1", "--search-path", "../.kpack/rand_lib.kpack",
+         "--arch", "gfx90a:sramecc+:xnack-"),
+      0);
+  assert_contains(out, "RESULT   KPACK_SUCCESS: gfx90a:xnack- code object");
+  free(out);
+  free(binary);
+  free(archive);
+  free(arg);
+  free(lib);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_version_help_and_manuals, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_bad_command_lines_exit_2, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(
+          test_list_shows_every_kernel_with_sizes_and_ratio, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_list_json_and_several_archives,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_unreadable_archives_name_file_and_status, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_info_shows_header_and_totals, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_cat_writes_the_kernel_bytes, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_extract_writes_the_kpackfs_layout,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_extract_skips_names_that_escape_the_directory, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_extract_create_is_byte_identical, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_output_is_deterministic_whatever_the_jobs, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_arch_option_filters_and_orders, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_failures_leave_no_partial_archive, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_from_fatbin_numbers_code_objects_by_wrapper, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(test_interrupted_create_leaves_nothing,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_verify_reports_one_line_per_corrupt_kernel, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resolve_success_explains_the_match,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resolve_reports_each_failure_by_name,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_resolve_falls_through_and_follows_rocm_kpack_path, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_real_librocrand_packs_lists_verifies_and_resolves, setup,
+          teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
