@@ -1,0 +1,597 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The FUSE low-level request handlers. Metadata comes from the immutable
+ * inode table; kernel bytes come from the shared kernel cache, pinned from
+ * open to release. kpack_error_t becomes an errno here and nowhere else.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "kpackfs.h"
+
+/* Nothing under the mount ever changes, so the kernel may cache names,
+ * attributes and negative lookups for as long as it likes. */
+#define KFS_TIMEOUT 86400.0
+
+/* An open file: a pinned kernel, the archives list, or a stats snapshot.
+ * The open holds one reference and each read in progress another. The
+ * kernel can deliver RELEASE while a read's writev() is still returning
+ * (it completes the request, and so may let the file close, before the
+ * syscall returns), so whoever drops the last reference frees. */
+typedef struct kfs_handle {
+  atomic_uint refs;
+  kpack_kcache_entry_t* entry; /* kernels only */
+  const char* data;
+  size_t size;
+  char* owned; /* stats snapshot, freed at release */
+} kfs_handle;
+
+static kfs_fs* fs_of(fuse_req_t req) {
+  return fuse_req_userdata(req);
+}
+
+/* The one place a kpack status becomes an errno. */
+static int kfs_errno(kpack_error_t err) {
+  switch (err) {
+    case KPACK_SUCCESS:
+      return 0;
+    case KPACK_ERROR_OUT_OF_MEMORY:
+      return ENOMEM;
+    case KPACK_ERROR_KERNEL_NOT_FOUND:
+    case KPACK_ERROR_FILE_NOT_FOUND:
+      return ENOENT;
+    default: /* corrupt frame, short read, truncated or replaced archive */
+      return EIO;
+  }
+}
+
+static char* render_stats(kfs_fs* fs, size_t* size) {
+  kpack_kcache_stats_t c;
+  char* text = NULL;
+  kpack_kcache_get_stats(fs->cache, &c);
+  const kfs_tree* t = &fs->tree;
+  int n = asprintf(
+      &text,
+      "archives=%zu\nbinaries=%zu\nkernels=%zu\nskipped=%zu\nshadowed=%zu\n"
+      "cache_capacity=%" PRIu64 "\ncache_bytes=%" PRIu64
+      "\ncache_entries=%" PRIu64 "\ncache_pinned=%" PRIu64 "\nhits=%" PRIu64
+      "\nmisses=%" PRIu64 "\nwaits=%" PRIu64 "\nevictions=%" PRIu64
+      "\ndecompressions=%" PRIu64 "\nbytes_decompressed=%" PRIu64
+      "\nfailures=%" PRIu64 "\nopens=%" PRIu64 "\nopen_errors=%" PRIu64
+      "\nread_requests=%" PRIu64 "\n",
+      t->source_count, t->binaries, t->kernels, t->skipped, t->shadowed,
+      c.capacity, c.bytes, c.entries, c.pinned, c.hits, c.misses, c.waits,
+      c.evictions, c.decompressions, c.bytes_decompressed, c.failures,
+      (uint64_t)atomic_load(&fs->opens),
+      (uint64_t)atomic_load(&fs->open_errors),
+      (uint64_t)atomic_load(&fs->read_requests));
+  if (n < 0)
+    return NULL;
+  *size = (size_t)n;
+  return text;
+}
+
+static void fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
+                      struct stat* st) {
+  const kfs_tree* t = &fs->tree;
+  memset(st, 0, sizeof(*st));
+  st->st_ino = ino;
+  st->st_nlink = n->nlink;
+  st->st_uid = fs->uid;
+  st->st_gid = fs->gid;
+  st->st_blksize = 4096;
+  /* A directory or kernel carries the time of the archive that made it;
+   * the synthetic entries that of the newest archive. */
+  struct timespec time = t->newest_mtime;
+  if ((n->kind == KFS_DIR && ino > KFS_INO_META) || n->kind == KFS_KERNEL)
+    time = t->sources[n->source].mtime;
+  st->st_atim = st->st_mtim = st->st_ctim = time;
+  switch (n->kind) {
+    case KFS_DIR:
+      st->st_mode = S_IFDIR | 0555;
+      st->st_size = 4096;
+      break;
+    case KFS_KERNEL:
+      st->st_mode = S_IFREG | 0444;
+      st->st_size = (off_t)n->size;
+      break;
+    case KFS_ARCHIVES:
+      st->st_mode = S_IFREG | 0444;
+      st->st_size = (off_t)t->archives_size;
+      break;
+    case KFS_STATS: {
+      size_t size = 0;
+      free(render_stats(fs, &size));
+      st->st_mode = S_IFREG | 0444;
+      st->st_size = (off_t)size;
+      break;
+    }
+  }
+  st->st_blocks = (st->st_size + 511) / 512;
+}
+
+/* Stats change under the reader: their attributes must not be cached. */
+static double attr_timeout(const kfs_node* n) {
+  return n->kind == KFS_STATS ? 0.0 : KFS_TIMEOUT;
+}
+
+/* Listing a tree costs round trips per directory, so init trims them:
+ * every READDIR carries attributes (no LOOKUP per entry afterwards), and
+ * directories need no OPENDIR/RELEASEDIR at all: the kernel then caches
+ * their entries for good (FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE is its
+ * default without opendir), so a second `find` costs none. */
+static void kfs_init(void* userdata, struct fuse_conn_info* conn) {
+  kfs_fs* fs = userdata;
+  /* Contents never change: no need to re-validate cached pages when
+   * attributes are refreshed. */
+  conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+  if (conn->capable & FUSE_CAP_READDIRPLUS) {
+    conn->want |= FUSE_CAP_READDIRPLUS;
+    conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
+  }
+  /* With ACL support the kernel caches "no ACL" per inode instead of
+   * asking for system.posix_acl_* on every `ls -l`; there are none. */
+  if (conn->capable & FUSE_CAP_POSIX_ACL)
+    conn->want |= FUSE_CAP_POSIX_ACL;
+  if (conn->capable & FUSE_CAP_NO_OPENDIR_SUPPORT) {
+    conn->want |= FUSE_CAP_NO_OPENDIR_SUPPORT;
+    fs->no_opendir = true;
+  }
+}
+
+static void kfs_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  kfs_fs* fs = fs_of(req);
+  struct fuse_entry_param e;
+  const kfs_node* p = kfs_tree_node(&fs->tree, parent);
+  if (p == NULL || p->kind != KFS_DIR) {
+    fuse_reply_err(req, p == NULL ? ENOENT : ENOTDIR);
+    return;
+  }
+  memset(&e, 0, sizeof(e));
+  e.entry_timeout = KFS_TIMEOUT;
+  e.ino = kfs_tree_lookup(&fs->tree, parent, name);
+  if (e.ino != 0) {
+    const kfs_node* n = kfs_tree_node(&fs->tree, e.ino);
+    e.generation = 1;
+    e.attr_timeout = attr_timeout(n);
+    fill_stat(fs, e.ino, n, &e.attr);
+  }
+  /* ino 0 is a negative entry the kernel caches for entry_timeout. */
+  fuse_reply_entry(req, &e);
+}
+
+static void kfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
+  (void)ino;
+  (void)nlookup;
+  fuse_reply_none(req); /* inodes live as long as the mount */
+}
+
+static void kfs_forget_multi(fuse_req_t req, size_t count,
+                             struct fuse_forget_data* forgets) {
+  (void)count;
+  (void)forgets;
+  fuse_reply_none(req);
+}
+
+static void kfs_getattr(fuse_req_t req, fuse_ino_t ino,
+                        struct fuse_file_info* fi) {
+  kfs_fs* fs = fs_of(req);
+  struct stat st;
+  (void)fi;
+  const kfs_node* n = kfs_tree_node(&fs->tree, ino);
+  if (n == NULL) {
+    fuse_reply_err(req, ENOENT);
+    return;
+  }
+  fill_stat(fs, ino, n, &st);
+  fuse_reply_attr(req, &st, attr_timeout(n));
+}
+
+static void kfs_opendir(fuse_req_t req, fuse_ino_t ino,
+                        struct fuse_file_info* fi) {
+  kfs_fs* fs = fs_of(req);
+  const kfs_node* n = kfs_tree_node(&fs->tree, ino);
+  if (n == NULL || n->kind != KFS_DIR) {
+    fuse_reply_err(req, n == NULL ? ENOENT : ENOTDIR);
+    return;
+  }
+  if ((fi->flags & O_ACCMODE) != O_RDONLY) {
+    fuse_reply_err(req, EROFS);
+    return;
+  }
+  /* ENOSYS tells a kernel that can do without OPENDIR to stop sending it
+   * (see kfs_init); older kernels get a cached directory handle. */
+  if (fs->no_opendir) {
+    fuse_reply_err(req, ENOSYS);
+    return;
+  }
+  fi->cache_readdir = 1;
+  fi->keep_cache = 1;
+  fuse_reply_open(req, fi);
+}
+
+/* Entries at offset 0 and 1 are "." and ".."; child i is at offset i + 2. */
+static void reply_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                      bool plus) {
+  kfs_fs* fs = fs_of(req);
+  const kfs_node* dir = kfs_tree_node(&fs->tree, ino);
+  char* buf = NULL;
+  size_t used = 0;
+
+  if (dir == NULL || dir->kind != KFS_DIR) {
+    fuse_reply_err(req, dir == NULL ? ENOENT : ENOTDIR);
+    return;
+  }
+  buf = malloc(size ? size : 1);
+  if (buf == NULL) {
+    fuse_reply_err(req, ENOMEM);
+    return;
+  }
+  for (off_t i = off < 0 ? 0 : off; i < (off_t)dir->child_count + 2; i++) {
+    fuse_ino_t child;
+    const char* name;
+    if (i < 2) {
+      child = i == 0 ? ino : (ino == KFS_INO_ROOT ? ino : dir->parent);
+      name = i == 0 ? "." : "..";
+    } else {
+      child = fs->tree.children[dir->child_first + (size_t)(i - 2)];
+      name = fs->tree.nodes[child].name;
+    }
+    const kfs_node* n = kfs_tree_node(&fs->tree, child);
+    size_t add;
+    if (plus) {
+      struct fuse_entry_param e;
+      memset(&e, 0, sizeof(e));
+      /* "." and ".." carry no entry: the kernel does not look them up. */
+      if (i >= 2) {
+        e.ino = child;
+        e.generation = 1;
+        e.entry_timeout = KFS_TIMEOUT;
+        e.attr_timeout = attr_timeout(n);
+      }
+      fill_stat(fs, child, n, &e.attr);
+      add =
+          fuse_add_direntry_plus(req, buf + used, size - used, name, &e, i + 1);
+    } else {
+      struct stat st;
+      memset(&st, 0, sizeof(st));
+      st.st_ino = child;
+      st.st_mode = n->kind == KFS_DIR ? S_IFDIR : S_IFREG;
+      add = fuse_add_direntry(req, buf + used, size - used, name, &st, i + 1);
+    }
+    if (add > size - used)
+      break; /* did not fit: the next call resumes at this offset */
+    used += add;
+  }
+  fuse_reply_buf(req, buf, used);
+  free(buf);
+}
+
+static void kfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                        struct fuse_file_info* fi) {
+  (void)fi;
+  reply_dir(req, ino, size, off, false);
+}
+
+static void kfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+                            off_t off, struct fuse_file_info* fi) {
+  (void)fi;
+  reply_dir(req, ino, size, off, true);
+}
+
+static void release_handle(kfs_fs* fs, kfs_handle* h) {
+  if (h == NULL || atomic_fetch_sub(&h->refs, 1) != 1)
+    return;
+  kpack_kcache_release(fs->cache, h->entry);
+  free(h->owned);
+  free(h);
+}
+
+static void kfs_open(fuse_req_t req, fuse_ino_t ino,
+                     struct fuse_file_info* fi) {
+  kfs_fs* fs = fs_of(req);
+  const kfs_node* n = kfs_tree_node(&fs->tree, ino);
+  kfs_handle* h = NULL;
+  int err = 0;
+
+  if (n == NULL || n->kind == KFS_DIR) {
+    err = n == NULL ? ENOENT : EISDIR;
+    goto fail;
+  }
+  if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
+    err = EROFS;
+    goto fail;
+  }
+  h = calloc(1, sizeof(*h));
+  if (h == NULL) {
+    err = ENOMEM;
+    goto fail;
+  }
+  atomic_init(&h->refs, 1);
+  if (n->kind == KFS_KERNEL) {
+    const void* data;
+    kpack_error_t kerr =
+        kpack_kcache_acquire(fs->cache, fs->tree.sources[n->source].archive,
+                             n->binary, n->arch, &h->entry, &data, &h->size);
+    if (kerr != KPACK_SUCCESS) {
+      atomic_fetch_add(&fs->open_errors, 1);
+      err = kfs_errno(kerr);
+      goto fail;
+    }
+    h->data = data;
+    atomic_fetch_add(&fs->opens, 1);
+    fi->keep_cache = 1; /* the page cache outlives this open */
+  } else if (n->kind == KFS_ARCHIVES) {
+    h->data = fs->tree.archives_text;
+    h->size = fs->tree.archives_size;
+    fi->keep_cache = 1;
+  } else {
+    /* A snapshot per open, read past the page cache: counters move. */
+    h->owned = render_stats(fs, &h->size);
+    if (h->owned == NULL) {
+      err = ENOMEM;
+      goto fail;
+    }
+    h->data = h->owned;
+    fi->direct_io = 1;
+  }
+  fi->noflush = 1;
+  fi->fh = (uint64_t)(uintptr_t)h;
+  /* An interrupted open is never released by the kernel: undo it here. */
+  if (fuse_reply_open(req, fi) != 0)
+    release_handle(fs, h);
+  return;
+
+fail:
+  release_handle(fs, h);
+  fuse_reply_err(req, err);
+}
+
+static void kfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                     struct fuse_file_info* fi) {
+  kfs_fs* fs = fs_of(req);
+  kfs_handle* h = (kfs_handle*)(uintptr_t)fi->fh;
+  (void)ino;
+  atomic_fetch_add(&h->refs, 1);
+  if (h->entry != NULL)
+    atomic_fetch_add(&fs->read_requests, 1);
+  if (off < 0 || (uint64_t)off >= h->size) {
+    fuse_reply_buf(req, NULL, 0);
+  } else {
+    size_t left = h->size - (size_t)off;
+    fuse_reply_buf(req, h->data + off, size < left ? size : left);
+  }
+  release_handle(fs, h);
+}
+
+static void kfs_release(fuse_req_t req, fuse_ino_t ino,
+                        struct fuse_file_info* fi) {
+  (void)ino;
+  release_handle(fs_of(req), (kfs_handle*)(uintptr_t)fi->fh);
+  fuse_reply_err(req, 0);
+}
+
+static void kfs_statfs(fuse_req_t req, fuse_ino_t ino) {
+  kfs_fs* fs = fs_of(req);
+  struct statvfs st;
+  (void)ino;
+  memset(&st, 0, sizeof(st));
+  st.f_bsize = st.f_frsize = 4096;
+  st.f_blocks = (fs->tree.kernel_bytes + 4095) / 4096;
+  st.f_files = fs->tree.node_count - 1;
+  st.f_namemax = 255;
+  st.f_flag = ST_RDONLY;
+  fuse_reply_statfs(req, &st);
+}
+
+/* ---- extended attributes --------------------------------------------------
+ */
+
+static const char* const xattr_names[] = {
+    "user.kpack.archive",     "user.kpack.binary",      "user.kpack.arch",
+    "user.kpack.compression", "user.kpack.stored_size", "user.kpack.ordinal",
+};
+#define XATTR_COUNT (sizeof(xattr_names) / sizeof(xattr_names[0]))
+
+/* Writes attribute `index` of kernel node `n` into buf; returns its length
+ * (without a terminator: xattr values are byte strings). */
+static size_t xattr_value(const kfs_fs* fs, const kfs_node* n, size_t index,
+                          char* buf, size_t cap) {
+  const kfs_source* s = &fs->tree.sources[n->source];
+  kpack_kernel_info_t info;
+  memset(&info, 0, sizeof(info));
+  kpack_get_kernel_info(s->archive, n->binary, n->arch, &info);
+  switch (index) {
+    case 0:
+      return (size_t)snprintf(buf, cap, "%s", s->path);
+    case 1:
+      return (size_t)snprintf(buf, cap, "%s", n->binary);
+    case 2:
+      return (size_t)snprintf(buf, cap, "%s", n->arch);
+    case 3:
+      return (size_t)snprintf(buf, cap, "%s", s->scheme);
+    case 4:
+      return (size_t)snprintf(buf, cap, "%" PRIu64, info.stored_size);
+    default:
+      return (size_t)snprintf(buf, cap, "%" PRIu32, info.ordinal);
+  }
+}
+
+/* Answers a size probe (size 0) with the length, else the bytes or ERANGE. */
+static void reply_xattr_bytes(fuse_req_t req, const char* value, size_t len,
+                              size_t size) {
+  if (size == 0)
+    fuse_reply_xattr(req, len);
+  else if (size < len)
+    fuse_reply_err(req, ERANGE);
+  else
+    fuse_reply_buf(req, value, len);
+}
+
+static void kfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
+                         size_t size) {
+  kfs_fs* fs = fs_of(req);
+  const kfs_node* n = kfs_tree_node(&fs->tree, ino);
+  if (n == NULL) {
+    fuse_reply_err(req, ENOENT);
+    return;
+  }
+  for (size_t i = 0; n->kind == KFS_KERNEL && i < XATTR_COUNT; i++) {
+    if (strcmp(name, xattr_names[i]) == 0) {
+      size_t len = xattr_value(fs, n, i, NULL, 0);
+      char* value = malloc(len + 1);
+      if (value == NULL) {
+        fuse_reply_err(req, ENOMEM);
+        return;
+      }
+      xattr_value(fs, n, i, value, len + 1);
+      reply_xattr_bytes(req, value, len, size);
+      free(value);
+      return;
+    }
+  }
+  fuse_reply_err(req, ENODATA);
+}
+
+static void kfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
+  kfs_fs* fs = fs_of(req);
+  const kfs_node* n = kfs_tree_node(&fs->tree, ino);
+  char list[256];
+  size_t len = 0;
+  if (n == NULL) {
+    fuse_reply_err(req, ENOENT);
+    return;
+  }
+  for (size_t i = 0; n->kind == KFS_KERNEL && i < XATTR_COUNT; i++) {
+    size_t add = strlen(xattr_names[i]) + 1; /* names are NUL-separated */
+    memcpy(list + len, xattr_names[i], add);
+    len += add;
+  }
+  reply_xattr_bytes(req, list, len, size);
+}
+
+/* ---- everything that would write ------------------------------------------
+ */
+
+static void refuse(fuse_req_t req) {
+  fuse_reply_err(req, EROFS);
+}
+
+static void kfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr,
+                        int to_set, struct fuse_file_info* fi) {
+  (void)ino, (void)attr, (void)to_set, (void)fi;
+  refuse(req);
+}
+
+static void kfs_mknod(fuse_req_t req, fuse_ino_t parent, const char* name,
+                      mode_t mode, dev_t rdev) {
+  (void)parent, (void)name, (void)mode, (void)rdev;
+  refuse(req);
+}
+
+static void kfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char* name,
+                      mode_t mode) {
+  (void)parent, (void)name, (void)mode;
+  refuse(req);
+}
+
+static void kfs_unlink(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  (void)parent, (void)name;
+  refuse(req);
+}
+
+static void kfs_symlink(fuse_req_t req, const char* link, fuse_ino_t parent,
+                        const char* name) {
+  (void)link, (void)parent, (void)name;
+  refuse(req);
+}
+
+static void kfs_rename(fuse_req_t req, fuse_ino_t parent, const char* name,
+                       fuse_ino_t newparent, const char* newname,
+                       unsigned int flags) {
+  (void)parent, (void)name, (void)newparent, (void)newname, (void)flags;
+  refuse(req);
+}
+
+static void kfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+                     const char* newname) {
+  (void)ino, (void)newparent, (void)newname;
+  refuse(req);
+}
+
+static void kfs_write(fuse_req_t req, fuse_ino_t ino, const char* buf,
+                      size_t size, off_t off, struct fuse_file_info* fi) {
+  (void)ino, (void)buf, (void)size, (void)off, (void)fi;
+  refuse(req);
+}
+
+static void kfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
+                         const char* value, size_t size, int flags) {
+  (void)ino, (void)name, (void)value, (void)size, (void)flags;
+  refuse(req);
+}
+
+static void kfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char* name) {
+  (void)ino, (void)name;
+  refuse(req);
+}
+
+static void kfs_create(fuse_req_t req, fuse_ino_t parent, const char* name,
+                       mode_t mode, struct fuse_file_info* fi) {
+  (void)parent, (void)name, (void)mode, (void)fi;
+  refuse(req);
+}
+
+static void kfs_fallocate(fuse_req_t req, fuse_ino_t ino, int mode,
+                          off_t offset, off_t length,
+                          struct fuse_file_info* fi) {
+  (void)ino, (void)mode, (void)offset, (void)length, (void)fi;
+  refuse(req);
+}
+
+static void kfs_copy_file_range(fuse_req_t req, fuse_ino_t ino_in, off_t off_in,
+                                struct fuse_file_info* fi_in,
+                                fuse_ino_t ino_out, off_t off_out,
+                                struct fuse_file_info* fi_out, size_t len,
+                                int flags) {
+  (void)ino_in, (void)off_in, (void)fi_in, (void)ino_out, (void)off_out;
+  (void)fi_out, (void)len, (void)flags;
+  refuse(req);
+}
+
+const struct fuse_lowlevel_ops kfs_ops = {
+    .init = kfs_init,
+    .lookup = kfs_lookup,
+    .forget = kfs_forget,
+    .forget_multi = kfs_forget_multi,
+    .getattr = kfs_getattr,
+    .opendir = kfs_opendir,
+    .readdir = kfs_readdir,
+    .readdirplus = kfs_readdirplus,
+    .open = kfs_open,
+    .read = kfs_read,
+    .release = kfs_release,
+    .statfs = kfs_statfs,
+    .getxattr = kfs_getxattr,
+    .listxattr = kfs_listxattr,
+    .setattr = kfs_setattr,
+    .mknod = kfs_mknod,
+    .mkdir = kfs_mkdir,
+    .unlink = kfs_unlink,
+    .rmdir = kfs_unlink,
+    .symlink = kfs_symlink,
+    .rename = kfs_rename,
+    .link = kfs_link,
+    .write = kfs_write,
+    .setxattr = kfs_setxattr,
+    .removexattr = kfs_removexattr,
+    .create = kfs_create,
+    .fallocate = kfs_fallocate,
+    .copy_file_range = kfs_copy_file_range,
+};

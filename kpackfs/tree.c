@@ -1,0 +1,426 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The inode table: every directory and kernel file of the mount, built once
+ * from the archives' TOCs before mounting (as squashfuse_ll serves its
+ * inodes), so lookups, getattr and readdir are array and hash lookups.
+ * Inode numbers follow build order, which depends only on the sources.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "kpackfs.h"
+
+/* ---- name arena ------------------------------------------------------------
+ */
+
+#define KFS_ARENA_CHUNK 65536u
+
+struct kfs_arena_chunk {
+  kfs_arena_chunk* next;
+  size_t used;
+  size_t cap;
+  char data[];
+};
+
+static const char* arena_strndup(kfs_tree* t, const char* s, size_t n) {
+  kfs_arena_chunk* c = t->arena;
+  if (c == NULL || c->cap - c->used < n + 1) {
+    size_t cap = n + 1 > KFS_ARENA_CHUNK ? n + 1 : KFS_ARENA_CHUNK;
+    c = malloc(sizeof(*c) + cap);
+    if (c == NULL)
+      return NULL;
+    c->next = t->arena;
+    c->used = 0;
+    c->cap = cap;
+    t->arena = c;
+  }
+  char* p = c->data + c->used;
+  memcpy(p, s, n);
+  p[n] = '\0';
+  c->used += n + 1;
+  return p;
+}
+
+/* ---- (parent, name) -> ino hash ------------------------------------------ */
+
+static uint64_t name_hash(fuse_ino_t parent, const char* name) {
+  uint64_t h =
+      0xcbf29ce484222325ull ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull);
+  for (const unsigned char* p = (const unsigned char*)name; *p; p++)
+    h = (h ^ *p) * 0x100000001b3ull;
+  return h ^ (h >> 29);
+}
+
+fuse_ino_t kfs_tree_lookup(const kfs_tree* t, fuse_ino_t parent,
+                           const char* name) {
+  size_t i = (size_t)name_hash(parent, name) & t->slot_mask;
+  for (;; i = (i + 1) & t->slot_mask) {
+    uint32_t ino = t->slots[i];
+    if (ino == 0)
+      return 0;
+    const kfs_node* n = &t->nodes[ino];
+    if (n->parent == parent && strcmp(n->name, name) == 0)
+      return ino;
+  }
+}
+
+static void slot_put(uint32_t* slots, size_t mask, const kfs_node* n,
+                     uint32_t ino) {
+  size_t i = (size_t)name_hash(n->parent, n->name) & mask;
+  while (slots[i] != 0)
+    i = (i + 1) & mask;
+  slots[i] = ino;
+}
+
+/* Keeps the table at most half full so probes stay short. */
+static int slots_reserve(kfs_tree* t, size_t nodes) {
+  size_t want = t->slot_mask + 1;
+  if (t->slots != NULL && nodes * 2 <= want)
+    return 0;
+  while (nodes * 2 > want)
+    want *= 2;
+  uint32_t* slots = calloc(want, sizeof(*slots));
+  if (slots == NULL)
+    return -ENOMEM;
+  for (size_t ino = 2; ino < t->node_count; ino++)
+    slot_put(slots, want - 1, &t->nodes[ino], (uint32_t)ino);
+  free(t->slots);
+  t->slots = slots;
+  t->slot_mask = want - 1;
+  return 0;
+}
+
+/* ---- nodes --------------------------------------------------------------- */
+
+const kfs_node* kfs_tree_node(const kfs_tree* t, fuse_ino_t ino) {
+  return ino >= 1 && ino < t->node_count ? &t->nodes[ino] : NULL;
+}
+
+/* Appends a node; returns its inode number, or 0 when out of memory. The
+ * placeholder (0) and the root (1) are not hashed: they have no parent. */
+static fuse_ino_t node_add(kfs_tree* t, fuse_ino_t parent, const char* name,
+                           kfs_kind kind, uint32_t source) {
+  if (t->node_count >= UINT32_MAX)
+    return 0;
+  if (t->node_count == t->node_cap) {
+    size_t cap = t->node_cap ? t->node_cap * 2 : 1024;
+    kfs_node* nodes = realloc(t->nodes, cap * sizeof(*nodes));
+    if (nodes == NULL)
+      return 0;
+    t->nodes = nodes;
+    t->node_cap = cap;
+  }
+  fuse_ino_t ino = t->node_count++;
+  kfs_node* n = &t->nodes[ino];
+  *n = (kfs_node){.name = name,
+                  .parent = parent,
+                  .kind = kind,
+                  .source = source,
+                  .nlink = kind == KFS_DIR ? 2 : 1};
+  if (ino > KFS_INO_ROOT) {
+    if (slots_reserve(t, t->node_count) != 0) {
+      t->node_count--;
+      return 0;
+    }
+    slot_put(t->slots, t->slot_mask, n, (uint32_t)ino);
+  }
+  return ino;
+}
+
+/* The directory `name` (n bytes, a checked component of at most 255) under
+ * `parent`, created if absent. Returns 0 with *conflict set when a file
+ * already has that name, or 0 alone when out of memory. */
+static fuse_ino_t dir_get(kfs_tree* t, fuse_ino_t parent, const char* name,
+                          size_t n, uint32_t source, bool* conflict) {
+  char key[256];
+  memcpy(key, name, n);
+  key[n] = '\0';
+  fuse_ino_t ino = kfs_tree_lookup(t, parent, key);
+  if (ino != 0) {
+    *conflict = t->nodes[ino].kind != KFS_DIR;
+    return *conflict ? 0 : ino;
+  }
+  const char* copy = arena_strndup(t, name, n);
+  return copy != NULL ? node_add(t, parent, copy, KFS_DIR, source) : 0;
+}
+
+/* ---- names ----------------------------------------------------------------
+ */
+
+static bool is_dot_name(const char* s, size_t n) {
+  return (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.');
+}
+
+/* A binary path must be relative, with non-empty components that are not
+ * "." or "..", and must not reach into the .kpackfs directory. */
+static const char* binary_problem(const char* b) {
+  if (*b == '\0')
+    return "empty binary name";
+  if (*b == '/')
+    return "absolute binary path";
+  for (const char* p = b;;) {
+    const char* slash = strchr(p, '/');
+    size_t n = slash ? (size_t)(slash - p) : strlen(p);
+    if (n == 0)
+      return "empty path component";
+    if (is_dot_name(p, n))
+      return "'.' or '..' path component";
+    if (p == b && n == 8 && memcmp(p, ".kpackfs", 8) == 0)
+      return "reserved name .kpackfs";
+    if (n > 255)
+      return "path component longer than 255 bytes";
+    if (slash == NULL)
+      return NULL;
+    p = slash + 1;
+  }
+}
+
+/* An arch or kernel file name is one path component. */
+static const char* component_problem(const char* s, const char* what) {
+  size_t n = strlen(s);
+  if (n == 0)
+    return what;
+  if (strchr(s, '/') != NULL || is_dot_name(s, n) || n > 255)
+    return what;
+  return NULL;
+}
+
+static void warn_skip(const kfs_tree* t, uint32_t source, const char* binary,
+                      const char* arch, const char* why) {
+  fprintf(stderr, "kpackfs: warning: %s: skipping '%s' arch '%s': %s\n",
+          t->sources[source].path, binary, arch, why);
+}
+
+/* ---- building ------------------------------------------------------------ */
+
+static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
+                      const char* arch) {
+  kpack_archive_t a = t->sources[source].archive;
+  kpack_kernel_info_t info;
+  const char* why;
+  char file_name[272];
+  bool conflict = false;
+  fuse_ino_t dir = KFS_INO_ROOT;
+
+  if (kpack_get_kernel_info(a, binary, arch, &info) != KPACK_SUCCESS)
+    return -EIO; /* listed by the archive itself: cannot happen */
+  if ((why = binary_problem(binary)) != NULL ||
+      (why = component_problem(arch, "arch is not a file name")) != NULL ||
+      (why = component_problem(info.type, "type is not a file name")) != NULL)
+    goto skip;
+  /* At most 7 + 255 bytes: component_problem() bounds the type. */
+  snprintf(file_name, sizeof(file_name), "kernel.%s", info.type);
+
+  for (const char* p = binary;;) {
+    const char* slash = strchr(p, '/');
+    size_t n = slash ? (size_t)(slash - p) : strlen(p);
+    dir = dir_get(t, dir, p, n, source, &conflict);
+    if (dir == 0)
+      goto conflict_or_oom;
+    if (slash == NULL)
+      break;
+    p = slash + 1;
+  }
+  fuse_ino_t binary_dir = dir;
+  dir = dir_get(t, binary_dir, arch, strlen(arch), source, &conflict);
+  if (dir == 0)
+    goto conflict_or_oom;
+
+  fuse_ino_t existing = kfs_tree_lookup(t, dir, file_name);
+  if (existing != 0) {
+    if (t->nodes[existing].kind == KFS_KERNEL) {
+      t->shadowed++; /* an earlier source already has it: first wins */
+      return 0;
+    }
+    conflict = true;
+    goto conflict_or_oom;
+  }
+  const char* name = arena_strndup(t, file_name, strlen(file_name));
+  fuse_ino_t ino = name ? node_add(t, dir, name, KFS_KERNEL, source) : 0;
+  if (ino == 0)
+    return -ENOMEM;
+  kfs_node* n = &t->nodes[ino];
+  n->binary = binary;
+  n->arch = arch;
+  n->size = info.size;
+  t->kernel_bytes += info.size;
+  t->kernels++;
+  if (!t->nodes[binary_dir].holds_kernels) {
+    t->nodes[binary_dir].holds_kernels = true;
+    t->binaries++;
+  }
+  return 0;
+
+conflict_or_oom:
+  if (!conflict)
+    return -ENOMEM;
+  why = "a file and a directory would share a path";
+skip:
+  warn_skip(t, source, binary, arch, why);
+  t->skipped++;
+  return 0;
+}
+
+static int add_source(kfs_tree* t, uint32_t source) {
+  kpack_archive_t a = t->sources[source].archive;
+  size_t binaries = 0;
+  kpack_get_binary_count(a, &binaries);
+  for (size_t i = 0; i < binaries; i++) {
+    const char* binary;
+    size_t arches = 0;
+    kpack_get_binary(a, i, &binary);
+    kpack_get_binary_arch_count(a, binary, &arches);
+    for (size_t j = 0; j < arches; j++) {
+      const char* arch;
+      kpack_get_binary_arch(a, binary, j, &arch);
+      int rc = add_kernel(t, source, binary, arch);
+      if (rc != 0)
+        return rc;
+    }
+  }
+  return 0;
+}
+
+static int by_name(const void* a, const void* b, void* nodes) {
+  const kfs_node* n = nodes;
+  return strcmp(n[*(const fuse_ino_t*)a].name, n[*(const fuse_ino_t*)b].name);
+}
+
+/* Gives every directory its sorted slice of `children` and its link count. */
+static int index_children(kfs_tree* t) {
+  size_t count = t->node_count;
+  t->children = malloc((count ? count : 1) * sizeof(*t->children));
+  if (t->children == NULL)
+    return -ENOMEM;
+  for (size_t ino = 2; ino < count; ino++) {
+    kfs_node* parent = &t->nodes[t->nodes[ino].parent];
+    parent->child_count++;
+    if (t->nodes[ino].kind == KFS_DIR)
+      parent->nlink++;
+  }
+  uint32_t next = 0;
+  for (size_t ino = 1; ino < count; ino++) {
+    t->nodes[ino].child_first = next;
+    next += t->nodes[ino].child_count;
+    t->nodes[ino].child_count = 0;
+  }
+  for (size_t ino = 2; ino < count; ino++) {
+    kfs_node* parent = &t->nodes[t->nodes[ino].parent];
+    t->children[parent->child_first + parent->child_count++] = ino;
+  }
+  for (size_t ino = 1; ino < count; ino++) {
+    kfs_node* n = &t->nodes[ino];
+    if (n->child_count > 1)
+      qsort_r(&t->children[n->child_first], n->child_count,
+              sizeof(*t->children), by_name, t->nodes);
+  }
+  return 0;
+}
+
+static int render_archives(kfs_tree* t) {
+  size_t size = 0;
+  for (size_t i = 0; i < t->source_count; i++)
+    size += strlen(t->sources[i].path) + 1;
+  t->archives_text = malloc(size ? size : 1);
+  if (t->archives_text == NULL)
+    return -ENOMEM;
+  char* p = t->archives_text;
+  for (size_t i = 0; i < t->source_count; i++) {
+    size_t n = strlen(t->sources[i].path);
+    memcpy(p, t->sources[i].path, n);
+    p[n] = '\n';
+    p += n + 1;
+  }
+  t->archives_size = size;
+  return 0;
+}
+
+static bool later(struct timespec a, struct timespec b) {
+  return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
+}
+
+static int open_sources(kfs_tree* t, const kfs_paths* paths) {
+  t->sources = calloc(paths->count ? paths->count : 1, sizeof(*t->sources));
+  if (t->sources == NULL)
+    return -ENOMEM;
+  for (size_t i = 0; i < paths->count; i++) {
+    kfs_source* s = &t->sources[i];
+    kpack_compression_scheme_t scheme;
+    struct stat st;
+    kpack_error_t err = kpack_open(paths->items[i], &s->archive);
+    if (err != KPACK_SUCCESS) {
+      fprintf(stderr, "kpackfs: %s: %s\n", paths->items[i],
+              kpack_error_string(err));
+      return -EINVAL;
+    }
+    t->source_count++;
+    s->path = strdup(paths->items[i]);
+    if (s->path == NULL)
+      return -ENOMEM;
+    if (stat(s->path, &st) == 0)
+      s->mtime = st.st_mtim;
+    if (later(s->mtime, t->newest_mtime))
+      t->newest_mtime = s->mtime;
+    kpack_get_compression_scheme(s->archive, &scheme);
+    s->scheme = kpack_compression_scheme_name(scheme);
+    if (s->scheme == NULL)
+      s->scheme = "unknown";
+  }
+  return 0;
+}
+
+int kfs_tree_build(kfs_tree* t, const kfs_paths* paths) {
+  int rc;
+  *t = (kfs_tree){0};
+  if ((rc = open_sources(t, paths)) != 0)
+    goto fail;
+  /* Node 0 is a placeholder so that nodes[ino] needs no offset. */
+  t->node_cap = 1024;
+  t->nodes = calloc(t->node_cap, sizeof(*t->nodes));
+  if (t->nodes == NULL) {
+    rc = -ENOMEM;
+    goto fail;
+  }
+  t->node_count = 1;
+  if (node_add(t, 0, "", KFS_DIR, 0) != KFS_INO_ROOT ||
+      node_add(t, KFS_INO_ROOT, ".kpackfs", KFS_DIR, 0) != KFS_INO_META ||
+      node_add(t, KFS_INO_META, "stats", KFS_STATS, 0) != KFS_INO_STATS ||
+      node_add(t, KFS_INO_META, "archives", KFS_ARCHIVES, 0) !=
+          KFS_INO_ARCHIVES) {
+    rc = -ENOMEM;
+    goto fail;
+  }
+  for (uint32_t i = 0; i < t->source_count; i++)
+    if ((rc = add_source(t, i)) != 0)
+      goto fail;
+  if ((rc = index_children(t)) != 0 || (rc = render_archives(t)) != 0)
+    goto fail;
+  return 0;
+
+fail:
+  if (rc == -ENOMEM)
+    fprintf(stderr, "kpackfs: out of memory\n");
+  kfs_tree_free(t);
+  return -1;
+}
+
+void kfs_tree_free(kfs_tree* t) {
+  for (size_t i = 0; i < t->source_count; i++) {
+    kpack_close(t->sources[i].archive);
+    free(t->sources[i].path);
+  }
+  free(t->sources);
+  free(t->nodes);
+  free(t->children);
+  free(t->slots);
+  free(t->archives_text);
+  while (t->arena != NULL) {
+    kfs_arena_chunk* next = t->arena->next;
+    free(t->arena);
+    t->arena = next;
+  }
+  *t = (kfs_tree){0};
+}

@@ -1,0 +1,1437 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * kpackfs mounted for real (SPEC §3, §7): build/bin/kpackfs runs with -f in
+ * a child process over archives the project's writer made, and every check
+ * goes through the kernel's FUSE client. Each mount is torn down by its
+ * test's teardown (fusermount3 -u, then SIGKILL and -u -z as a last resort),
+ * and a watchdog does the same if a test hangs, so no mount outlives a run.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "support.h"
+
+/* ---- processes and mounts ------------------------------------------------ */
+
+typedef struct mnt {
+  char* dir;
+  char* log; /* the daemon's stdout and stderr */
+  pid_t pid;
+  bool mounted;
+} mnt;
+
+#define MAX_MOUNTS 4
+
+/* Every live mount, for the watchdog and the exit handler. */
+static mnt* live[MAX_MOUNTS];
+static char* tmp;
+static bool under_valgrind;
+
+static const char* bin_dir(void) {
+  const char* dir = getenv("KPACK_TEST_BIN");
+  return dir && *dir ? dir : "build/bin";
+}
+
+/* Seconds to wait for a mount or an exit; valgrind is some 50x slower. */
+static int patience(void) {
+  return under_valgrind ? 120 : 20;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+/* fork + exec with stdout/stderr appended to `log` (or /dev/null). The
+ * child gets SIGTERM if this process dies, even by a sanitizer abort that
+ * skips every cleanup here: a daemon then unmounts itself. */
+static pid_t spawn(char* const argv[], const char* log) {
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+      _exit(125);
+    int in = open("/dev/null", O_RDONLY);
+    int out =
+        open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in < 0 || out < 0)
+      _exit(126);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(out, 2);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+/* Waits up to `seconds` for pid; returns its wait status or -1. */
+static int wait_exit(pid_t pid, int seconds) {
+  int status;
+  for (long waited = 0; waited <= seconds * 1000L; waited += 10) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid)
+      return status;
+    if (r < 0)
+      return -1;
+    sleep_ms(10);
+  }
+  return -1;
+}
+
+static int run(char* const argv[], const char* log) {
+  pid_t pid = spawn(argv, log);
+  return pid > 0 ? wait_exit(pid, patience()) : -1;
+}
+
+static bool is_mountpoint(const char* dir) {
+  struct stat a, b;
+  char* parent = kt_path(dir, "..");
+  bool yes =
+      stat(dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
+  free(parent);
+  return yes;
+}
+
+static void fusermount_u(const char* dir, bool lazy) {
+  char* argv[] = {"fusermount3", "-u", "-q", lazy ? "-z" : NULL, NULL, NULL};
+  argv[lazy ? 4 : 3] = (char*)dir;
+  run(argv, NULL);
+}
+
+/* Async-signal-safe teardown of every mount: the daemon is killed and the
+ * mount detached lazily. Used by the watchdog and at exit. */
+static void emergency_unmount(void) {
+  for (int i = 0; i < MAX_MOUNTS; i++) {
+    mnt* m = live[i];
+    if (m == NULL)
+      continue;
+    if (m->pid > 0)
+      kill(m->pid, SIGKILL);
+    pid_t pid = fork();
+    if (pid == 0) {
+      execlp("fusermount3", "fusermount3", "-u", "-q", "-z", m->dir,
+             (char*)NULL);
+      _exit(127);
+    }
+    if (pid > 0)
+      waitpid(pid, NULL, 0);
+    if (m->pid > 0)
+      waitpid(m->pid, NULL, 0);
+    live[i] = NULL;
+  }
+}
+
+static void on_alarm(int sig) {
+  (void)sig;
+  static const char msg[] = "test_kpackfs: watchdog: a test hung; unmounting\n";
+  ssize_t ignored = write(2, msg, sizeof(msg) - 1);
+  (void)ignored;
+  emergency_unmount();
+  _exit(1);
+}
+
+static void arm_watchdog(void) {
+  signal(SIGALRM, on_alarm);
+  alarm((unsigned)patience() * 15);
+}
+
+static void track(mnt* m) {
+  for (int i = 0; i < MAX_MOUNTS; i++) {
+    if (live[i] == NULL) {
+      live[i] = m;
+      return;
+    }
+  }
+  fail_msg("too many mounts");
+}
+
+static void untrack(mnt* m) {
+  for (int i = 0; i < MAX_MOUNTS; i++)
+    if (live[i] == m)
+      live[i] = NULL;
+}
+
+static char* slurp(const char* path) {
+  size_t size;
+  char* data = kt_read_file(path, &size);
+  if (data == NULL)
+    return strdup("");
+  char* text = realloc(data, size + 1);
+  text[size] = '\0';
+  return text;
+}
+
+/* A mount point and log under tmp. */
+static void mnt_init(mnt* m, const char* name) {
+  memset(m, 0, sizeof(*m));
+  m->dir = kt_path(tmp, name);
+  assert_true(asprintf(&m->log, "%s/%s.log", tmp, name) > 0);
+  mkdir(m->dir, 0755);
+  unlink(m->log);
+}
+
+/* Starts kpackfs -f ARGS... MOUNTPOINT and waits until the mount appears.
+ * `args` is NULL-terminated. Fails the test (after cleaning up) if the
+ * daemon exits or the mount does not appear. */
+static void mnt_start(mnt* m, const char* const* args) {
+  char* argv[64];
+  size_t n = 0;
+  char* kpackfs = kt_path(bin_dir(), "kpackfs");
+  if (under_valgrind) {
+    argv[n++] = "valgrind";
+    argv[n++] = "--quiet";
+    argv[n++] = "--error-exitcode=99";
+    argv[n++] = "--leak-check=full";
+    argv[n++] = "--errors-for-leak-kinds=definite,indirect,possible";
+  }
+  argv[n++] = kpackfs;
+  argv[n++] = "-f";
+  for (size_t i = 0; args[i] != NULL && n < 62; i++)
+    argv[n++] = (char*)args[i];
+  argv[n++] = m->dir;
+  argv[n] = NULL;
+
+  m->pid = spawn(argv, m->log);
+  free(kpackfs);
+  assert_true(m->pid > 0);
+  track(m);
+  for (long waited = 0; !is_mountpoint(m->dir); waited += 10) {
+    int status;
+    if (waitpid(m->pid, &status, WNOHANG) == m->pid) {
+      m->pid = 0;
+      untrack(m);
+      char* log = slurp(m->log);
+      fail_msg("kpackfs exited (status %d) before mounting:\n%s", status, log);
+    }
+    if (waited > patience() * 1000L) {
+      char* log = slurp(m->log);
+      fail_msg("kpackfs did not mount within %d s:\n%s", patience(), log);
+    }
+    sleep_ms(10);
+  }
+  m->mounted = true;
+}
+
+/* Unmounts and reaps the daemon; returns its wait status (-1 if it had to
+ * be killed). Safe to call twice and on a mount that never started. */
+static int mnt_stop(mnt* m) {
+  int status = -1;
+  if (m->dir == NULL)
+    return status; /* never initialised */
+  if (m->pid > 0) {
+    if (is_mountpoint(m->dir))
+      fusermount_u(m->dir, false);
+    status = wait_exit(m->pid, patience());
+    if (status == -1) {
+      kill(m->pid, SIGKILL);
+      waitpid(m->pid, NULL, 0);
+    }
+    m->pid = 0;
+  }
+  if (is_mountpoint(m->dir))
+    fusermount_u(m->dir, true);
+  m->mounted = false;
+  untrack(m);
+  return status;
+}
+
+static void mnt_free(mnt* m) {
+  mnt_stop(m);
+  if (m->dir != NULL)
+    rmdir(m->dir);
+  free(m->dir);
+  free(m->log);
+  memset(m, 0, sizeof(*m));
+}
+
+/* A clean daemon exits 0 after unmount (valgrind: no errors, no leaks). */
+static void mnt_stop_clean(mnt* m) {
+  int status = mnt_stop(m);
+  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+    char* log = slurp(m->log);
+    fail_msg("kpackfs exit status %d:\n%s", status, log);
+  }
+}
+
+/* ---- fixtures --------------------------------------------------------------
+ */
+
+static char* path_a;      /* zstd, gfx90a/gfx942 (+gfx90a:xnack-) */
+static char* path_b;      /* none, gfx1100; one duplicate of a */
+static char* path_dir;    /* dir/sub/.kpack/c.kpack and a stray file */
+static char* path_c;      /* the archive inside path_dir */
+static char* path_unsafe; /* names that cannot be paths, and "ok#0" */
+static mnt main_mount;    /* a, b, dir, unsafe */
+
+#define UNSAFE_SKIPPED 9
+
+typedef struct expected {
+  char* rel; /* binary/arch/kernel.hsaco */
+  const char* archive;
+  char* binary;
+  char* arch;
+  void* data;
+  size_t size;
+  uint64_t sum;
+} expected;
+
+static expected* files;
+static size_t file_count;
+
+static uint64_t fnv1a(const void* p, size_t n, uint64_t h) {
+  const uint8_t* b = p;
+  for (size_t i = 0; i < n; i++)
+    h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+#define FNV_SEED 0xcbf29ce484222325ull
+
+static void write_fixture(const char* path, kpack_compression_scheme_t scheme,
+                          const char* const* arches, size_t arch_count,
+                          const kt_kernel* k, size_t count) {
+  kt_write_archive(path, scheme, arches, arch_count, k, count);
+}
+
+/* Kernels of `count` entries with pattern data of the given sizes. */
+static kt_kernel* patterned(const kt_kernel* shape, size_t count,
+                            uint32_t seed) {
+  kt_kernel* k = calloc(count, sizeof(*k));
+  for (size_t i = 0; i < count; i++) {
+    k[i] = shape[i];
+    k[i].data = kt_pattern(shape[i].size, seed + (uint32_t)i);
+  }
+  return k;
+}
+
+static void free_patterned(kt_kernel* k, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    free((void*)k[i].data);
+  free(k);
+}
+
+static bool is_unsafe_source(const char* archive) {
+  return strcmp(archive, path_unsafe) == 0;
+}
+
+static bool listed(const char* rel) {
+  for (size_t i = 0; i < file_count; i++)
+    if (strcmp(files[i].rel, rel) == 0)
+      return true;
+  return false;
+}
+
+/* What the main mount must show: every kernel of every source, first
+ * source first, minus the unsafe archive's names except ok#0/gfx90a. */
+static void collect_expected(const char* const* sources, size_t count) {
+  for (size_t s = 0; s < count; s++) {
+    kpack_archive_t a;
+    size_t binaries;
+    assert_int_equal(kpack_open(sources[s], &a), KPACK_SUCCESS);
+    kpack_get_binary_count(a, &binaries);
+    for (size_t i = 0; i < binaries; i++) {
+      const char* binary;
+      size_t arches;
+      kpack_get_binary(a, i, &binary);
+      kpack_get_binary_arch_count(a, binary, &arches);
+      for (size_t j = 0; j < arches; j++) {
+        const char* arch;
+        char* rel;
+        kpack_get_binary_arch(a, binary, j, &arch);
+        if (is_unsafe_source(sources[s]) &&
+            !(strcmp(binary, "ok#0") == 0 && strcmp(arch, "gfx90a") == 0) &&
+            !(strcmp(binary, "tricky#0") == 0))
+          continue;
+        assert_true(asprintf(&rel, "%s/%s/kernel.hsaco", binary, arch) > 0);
+        if (listed(rel)) {
+          free(rel);
+          continue;
+        }
+        files = realloc(files, (file_count + 1) * sizeof(*files));
+        expected* e = &files[file_count++];
+        e->rel = rel;
+        e->archive = sources[s];
+        e->binary = strdup(binary);
+        e->arch = strdup(arch);
+        assert_int_equal(kpack_get_kernel(a, binary, arch, &e->data, &e->size),
+                         KPACK_SUCCESS);
+        e->sum = fnv1a(e->data, e->size, FNV_SEED);
+      }
+    }
+    kpack_close(a);
+  }
+}
+
+static int group_setup(void** state) {
+  (void)state;
+  under_valgrind = getenv("KPACK_VALGRIND") && *getenv("KPACK_VALGRIND");
+  atexit(emergency_unmount);
+  /* Canonical, so that paths compare equal to what kpackfs reports. */
+  char* made = kt_tmpdir();
+  tmp = realpath(made, NULL);
+  assert_non_null(tmp);
+  free(made);
+  path_a = kt_path(tmp, "rand_lib_gfx9.kpack");
+  path_b = kt_path(tmp, "rand_lib_gfx1100.kpack");
+  path_dir = kt_path(tmp, "tree");
+  path_unsafe = kt_path(tmp, "unsafe.kpack");
+
+  static const char* arches_a[] = {"gfx90a", "gfx942"};
+  const kt_kernel shape_a[] = {
+      {"lib/librocrand.so.1#0", "gfx90a", NULL, 200 * 1024},
+      {"lib/librocrand.so.1#0", "gfx942", NULL, 150 * 1024},
+      {"lib/librocrand.so.1#0", "gfx90a:xnack-", NULL, 9000},
+      {"lib/librocblas.so.5#0", "gfx90a", NULL, 1},
+      {"lib/librocblas.so.5#0", "gfx942", NULL, 0},
+      {"lib/librocblas.so.5#1", "gfx90a", NULL, 4097},
+      {"lib/deep/nested/libx.so#2", "gfx942", NULL, 70000},
+      {"bin/tool#0", "gfx90a", NULL, 3 << 20},
+  };
+  kt_kernel* k = patterned(shape_a, 8, 100);
+  write_fixture(path_a, KPACK_COMPRESSION_ZSTD_PER_KERNEL, arches_a, 2, k, 8);
+  free_patterned(k, 8);
+
+  static const char* arches_b[] = {"gfx1100"};
+  const kt_kernel shape_b[] = {
+      {"lib/librocrand.so.1#0", "gfx1100", NULL, 50000},
+      {"lib/librocfft.so.0#0", "gfx1100", NULL, 12345},
+      {"lib/librocblas.so.5#1", "gfx90a", NULL, 777}, /* shadowed by a */
+  };
+  k = patterned(shape_b, 3, 200);
+  write_fixture(path_b, KPACK_COMPRESSION_NOOP, arches_b, 1, k, 3);
+  free_patterned(k, 3);
+
+  char* sub = kt_path(path_dir, "sub");
+  char* hidden = kt_path(sub, ".kpack");
+  assert_int_equal(mkdir(path_dir, 0755), 0);
+  assert_int_equal(mkdir(sub, 0755), 0);
+  assert_int_equal(mkdir(hidden, 0755), 0);
+  path_c = kt_path(hidden, "hip_lib_gfx1201.kpack");
+  char* stray = kt_path(path_dir, "README.txt");
+  kt_write_file(stray, "not an archive\n", 15);
+  const kt_kernel shape_c[] = {{"lib/libhip.so#0", "gfx1201", NULL, 30000}};
+  k = patterned(shape_c, 1, 300);
+  write_fixture(path_c, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, 1);
+  free_patterned(k, 1);
+  free(sub);
+  free(hidden);
+  free(stray);
+
+  const kt_kernel shape_u[] = {
+      {"../evil#0", "gfx90a", NULL, 100},
+      {"/abs#0", "gfx90a", NULL, 100},
+      {"a//b#0", "gfx90a", NULL, 100},
+      {"a/./b#0", "gfx90a", NULL, 100},
+      {"lib/", "gfx90a", NULL, 100},
+      {".kpackfs/x#0", "gfx90a", NULL, 100},
+      {"ok#0", "gfx/90a", NULL, 100},
+      {"ok#0", "..", NULL, 100},
+      {"ok#0", "gfx90a", NULL, 100},
+      {"tricky#0", "gfx90a", NULL, 100},
+      /* would make tricky#0/gfx90a/kernel.hsaco a directory */
+      {"tricky#0/gfx90a", "kernel.hsaco", NULL, 100},
+  };
+  k = patterned(shape_u, 11, 400);
+  write_fixture(path_unsafe, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, 11);
+  free_patterned(k, 11);
+
+  const char* sources[] = {path_a, path_b, path_c, path_unsafe};
+  collect_expected(sources, 4);
+  /* collect_expected() kept both tricky#0 entries; only the first shows. */
+  for (size_t i = 0; i < file_count; i++) {
+    if (strcmp(files[i].binary, "tricky#0/gfx90a") == 0) {
+      free(files[i].rel);
+      free(files[i].binary);
+      free(files[i].arch);
+      free(files[i].data);
+      files[i] = files[--file_count];
+      break;
+    }
+  }
+
+  arm_watchdog();
+  mnt_init(&main_mount, "main");
+  const char* args[] = {path_a, path_b, path_dir, path_unsafe, NULL};
+  mnt_start(&main_mount, args);
+  alarm(0);
+  return 0;
+}
+
+static int group_teardown(void** state) {
+  (void)state;
+  int status = mnt_stop(&main_mount);
+  mnt_free(&main_mount);
+  for (size_t i = 0; i < file_count; i++) {
+    free(files[i].rel);
+    free(files[i].binary);
+    free(files[i].arch);
+    free(files[i].data);
+  }
+  free(files);
+  kt_rmtree(tmp);
+  free(tmp);
+  free(path_a);
+  free(path_b);
+  free(path_c);
+  free(path_dir);
+  free(path_unsafe);
+  /* The shared daemon must have exited cleanly too. */
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+/* Per-test mounts, always torn down. */
+static mnt scratch[2];
+
+static int setup(void** state) {
+  (void)state;
+  arm_watchdog();
+  return 0;
+}
+
+static int teardown(void** state) {
+  (void)state;
+  mnt_free(&scratch[0]);
+  mnt_free(&scratch[1]);
+  alarm(0);
+  return 0;
+}
+
+/* ---- helpers over the mount ------------------------------------------------
+ */
+
+static char* in_mount(const mnt* m, const char* rel) {
+  return kt_path(m->dir, rel);
+}
+
+/* Reads a whole file in `chunk`-byte reads; returns NULL with errno set. */
+static void* read_path(const char* path, size_t chunk, size_t* size,
+                       int flags) {
+  int fd = open(path, O_RDONLY | flags);
+  if (fd < 0)
+    return NULL;
+  size_t cap = 1 << 16, n = 0;
+  uint8_t* buf = malloc(cap);
+  void* block = NULL;
+  if (posix_memalign(&block, 4096, chunk) != 0)
+    abort();
+  for (;;) {
+    ssize_t got = read(fd, block, chunk);
+    if (got < 0) {
+      int e = errno;
+      free(buf);
+      free(block);
+      close(fd);
+      errno = e;
+      return NULL;
+    }
+    if (got == 0)
+      break;
+    if (n + (size_t)got > cap) {
+      cap = (n + (size_t)got) * 2;
+      buf = realloc(buf, cap);
+    }
+    memcpy(buf + n, block, (size_t)got);
+    n += (size_t)got;
+  }
+  free(block);
+  close(fd);
+  *size = n;
+  return buf;
+}
+
+static void assert_file_equals(const mnt* m, const expected* e) {
+  char* path = in_mount(m, e->rel);
+  size_t size = 0;
+  void* data = read_path(path, 65536, &size, 0);
+  if (data == NULL)
+    fail_msg("%s: %s", path, strerror(errno));
+  assert_int_equal(size, e->size);
+  assert_memory_equal(data, e->data, size);
+  free(data);
+  free(path);
+}
+
+/* The value of `key` in .kpackfs/stats. */
+static uint64_t stat_value(const mnt* m, const char* key) {
+  char* path = in_mount(m, ".kpackfs/stats");
+  char* text = slurp(path);
+  char* line = text;
+  size_t klen = strlen(key);
+  uint64_t value = UINT64_MAX;
+  while (line != NULL && *line) {
+    if (strncmp(line, key, klen) == 0 && line[klen] == '=') {
+      value = strtoull(line + klen + 1, NULL, 10);
+      break;
+    }
+    line = strchr(line, '\n');
+    if (line != NULL)
+      line++;
+  }
+  free(text);
+  free(path);
+  if (value == UINT64_MAX)
+    fail_msg("no '%s' in .kpackfs/stats", key);
+  return value;
+}
+
+/* close() does not wait for the daemon's RELEASE: wait until every kernel
+ * is unpinned before looking at what releasing did to the cache. */
+static void await_releases(const mnt* m) {
+  for (long waited = 0; stat_value(m, "cache_pinned") != 0; waited += 10) {
+    if (waited > patience() * 1000L)
+      fail_msg("kernels still pinned after %d s", patience());
+    sleep_ms(10);
+  }
+}
+
+static const expected* find_expected(const char* rel) {
+  for (size_t i = 0; i < file_count; i++)
+    if (strcmp(files[i].rel, rel) == 0)
+      return &files[i];
+  fail_msg("fixture has no %s", rel);
+  return NULL;
+}
+
+/* Names in a directory of the mount, in readdir order, ", "-joined. */
+static char* list_dir(const mnt* m, const char* rel) {
+  char* path = in_mount(m, rel);
+  DIR* d = opendir(path);
+  char* out = strdup("");
+  assert_non_null(d);
+  struct dirent* de;
+  while ((de = readdir(d)) != NULL) {
+    if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+      continue;
+    char* next;
+    assert_true(asprintf(&next, "%s%s%s", out, *out ? ", " : "", de->d_name) >
+                0);
+    free(out);
+    out = next;
+  }
+  closedir(d);
+  free(path);
+  return out;
+}
+
+/* ---- the shared mount
+ * --------------------------------------------------------
+ */
+
+static size_t walked_files;
+static size_t walked_dirs;
+static bool walk_ok;
+
+static int count_entry(const char* path, const struct stat* st, int flag,
+                       struct FTW* ftw) {
+  (void)path;
+  (void)ftw;
+  if (flag == FTW_F && S_ISREG(st->st_mode))
+    walked_files++;
+  else if (flag == FTW_D)
+    walked_dirs++;
+  else
+    walk_ok = false;
+  return 0;
+}
+
+static void test_every_kernel_reads_back_byte_for_byte(void** state) {
+  (void)state;
+  for (size_t i = 0; i < file_count; i++)
+    assert_file_equals(&main_mount, &files[i]);
+  /* Nothing else is there: the kernels plus stats and archives. */
+  walked_files = walked_dirs = 0;
+  walk_ok = true;
+  assert_int_equal(nftw(main_mount.dir, count_entry, 16, FTW_PHYS), 0);
+  assert_true(walk_ok);
+  assert_int_equal(walked_files, file_count + 2);
+}
+
+static void test_per_arch_archives_merge_under_one_binary_directory(
+    void** state) {
+  (void)state;
+  char* s = list_dir(&main_mount, "lib/librocrand.so.1#0");
+  /* Sorted byte-wise; gfx1100 comes from the second archive. */
+  assert_string_equal(s, "gfx1100, gfx90a, gfx90a:xnack-, gfx942");
+  free(s);
+  s = list_dir(&main_mount, "lib");
+  assert_string_equal(s,
+                      "deep, libhip.so#0, librocblas.so.5#0, "
+                      "librocblas.so.5#1, librocfft.so.0#0, librocrand.so.1#0");
+  free(s);
+  s = list_dir(&main_mount, "");
+  assert_string_equal(s, ".kpackfs, bin, lib, ok#0, tricky#0");
+  free(s);
+  s = list_dir(&main_mount, ".kpackfs");
+  assert_string_equal(s, "archives, stats");
+  free(s);
+  s = list_dir(&main_mount, "lib/deep/nested/libx.so#2/gfx942");
+  assert_string_equal(s, "kernel.hsaco");
+  free(s);
+}
+
+static void test_modes_owner_times_and_sizes_follow_the_archives(void** state) {
+  (void)state;
+  for (size_t i = 0; i < file_count; i++) {
+    char* path = in_mount(&main_mount, files[i].rel);
+    struct stat st, src;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(stat(files[i].archive, &src), 0);
+    assert_true(S_ISREG(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0444);
+    assert_int_equal(st.st_nlink, 1);
+    assert_int_equal(st.st_size, files[i].size);
+    assert_int_equal(st.st_uid, getuid());
+    assert_int_equal(st.st_gid, getgid());
+    assert_int_equal(st.st_mtim.tv_sec, src.st_mtim.tv_sec);
+    assert_int_equal(st.st_mtim.tv_nsec, src.st_mtim.tv_nsec);
+    /* Its arch directory carries the same time, and mode 0555. */
+    *strrchr(path, '/') = '\0';
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    assert_int_equal(st.st_mode & 07777, 0555);
+    assert_int_equal(st.st_nlink, 2);
+    free(path);
+  }
+  struct stat st;
+  char* lib = in_mount(&main_mount, "lib");
+  assert_int_equal(stat(lib, &st), 0);
+  assert_int_equal(st.st_mode & 07777, 0555);
+  assert_int_equal(st.st_nlink, 2 + 6); /* six subdirectories */
+  free(lib);
+}
+
+static void expect_xattr(const char* path, const char* name,
+                         const char* value) {
+  char buf[4096];
+  ssize_t len = getxattr(path, name, NULL, 0); /* size probe */
+  assert_int_equal(len, (ssize_t)strlen(value));
+  assert_int_equal(getxattr(path, name, buf, sizeof(buf)), len);
+  assert_memory_equal(buf, value, (size_t)len);
+  if (len > 1) { /* a size of 0 would be a probe */
+    errno = 0;
+    assert_int_equal(getxattr(path, name, buf, (size_t)len - 1), -1);
+    assert_int_equal(errno, ERANGE);
+  }
+}
+
+static void test_xattrs_name_archive_binary_arch_and_storage(void** state) {
+  (void)state;
+  const expected* e =
+      find_expected("lib/librocrand.so.1#0/gfx90a/kernel.hsaco");
+  char* path = in_mount(&main_mount, e->rel);
+  char list[1024];
+  static const char names[] =
+      "user.kpack.archive\0user.kpack.binary\0user.kpack.arch\0"
+      "user.kpack.compression\0user.kpack.stored_size\0user.kpack.ordinal";
+  ssize_t len = listxattr(path, NULL, 0);
+  assert_int_equal(len, (ssize_t)sizeof(names));
+  assert_int_equal(listxattr(path, list, sizeof(list)), len);
+  assert_memory_equal(list, names, sizeof(names));
+  errno = 0;
+  assert_int_equal(listxattr(path, list, 10), -1);
+  assert_int_equal(errno, ERANGE);
+
+  kpack_archive_t a;
+  kpack_kernel_info_t info;
+  char number[32];
+  assert_int_equal(kpack_open(path_a, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel_info(a, e->binary, e->arch, &info),
+                   KPACK_SUCCESS);
+  kpack_close(a);
+  expect_xattr(path, "user.kpack.archive", path_a);
+  expect_xattr(path, "user.kpack.binary", "lib/librocrand.so.1#0");
+  expect_xattr(path, "user.kpack.arch", "gfx90a");
+  expect_xattr(path, "user.kpack.compression", "zstd-per-kernel");
+  snprintf(number, sizeof(number), "%" PRIu64, info.stored_size);
+  expect_xattr(path, "user.kpack.stored_size", number);
+  snprintf(number, sizeof(number), "%" PRIu32, info.ordinal);
+  expect_xattr(path, "user.kpack.ordinal", number);
+  errno = 0;
+  assert_int_equal(getxattr(path, "user.kpack.nope", list, sizeof(list)), -1);
+  assert_int_equal(errno, ENODATA);
+  free(path);
+
+  /* The raw archive says "none"; directories carry no attributes. */
+  path = in_mount(&main_mount, "lib/librocfft.so.0#0/gfx1100/kernel.hsaco");
+  expect_xattr(path, "user.kpack.compression", "none");
+  expect_xattr(path, "user.kpack.archive", path_b);
+  free(path);
+  path = in_mount(&main_mount, "lib/libhip.so#0/gfx1201/kernel.hsaco");
+  expect_xattr(path, "user.kpack.archive", path_c);
+  free(path);
+  path = in_mount(&main_mount, "lib");
+  assert_int_equal(listxattr(path, list, sizeof(list)), 0);
+  errno = 0;
+  assert_int_equal(getxattr(path, "user.kpack.arch", list, sizeof(list)), -1);
+  assert_int_equal(errno, ENODATA);
+  free(path);
+}
+
+static void test_archives_and_stats_describe_the_mount(void** state) {
+  (void)state;
+  char* path = in_mount(&main_mount, ".kpackfs/archives");
+  char* text = slurp(path);
+  char* want;
+  /* Directory sources expand in place, to canonical paths. */
+  assert_true(asprintf(&want, "%s\n%s\n%s\n%s\n", path_a, path_b, path_c,
+                       path_unsafe) > 0);
+  assert_string_equal(text, want);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_size, strlen(want));
+  assert_int_equal(st.st_mode & 07777, 0444);
+  free(want);
+  free(text);
+  free(path);
+
+  assert_int_equal(stat_value(&main_mount, "archives"), 4);
+  assert_int_equal(stat_value(&main_mount, "kernels"), file_count);
+  /* rand#0, blas#0, blas#1, deep/nested/libx, tool, fft, hip, ok, tricky */
+  assert_int_equal(stat_value(&main_mount, "binaries"), 9);
+  assert_int_equal(stat_value(&main_mount, "skipped"), UNSAFE_SKIPPED);
+  assert_int_equal(stat_value(&main_mount, "shadowed"), 1);
+  assert_int_equal(stat_value(&main_mount, "cache_capacity"), 256u << 20);
+  static const char* keys[] = {"cache_bytes",    "hits",
+                               "misses",         "evictions",
+                               "decompressions", "bytes_decompressed"};
+  for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+    (void)stat_value(&main_mount, keys[i]); /* present */
+}
+
+static void test_unsafe_toc_names_are_skipped_with_a_warning(void** state) {
+  (void)state;
+  char* log = slurp(main_mount.log);
+  static const char* names[] = {
+      "'../evil#0'",    "'/abs#0'",  "'a//b#0'",
+      "'a/./b#0'",      "'lib/'",    "'.kpackfs/x#0'",
+      "arch 'gfx/90a'", "arch '..'", "'tricky#0/gfx90a'"};
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+    if (strstr(log, names[i]) == NULL)
+      fail_msg("no warning naming %s in:\n%s", names[i], log);
+  }
+  assert_non_null(strstr(log, "warning"));
+  free(log);
+  /* Nothing escaped the mount, nothing landed in .kpackfs. */
+  char* evil = kt_path(tmp, "evil#0");
+  struct stat st;
+  assert_int_not_equal(stat(evil, &st), 0);
+  free(evil);
+  char* s = list_dir(&main_mount, ".kpackfs");
+  assert_string_equal(s, "archives, stats");
+  free(s);
+  s = list_dir(&main_mount, "ok#0");
+  assert_string_equal(s, "gfx90a");
+  free(s);
+}
+
+static void expect_erofs(int rc, const char* what) {
+  if (rc != -1 || errno != EROFS)
+    fail_msg("%s: rc %d errno %s, want EROFS", what, rc, strerror(errno));
+}
+
+static void test_every_write_is_refused_with_erofs(void** state) {
+  (void)state;
+  char* file =
+      in_mount(&main_mount, "lib/librocblas.so.5#1/gfx90a/kernel.hsaco");
+  char* dir = in_mount(&main_mount, "lib");
+  char* fresh = in_mount(&main_mount, "lib/new");
+  char* other = in_mount(&main_mount, "lib/other");
+  char* outside = kt_path(tmp, "outside");
+  expect_erofs(open(file, O_WRONLY), "open O_WRONLY");
+  expect_erofs(open(file, O_RDWR), "open O_RDWR");
+  expect_erofs(open(file, O_RDONLY | O_TRUNC), "open O_TRUNC");
+  expect_erofs(open(file, O_WRONLY | O_APPEND), "open O_APPEND");
+  expect_erofs(open(fresh, O_WRONLY | O_CREAT, 0644), "create");
+  expect_erofs(mkdir(fresh, 0755), "mkdir");
+  expect_erofs(mknod(fresh, S_IFIFO | 0644, 0), "mknod");
+  expect_erofs(rmdir(dir), "rmdir");
+  expect_erofs(unlink(file), "unlink");
+  expect_erofs(rename(file, other), "rename");
+  expect_erofs(symlink("x", fresh), "symlink");
+  expect_erofs(link(file, other), "link");
+  expect_erofs(chmod(file, 0644), "chmod");
+  expect_erofs(chown(file, 0, 0), "chown");
+  expect_erofs(truncate(file, 0), "truncate");
+  expect_erofs(utimensat(AT_FDCWD, file, NULL, 0), "utimensat");
+  expect_erofs(setxattr(file, "user.x", "1", 1, 0), "setxattr");
+  expect_erofs(removexattr(file, "user.kpack.arch"), "removexattr");
+  /* The file is intact. */
+  assert_file_equals(
+      &main_mount, find_expected("lib/librocblas.so.5#1/gfx90a/kernel.hsaco"));
+  free(file);
+  free(dir);
+  free(fresh);
+  free(other);
+  free(outside);
+}
+
+#define READERS 8
+
+static void* read_everything(void* arg) {
+  size_t start = (size_t)(uintptr_t)arg;
+  for (size_t k = 0; k < file_count; k++) {
+    const expected* e = &files[(start + k) % file_count];
+    char* path = in_mount(&main_mount, e->rel);
+    size_t size = 0;
+    /* Odd readers bypass the page cache so the daemon serves them too. */
+    void* data = read_path(path, start % 2 ? 4096 : 65536, &size,
+                           start % 2 ? O_DIRECT : 0);
+    free(path);
+    bool ok = data != NULL && size == e->size &&
+              fnv1a(data, size, FNV_SEED) == e->sum;
+    free(data);
+    if (!ok)
+      return (void*)e->rel;
+  }
+  return NULL;
+}
+
+static void test_eight_parallel_readers_see_every_checksum(void** state) {
+  (void)state;
+  pthread_t threads[READERS];
+  for (uintptr_t i = 0; i < READERS; i++)
+    assert_int_equal(
+        pthread_create(&threads[i], NULL, read_everything, (void*)i), 0);
+  for (int i = 0; i < READERS; i++) {
+    void* bad;
+    pthread_join(threads[i], &bad);
+    if (bad != NULL)
+      fail_msg("reader %d: wrong bytes for %s", i, (const char*)bad);
+  }
+}
+
+static void record_inodes(const mnt* m, ino_t* out) {
+  for (size_t i = 0; i < file_count; i++) {
+    char* path = in_mount(m, files[i].rel);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    out[i] = st.st_ino;
+    free(path);
+  }
+}
+
+static void test_inode_numbers_are_stable_for_the_same_sources(void** state) {
+  (void)state;
+  ino_t* first = calloc(file_count, sizeof(*first));
+  ino_t* second = calloc(file_count, sizeof(*second));
+  record_inodes(&main_mount, first);
+  mnt_init(&scratch[0], "again");
+  const char* args[] = {path_a, path_b, path_dir, path_unsafe, NULL};
+  mnt_start(&scratch[0], args);
+  record_inodes(&scratch[0], second);
+  for (size_t i = 0; i < file_count; i++) {
+    if (first[i] != second[i])
+      fail_msg("%s: inode %ju then %ju", files[i].rel, (uintmax_t)first[i],
+               (uintmax_t)second[i]);
+    for (size_t j = 0; j < i; j++)
+      assert_true(first[i] != first[j]);
+  }
+  free(first);
+  free(second);
+  mnt_stop_clean(&scratch[0]);
+}
+
+/* ---- dedicated mounts -------------------------------------------------------
+ */
+
+static void test_chunked_read_decompresses_once_and_rereads_hit_cache(
+    void** state) {
+  (void)state;
+  const expected* e =
+      find_expected("lib/librocrand.so.1#0/gfx90a/kernel.hsaco");
+  mnt* m = &scratch[0];
+  mnt_init(m, "once");
+  const char* args[] = {path_a, NULL};
+  mnt_start(m, args);
+  assert_int_equal(stat_value(m, "decompressions"), 0);
+  char* path = in_mount(m, e->rel);
+
+  /* 4 KiB O_DIRECT reads: every piece is a request to the daemon. */
+  size_t size;
+  void* data = read_path(path, 4096, &size, O_DIRECT);
+  assert_non_null(data);
+  assert_int_equal(size, e->size);
+  assert_memory_equal(data, e->data, size);
+  free(data);
+  assert_int_equal(stat_value(m, "decompressions"), 1);
+  assert_int_equal(stat_value(m, "misses"), 1);
+  assert_int_equal(stat_value(m, "bytes_decompressed"), e->size);
+  assert_true(stat_value(m, "read_requests") >= e->size / 4096);
+
+  /* Through the page cache: served from the kernel cache... */
+  data = read_path(path, 4096, &size, 0);
+  assert_non_null(data);
+  assert_memory_equal(data, e->data, size);
+  free(data);
+  assert_int_equal(stat_value(m, "decompressions"), 1);
+  assert_int_equal(stat_value(m, "hits"), 1);
+  assert_int_equal(stat_value(m, "cache_bytes"), e->size);
+  uint64_t requests = stat_value(m, "read_requests");
+
+  /* ...and read again without a single read request (keep_cache). */
+  data = read_path(path, 65536, &size, 0);
+  assert_non_null(data);
+  assert_memory_equal(data, e->data, size);
+  free(data);
+  assert_int_equal(stat_value(m, "read_requests"), requests);
+  assert_int_equal(stat_value(m, "decompressions"), 1);
+  await_releases(m);
+  assert_int_equal(stat_value(m, "cache_entries"), 1);
+  free(path);
+  mnt_stop_clean(m);
+}
+
+static void test_first_source_wins_for_the_same_binary_and_arch(void** state) {
+  (void)state;
+  char* x1 = kt_path(tmp, "x1.kpack");
+  char* x2 = kt_path(tmp, "x2.kpack");
+  void* one = kt_pattern(5000, 11);
+  void* two = kt_pattern(6000, 22);
+  kt_kernel k1[] = {{"lib/libdup.so#0", "gfx90a", one, 5000},
+                    {"lib/only1.so#0", "gfx90a", one, 5000}};
+  kt_kernel k2[] = {{"lib/libdup.so#0", "gfx90a", two, 6000},
+                    {"lib/only2.so#0", "gfx90a", two, 6000}};
+  write_fixture(x1, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k1, 2);
+  write_fixture(x2, KPACK_COMPRESSION_NOOP, NULL, 0, k2, 2);
+
+  for (int order = 0; order < 2; order++) {
+    mnt* m = &scratch[order];
+    mnt_init(m, order == 0 ? "x12" : "x21");
+    const char* args[] = {order == 0 ? x1 : x2, order == 0 ? x2 : x1, NULL};
+    mnt_start(m, args);
+    char* path = in_mount(m, "lib/libdup.so#0/gfx90a/kernel.hsaco");
+    size_t size;
+    void* data = read_path(path, 65536, &size, 0);
+    assert_non_null(data);
+    assert_int_equal(size, order == 0 ? 5000 : 6000);
+    assert_memory_equal(data, order == 0 ? one : two, size);
+    expect_xattr(path, "user.kpack.archive", order == 0 ? x1 : x2);
+    free(data);
+    free(path);
+    char* s = list_dir(m, "lib");
+    assert_string_equal(s, "libdup.so#0, only1.so#0, only2.so#0");
+    free(s);
+    assert_int_equal(stat_value(m, "shadowed"), 1);
+    assert_int_equal(stat_value(m, "kernels"), 3);
+  }
+  mnt_stop_clean(&scratch[0]);
+  mnt_stop_clean(&scratch[1]);
+  free(one);
+  free(two);
+  free(x1);
+  free(x2);
+}
+
+/* Three kernels; the middle one's frame gets a flipped byte. */
+static char* corrupt_archive(const char* name, void** good, size_t* good_size) {
+  char* path = kt_path(tmp, name);
+  void* a = kt_pattern(40000, 51);
+  void* b = kt_pattern(50000, 52);
+  void* c = kt_pattern(60000, 53);
+  kt_kernel k[] = {{"lib/a.so#0", "gfx90a", a, 40000},
+                   {"lib/b.so#0", "gfx90a", b, 50000},
+                   {"lib/c.so#0", "gfx90a", c, 60000}};
+  write_fixture(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, 3);
+  kpack_archive_t arc;
+  kpack_kernel_info_t info;
+  assert_int_equal(kpack_open(path, &arc), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel_info(arc, "lib/b.so#0", "gfx90a", &info),
+                   KPACK_SUCCESS);
+  kpack_close(arc);
+  size_t size;
+  uint8_t* bytes = kt_read_file(path, &size);
+  bytes[info.offset + info.stored_size / 2] ^= 0x5a;
+  kt_write_file(path, bytes, size);
+  free(bytes);
+  good[0] = a;
+  good[1] = c;
+  good_size[0] = 40000;
+  good_size[1] = 60000;
+  free(b);
+  return path;
+}
+
+static void test_corrupt_frame_is_eio_for_that_file_only(void** state) {
+  (void)state;
+  void* good[2];
+  size_t good_size[2];
+  char* archive = corrupt_archive("corrupt.kpack", good, good_size);
+  mnt* m = &scratch[0];
+  mnt_init(m, "corrupt");
+  const char* args[] = {archive, NULL};
+  mnt_start(m, args);
+
+  char* bad = in_mount(m, "lib/b.so#0/gfx90a/kernel.hsaco");
+  struct stat st;
+  assert_int_equal(stat(bad, &st), 0); /* metadata needs no decompression */
+  assert_int_equal(st.st_size, 50000);
+  for (int i = 0; i < 2; i++) {
+    errno = 0;
+    assert_int_equal(open(bad, O_RDONLY), -1);
+    assert_int_equal(errno, EIO);
+  }
+  const char* rel[] = {"lib/a.so#0/gfx90a/kernel.hsaco",
+                       "lib/c.so#0/gfx90a/kernel.hsaco"};
+  for (int i = 0; i < 2; i++) {
+    char* path = in_mount(m, rel[i]);
+    size_t size;
+    void* data = read_path(path, 65536, &size, 0);
+    assert_non_null(data);
+    assert_int_equal(size, good_size[i]);
+    assert_memory_equal(data, good[i], size);
+    free(data);
+    free(path);
+  }
+  assert_int_equal(stat_value(m, "failures"), 2);
+  assert_int_equal(stat_value(m, "open_errors"), 2);
+  assert_int_equal(waitpid(m->pid, NULL, WNOHANG), 0); /* still running */
+  mnt_stop_clean(m);
+  free(bad);
+  free(good[0]);
+  free(good[1]);
+  free(archive);
+}
+
+static void test_archive_truncated_under_the_mount_is_eio_not_a_crash(
+    void** state) {
+  (void)state;
+  char* archive = kt_path(tmp, "shrinking.kpack");
+  enum { N = 6, SIZE = 100000 };
+  kt_kernel k[N];
+  char names[N][32];
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], sizeof(names[i]), "lib/s%d.so#0", i);
+    k[i] = (kt_kernel){names[i], "gfx90a", kt_pattern(SIZE, 60 + i), SIZE};
+  }
+  write_fixture(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, N);
+  mnt* m = &scratch[0];
+  mnt_init(m, "shrink");
+  const char* args[] = {archive, NULL};
+  mnt_start(m, args);
+
+  char* first = in_mount(m, "lib/s0.so#0/gfx90a/kernel.hsaco");
+  size_t size;
+  void* data = read_path(first, 65536, &size, 0);
+  assert_non_null(data);
+  free(data);
+  struct stat st;
+  assert_int_equal(stat(archive, &st), 0);
+  assert_int_equal(truncate(archive, st.st_size / 3), 0);
+
+  /* Kernels past the cut fail with EIO, each of them, every time. */
+  for (int i = N / 2; i < N; i++) {
+    char rel[64];
+    snprintf(rel, sizeof(rel), "lib/s%d.so#0/gfx90a/kernel.hsaco", i);
+    char* path = in_mount(m, rel);
+    errno = 0;
+    assert_null(read_path(path, 65536, &size, 0));
+    assert_int_equal(errno, EIO);
+    free(path);
+  }
+  /* The daemon is alive and still serves what it has. */
+  assert_int_equal(waitpid(m->pid, NULL, WNOHANG), 0);
+  data = read_path(first, 4096, &size, O_DIRECT);
+  assert_non_null(data);
+  assert_int_equal(size, SIZE);
+  assert_memory_equal(data, k[0].data, SIZE);
+  free(data);
+  assert_int_equal(stat_value(m, "open_errors"), N - N / 2);
+  mnt_stop_clean(m);
+  for (int i = 0; i < N; i++)
+    free((void*)k[i].data);
+  free(first);
+  free(archive);
+}
+
+static void test_small_cache_still_serves_larger_kernels(void** state) {
+  (void)state;
+  char* archive = kt_path(tmp, "big.kpack");
+  enum { N = 6 };
+  static const size_t sizes[N] = {3 << 20, 1536 << 10, 300000,
+                                  300000,  300000,     300000};
+  kt_kernel k[N];
+  char names[N][32];
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], sizeof(names[i]), "lib/big%d.so#0", i);
+    k[i] =
+        (kt_kernel){names[i], "gfx942", kt_pattern(sizes[i], 70 + i), sizes[i]};
+  }
+  write_fixture(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, N);
+  mnt* m = &scratch[0];
+  mnt_init(m, "small");
+  const char* args[] = {"-o", "cache_size=1M", archive, NULL};
+  mnt_start(m, args);
+  assert_int_equal(stat_value(m, "cache_capacity"), 1 << 20);
+
+  /* Two readers of the 3 MiB kernel at once share one pinned copy. */
+  char* path0 = in_mount(m, "lib/big0.so#0/gfx942/kernel.hsaco");
+  int fd1 = open(path0, O_RDONLY | O_DIRECT);
+  int fd2 = open(path0, O_RDONLY | O_DIRECT);
+  assert_true(fd1 >= 0 && fd2 >= 0);
+  assert_int_equal(stat_value(m, "cache_pinned"), 1);
+  void* buf = NULL;
+  assert_int_equal(posix_memalign(&buf, 4096, 1 << 16), 0);
+  for (off_t off = 0; off < (off_t)sizes[0]; off += 1 << 16) {
+    int fd = (off >> 16) % 2 ? fd2 : fd1;
+    assert_int_equal(pread(fd, buf, 1 << 16, off), 1 << 16);
+    assert_memory_equal(buf, (const uint8_t*)k[0].data + off, 1 << 16);
+  }
+  free(buf);
+  close(fd1);
+  close(fd2);
+  free(path0);
+  assert_int_equal(stat_value(m, "decompressions"), 1);
+  await_releases(m);
+  assert_int_equal(stat_value(m, "cache_entries"), 0); /* dropped */
+
+  for (int round = 0; round < 2; round++) {
+    for (int i = 0; i < N; i++) {
+      char rel[256];
+      snprintf(rel, sizeof(rel), "%s/gfx942/kernel.hsaco", names[i]);
+      char* path = in_mount(m, rel);
+      size_t size;
+      void* data = read_path(path, 65536, &size, O_DIRECT);
+      assert_non_null(data);
+      assert_int_equal(size, sizes[i]);
+      assert_memory_equal(data, k[i].data, size);
+      free(data);
+      free(path);
+    }
+  }
+  await_releases(m);
+  assert_true(stat_value(m, "evictions") >= N);
+  assert_true(stat_value(m, "cache_bytes") <= 1 << 20);
+  assert_true(stat_value(m, "decompressions") >= N + 1);
+  mnt_stop_clean(m);
+  for (int i = 0; i < N; i++)
+    free((void*)k[i].data);
+  free(archive);
+}
+
+static void test_sigterm_unmounts_cleanly(void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "term");
+  const char* args[] = {path_a, NULL};
+  mnt_start(m, args);
+  char* s = list_dir(m, "lib/librocrand.so.1#0");
+  free(s);
+  assert_int_equal(kill(m->pid, SIGTERM), 0);
+  int status = wait_exit(m->pid, patience());
+  m->pid = 0;
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 0);
+  assert_false(is_mountpoint(m->dir));
+  /* Not in the mount table either. */
+  char* mounts = slurp("/proc/self/mounts");
+  char* needle;
+  assert_true(asprintf(&needle, " %s ", m->dir) > 0);
+  assert_null(strstr(mounts, needle));
+  free(needle);
+  free(mounts);
+  mnt_stop(m);
+}
+
+/* Runs kpackfs to completion; returns its output in *log_text. */
+static int run_kpackfs(const char* const* args, char** log_text) {
+  char* argv[16];
+  size_t n = 0;
+  char* kpackfs = kt_path(bin_dir(), "kpackfs");
+  char* log = kt_path(tmp, "run.log");
+  argv[n++] = kpackfs;
+  for (size_t i = 0; args[i] != NULL && n < 15; i++)
+    argv[n++] = (char*)args[i];
+  argv[n] = NULL;
+  unlink(log);
+  int status = run(argv, log);
+  *log_text = slurp(log);
+  free(log);
+  free(kpackfs);
+  return status;
+}
+
+static void expect_refusal(const char* const* args, const char* mount_dir,
+                           const char* name, const char* error) {
+  char* out;
+  int status = run_kpackfs(args, &out);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 1 ||
+      strstr(out, name) == NULL || strstr(out, error) == NULL)
+    fail_msg("status %d, want 1 and a message naming %s and %s:\n%s", status,
+             name, error, out);
+  assert_false(is_mountpoint(mount_dir));
+  free(out);
+}
+
+static void test_bad_sources_are_refused_before_mounting(void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "refused");
+  char* garbage = kt_path(tmp, "garbage.kpack");
+  char* missing = kt_path(tmp, "missing.kpack");
+  char* empty = kt_path(tmp, "empty-dir");
+  char* bad_dir = kt_path(tmp, "bad-dir");
+  char* inner = kt_path(bad_dir, "inner.kpack");
+  kt_write_file(garbage, "this is not a kpack archive at all", 34);
+  mkdir(empty, 0755);
+  mkdir(bad_dir, 0755);
+  kt_write_file(inner, "nope", 4);
+
+  const char* a1[] = {"-f", garbage, m->dir, NULL};
+  expect_refusal(a1, m->dir, garbage, "KPACK_ERROR_INVALID_FORMAT");
+  const char* a2[] = {"-f", path_a, missing, m->dir, NULL};
+  expect_refusal(a2, m->dir, missing, "KPACK_ERROR_FILE_NOT_FOUND");
+  const char* a3[] = {"-f", empty, m->dir, NULL};
+  expect_refusal(a3, m->dir, empty, "no *.kpack");
+  const char* a4[] = {"-f", bad_dir, m->dir, NULL};
+  expect_refusal(a4, m->dir, inner, "KPACK_ERROR_");
+  const char* a5[] = {"-f", "-o", "cache_size=lots", path_a, m->dir, NULL};
+  expect_refusal(a5, m->dir, "cache_size", "lots");
+  const char* a6[] = {"-f", m->dir, NULL};
+  expect_refusal(a6, m->dir, "usage", "SOURCE");
+  free(garbage);
+  free(missing);
+  free(empty);
+  free(bad_dir);
+  free(inner);
+}
+
+static void test_help_and_version(void** state) {
+  (void)state;
+  char* out;
+  const char* help[] = {"--help", NULL};
+  int status = run_kpackfs(help, &out);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_non_null(strstr(out, "SOURCE... MOUNTPOINT"));
+  assert_non_null(strstr(out, "cache_size=SIZE"));
+  assert_non_null(strstr(out, "allow_other"));
+  free(out);
+  const char* version[] = {"--version", NULL};
+  status = run_kpackfs(version, &out);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_non_null(strstr(out, "kpackfs version"));
+  assert_non_null(strstr(out, "libfuse version"));
+  free(out);
+}
+
+static void test_fstab_style_options_and_source_lists_are_accepted(
+    void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "fstab");
+  char* list;
+  assert_true(asprintf(&list, "%s:%s", path_a, path_b) > 0);
+  /* What mount(8) and mount.fuse3 pass for an fstab line, plus ours. */
+  const char* args[] = {
+      "-o",
+      "rw,dev,suid,defaults,noauto,nofail,_netdev,x-systemd.automount,"
+      "cache_size=2M,uid=4321,gid=8765",
+      list, NULL};
+  mnt_start(m, args);
+  char* path = in_mount(m, "lib/librocfft.so.0#0/gfx1100/kernel.hsaco");
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  assert_int_equal(st.st_uid, 4321);
+  assert_int_equal(st.st_gid, 8765);
+  assert_int_equal(stat_value(m, "cache_capacity"), 2 << 20);
+  assert_int_equal(stat_value(m, "archives"), 2);
+  /* "rw" did not make it writable. */
+  char* fresh = in_mount(m, "new");
+  expect_erofs(mkdir(fresh, 0755), "mkdir");
+  free(fresh);
+  free(path);
+  free(list);
+  mnt_stop_clean(m);
+}
+
+static void test_mount_helper_starts_the_daemon_as_fstab_would(void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "helper");
+  /* mount -t fuse.kpackfs runs mount.fuse3, which runs `kpackfs SOURCE
+   * MOUNTPOINT -o rw,...` through the shell; without -f it daemonises. */
+  char* path_env;
+  const char* old = getenv("PATH");
+  assert_true(asprintf(&path_env, "%s:/usr/sbin:/sbin:%s", bin_dir(),
+                       old ? old : "/usr/bin:/bin") > 0);
+  char* saved = old ? strdup(old) : NULL;
+  setenv("PATH", path_env, 1);
+  char* argv[] = {
+      "mount.fuse3", path_a,         m->dir, "-o", "rw,noauto,cache_size=3M",
+      "-t",          "fuse.kpackfs", NULL};
+  int status = run(argv, m->log);
+  if (saved != NULL)
+    setenv("PATH", saved, 1);
+  free(saved);
+  free(path_env);
+  m->mounted = is_mountpoint(m->dir);
+  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) || !m->mounted) {
+    char* log = slurp(m->log);
+    fail_msg("mount.fuse3 status %d:\n%s", status, log);
+  }
+  track(m);
+  assert_int_equal(stat_value(m, "cache_capacity"), 3 << 20);
+  assert_file_equals(m, find_expected("bin/tool#0/gfx90a/kernel.hsaco"));
+  /* The daemon is not our child: unmounting ends it. */
+  fusermount_u(m->dir, false);
+  assert_false(is_mountpoint(m->dir));
+  untrack(m);
+}
+
+static void test_single_threaded_debug_mount_serves_reads(void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "single");
+  const char* args[] = {"-s", "-d", path_a, NULL};
+  mnt_start(m, args);
+  assert_file_equals(
+      m, find_expected("lib/deep/nested/libx.so#2/gfx942/kernel.hsaco"));
+  mnt_stop_clean(m);
+  char* log = slurp(m->log);
+  assert_non_null(strstr(log, "LOOKUP")); /* libfuse's -d request trace */
+  free(log);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+      T(test_every_kernel_reads_back_byte_for_byte),
+      T(test_per_arch_archives_merge_under_one_binary_directory),
+      T(test_modes_owner_times_and_sizes_follow_the_archives),
+      T(test_xattrs_name_archive_binary_arch_and_storage),
+      T(test_archives_and_stats_describe_the_mount),
+      T(test_unsafe_toc_names_are_skipped_with_a_warning),
+      T(test_every_write_is_refused_with_erofs),
+      T(test_eight_parallel_readers_see_every_checksum),
+      T(test_inode_numbers_are_stable_for_the_same_sources),
+      T(test_chunked_read_decompresses_once_and_rereads_hit_cache),
+      T(test_first_source_wins_for_the_same_binary_and_arch),
+      T(test_corrupt_frame_is_eio_for_that_file_only),
+      T(test_archive_truncated_under_the_mount_is_eio_not_a_crash),
+      T(test_small_cache_still_serves_larger_kernels),
+      T(test_sigterm_unmounts_cleanly),
+      T(test_bad_sources_are_refused_before_mounting),
+      T(test_help_and_version),
+      T(test_fstab_style_options_and_source_lists_are_accepted),
+      T(test_mount_helper_starts_the_daemon_as_fstab_would),
+      T(test_single_threaded_debug_mount_serves_reads),
+#undef T
+  };
+  return cmocka_run_group_tests_name("kpackfs", tests, group_setup,
+                                     group_teardown);
+}
