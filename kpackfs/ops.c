@@ -5,6 +5,7 @@
  * open to release. kpack_error_t becomes an errno here and nowhere else.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -19,14 +20,21 @@
  * attributes and negative lookups for as long as it likes. */
 #define KFS_TIMEOUT 86400.0
 
-/* An open file: a pinned kernel, the archives list, or a stats snapshot.
+/* An open file: a kernel, the archives list, or a stats snapshot.
  * The open holds one reference and each read in progress another. The
  * kernel can deliver RELEASE while a read's writev() is still returning
  * (it completes the request, and so may let the file close, before the
- * syscall returns), so whoever drops the last reference frees. */
+ * syscall returns), so whoever drops the last reference frees.
+ *
+ * A kernel is taken from the cache (and pinned until release) by the first
+ * READ, not by open: when the page cache already holds the file, no READ
+ * comes and re-reading costs no decompression at all. */
 typedef struct kfs_handle {
   atomic_uint refs;
-  kpack_kcache_entry_t* entry; /* kernels only */
+  const kfs_node* node;        /* kernels only */
+  pthread_mutex_t pin_lock;    /* serialises the first pin of `entry` */
+  kpack_kcache_entry_t* entry; /* set once pinned; then `data` is valid */
+  int pin_error;               /* a failed pin is not retried per READ */
   const char* data;
   size_t size;
   char* owned; /* stats snapshot, freed at release */
@@ -63,13 +71,13 @@ static char* render_stats(kfs_fs* fs, size_t* size) {
       "\ncache_entries=%" PRIu64 "\ncache_pinned=%" PRIu64 "\nhits=%" PRIu64
       "\nmisses=%" PRIu64 "\nwaits=%" PRIu64 "\nevictions=%" PRIu64
       "\ndecompressions=%" PRIu64 "\nbytes_decompressed=%" PRIu64
-      "\nfailures=%" PRIu64 "\nopens=%" PRIu64 "\nopen_errors=%" PRIu64
+      "\nfailures=%" PRIu64 "\nopens=%" PRIu64 "\nread_errors=%" PRIu64
       "\nread_requests=%" PRIu64 "\n",
       t->source_count, t->binaries, t->kernels, t->skipped, t->shadowed,
       c.capacity, c.bytes, c.entries, c.pinned, c.hits, c.misses, c.waits,
       c.evictions, c.decompressions, c.bytes_decompressed, c.failures,
       (uint64_t)atomic_load(&fs->opens),
-      (uint64_t)atomic_load(&fs->open_errors),
+      (uint64_t)atomic_load(&fs->read_errors),
       (uint64_t)atomic_load(&fs->read_requests));
   if (n < 0)
     return NULL;
@@ -289,8 +297,33 @@ static void release_handle(kfs_fs* fs, kfs_handle* h) {
   if (h == NULL || atomic_fetch_sub(&h->refs, 1) != 1)
     return;
   kpack_kcache_release(fs->cache, h->entry);
+  pthread_mutex_destroy(&h->pin_lock);
   free(h->owned);
   free(h);
+}
+
+/* Pins the handle's kernel on first use; 0 or an errno. */
+static int pin_kernel(kfs_fs* fs, kfs_handle* h) {
+  int err = 0;
+  pthread_mutex_lock(&h->pin_lock);
+  if (h->entry == NULL && h->pin_error == 0) {
+    const kfs_node* n = h->node;
+    const void* data;
+    size_t size;
+    kpack_error_t kerr =
+        kpack_kcache_acquire(fs->cache, fs->tree.sources[n->source].archive,
+                             n->binary, n->arch, &h->entry, &data, &size);
+    if (kerr == KPACK_SUCCESS) {
+      h->data = data;
+      h->size = size;
+    } else {
+      atomic_fetch_add(&fs->read_errors, 1);
+      h->pin_error = kfs_errno(kerr);
+    }
+  }
+  err = h->pin_error;
+  pthread_mutex_unlock(&h->pin_lock);
+  return err;
 }
 
 static void kfs_open(fuse_req_t req, fuse_ino_t ino,
@@ -314,17 +347,10 @@ static void kfs_open(fuse_req_t req, fuse_ino_t ino,
     goto fail;
   }
   atomic_init(&h->refs, 1);
+  pthread_mutex_init(&h->pin_lock, NULL);
   if (n->kind == KFS_KERNEL) {
-    const void* data;
-    kpack_error_t kerr =
-        kpack_kcache_acquire(fs->cache, fs->tree.sources[n->source].archive,
-                             n->binary, n->arch, &h->entry, &data, &h->size);
-    if (kerr != KPACK_SUCCESS) {
-      atomic_fetch_add(&fs->open_errors, 1);
-      err = kfs_errno(kerr);
-      goto fail;
-    }
-    h->data = data;
+    h->node = n;
+    h->size = n->size; /* from the TOC; the pinned kernel has the same */
     atomic_fetch_add(&fs->opens, 1);
     fi->keep_cache = 1; /* the page cache outlives this open */
   } else if (n->kind == KFS_ARCHIVES) {
@@ -359,9 +385,12 @@ static void kfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   kfs_handle* h = (kfs_handle*)(uintptr_t)fi->fh;
   (void)ino;
   atomic_fetch_add(&h->refs, 1);
-  if (h->entry != NULL)
+  int err = h->node != NULL ? pin_kernel(fs, h) : 0;
+  if (h->node != NULL)
     atomic_fetch_add(&fs->read_requests, 1);
-  if (off < 0 || (uint64_t)off >= h->size) {
+  if (err != 0) {
+    fuse_reply_err(req, err);
+  } else if (off < 0 || (uint64_t)off >= h->size) {
     fuse_reply_buf(req, NULL, 0);
   } else {
     size_t left = h->size - (size_t)off;
