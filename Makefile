@@ -21,7 +21,7 @@ CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
-CPPFLAGS += -D_GNU_SOURCE -Iinclude -Ilibkpack
+CPPFLAGS += -D_GNU_SOURCE -Iinclude -Ilibkpack -DKPACK_VERSION_STRING='"$(VERSION)"'
 CFLAGS   += -std=c11 $(OPT) $(WARN) -fvisibility=hidden -pthread $(DEPS_CFLAGS)
 LDFLAGS  += -pthread
 # ---- sanitizers ---------------------------------------------------------------
@@ -218,7 +218,8 @@ fuzz-coverage:
 	    $(FUZZ_BUILD)/corpus/$$n tests/fuzz/corpus/$$n >$(COV_BUILD)/$$n.log 2>&1 || exit 1; \
 	done
 	$(LLVM_PROFDATA) merge -o $(COV_BUILD)/all.profdata $(COV_BUILD)/*.profraw
-	$(LLVM_COV) report $(foreach n,$(FUZZ_NAMES),-object $(COV_BUILD)/fuzz_$(n)) \
+	$(LLVM_COV) report $(COV_BUILD)/fuzz_$(firstword $(FUZZ_NAMES)) \
+	  $(foreach n,$(wordlist 2,99,$(FUZZ_NAMES)),-object $(COV_BUILD)/fuzz_$(n)) \
 	  -instr-profile=$(COV_BUILD)/all.profdata $(LIB_SRCS)
 
 # ---- install ----------------------------------------------------------------
@@ -269,4 +270,5 @@ help:
 	@echo "make demo       pack real AMD GPU code objects, mount them, look inside"
 	@echo "make bench      performance table"
 	@echo "make fuzz       libFuzzer targets (FUZZ_SECONDS=N each)"
+	@echo "make fuzz-corpus / fuzz-coverage   regenerate the seeds / line coverage"
 	@echo "make install    PREFIX=/usr/local"

@@ -14,7 +14,7 @@
 
 #include "rocm_kpack/kpack_ext.h"
 
-#define CLI_VERSION "1.0.0"
+#define CLI_VERSION KPACK_VERSION_STRING
 
 /* Exit statuses shared by every subcommand. */
 enum {

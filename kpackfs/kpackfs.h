@@ -12,6 +12,7 @@
 
 #include <fuse_lowlevel.h>
 #include <stdatomic.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -19,7 +20,7 @@
 
 #include "rocm_kpack/kpack_ext.h"
 
-#define KPACKFS_VERSION "1.0.0"
+#define KPACKFS_VERSION KPACK_VERSION_STRING
 
 /* ---- sources.c ------------------------------------------------------------
  */
@@ -116,10 +117,16 @@ const kfs_node* kfs_tree_node(const kfs_tree* tree, fuse_ino_t ino);
 
 /* ---- ops.c -------------------------------------------------------------- */
 
+struct kfs_handle;
+
 /* Everything the request handlers share; fuse userdata. */
 typedef struct kfs_fs {
   kfs_tree tree;
   kpack_kcache_t* cache;
+  /* `handles_lock` protects the list of open files, which outlive the
+   * session when it ends with files still open (SIGTERM, lazy unmount). */
+  pthread_mutex_t handles_lock;
+  struct kfs_handle* handles;
   uid_t uid;
   gid_t gid;
   bool no_opendir;            /* set once by init: the kernel skips OPENDIR */
@@ -129,5 +136,9 @@ typedef struct kfs_fs {
 } kfs_fs;
 
 extern const struct fuse_lowlevel_ops kfs_ops;
+
+/* After the session loop has returned: closes every file the kernel never
+ * released, unpinning its kernel, so the cache can be destroyed. */
+void kfs_close_open_files(kfs_fs* fs);
 
 #endif /* KPACKFS_H */

@@ -292,6 +292,7 @@ int main(int argc, char* argv[]) {
   restart_with_huge_pages(argv);
   memset(&opts, 0, sizeof(opts));
   memset(&fs, 0, sizeof(fs));
+  pthread_mutex_init(&fs.handles_lock, NULL);
   tune_malloc();
   if (fuse_opt_parse(&args, &cfg, kfs_opts, kfs_opt_proc) != 0 || cfg.bad)
     goto out;
@@ -335,9 +336,11 @@ int main(int argc, char* argv[]) {
   fs.uid = cfg.uid;
   fs.gid = cfg.gid;
   rc = run_session(&fs, &args, &opts);
+  kfs_close_open_files(&fs);
 
 out:
   kpack_kcache_destroy(fs.cache);
+  pthread_mutex_destroy(&fs.handles_lock);
   if (tree_built)
     kfs_tree_free(&fs.tree);
   kfs_paths_free(&paths);

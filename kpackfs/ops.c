@@ -30,6 +30,8 @@
  * READ, not by open: when the page cache already holds the file, no READ
  * comes and re-reading costs no decompression at all. */
 typedef struct kfs_handle {
+  struct kfs_handle* prev; /* the open-files list of kfs_fs */
+  struct kfs_handle* next;
   atomic_uint refs;
   const kfs_node* node;        /* kernels only */
   pthread_mutex_t pin_lock;    /* serialises the first pin of `entry` */
@@ -293,13 +295,38 @@ static void kfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
   reply_dir(req, ino, size, off, true);
 }
 
-static void release_handle(kfs_fs* fs, kfs_handle* h) {
-  if (h == NULL || atomic_fetch_sub(&h->refs, 1) != 1)
-    return;
+static void track_handle(kfs_fs* fs, kfs_handle* h) {
+  pthread_mutex_lock(&fs->handles_lock);
+  h->next = fs->handles;
+  if (h->next != NULL)
+    h->next->prev = h;
+  fs->handles = h;
+  pthread_mutex_unlock(&fs->handles_lock);
+}
+
+static void free_handle(kfs_fs* fs, kfs_handle* h) {
+  pthread_mutex_lock(&fs->handles_lock);
+  if (h->prev != NULL)
+    h->prev->next = h->next;
+  else if (fs->handles == h)
+    fs->handles = h->next;
+  if (h->next != NULL)
+    h->next->prev = h->prev;
+  pthread_mutex_unlock(&fs->handles_lock);
   kpack_kcache_release(fs->cache, h->entry);
   pthread_mutex_destroy(&h->pin_lock);
   free(h->owned);
   free(h);
+}
+
+static void release_handle(kfs_fs* fs, kfs_handle* h) {
+  if (h != NULL && atomic_fetch_sub(&h->refs, 1) == 1)
+    free_handle(fs, h);
+}
+
+void kfs_close_open_files(kfs_fs* fs) {
+  while (fs->handles != NULL)
+    free_handle(fs, fs->handles);
 }
 
 /* Pins the handle's kernel on first use; 0 or an errno. */
@@ -348,6 +375,7 @@ static void kfs_open(fuse_req_t req, fuse_ino_t ino,
   }
   atomic_init(&h->refs, 1);
   pthread_mutex_init(&h->pin_lock, NULL);
+  track_handle(fs, h);
   if (n->kind == KFS_KERNEL) {
     h->node = n;
     h->size = n->size; /* from the TOC; the pinned kernel has the same */

@@ -1,0 +1,51 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * One driver per libkpack entry point that takes untrusted bytes. The
+ * libFuzzer harnesses (fuzz_*.c) call them with generated input; the cmocka
+ * replay suite (tests/test_fuzz_replay.c) calls them with the committed
+ * corpus and every past crash, so each finding stays a regression test.
+ *
+ * A driver returns normally for any input. It abort()s when libkpack breaks
+ * one of its own promises (a status outside the enum, a half-open handle,
+ * two read paths disagreeing, a loaded code object that is not one of the
+ * fixture's kernels), so such a bug is a finding even when nothing crashes.
+ */
+#ifndef KPACK_FUZZ_DRIVERS_H
+#define KPACK_FUZZ_DRIVERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The loader fixture, shared with make_corpus.c so that the HIPK seeds name
+ * archives that exist. Below a fresh directory ROOT:
+ *   ROOT/lib/libfoo.so                       the "binary" (binary_path)
+ *   ROOT/.kpack/foo_gfx942.kpack             zstd, gfx942 + its feature forms
+ *   ROOT/.kpack/foo_gfx90a.kpack             none, gfx90a
+ *   ROOT/.kpack/foo_gfx90a:xnack-.kpack      zstd, gfx90a:xnack-, #1 only
+ * Every archive holds kernels of KF_KERNEL_NAME "#0" / "#1". */
+#define KF_KERNEL_NAME "lib/libfoo.so"
+#define KF_BINARY_PATH "lib/libfoo.so"
+#define KF_ARCHIVE_PATTERN "../.kpack/foo_@GFXARCH@.kpack"
+
+/* Archive entry point: the input is a whole .kpack file. It is written to a
+ * memfd and opened as /proc/self/fd/N; every query and every kernel is read
+ * both ways, then the file is cut in half under the open handle and every
+ * kernel is read again. Returns how many kernels read before the cut. */
+size_t kf_archive_input(const uint8_t* data, size_t size);
+
+/* Loader entry point: the input is HIPK metadata. It is placed so that it
+ * ends exactly at the end of a mapping followed by an inaccessible page, so
+ * a read past the bytes given faults. Needs kf_hipk_setup() first; the
+ * environment's ROCM_KPACK_* variables are cleared there. Three loads go
+ * through the embedded search paths, one through ROCM_KPACK_PATH; returns
+ * how many of the four succeeded. */
+void kf_hipk_setup(void);
+size_t kf_hipk_input(const uint8_t* data, size_t size);
+void kf_hipk_teardown(void);
+
+/* Offload bundle / fat binary entry point: the input is parsed both as a
+ * bundle (plain or CCOB) and as an ELF image; every entry's bytes are
+ * touched. Returns how many entries were walked. */
+size_t kf_bundle_input(const uint8_t* data, size_t size);
+
+#endif /* KPACK_FUZZ_DRIVERS_H */
