@@ -314,6 +314,27 @@ static void test_metadata_ending_at_the_mapping_end_is_read(void** state) {
   munmap(base, 2 * page);
 }
 
+/* The first page holds only the start; the rest is in the next page of the
+ * same mapping, so the read must go past the page (the slow path). */
+static void test_metadata_straddling_a_page_boundary_is_read(void** state) {
+  (void)state;
+  size_t page = (size_t)sysconf(_SC_PAGESIZE);
+  uint8_t* base = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  assert_true(base != MAP_FAILED);
+  msgpack_sbuffer sb;
+  kp_hipk h;
+  pack_hipk(&sb, "lib/libx.so", one_path, 1);
+  uint8_t* at = base + page - 7;
+  memcpy(at, sb.data, sb.size);
+  assert_int_equal(kp_hipk_read(at, &h), KPACK_SUCCESS);
+  assert_string_equal(h.kernel_name, "lib/libx.so");
+  assert_string_equal(h.search_paths.items[0], one_path[0]);
+  kp_hipk_free(&h);
+  msgpack_sbuffer_destroy(&sb);
+  munmap(base, 2 * page);
+}
+
 static void test_metadata_cut_by_the_mapping_end_is_invalid(void** state) {
   (void)state;
   size_t page;
@@ -422,6 +443,7 @@ int main(void) {
       cmocka_unit_test(test_every_truncation_is_invalid),
       cmocka_unit_test(test_declared_lengths_beyond_the_input_are_invalid),
       cmocka_unit_test(test_metadata_ending_at_the_mapping_end_is_read),
+      cmocka_unit_test(test_metadata_straddling_a_page_boundary_is_read),
       cmocka_unit_test(test_metadata_cut_by_the_mapping_end_is_invalid),
       cmocka_unit_test(test_pointer_in_no_mapping_is_invalid),
       cmocka_unit_test(test_pointer_in_unreadable_mapping_is_invalid),
