@@ -27,12 +27,13 @@ typedef struct wr_entry {
   uint64_t size;
 } wr_entry;
 
-/* One kernel in flight to a compression thread. */
+/* One kernel in flight to a compression thread. A ring slot keeps its
+ * buffers from job to job, so steady state allocates nothing. */
 typedef struct wr_job {
   void* input;
-  size_t input_size;
+  size_t input_size, input_cap;
   void* output;
-  size_t output_size;
+  size_t output_size, output_cap;
   bool done;
   kpack_error_t err;
 } wr_job;
@@ -54,7 +55,9 @@ struct kpack_writer {
   uint64_t* stored;  /* stored size by ordinal: blob or frame */
   uint64_t pos;      /* next payload offset */
   kpack_error_t err; /* first failure; sticky */
-  ZSTD_CCtx* cctx;   /* inline compression */
+  ZSTD_CCtx* cctx;   /* inline compression, into `frame` */
+  void* frame;
+  size_t frame_cap;
 
   /* Compression threads. `lock` protects the ring (head, tail, next_job)
    * and every job's done/err/output; input is owned by the job's thread. */
@@ -181,18 +184,28 @@ static ZSTD_CCtx* new_cctx(int level) {
   return cctx;
 }
 
+/* Grows *buf to hold `need` bytes; keeps what it has on failure. */
+static bool reserve(void** buf, size_t* cap, size_t need) {
+  if (*cap >= need && *buf != NULL)
+    return true;
+  void* grown = realloc(*buf, need ? need : 1);
+  if (grown == NULL)
+    return false;
+  *buf = grown;
+  *cap = need;
+  return true;
+}
+
+/* Compresses into *out (grown as needed and kept by the caller for reuse). */
 static kpack_error_t compress_frame(ZSTD_CCtx* cctx, const void* data,
-                                    size_t size, void** out, size_t* out_size) {
-  size_t cap = ZSTD_compressBound(size);
-  *out = malloc(cap);
-  if (*out == NULL)
+                                    size_t size, void** out, size_t* out_cap,
+                                    size_t* out_size) {
+  size_t bound = ZSTD_compressBound(size);
+  if (!reserve(out, out_cap, bound))
     return KPACK_ERROR_OUT_OF_MEMORY;
-  size_t n = ZSTD_compress2(cctx, *out, cap, data, size);
-  if (ZSTD_isError(n)) {
-    free(*out);
-    *out = NULL;
+  size_t n = ZSTD_compress2(cctx, *out, *out_cap, data, size);
+  if (ZSTD_isError(n))
     return KPACK_ERROR_OUT_OF_MEMORY; /* the bound fits; only memory fails */
-  }
   *out_size = n;
   return KPACK_SUCCESS;
 }
@@ -208,14 +221,14 @@ static void* compression_thread(void* arg) {
       break; /* stopping, nothing left */
     wr_job* job = &w->ring[w->next_job++ % w->ring_cap];
     pthread_mutex_unlock(&w->lock);
-    void* out = NULL;
+    /* This thread owns the job's buffers until it marks it done. */
     size_t out_size = 0;
-    kpack_error_t err = cctx == NULL
-                            ? KPACK_ERROR_OUT_OF_MEMORY
-                            : compress_frame(cctx, job->input, job->input_size,
-                                             &out, &out_size);
+    kpack_error_t err =
+        cctx == NULL
+            ? KPACK_ERROR_OUT_OF_MEMORY
+            : compress_frame(cctx, job->input, job->input_size, &job->output,
+                             &job->output_cap, &out_size);
     pthread_mutex_lock(&w->lock);
-    job->output = out;
     job->output_size = out_size;
     job->err = err;
     job->done = true;
@@ -233,16 +246,15 @@ static void drain_jobs(kpack_writer_t* w, bool all) {
   for (;;) {
     wr_job* job = &w->ring[w->head % w->ring_cap];
     if (w->head < w->tail && job->done) {
-      wr_job taken = *job;
+      /* The slot stays untouched until this (the only queueing) thread
+       * queues into it again, so its output is written without the lock. */
       size_t ordinal = (size_t)w->head++;
-      memset(job, 0, sizeof(*job));
+      job->done = false;
       pthread_mutex_unlock(&w->lock);
       if (w->err == KPACK_SUCCESS)
-        w->err = taken.err;
+        w->err = job->err;
       if (w->err == KPACK_SUCCESS)
-        w->err = append_stored(w, ordinal, taken.output, taken.output_size);
-      free(taken.input);
-      free(taken.output);
+        w->err = append_stored(w, ordinal, job->output, job->output_size);
       pthread_mutex_lock(&w->lock);
       continue;
     }
@@ -258,15 +270,19 @@ static void drain_jobs(kpack_writer_t* w, bool all) {
 
 static kpack_error_t queue_job(kpack_writer_t* w, const void* data,
                                size_t size) {
-  void* copy = malloc(size ? size : 1);
-  if (copy == NULL)
-    return KPACK_ERROR_OUT_OF_MEMORY;
-  memcpy(copy, data, size);
   drain_jobs(w, false);
+  /* The slot at `tail` is free and invisible to the compression threads
+   * until `tail` moves past it, which only this thread does. */
   pthread_mutex_lock(&w->lock);
-  wr_job* job = &w->ring[w->tail++ % w->ring_cap];
-  job->input = copy;
+  wr_job* job = &w->ring[w->tail % w->ring_cap];
+  pthread_mutex_unlock(&w->lock);
+  if (!reserve(&job->input, &job->input_cap, size))
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  memcpy(job->input, data, size);
   job->input_size = size;
+  job->err = KPACK_SUCCESS;
+  pthread_mutex_lock(&w->lock);
+  w->tail++;
   pthread_cond_signal(&w->work_ready);
   pthread_mutex_unlock(&w->lock);
   return KPACK_SUCCESS;
@@ -324,6 +340,7 @@ static void writer_free(kpack_writer_t* w) {
   pthread_cond_destroy(&w->work_ready);
   pthread_cond_destroy(&w->job_done);
   ZSTD_freeCCtx(w->cctx);
+  free(w->frame);
   free(w->arches);
   free(w->entries);
   free(w->index);
@@ -497,13 +514,11 @@ KPACK_API kpack_error_t kpack_writer_add_kernel(kpack_writer_t* w,
   } else if (w->threads != NULL) {
     err = queue_job(w, data, size);
   } else {
-    void* frame;
     size_t frame_size;
-    err = compress_frame(w->cctx, data, size, &frame, &frame_size);
-    if (err == KPACK_SUCCESS) {
-      err = append_stored(w, ordinal, frame, frame_size);
-      free(frame);
-    }
+    err = compress_frame(w->cctx, data, size, &w->frame, &w->frame_cap,
+                         &frame_size);
+    if (err == KPACK_SUCCESS)
+      err = append_stored(w, ordinal, w->frame, frame_size);
   }
   /* The entry is recorded, so a failure here poisons the whole archive. */
   if (err != KPACK_SUCCESS)

@@ -58,17 +58,28 @@ static void die(const char* what, kpack_error_t err) {
   exit(1);
 }
 
-/* Kernel-like bytes: mostly structured instruction-ish words with some
- * entropy, compressing about 3-4x with zstd -3 like real code objects. */
+/* Kernel-like bytes: instruction-like words and frequent repeats of earlier
+ * 32-byte runs, as in real code objects. zstd -3 shrinks them about 4.6x;
+ * librocrand's real ones shrink 4.4x. */
 static void fill_kernel(uint8_t* p, size_t size, uint32_t seed) {
   uint32_t x = seed * 2654435761u + 7;
-  for (size_t i = 0; i + 4 <= size; i += 4) {
+  size_t i = 0;
+  while (i + 32 <= size) {
     x ^= x << 13;
     x ^= x >> 17;
     x ^= x << 5;
-    uint32_t word = (x & 0xff) < 96 ? x : (0xbf8c0000u | (x & 0x7f00) >> 8);
-    memcpy(p + i, &word, 4);
+    size_t back = 32 + ((x >> 8) % 2048) * 4;
+    if ((x & 7) < 4 && i >= back) {
+      memmove(p + i, p + i - back, 32);
+      i += 32;
+    } else {
+      uint32_t word =
+          (x & 0x10000) ? x : (0xbf8c0000u | ((x >> 12) & 0x3f) << 4);
+      memcpy(p + i, &word, 4);
+      i += 4;
+    }
   }
+  memset(p + i, 0, size - i);
 }
 
 static void make_archive(const char* path, kpack_compression_scheme_t scheme,
