@@ -118,8 +118,17 @@ $(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h) $(wildcard libkpa
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_SUPPORT) $(LIB_A)
 	$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -lz -ldl
 
-.PHONY: check
-check: all $(TEST_BINS)
+# On a fresh machine `make check` first installs what is missing (as root;
+# contrib/demo.sh deps), then runs the suites in a sub-make that sees the
+# installed packages through pkg-config.
+.PHONY: check check-suites deps
+deps:
+	@contrib/demo.sh deps
+
+check: deps
+	@$(MAKE) --no-print-directory check-suites
+
+check-suites: all $(TEST_BINS)
 	@fail=0; for t in $(TEST_BINS); do \
 	  echo "== $$t"; $(TEST_WRAP) $$t || fail=1; \
 	done; exit $$fail

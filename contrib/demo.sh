@@ -163,6 +163,7 @@ demo() {
 
 case "${1:-demo}" in
   fetch) fetch ;;
+  deps) install_packages ;;
   demo) demo ;;
-  *) die "usage: $0 [demo|fetch]" ;;
+  *) die "usage: $0 [demo|fetch|deps]" ;;
 esac
