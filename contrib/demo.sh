@@ -141,11 +141,13 @@ demo() {
   fi
   (cd "$tree" && find . -path ./.kpackfs -prune -o -type f -print | LC_ALL=C sort |
     while read -r f; do printf '%10s  %s\n' "$(wc -c <"$f")" "$f"; done)
-  if [ -n "$mnt" ] && [ -f "$mnt/.kpackfs/stats" ]; then
-    show cat "$mnt/.kpackfs/stats"
-  fi
   one="$tree/lib/librocrand.so.1#0/gfx90a:xnack-/kernel.hsaco"
   show readelf -h "$one"
+  # After one read: that kernel decompressed once, the others not at all.
+  if [ -n "$mnt" ] && [ -f "$mnt/.kpackfs/stats" ]; then
+    show grep -E '^(kernels|decompressions|bytes_decompressed|cache_bytes)=' \
+      "$mnt/.kpackfs/stats"
+  fi
 
   say "6. the loader's search for a gfx90a:sramecc+:xnack- agent"
   show "$kpack" resolve --binary "$work/root/lib/librocrand.so.1" \
