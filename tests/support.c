@@ -6,11 +6,15 @@
 #include "support.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 char* kt_tmpdir(void) {
@@ -103,4 +107,70 @@ void kt_write_archive(const char* path, kpack_compression_scheme_t scheme,
                                 kernels[i].data, kernels[i].size),
         KPACK_SUCCESS);
   assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+}
+
+pid_t kt_spawn(char* const argv[], const char* log) {
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
+      _exit(125);
+    int in = open("/dev/null", O_RDONLY);
+    int out =
+        open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (in < 0 || out < 0)
+      _exit(126);
+    dup2(in, 0);
+    dup2(out, 1);
+    dup2(out, 2);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+void kt_sleep_ms(long ms) {
+  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+int kt_wait(pid_t pid, double seconds) {
+  int status;
+  for (long waited = 0; waited <= (long)(seconds * 1000); waited += 10) {
+    pid_t r = waitpid(pid, &status, WNOHANG);
+    if (r == pid)
+      return status;
+    if (r < 0)
+      return -1;
+    kt_sleep_ms(10);
+  }
+  return -1;
+}
+
+bool kt_is_mountpoint(const char* dir) {
+  struct stat a, b;
+  char* parent = kt_path(dir, "..");
+  bool yes =
+      stat(dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
+  free(parent);
+  return yes;
+}
+
+int kt_fusermount(const char* dir, bool lazy, double seconds) {
+  char* argv[] = {"fusermount3",
+                  "-u",
+                  "-q",
+                  lazy ? "-z" : (char*)dir,
+                  lazy ? (char*)dir : NULL,
+                  NULL};
+  pid_t pid = kt_spawn(argv, NULL);
+  int status = pid > 0 ? kt_wait(pid, seconds) : -1;
+  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+uint64_t kt_fnv1a(const void* data, size_t size, uint64_t hash) {
+  const uint8_t* b = data;
+  for (size_t i = 0; i < size; i++)
+    hash = (hash ^ b[i]) * 1099511628211ull;
+  return hash;
 }

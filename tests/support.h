@@ -8,9 +8,11 @@
 #define KPACK_TESTS_SUPPORT_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <setjmp.h>
+#include <sys/types.h>
 #include <cmocka.h>
 
 #include "rocm_kpack/kpack_ext.h"
@@ -37,5 +39,23 @@ void kt_write_file(const char* path, const void* data, size_t size);
 void kt_write_archive(const char* path, kpack_compression_scheme_t scheme,
                       const char* const* arches, size_t arch_count,
                       const kt_kernel* kernels, size_t kernel_count);
+
+/* ---- processes and mounts (the real-mount suites) ---- */
+
+/* fork + exec with stdout/stderr appended to `log` (or /dev/null). The child
+ * gets SIGTERM if the forking thread dies, even by a sanitizer abort that
+ * skips every cleanup: a daemon then unmounts itself. */
+pid_t kt_spawn(char* const argv[], const char* log);
+/* The wait status of pid, or -1 if it still runs after `seconds`. */
+int kt_wait(pid_t pid, double seconds);
+void kt_sleep_ms(long ms);
+/* dir is on another device than its parent. */
+bool kt_is_mountpoint(const char* dir);
+/* fusermount3 -u [-z] dir; its exit code, or -1. */
+int kt_fusermount(const char* dir, bool lazy, double seconds);
+
+/* FNV-1a, for checksumming kernels read through a mount. */
+#define KT_FNV_START 1469598103934665603ull
+uint64_t kt_fnv1a(const void* data, size_t size, uint64_t hash);
 
 #endif /* KPACK_TESTS_SUPPORT_H */

@@ -52,66 +52,9 @@ static int patience(void) {
   return under_valgrind ? 120 : 20;
 }
 
-static void sleep_ms(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-/* fork + exec with stdout/stderr appended to `log` (or /dev/null). The
- * child gets SIGTERM if this process dies, even by a sanitizer abort that
- * skips every cleanup here: a daemon then unmounts itself. */
-static pid_t spawn(char* const argv[], const char* log) {
-  pid_t parent = getpid();
-  pid_t pid = fork();
-  if (pid == 0) {
-    if (prctl(PR_SET_PDEATHSIG, SIGTERM) != 0 || getppid() != parent)
-      _exit(125);
-    int in = open("/dev/null", O_RDONLY);
-    int out =
-        open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (in < 0 || out < 0)
-      _exit(126);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(out, 2);
-    execvp(argv[0], argv);
-    _exit(127);
-  }
-  return pid;
-}
-
-/* Waits up to `seconds` for pid; returns its wait status or -1. */
-static int wait_exit(pid_t pid, int seconds) {
-  int status;
-  for (long waited = 0; waited <= seconds * 1000L; waited += 10) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid)
-      return status;
-    if (r < 0)
-      return -1;
-    sleep_ms(10);
-  }
-  return -1;
-}
-
 static int run(char* const argv[], const char* log) {
-  pid_t pid = spawn(argv, log);
-  return pid > 0 ? wait_exit(pid, patience()) : -1;
-}
-
-static bool is_mountpoint(const char* dir) {
-  struct stat a, b;
-  char* parent = kt_path(dir, "..");
-  bool yes =
-      stat(dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
-  free(parent);
-  return yes;
-}
-
-static void fusermount_u(const char* dir, bool lazy) {
-  char* argv[] = {"fusermount3", "-u", "-q", lazy ? "-z" : NULL, NULL, NULL};
-  argv[lazy ? 4 : 3] = (char*)dir;
-  run(argv, NULL);
+  pid_t pid = kt_spawn(argv, log);
+  return pid > 0 ? kt_wait(pid, patience()) : -1;
 }
 
 /* Async-signal-safe teardown of every mount: the daemon is killed and the
@@ -207,11 +150,11 @@ static void mnt_start(mnt* m, const char* const* args) {
   argv[n++] = m->dir;
   argv[n] = NULL;
 
-  m->pid = spawn(argv, m->log);
+  m->pid = kt_spawn(argv, m->log);
   free(kpackfs);
   assert_true(m->pid > 0);
   track(m);
-  for (long waited = 0; !is_mountpoint(m->dir); waited += 10) {
+  for (long waited = 0; !kt_is_mountpoint(m->dir); waited += 10) {
     int status;
     if (waitpid(m->pid, &status, WNOHANG) == m->pid) {
       m->pid = 0;
@@ -223,7 +166,7 @@ static void mnt_start(mnt* m, const char* const* args) {
       char* log = slurp(m->log);
       fail_msg("kpackfs did not mount within %d s:\n%s", patience(), log);
     }
-    sleep_ms(10);
+    kt_sleep_ms(10);
   }
   m->mounted = true;
 }
@@ -235,17 +178,17 @@ static int mnt_stop(mnt* m) {
   if (m->dir == NULL)
     return status; /* never initialised */
   if (m->pid > 0) {
-    if (is_mountpoint(m->dir))
-      fusermount_u(m->dir, false);
-    status = wait_exit(m->pid, patience());
+    if (kt_is_mountpoint(m->dir))
+      (void)kt_fusermount(m->dir, false, patience());
+    status = kt_wait(m->pid, patience());
     if (status == -1) {
       kill(m->pid, SIGKILL);
       waitpid(m->pid, NULL, 0);
     }
     m->pid = 0;
   }
-  if (is_mountpoint(m->dir))
-    fusermount_u(m->dir, true);
+  if (kt_is_mountpoint(m->dir))
+    (void)kt_fusermount(m->dir, true, patience());
   m->mounted = false;
   untrack(m);
   return status;
@@ -293,15 +236,6 @@ typedef struct expected {
 
 static expected* files;
 static size_t file_count;
-
-static uint64_t fnv1a(const void* p, size_t n, uint64_t h) {
-  const uint8_t* b = p;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
-#define FNV_SEED 0xcbf29ce484222325ull
 
 static void write_fixture(const char* path, kpack_compression_scheme_t scheme,
                           const char* const* arches, size_t arch_count,
@@ -371,7 +305,7 @@ static void collect_expected(const char* const* sources, size_t count) {
         e->arch = strdup(arch);
         assert_int_equal(kpack_get_kernel(a, binary, arch, &e->data, &e->size),
                          KPACK_SUCCESS);
-        e->sum = fnv1a(e->data, e->size, FNV_SEED);
+        e->sum = kt_fnv1a(e->data, e->size, KT_FNV_START);
       }
     }
     kpack_close(a);
@@ -596,7 +530,7 @@ static void await_releases(const mnt* m) {
   for (long waited = 0; stat_value(m, "cache_pinned") != 0; waited += 10) {
     if (waited > patience() * 1000L)
       fail_msg("kernels still pinned after %d s", patience());
-    sleep_ms(10);
+    kt_sleep_ms(10);
   }
 }
 
@@ -894,7 +828,7 @@ static void* read_everything(void* arg) {
                            start % 2 ? O_DIRECT : 0);
     free(path);
     bool ok = data != NULL && size == e->size &&
-              fnv1a(data, size, FNV_SEED) == e->sum;
+              kt_fnv1a(data, size, KT_FNV_START) == e->sum;
     free(data);
     if (!ok)
       return (void*)e->rel;
@@ -1239,11 +1173,11 @@ static void test_sigterm_unmounts_cleanly(void** state) {
   char* s = list_dir(m, "lib/librocrand.so.1#0");
   free(s);
   assert_int_equal(kill(m->pid, SIGTERM), 0);
-  int status = wait_exit(m->pid, patience());
+  int status = kt_wait(m->pid, patience());
   m->pid = 0;
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 0);
-  assert_false(is_mountpoint(m->dir));
+  assert_false(kt_is_mountpoint(m->dir));
   /* Not in the mount table either. */
   char* mounts = slurp("/proc/self/mounts");
   char* needle;
@@ -1280,7 +1214,7 @@ static void expect_refusal(const char* const* args, const char* mount_dir,
       strstr(out, name) == NULL || strstr(out, error) == NULL)
     fail_msg("status %d, want 1 and a message naming %s and %s:\n%s", status,
              name, error, out);
-  assert_false(is_mountpoint(mount_dir));
+  assert_false(kt_is_mountpoint(mount_dir));
   free(out);
 }
 
@@ -1385,7 +1319,7 @@ static void test_mount_helper_starts_the_daemon_as_fstab_would(void** state) {
     setenv("PATH", saved, 1);
   free(saved);
   free(path_env);
-  m->mounted = is_mountpoint(m->dir);
+  m->mounted = kt_is_mountpoint(m->dir);
   if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) || !m->mounted) {
     char* log = slurp(m->log);
     fail_msg("mount.fuse3 status %d:\n%s", status, log);
@@ -1394,8 +1328,8 @@ static void test_mount_helper_starts_the_daemon_as_fstab_would(void** state) {
   assert_int_equal(stat_value(m, "cache_capacity"), 3 << 20);
   assert_file_equals(m, find_expected("bin/tool#0/gfx90a/kernel.hsaco"));
   /* The daemon is not our child: unmounting ends it. */
-  fusermount_u(m->dir, false);
-  assert_false(is_mountpoint(m->dir));
+  (void)kt_fusermount(m->dir, false, patience());
+  assert_false(kt_is_mountpoint(m->dir));
   untrack(m);
 }
 

@@ -44,64 +44,9 @@ static double now(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void nap(long ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
 /* Seconds for a mount to appear or a daemon to exit. The daemon never runs
  * under valgrind, but may be a sanitizer build. */
 #define PATIENCE 30
-
-static pid_t spawn(char* const argv[], const char* log) {
-  pid_t pid = fork();
-  if (pid == 0) {
-    int in = open("/dev/null", O_RDONLY);
-    int out =
-        open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_APPEND, 0644);
-    if (in < 0 || out < 0)
-      _exit(126);
-    dup2(in, 0);
-    dup2(out, 1);
-    dup2(out, 2);
-    execvp(argv[0], argv);
-    _exit(127);
-  }
-  return pid;
-}
-
-/* The wait status of pid, or -1 if it is still running after `seconds`. */
-static int reap(pid_t pid, double seconds) {
-  int status;
-  for (double end = now() + seconds;; nap(10)) {
-    pid_t r = waitpid(pid, &status, WNOHANG);
-    if (r == pid)
-      return status;
-    if (r < 0 || now() > end)
-      return -1;
-  }
-}
-
-static int fusermount(const char* dir, bool lazy) {
-  char* argv[] = {"fusermount3",
-                  "-u",
-                  "-q",
-                  lazy ? "-z" : (char*)dir,
-                  lazy ? (char*)dir : NULL,
-                  NULL};
-  pid_t pid = spawn(argv, NULL);
-  int status = pid > 0 ? reap(pid, PATIENCE) : -1;
-  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static bool is_mountpoint(const char* dir) {
-  struct stat a, b;
-  char* parent = kt_path(dir, "..");
-  bool yes =
-      stat(dir, &a) == 0 && stat(parent, &b) == 0 && a.st_dev != b.st_dev;
-  free(parent);
-  return yes;
-}
 
 /* A test that hangs (a read stuck in a dead daemon, say) must not leave a
  * mount behind: kill the daemon, detach lazily, fail. */
@@ -155,11 +100,12 @@ static void fs_start(fs* m, const char* name, const char* cache,
     argv[n++] = (char*)sources[i];
   argv[n++] = m->dir;
   argv[n] = NULL;
-  m->pid = spawn(argv, m->log);
+  m->pid = kt_spawn(argv, m->log);
   free(kpackfs);
   assert_true(m->pid > 0);
   live = m;
-  for (double end = now() + PATIENCE; !is_mountpoint(m->dir); nap(10)) {
+  for (double end = now() + PATIENCE; !kt_is_mountpoint(m->dir);
+       kt_sleep_ms(10)) {
     int status;
     if (waitpid(m->pid, &status, WNOHANG) == m->pid) {
       m->pid = 0;
@@ -176,7 +122,7 @@ static void assert_daemon_up(const fs* m) {
   int status;
   if (waitpid(m->pid, &status, WNOHANG) != 0)
     fail_msg("kpackfs died (status %d):\n%s", status, log_text(m));
-  assert_true(is_mountpoint(m->dir));
+  assert_true(kt_is_mountpoint(m->dir));
 }
 
 /* Unmounts (retrying while busy) and returns the daemon's wait status, or
@@ -184,18 +130,18 @@ static void assert_daemon_up(const fs* m) {
 static int fs_stop(fs* m) {
   int status = -1;
   if (m->pid > 0) {
-    for (int i = 0; i < 50 && is_mountpoint(m->dir); i++)
-      if (fusermount(m->dir, false) != 0)
-        nap(100); /* EBUSY while a reader still holds a file */
-    status = reap(m->pid, PATIENCE);
+    for (int i = 0; i < 50 && kt_is_mountpoint(m->dir); i++)
+      if (kt_fusermount(m->dir, false, PATIENCE) != 0)
+        kt_sleep_ms(100); /* EBUSY while a reader still holds a file */
+    status = kt_wait(m->pid, PATIENCE);
     if (status == -1) {
       kill(m->pid, SIGKILL);
       waitpid(m->pid, NULL, 0);
     }
     m->pid = 0;
   }
-  if (m->dir != NULL && is_mountpoint(m->dir))
-    fusermount(m->dir, true);
+  if (m->dir != NULL && kt_is_mountpoint(m->dir))
+    kt_fusermount(m->dir, true, PATIENCE);
   if (live == m)
     live = NULL;
   return status;
@@ -279,14 +225,6 @@ typedef struct expected {
 static expected files[N_ALL];
 static char* sources[3]; /* a.kpack (zstd), b.kpack (none), victim.kpack */
 
-static uint64_t fnv1a(const void* p, size_t n, uint64_t h) {
-  const uint8_t* b = p;
-  for (size_t i = 0; i < n; i++)
-    h = (h ^ b[i]) * 1099511628211ull;
-  return h;
-}
-#define FNV_START 1469598103934665603ull
-
 static void write_fixture(const char* path, kpack_compression_scheme_t scheme,
                           const kernel_def* defs, size_t count, uint32_t seed,
                           expected* out, bool victim) {
@@ -297,7 +235,7 @@ static void write_fixture(const char* path, kpack_compression_scheme_t scheme,
     snprintf(out[i].rel, sizeof(out[i].rel), "%s/%s/kernel.hsaco",
              defs[i].binary, defs[i].arch);
     out[i].size = defs[i].size;
-    out[i].hash = fnv1a(data, defs[i].size, FNV_START);
+    out[i].hash = kt_fnv1a(data, defs[i].size, KT_FNV_START);
     out[i].victim = victim;
   }
   kt_write_archive(path, scheme, NULL, 0, k, count);
@@ -413,7 +351,7 @@ static int read_file(const char* path, size_t chunk, size_t* size,
   assert_non_null(buf);
   int rc = 0;
   *size = 0;
-  *hash = FNV_START;
+  *hash = KT_FNV_START;
   for (;;) {
     ssize_t n = read(fd, buf, chunk);
     if (n < 0 && errno == EINTR)
@@ -424,7 +362,7 @@ static int read_file(const char* path, size_t chunk, size_t* size,
     }
     if (n == 0)
       break;
-    *hash = fnv1a(buf, (size_t)n, *hash);
+    *hash = kt_fnv1a(buf, (size_t)n, *hash);
     *size += (size_t)n;
   }
   free(buf);
@@ -745,7 +683,7 @@ static void test_readers_race_truncation(void** state) {
   fs* m = &the_mount;
   mount_all(m, "mnt", "256K");
   start_readers(r, t, READERS, m, 2.0, false);
-  nap(300);
+  kt_sleep_ms(300);
   assert_int_equal(truncate(sources[2], 4096), 0);
   for (int i = 0; i < READERS; i++) {
     pthread_join(t[i], NULL);
@@ -768,7 +706,7 @@ static void test_readers_race_truncation(void** state) {
 static void await_first_reads(reader* r, int count) {
   for (int i = 0; i < count; i++)
     while (__atomic_load_n(&r[i].reads, __ATOMIC_RELAXED) == 0)
-      nap(5);
+      kt_sleep_ms(5);
 }
 
 static void test_lazy_unmount_while_readers_are_active(void** state) {
@@ -782,19 +720,19 @@ static void test_lazy_unmount_while_readers_are_active(void** state) {
   await_first_reads(r, READERS);
   /* The mount leaves the namespace at once; open files drain, then the
    * daemon gets DESTROY and must exit cleanly. */
-  assert_int_equal(fusermount(m->dir, true), 0);
+  assert_int_equal(kt_fusermount(m->dir, true, PATIENCE), 0);
   double deadline = now() + PATIENCE;
   for (int i = 0; i < READERS; i++) {
     pthread_join(t[i], NULL);
     assert_int_equal(r[i].wrong, 0);
   }
   assert_true(now() < deadline); /* readers noticed instead of hanging */
-  int status = reap(m->pid, PATIENCE);
+  int status = kt_wait(m->pid, PATIENCE);
   m->pid = 0;
   if (!(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0))
     fail_msg("kpackfs exit status %d after a lazy unmount:\n%s", status,
              log_text(m));
-  assert_false(is_mountpoint(m->dir));
+  assert_false(kt_is_mountpoint(m->dir));
   fs_free(m);
 }
 
@@ -812,14 +750,14 @@ static void test_sigterm_while_readers_are_active(void** state) {
     pthread_join(t[i], NULL);
     assert_int_equal(r[i].wrong, 0);
   }
-  int status = reap(m->pid, PATIENCE);
+  int status = kt_wait(m->pid, PATIENCE);
   m->pid = 0;
   if (!(status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == 0))
     fail_msg("kpackfs exit status %d after SIGTERM:\n%s", status, log_text(m));
   /* Unmounted by the daemon itself, possibly lazily if a file was open. */
-  for (double end = now() + PATIENCE; is_mountpoint(m->dir) && now() < end;)
-    nap(10);
-  assert_false(is_mountpoint(m->dir));
+  for (double end = now() + PATIENCE; kt_is_mountpoint(m->dir) && now() < end;)
+    kt_sleep_ms(10);
+  assert_false(kt_is_mountpoint(m->dir));
   fs_free(m);
 }
 
