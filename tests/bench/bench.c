@@ -138,6 +138,17 @@ static kernel_ref* list_kernels(kpack_archive_t a, size_t* count) {
   return refs;
 }
 
+/* Opens an archive (or exits) and lists its kernels. */
+static kpack_archive_t open_listed(const char* path, kernel_ref** refs,
+                                   size_t* count) {
+  kpack_archive_t a;
+  kpack_error_t err = kpack_open(path, &a);
+  if (err)
+    die(path, err);
+  *refs = list_kernels(a, count);
+  return a;
+}
+
 static double time_get_all(kpack_archive_t a, kernel_ref* refs, size_t n,
                            uint64_t* bytes) {
   double t = now();
@@ -158,12 +169,9 @@ static double time_get_all(kpack_archive_t a, kernel_ref* refs, size_t n,
 /* Row 1: kpack_get_kernel vs ZSTD_decompressDCtx of the same frames held in
  * memory, into one reused buffer: the decompressor's own limit. */
 static void bench_zstd_decode(const char* path) {
-  kpack_archive_t a;
-  kpack_error_t err = kpack_open(path, &a);
-  if (err)
-    die(path, err);
   size_t n;
-  kernel_ref* refs = list_kernels(a, &n);
+  kernel_ref* refs;
+  kpack_archive_t a = open_listed(path, &refs, &n);
   int fd = open(path, O_RDONLY);
   void** frames = calloc(n, sizeof(*frames));
   size_t* frame_sizes = calloc(n, sizeof(*frame_sizes));
@@ -211,12 +219,9 @@ static void bench_zstd_decode(const char* path) {
 /* Row 2: raw blobs vs memcpy of the same bytes already in memory (the file
  * is in the page cache after the first repetition). */
 static void bench_raw_copy(const char* path) {
-  kpack_archive_t a;
-  kpack_error_t err = kpack_open(path, &a);
-  if (err)
-    die(path, err);
   size_t n;
-  kernel_ref* refs = list_kernels(a, &n);
+  kernel_ref* refs;
+  kpack_archive_t a = open_listed(path, &refs, &n);
   kpack_kernel_info_t info;
   kpack_get_kernel_info(a, refs[0].binary, refs[0].arch, &info);
   size_t size = info.size;
@@ -341,12 +346,9 @@ static double run_threads(kpack_archive_t a, kernel_ref* refs, size_t n,
 
 /* Row 4: two threads on one handle vs one thread, same calls per thread. */
 static void bench_threads(const char* path) {
-  kpack_archive_t a;
-  kpack_error_t err = kpack_open(path, &a);
-  if (err)
-    die(path, err);
   size_t n;
-  kernel_ref* refs = list_kernels(a, &n);
+  kernel_ref* refs;
+  kpack_archive_t a = open_listed(path, &refs, &n);
   double one[REPS], two[REPS];
   for (int r = 0; r < REPS; r++) {
     one[r] = run_threads(a, refs, n, 1, 1500);
@@ -499,12 +501,9 @@ static double read_all_files(const char* dir, kernel_ref* refs, size_t n,
  * the same kernels with the archive's pages cached, as the daemon's are. */
 static void bench_kpackfs_reads(const char* bin, const char* path,
                                 const char* dir) {
-  kpack_archive_t a;
-  kpack_error_t err = kpack_open(path, &a);
-  if (err)
-    die(path, err);
   size_t n;
-  kernel_ref* refs = list_kernels(a, &n);
+  kernel_ref* refs;
+  kpack_archive_t a = open_listed(path, &refs, &n);
   uint64_t bytes;
   double inproc[REPS], first[REPS], second[REPS];
   long rss = 0;
@@ -586,12 +585,9 @@ static double walk_tmpfs_twin(kpack_archive_t a, kernel_ref* refs, size_t n) {
 /* Row 8: mount and list a 20,000-kernel archive, as `find` would. */
 static void bench_kpackfs_listing(const char* bin, const char* path,
                                   const char* dir) {
-  kpack_archive_t a;
-  kpack_error_t err = kpack_open(path, &a);
-  if (err)
-    die(path, err);
   size_t n;
-  kernel_ref* refs = list_kernels(a, &n);
+  kernel_ref* refs;
+  kpack_archive_t a = open_listed(path, &refs, &n);
   double total[REPS], again[REPS], mounts[REPS];
   size_t entries = 0;
   for (int r = 0; r < REPS; r++) {
