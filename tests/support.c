@@ -26,6 +26,22 @@ char* kt_tmpdir(void) {
   return path;
 }
 
+char* kt_tmp;
+
+int kt_tmp_setup(void** state) {
+  (void)state;
+  kt_tmp = kt_tmpdir();
+  return 0;
+}
+
+int kt_tmp_teardown(void** state) {
+  (void)state;
+  kt_rmtree(kt_tmp);
+  free(kt_tmp);
+  kt_tmp = NULL;
+  return 0;
+}
+
 static int remove_entry(const char* path, const struct stat* st, int flag,
                         struct FTW* ftw) {
   (void)st;

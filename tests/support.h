@@ -26,6 +26,11 @@ typedef struct kt_kernel {
 
 /* A fresh directory under $TMPDIR (or /tmp); free() the result. */
 char* kt_tmpdir(void);
+/* Group setup/teardown for suites that need one scratch directory: kt_tmp
+ * is created before the first test and removed after the last. */
+extern char* kt_tmp;
+int kt_tmp_setup(void** state);
+int kt_tmp_teardown(void** state);
 /* rm -rf; tolerates a missing path. */
 void kt_rmtree(const char* path);
 /* dir + "/" + name; free() the result. */

@@ -20,21 +20,6 @@
 static const kpack_compression_scheme_t schemes[] = {
     KPACK_COMPRESSION_NOOP, KPACK_COMPRESSION_ZSTD_PER_KERNEL};
 
-static char* tmp;
-
-static int setup(void** state) {
-  (void)state;
-  tmp = kt_tmpdir();
-  return 0;
-}
-
-static int teardown(void** state) {
-  (void)state;
-  kt_rmtree(tmp);
-  free(tmp);
-  return 0;
-}
-
 /* ---- fixtures ---------------------------------------------------------------
  */
 
@@ -62,7 +47,7 @@ static image make_image(kpack_compression_scheme_t scheme) {
       {"lib/a.so#0", "gfx942", b, 3000},
       {"lib/b.so#0", "gfx942", a, 1000},
   };
-  char* path = kt_path(tmp, "fixture.kpack");
+  char* path = kt_path(kt_tmp, "fixture.kpack");
   kt_write_archive(path, scheme, arches, 2, k, 3);
   image img;
   img.data = kt_read_file(path, &img.size);
@@ -75,7 +60,7 @@ static image make_image(kpack_compression_scheme_t scheme) {
 }
 
 static char* save(const image* img) {
-  char* path = kt_path(tmp, "patched.kpack");
+  char* path = kt_path(kt_tmp, "patched.kpack");
   kt_write_file(path, img->data, img->size);
   return path;
 }
@@ -212,7 +197,7 @@ static void roundtrip(kpack_compression_scheme_t scheme, const size_t* sizes,
     k[i].data = kt_pattern(sizes[i], (uint32_t)i);
     k[i].size = sizes[i];
   }
-  char* path = kt_path(tmp, "rt.kpack");
+  char* path = kt_path(kt_tmp, "rt.kpack");
   kt_write_archive(path, scheme, NULL, 0, k, count);
   kpack_archive_t a;
   assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
@@ -259,7 +244,7 @@ static void test_empty_kernel_is_non_null_pointer_of_size_zero(void** state) {
   (void)state;
   for (int s = 0; s < 2; s++) {
     kt_kernel k = {"bin#0", "gfx90a", NULL, 0};
-    char* path = kt_path(tmp, "empty.kpack");
+    char* path = kt_path(kt_tmp, "empty.kpack");
     kt_write_archive(path, schemes[s], NULL, 0, &k, 1);
     kpack_archive_t a;
     void* data;
@@ -286,7 +271,7 @@ static void test_binaries_sorted_bytewise_arches_in_declared_order(
       {"lib/a.so#0", "gfx1100", &byte, 1},
   };
   const char* want[] = {"lib/B.so#0", "lib/a.so#0", "lib/a.so#1", "lib/z.so#0"};
-  char* path = kt_path(tmp, "order.kpack");
+  char* path = kt_path(kt_tmp, "order.kpack");
   kt_write_archive(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, arches, 3, k, 5);
   kpack_archive_t a;
   size_t n;
@@ -383,7 +368,7 @@ static void test_open_reads_header_toc_and_frame_table_only(void** state) {
     k[i] = (kt_kernel){names[i], "gfx90a", data, SIZE};
   }
   for (int s = 0; s < 2; s++) {
-    char* path = kt_path(tmp, "big.kpack");
+    char* path = kt_path(kt_tmp, "big.kpack");
     kt_write_archive(path, schemes[s], NULL, 0, k, N);
     size_t file_size;
     uint8_t* bytes = kt_read_file(path, &file_size);
@@ -481,7 +466,7 @@ static void test_unknown_binary_or_arch_is_kernel_not_found(void** state) {
 static void test_missing_file_is_file_not_found(void** state) {
   (void)state;
   kpack_archive_t a;
-  char* path = kt_path(tmp, "absent.kpack");
+  char* path = kt_path(kt_tmp, "absent.kpack");
   assert_int_equal(kpack_open(path, &a), KPACK_ERROR_FILE_NOT_FOUND);
   assert_null(a);
   free(path);
@@ -490,7 +475,7 @@ static void test_missing_file_is_file_not_found(void** state) {
 static void test_directory_is_io_error(void** state) {
   (void)state;
   kpack_archive_t a;
-  assert_int_equal(kpack_open(tmp, &a), KPACK_ERROR_IO_ERROR);
+  assert_int_equal(kpack_open(kt_tmp, &a), KPACK_ERROR_IO_ERROR);
   assert_null(a);
 }
 
@@ -950,7 +935,7 @@ static void test_eight_threads_read_one_handle_concurrently(void** state) {
                        kt_pattern(size, (uint32_t)i), size};
   }
   for (int s = 0; s < 2; s++) {
-    char* path = kt_path(tmp, "mt.kpack");
+    char* path = kt_path(kt_tmp, "mt.kpack");
     kt_write_archive(path, schemes[s], NULL, 0, k, N);
     kpack_archive_t a;
     assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
@@ -1010,5 +995,6 @@ int main(void) {
       cmocka_unit_test(test_file_truncated_after_open_is_io_error),
       cmocka_unit_test(test_eight_threads_read_one_handle_concurrently),
   };
-  return cmocka_run_group_tests_name("archive", tests, setup, teardown);
+  return cmocka_run_group_tests_name("archive", tests, kt_tmp_setup,
+                                     kt_tmp_teardown);
 }

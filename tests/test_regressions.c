@@ -17,21 +17,6 @@
 
 #include "support.h"
 
-static char* tmp;
-
-static int setup(void** state) {
-  (void)state;
-  tmp = kt_tmpdir();
-  return 0;
-}
-
-static int teardown(void** state) {
-  (void)state;
-  kt_rmtree(tmp);
-  free(tmp);
-  return 0;
-}
-
 /* ---- hand-built archives
  * -----------------------------------------------------
  */
@@ -49,7 +34,7 @@ static char* write_raw(const char* name, const void* payload, size_t size,
     file[8 + i] = (uint8_t)(toc_offset >> (8 * i));
   memcpy(file + 64, payload, size);
   memcpy(file + toc_offset, toc->data, toc->size);
-  char* path = kt_path(tmp, name);
+  char* path = kt_path(kt_tmp, name);
   kt_write_file(path, file, total);
   free(file);
   return path;
@@ -210,7 +195,7 @@ static void* open_fifo_thread(void* p) {
  * ROCM_KPACK_PATH) naming one hung kpack_open() forever. */
 static void test_fifo_is_io_error_without_blocking(void** state) {
   (void)state;
-  char* path = kt_path(tmp, "fifo.kpack");
+  char* path = kt_path(kt_tmp, "fifo.kpack");
   assert_int_equal(mkfifo(path, 0600), 0);
   fifo_open f = {path, KPACK_SUCCESS, 0};
   pthread_t t;
@@ -296,7 +281,7 @@ static void test_highly_compressible_kernel_still_reads(void** state) {
   uint8_t* zeros = calloc(1, size);
   assert_non_null(zeros);
   kt_kernel k = {"lib/zero.so#0", "gfx90a", zeros, size};
-  char* path = kt_path(tmp, "zeros.kpack");
+  char* path = kt_path(kt_tmp, "zeros.kpack");
   kt_write_archive(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, &k, 1);
   kpack_archive_t a;
   kpack_kernel_info_t info;
@@ -361,5 +346,6 @@ int main(void) {
       cmocka_unit_test(test_highly_compressible_kernel_still_reads),
       cmocka_unit_test(test_kcache_lying_toc_size_fails_like_get_kernel),
   };
-  return cmocka_run_group_tests_name("regressions", tests, setup, teardown);
+  return cmocka_run_group_tests_name("regressions", tests, kt_tmp_setup,
+                                     kt_tmp_teardown);
 }

@@ -12,21 +12,6 @@
 
 #include "support.h"
 
-static char* tmp;
-
-static int setup(void** state) {
-  (void)state;
-  tmp = kt_tmpdir();
-  return 0;
-}
-
-static int teardown(void** state) {
-  (void)state;
-  kt_rmtree(tmp);
-  free(tmp);
-  return 0;
-}
-
 static size_t entries_in(const char* dir) {
   size_t n = 0;
   DIR* d = opendir(dir);
@@ -47,7 +32,7 @@ static void* write_sample(const char* name, kpack_compression_scheme_t scheme,
                               .gfx_arch_family = "gfx9",
                               .gfx_arches = arches,
                               .gfx_arch_count = 2};
-  char* path = kt_path(tmp, name);
+  char* path = kt_path(kt_tmp, name);
   kpack_writer_t* w;
   assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
   for (unsigned i = 0; i < 300; i++) {
@@ -96,7 +81,7 @@ static void test_layout_matches_rocm_writer(void** state) {
   free(z);
   uint8_t* r = write_sample("r.kpack", KPACK_COMPRESSION_NOOP, 0, &n);
   kpack_archive_t a;
-  char* path = kt_path(tmp, "r.kpack");
+  char* path = kt_path(kt_tmp, "r.kpack");
   assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
   size_t count;
   const char* arch;
@@ -124,7 +109,7 @@ static void test_layout_matches_rocm_writer(void** state) {
 static void test_duplicate_kernel_and_bad_names_are_rejected(void** state) {
   (void)state;
   kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_NOOP};
-  char* path = kt_path(tmp, "dup.kpack");
+  char* path = kt_path(kt_tmp, "dup.kpack");
   kpack_writer_t* w;
   assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
   assert_int_equal(kpack_writer_add_kernel(w, "b#0", "gfx90a", "x", 1),
@@ -156,7 +141,7 @@ static void test_bad_options_are_rejected(void** state) {
   (void)state;
   kpack_writer_t* w = (kpack_writer_t*)1;
   kpack_writer_options_t o = {.scheme = 7};
-  char* path = kt_path(tmp, "bad.kpack");
+  char* path = kt_path(kt_tmp, "bad.kpack");
   assert_int_equal(kpack_writer_create(path, &o, &w),
                    KPACK_ERROR_INVALID_ARGUMENT);
   assert_null(w);
@@ -180,7 +165,7 @@ static void test_bad_options_are_rejected(void** state) {
 
 static void test_abort_leaves_destination_untouched(void** state) {
   (void)state;
-  char* sub = kt_path(tmp, "abort");
+  char* sub = kt_path(kt_tmp, "abort");
   assert_int_equal(mkdir(sub, 0755), 0);
   char* path = kt_path(sub, "out.kpack");
   kt_write_file(path, "old", 3);
@@ -213,7 +198,7 @@ static void test_abort_leaves_destination_untouched(void** state) {
 static void test_finish_replaces_existing_file_with_ordinary_mode(
     void** state) {
   (void)state;
-  char* path = kt_path(tmp, "replace.kpack");
+  char* path = kt_path(kt_tmp, "replace.kpack");
   kt_write_file(path, "old", 3);
   kt_kernel k = {"b#0", "gfx90a", "abc", 3};
   kt_write_archive(path, KPACK_COMPRESSION_NOOP, NULL, 0, &k, 1);
@@ -237,5 +222,6 @@ int main(void) {
       cmocka_unit_test(test_abort_leaves_destination_untouched),
       cmocka_unit_test(test_finish_replaces_existing_file_with_ordinary_mode),
   };
-  return cmocka_run_group_tests_name("writer", tests, setup, teardown);
+  return cmocka_run_group_tests_name("writer", tests, kt_tmp_setup,
+                                     kt_tmp_teardown);
 }
