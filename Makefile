@@ -4,8 +4,15 @@
 PREFIX  ?= /usr/local
 LIBDIR  ?= $(PREFIX)/lib
 CC      ?= cc
-VERSION := 1.0.0
-SOVER   := 1
+# The version and soname of ROCm's own kpack runtime (CMake project 0.1.0,
+# SOVERSION 0): binaries linked against it need librocm_kpack.so.0.
+VERSION := 0.1.0
+SOVER   := 0
+
+# Quiet by default: one short line per step; V=1 shows the full commands.
+V ?=
+Q := $(if $(V),,@)
+say = $(if $(V),,@printf '  %-6s %s\n' '$(1)' '$(2)';)
 
 # SANITIZE=address,undefined or SANITIZE=thread builds into its own tree.
 SANITIZE ?=
@@ -21,7 +28,7 @@ CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
-CPPFLAGS += -D_GNU_SOURCE -Iinclude -Ilibkpack -DKPACK_VERSION_STRING='"$(VERSION)"'
+CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude -Ilibkpack -DKPACK_VERSION_STRING='"$(VERSION)"'
 CFLAGS   += -std=c11 $(OPT) $(WARN) -fvisibility=hidden -pthread $(DEPS_CFLAGS)
 LDFLAGS  += -pthread
 # ---- sanitizers ---------------------------------------------------------------
@@ -38,27 +45,29 @@ endif
 LIB_SRCS := $(sort $(wildcard libkpack/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SONAME   := librocm_kpack.so.$(SOVER)
-LIB_SO   := $(BUILD)/lib/$(SONAME)
+LIB_REAL := librocm_kpack.so.$(VERSION)
+LIB_SO   := $(BUILD)/lib/$(LIB_REAL)
 LIB_A    := $(BUILD)/lib/librocm_kpack.a
 LIB_PC   := $(BUILD)/lib/rocm_kpack.pc
 HEADERS  := $(wildcard include/rocm_kpack/*.h)
 
 $(BUILD)/libkpack/%.o: libkpack/%.c $(HEADERS) $(wildcard libkpack/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -DKPACK_BUILDING_LIBRARY $(CFLAGS) -fPIC -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) -DKPACK_BUILDING_LIBRARY $(CFLAGS) -fPIC -c $< -o $@
 
 $(LIB_SO): $(LIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) -shared -Wl,-soname,$(SONAME) $(LIB_NO_UNDEFINED) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS)
-	ln -sf $(SONAME) $(BUILD)/lib/librocm_kpack.so
+	$(call say,LD,$@)$(CC) -shared -Wl,-soname,$(SONAME) $(LIB_NO_UNDEFINED) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS)
+	$(Q)ln -sf $(LIB_REAL) $(BUILD)/lib/$(SONAME)
+	$(Q)ln -sf $(SONAME) $(BUILD)/lib/librocm_kpack.so
 
 $(LIB_A): $(LIB_OBJS)
 	@mkdir -p $(@D)
-	rm -f $@ && ar rcs $@ $^
+	$(call say,AR,$@)rm -f $@ && ar rcs $@ $^
 
 $(LIB_PC): Makefile
 	@mkdir -p $(@D)
-	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$${prefix}/include' '' \
+	$(call say,GEN,$@)printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$${prefix}/include' '' \
 	  'Name: rocm_kpack' 'Description: kpack GPU code object archive runtime' \
 	  'Version: $(VERSION)' 'Requires.private: $(PKGS)' \
 	  'Libs: -L$${libdir} -lrocm_kpack' 'Libs.private: -pthread' \
@@ -74,19 +83,19 @@ PROGRAMS     := $(strip $(if $(KPACKFS_SRCS),$(KPACKFS)) $(if $(TOOL_SRCS),$(TOO
 
 $(BUILD)/kpackfs/%.o: kpackfs/%.c $(HEADERS) $(wildcard kpackfs/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(FUSE_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(FUSE_CFLAGS) -c $< -o $@
 
 $(KPACKFS): $(KPACKFS_SRCS:%.c=$(BUILD)/%.o) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(FUSE_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(FUSE_LIBS)
 
 $(BUILD)/contrib/%.o: contrib/%.c $(HEADERS) $(wildcard contrib/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(TOOL): $(TOOL_SRCS:%.c=$(BUILD)/%.o) $(LIB_A)
 	@mkdir -p $(@D)
-	$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) -lz
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) -lz
 
 # Keep objects between runs (pattern-rule intermediates would be deleted).
 .SECONDARY:
@@ -113,10 +122,10 @@ export KPACK_SOURCE_DIR := $(CURDIR)
 
 $(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h) $(wildcard libkpack/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -Wno-missing-prototypes -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -Wno-missing-prototypes -c $< -o $@
 
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_SUPPORT) $(LIB_A)
-	$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -lz -ldl
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -lz -ldl
 
 # On a fresh machine `make check` first installs what is missing (as root;
 # contrib/demo.sh deps), then runs the suites in a sub-make that sees the
@@ -139,7 +148,7 @@ BENCH := $(BUILD)/bench/bench
 
 $(BENCH): tests/bench/bench.c $(LIB_A) $(HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
+	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
 
 .PHONY: bench
 bench: all $(BENCH)
@@ -166,14 +175,14 @@ FUZZ_DRIVERS := $(FUZZ_BUILD)/tests/fuzz/fuzz_drivers.o
 # Only the library carries coverage feedback; the drivers are just checked.
 $(FUZZ_BUILD)/libkpack/%.o: libkpack/%.c $(HEADERS) $(wildcard libkpack/*.h)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(CPPFLAGS) -DKPACK_BUILDING_LIBRARY $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(call say,CC,$<)$(FUZZ_CC) $(CPPFLAGS) -DKPACK_BUILDING_LIBRARY $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_BUILD)/tests/fuzz/%.o: tests/fuzz/%.c tests/fuzz/fuzz_drivers.h $(HEADERS)
 	@mkdir -p $(@D)
-	$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_DRIVERS) $(FUZZ_LIB)
-	$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(DEPS_LIBS)
+	$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(DEPS_LIBS)
 
 .PHONY: fuzz fuzz-build fuzz-corpus fuzz-coverage
 fuzz-build: $(FUZZ_BINS)
@@ -196,13 +205,13 @@ fuzz: $(FUZZ_BINS)
 # drivers (tests/test_fuzz_replay.c), with whatever SANITIZE/VALGRIND is set.
 $(BUILD)/tests/fuzz/fuzz_drivers.o: tests/fuzz/fuzz_drivers.h
 $(BUILD)/tests/test_fuzz_replay: $(BUILD)/tests/test_fuzz_replay.o $(BUILD)/tests/fuzz/fuzz_drivers.o $(TEST_SUPPORT) $(LIB_A)
-	$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS)
 
 # Seeds come from the project's writer; regenerate after a format change.
 MAKE_CORPUS := $(BUILD)/tests/fuzz/make_corpus
 $(MAKE_CORPUS): tests/fuzz/make_corpus.c tests/fuzz/fuzz_drivers.h $(LIB_A) $(HEADERS)
 	@mkdir -p $(@D)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
+	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
 
 fuzz-corpus: $(MAKE_CORPUS)
 	rm -rf tests/fuzz/corpus
@@ -235,7 +244,8 @@ fuzz-coverage:
 .PHONY: install
 install: all
 	install -d $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/include/rocm_kpack $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	install -m 0755 $(LIB_SO) $(DESTDIR)$(LIBDIR)/$(LIB_REAL)
+	ln -sf $(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(SONAME)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/librocm_kpack.so
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 0644 $(HEADERS) $(DESTDIR)$(PREFIX)/include/rocm_kpack/
@@ -274,7 +284,7 @@ format:
 	clang-format -i $(wildcard include/rocm_kpack/*.h libkpack/*.[ch] kpackfs/*.[ch] contrib/*.[ch] tests/*.[ch] tests/fuzz/*.c examples/*.c)
 
 help:
-	@echo "make            build librocm_kpack.so.1/.a, rocm_kpack.pc, kpackfs, kpack"
+	@echo "make            build librocm_kpack.so.0/.a, rocm_kpack.pc, kpackfs, kpack"
 	@echo "make check      unit and real-mount integration tests (VALGRIND=1, SANITIZE=...)"
 	@echo "make demo       pack real AMD GPU code objects, mount them, look inside"
 	@echo "make bench      performance table"

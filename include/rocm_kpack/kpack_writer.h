@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * libkpack extension: the streaming archive writer. Output is byte-compatible
+ * with ROCm's writer and deterministic. Status values are those of
+ * kpack_types.h.
+ */
+#ifndef ROCM_KPACK_WRITER_H
+#define ROCM_KPACK_WRITER_H
+
+#include "kpack.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- Writer -------------------------------------------------------------- */
+
+/* Streams an archive to disk: kpack_writer_create(), kpack_writer_add_kernel()
+ * for each kernel, then kpack_writer_finish() or kpack_writer_abort(). Data
+ * goes to a temporary file beside the destination, renamed over it only by a
+ * successful finish, so readers never see a partial archive. The output is a
+ * function of the options and the sequence of added kernels alone:
+ * identical inputs give identical bytes, whatever the thread count. */
+typedef struct kpack_writer kpack_writer_t;
+
+typedef struct kpack_writer_options {
+  kpack_compression_scheme_t scheme; /* NOOP or ZSTD_PER_KERNEL */
+  int zstd_level;                    /* 0 selects the default level (3) */
+  unsigned threads;                  /* compression threads; 0 or 1: inline */
+  const char* group_name;            /* NULL: "" */
+  const char* gfx_arch_family;       /* NULL: "" */
+  /* Declared architectures, in order. Arches of added kernels that are not
+   * listed are appended in order of first use. */
+  const char* const* gfx_arches;
+  size_t gfx_arch_count;
+} kpack_writer_options_t;
+
+/* Starts an archive at `path` (created or replaced at finish).
+ *   INVALID_ARGUMENT  a pointer is NULL, unknown scheme or bad level
+ *   IO_ERROR          the temporary file cannot be created
+ *   OUT_OF_MEMORY     allocation failed */
+KPACK_API kpack_error_t
+kpack_writer_create(const char* path, const kpack_writer_options_t* options,
+                    kpack_writer_t** writer);
+
+/* Adds one kernel; the data is copied (or compressed) before this returns
+ * or is queued to a compression thread, so the caller may reuse it.
+ * Kernels get ordinals in the order they are added.
+ *   INVALID_ARGUMENT  NULL pointer, empty name, a name with an embedded NUL
+ *                     or a (binary, arch) pair already added
+ *   IO_ERROR, OUT_OF_MEMORY, or an error left by an earlier failure */
+KPACK_API kpack_error_t kpack_writer_add_kernel(kpack_writer_t* writer,
+                                                const char* binary_name,
+                                                const char* arch,
+                                                const void* data, size_t size);
+
+/* Writes the TOC and header, syncs and renames the file into place, then
+ * frees the writer (also on failure, after removing the temporary file). */
+KPACK_API kpack_error_t kpack_writer_finish(kpack_writer_t* writer);
+
+/* Removes the temporary file and frees the writer. NULL is a no-op. */
+KPACK_API void kpack_writer_abort(kpack_writer_t* writer);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ROCM_KPACK_WRITER_H */
