@@ -43,8 +43,12 @@ static kpack_error_t open_file(const char* path, int* fd, uint64_t* size) {
   if (*fd < 0)
     return errno == ENOENT || errno == ENOTDIR ? KPACK_ERROR_FILE_NOT_FOUND
                                                : KPACK_ERROR_IO_ERROR;
-  if (fstat(*fd, &st) != 0 || !S_ISREG(st.st_mode))
+  if (fstat(*fd, &st) != 0)
     return KPACK_ERROR_IO_ERROR;
+  if (!S_ISREG(st.st_mode)) {
+    errno = EISDIR;
+    return KPACK_ERROR_IO_ERROR;
+  }
   *size = (uint64_t)st.st_size;
   return KPACK_SUCCESS;
 }
@@ -129,9 +133,13 @@ KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
   *archive = a;
   return KPACK_SUCCESS;
 
-fail:
+fail:;
+  /* Callers tell a transient failure (EMFILE...) from a permanent one by
+   * errno, so the cleanup must not clobber it. */
+  int saved_errno = errno;
   free(toc_bytes);
   kpack_close(a);
+  errno = saved_errno;
   return err;
 }
 

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -477,6 +478,36 @@ static void test_directory_is_io_error(void** state) {
   kpack_archive_t a;
   assert_int_equal(kpack_open(kt_tmp, &a), KPACK_ERROR_IO_ERROR);
   assert_null(a);
+  assert_int_equal(errno, EISDIR);
+}
+
+/* Callers (the loader, kpackfs) tell "out of descriptors" from a bad file
+ * by errno, which the failure path must leave as the system set it. */
+static void test_open_failures_leave_errno_set(void** state) {
+  (void)state;
+  kpack_archive_t a;
+  char* missing = kt_path(kt_tmp, "missing.kpack");
+  assert_int_equal(kpack_open(missing, &a), KPACK_ERROR_FILE_NOT_FOUND);
+  assert_int_equal(errno, ENOENT);
+  free(missing);
+
+  char* path = kt_path(kt_tmp, "errno.kpack");
+  kt_write_archive(path, KPACK_COMPRESSION_NOOP, NULL, 0, NULL, 0);
+  struct rlimit saved, low;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved), 0);
+  int probe = dup(0);
+  assert_true(probe >= 0);
+  close(probe);
+  low = saved;
+  low.rlim_cur = (rlim_t)probe; /* the next descriptor is just over it */
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+  kpack_error_t err = kpack_open(path, &a);
+  int saved_errno = errno;
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &saved), 0);
+  assert_int_equal(err, KPACK_ERROR_IO_ERROR);
+  assert_int_equal(saved_errno, EMFILE);
+  assert_null(a);
+  free(path);
 }
 
 static void test_short_file_and_bad_magic_are_invalid_format(void** state) {
@@ -969,6 +1000,7 @@ int main(void) {
       cmocka_unit_test(test_unknown_binary_or_arch_is_kernel_not_found),
       cmocka_unit_test(test_missing_file_is_file_not_found),
       cmocka_unit_test(test_directory_is_io_error),
+      cmocka_unit_test(test_open_failures_leave_errno_set),
       cmocka_unit_test(test_short_file_and_bad_magic_are_invalid_format),
       cmocka_unit_test(test_version_2_is_unsupported),
       cmocka_unit_test(test_toc_offset_out_of_range_is_invalid_format),

@@ -25,7 +25,11 @@ extern "C" {
  * On failure *archive is set to NULL.
  *   INVALID_ARGUMENT     path or archive is NULL
  *   FILE_NOT_FOUND       no file at path
- *   IO_ERROR             path is a directory or cannot be read
+ *   IO_ERROR             path is a directory or cannot be read; errno then
+ *                        holds the system's reason (EISDIR for anything
+ *                        but a regular file, EMFILE/ENFILE when out of
+ *                        file descriptors, EACCES...), as after
+ *                        FILE_NOT_FOUND (ENOENT, ENOTDIR)
  *   INVALID_FORMAT       bad magic, short file, TOC offset or a blob, region
  *                        or frame outside the file, an ordinal with no data,
  *                        a raw blob whose size differs from original_size
