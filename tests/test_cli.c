@@ -17,7 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fatbin_fixture.h"
+#include "fixture_fatbin.h"
+#include "support.h"
 
 extern char** environ;
 
@@ -624,10 +625,8 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
   assert_contains(err, elf);
   assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
   free(err);
-  fx_elf_opts o = {NULL, 0, false, NULL, NULL, 0, false};
+  fx_elf_opts o = {.no_fatbin = true};
   fx_buf plain = fx_elf(&o);
-  void* at = memmem(plain.data, plain.size, ".hip_fatbin", 11);
-  memcpy(at, ".text\0\0\0\0\0\0", 11);
   kt_write_file(elf, plain.data, plain.size);
   free(plain.data);
   assert_int_equal(KP(NULL, &err, "create", "-o", out_path, "--fatbin", elf),
@@ -676,9 +675,11 @@ static char* sample_fatbin(const char* name, void* kernels[3][2]) {
       bundles[i] = plain;
     }
   }
-  size_t order[3] = {1, 2, 0};
-  fx_ptr how[3] = {FX_PTR_FILE, FX_PTR_FILE, FX_PTR_RELATIVE};
-  fx_elf_opts o = {bundles, 3, true, order, how, 3, false};
+  fx_wrapper w[3] = {{FX_HIPF_MAGIC, 1, 1, FX_PTR_FILE, 0},
+                     {FX_HIPF_MAGIC, 1, 2, FX_PTR_FILE, 0},
+                     {FX_HIPF_MAGIC, 1, 0, FX_PTR_RELATIVE, 0}};
+  fx_elf_opts o = {
+      .bundles = bundles, .bundle_count = 3, .wrappers = w, .wrapper_count = 3};
   fx_buf elf = fx_elf(&o);
   char* path = path_in(name);
   kt_write_file(path, elf.data, elf.size);
