@@ -857,6 +857,50 @@ static void test_verify_reports_one_line_per_corrupt_kernel(void** state) {
   free_sample();
 }
 
+/* ROCm's packing tools can file a kernel under an arch the archive does not
+ * declare; its reader accepts that, so verify warns unless --strict. */
+static void test_verify_undeclared_arch_is_a_warning_unless_strict(
+    void** state) {
+  (void)state;
+  /* The writer declares every arch it packs; drop gfx1100 from the TOC's
+   * gfx_arches (a msgpack array, the TOC runs to the end of the file). */
+  char* path = sample_archive("undeclared.kpack", KPACK_COMPRESSION_NOOP);
+  static const char both[] = "\xaagfx_arches\x92\xadgfx90a:xnack-\xa7gfx1100";
+  static const char one[] = "\xaagfx_arches\x91\xadgfx90a:xnack-";
+  size_t n;
+  uint8_t* bytes = kt_read_file(path, &n);
+  uint8_t* at = memmem(bytes, n, both, sizeof(both) - 1);
+  assert_non_null(at);
+  memcpy(at, one, sizeof(one) - 1);
+  size_t cut = sizeof(both) - sizeof(one);
+  uint8_t* rest = at + sizeof(both) - 1;
+  memmove(rest - cut, rest, (size_t)(bytes + n - rest));
+  kt_write_file(path, bytes, n - cut);
+  free(bytes);
+  char *out, *want;
+  assert_true(asprintf(&want,
+                       "%s: lib/liba.so.1#0 gfx1100: warning: arch not "
+                       "declared in gfx_arches",
+                       path) > 0);
+  assert_int_equal(KP(&out, NULL, "verify", path), 0);
+  assert_contains(out, want);
+  assert_contains(out, ": OK, 3 kernels, 1 warning\n");
+  assert_int_equal(count_lines(out), 2);
+  free(out);
+  assert_int_equal(KP(&out, NULL, "verify", "-q", path), 0);
+  assert_int_equal(count_lines(out), 1);
+  free(out);
+
+  assert_int_equal(KP(&out, NULL, "verify", "--strict", path), 1);
+  assert_null(strstr(out, "warning"));
+  assert_contains(out, "lib/liba.so.1#0 gfx1100: arch not declared");
+  assert_contains(out, "1 problem in 3 kernels");
+  free(out);
+  free(want);
+  free(path);
+  free_sample();
+}
+
 /* ---- resolve ----------------------------------------------------------------
  */
 
@@ -1145,6 +1189,9 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_verify_reports_one_line_per_corrupt_kernel, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_verify_undeclared_arch_is_a_warning_unless_strict, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(test_resolve_success_explains_the_match,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(test_resolve_reports_each_failure_by_name,
