@@ -19,7 +19,14 @@
 
 #include "kpackfs.h"
 
-#define KFS_DEFAULT_CACHE (256ull << 20)
+/* The page cache keeps what was read across opens, and an open kernel is
+ * pinned whatever the budget, so the cache only has to bridge a kernel's
+ * closes: a tool that reads the ELF header, closes and comes back for the
+ * sections, `kernels` rendered right after `kernel.hsaco` was read, pages
+ * the kernel dropped under memory pressure. A dozen recent kernels of a
+ * real library (1-2 MB each) is enough; more only duplicates the page cache
+ * (README, "How reads work"). */
+#define KFS_DEFAULT_CACHE (16ull << 20)
 
 typedef struct kfs_config {
   char** positional; /* SOURCE... MOUNTPOINT */
@@ -74,7 +81,7 @@ static void usage(const char* prog) {
       "\n"
       "kpackfs options:\n"
       "    -o cache_size=SIZE     decompressed-kernel cache budget, with an\n"
-      "                           optional K, M or G suffix (default 256M)\n"
+      "                           optional K, M or G suffix (default 16M)\n"
       "    -o uid=N,gid=N         owner of every file (default: the mounting\n"
       "                           user)\n"
       "    -h, --help             this help\n"
@@ -237,45 +244,16 @@ destroy:
   return rc;
 }
 
-/* Decompressed kernels are large, allocated and freed over and over in a
- * few sizes. Kept in one heap, an evicted kernel's memory is reused by the
- * next one instead of going back to the kernel and being faulted in again,
- * page by page, which costs more than decompressing it (measured: 1 ms per
- * fresh 256 KiB in a VM, 4 us reused), and RSS stays near the budget. */
+/* Decompressed kernels are large and allocated over and over in a few
+ * sizes. The kernel cache hands an evicted kernel's buffer to the kernel
+ * that replaces it; what it does allocate stays in one heap (not one arena
+ * per FUSE thread, not a fresh mmap per kernel) so freed memory is reused
+ * rather than returned to the system and faulted in again, page by page. */
 static void tune_malloc(void) {
 #ifdef __GLIBC__
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 16 << 20);
   mallopt(M_ARENA_MAX, 1);
-#endif
-}
-
-/* The same kernels, faulted in 2 MiB at a time instead of 4 KiB: a fresh
- * 256 KiB kernel then costs one page fault, not 64, which doubled first-read
- * throughput through the mount (measured: 211 -> 454 MB/s on 2,000 x 256 KiB
- * kernels). glibc reads its tunables only when a program starts, so kpackfs
- * starts itself again, once, with glibc.malloc.hugetlb=1 added, unless the
- * user already chose that tunable or the daemon runs under valgrind (whose
- * children would run unchecked). If the exec fails, nothing is lost. */
-static void restart_with_huge_pages(char* argv[]) {
-#ifdef __GLIBC__
-  const char* tunables = getenv("GLIBC_TUNABLES");
-  const char* preload = getenv("LD_PRELOAD");
-  if ((tunables != NULL && strstr(tunables, "glibc.malloc.hugetlb")) ||
-      (preload != NULL && strstr(preload, "vgpreload")))
-    return;
-  char* value = NULL;
-  if (asprintf(&value, "%s%sglibc.malloc.hugetlb=1", tunables ? tunables : "",
-               tunables ? ":" : "") < 0)
-    return;
-  setenv("GLIBC_TUNABLES", value, 1);
-  free(value);
-  execv("/proc/self/exe", argv);
-  unsetenv("GLIBC_TUNABLES"); /* exec failed: carry on as we are */
-  if (tunables != NULL)
-    setenv("GLIBC_TUNABLES", tunables, 1);
-#else
-  (void)argv;
 #endif
 }
 
@@ -289,7 +267,6 @@ int main(int argc, char* argv[]) {
   bool tree_built = false;
   int rc = 1;
 
-  restart_with_huge_pages(argv);
   memset(&opts, 0, sizeof(opts));
   memset(&fs, 0, sizeof(fs));
   pthread_mutex_init(&fs.handles_lock, NULL);
