@@ -4,6 +4,7 @@
  * bytes, and archives produced by the project's own writer.
  */
 #include "support.h"
+#include "fixture_fatbin.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -63,19 +64,8 @@ char* kt_path(const char* dir, const char* name) {
 
 void* kt_pattern(size_t size, uint32_t seed) {
   uint8_t* p = malloc(size ? size : 1);
-  uint32_t x = seed * 2654435761u + 1;
   assert_non_null(p);
-  /* Runs of a few repeated symbols from a small alphabet: zstd finds
-   * structure, but no two seeds give the same bytes. */
-  for (size_t i = 0; i < size;) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    size_t run = 1 + (x & 7);
-    uint8_t value = (uint8_t)((x >> 8) % 23 + seed);
-    for (size_t j = 0; j < run && i < size; j++)
-      p[i++] = value;
-  }
+  fx_fill_pattern(p, size, seed);
   return p;
 }
 

@@ -35,7 +35,8 @@ int kt_tmp_teardown(void** state);
 void kt_rmtree(const char* path);
 /* dir + "/" + name; free() the result. */
 char* kt_path(const char* dir, const char* name);
-/* `size` deterministic bytes for `seed`: compressible but not trivially. */
+/* `size` deterministic bytes for `seed`: compressible but not trivially
+ * (fx_fill_pattern of fixture_fatbin.h). */
 void* kt_pattern(size_t size, uint32_t seed);
 /* Whole-file read and write; kt_read_file returns NULL if it cannot. */
 void* kt_read_file(const char* path, size_t* size);
