@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "kpackfs.h"
@@ -177,35 +178,73 @@ static int kfs_opt_proc(void* data, const char* arg, int key,
   }
 }
 
-/* "-o ro,default_permissions,fsname=SOURCES,subtype=kpackfs": read-only at
- * the VFS too, the kernel checks the 0444/0555 modes, and mount(8) lists
- * the sources. */
-static int add_mount_options(struct fuse_args* args, char* const* sources,
-                             size_t count) {
-  char* joined = NULL;
-  char* opts = NULL;
+/* The mount source that mount(8), df and /proc/mounts show: the SOURCE
+ * arguments joined with ':' while that stays short, else the first archive
+ * and how many follow ("/x/blas_gfx90a.kpack:+89"); .kpackfs/archives lists
+ * them all. The kernel refuses a mount source of a page (4 KiB) or more,
+ * which some ninety archives named one by one already reach. */
+#define KFS_FSNAME_MAX 255
+
+static char* mount_source(char* const* sources, size_t count,
+                          const kfs_paths* paths) {
+  char* name = NULL;
   size_t len = 0;
-  int rc = -1;
   for (size_t i = 0; i < count; i++)
     len += strlen(sources[i]) + 1;
-  joined = malloc(len + 8);
-  if (joined == NULL)
+  if (len - 1 <= KFS_FSNAME_MAX) {
+    if ((name = malloc(len)) == NULL)
+      return NULL;
+    name[0] = '\0';
+    for (size_t i = 0; i < count; i++) {
+      if (i > 0)
+        strcat(name, ":");
+      strcat(name, sources[i]);
+    }
+  } else if (paths->count == 0) {
+    name = strdup("kpackfs"); /* nothing but ':' */
+  } else if (asprintf(&name, "%s:+%zu", paths->items[0], paths->count - 1) <
+             0) {
+    return NULL;
+  }
+  return name;
+}
+
+/* "-o ro,default_permissions,fsname=...,subtype=kpackfs": read-only at the
+ * VFS too, the kernel checks the 0444/0555 modes, and mount(8) shows where
+ * the kernels come from. */
+static int add_mount_options(struct fuse_args* args, char* const* sources,
+                             size_t count, const kfs_paths* paths) {
+  char* source = mount_source(sources, count, paths);
+  char* fsname = NULL;
+  char* opts = NULL;
+  int rc = -1;
+  if (source == NULL || asprintf(&fsname, "fsname=%s", source) < 0) {
+    fsname = NULL;
     goto out;
-  strcpy(joined, "fsname=");
-  for (size_t i = 0; i < count; i++) {
-    if (i > 0)
-      strcat(joined, ":");
-    strcat(joined, sources[i]);
   }
   if (fuse_opt_add_opt(&opts, "ro,default_permissions,subtype=kpackfs") != 0 ||
-      fuse_opt_add_opt_escaped(&opts, joined) != 0 ||
+      fuse_opt_add_opt_escaped(&opts, fsname) != 0 ||
       fuse_opt_add_arg(args, "-o") != 0 || fuse_opt_add_arg(args, opts) != 0)
     goto out;
   rc = 0;
 out:
-  free(joined);
+  if (rc != 0)
+    fprintf(stderr, "kpackfs: out of memory\n");
+  free(source);
+  free(fsname);
   free(opts);
   return rc;
+}
+
+/* kpackfs keeps one descriptor open per archive for the life of the mount,
+ * and a library directory can hold more archives than the usual soft limit
+ * of 1024: take what the hard limit allows, as a file server would. */
+static void raise_fd_limit(void) {
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &lim); /* else open fails, and says so */
+  }
 }
 
 static int run_session(kfs_fs* fs, struct fuse_args* args,
@@ -292,16 +331,17 @@ int main(int argc, char* argv[]) {
     goto out;
   }
   size_t source_count = cfg.positional_count - 1;
+  for (size_t i = 0; i < source_count; i++)
+    if (kfs_paths_add_source(&paths, cfg.positional[i]) != 0)
+      goto out;
   if (fuse_opt_add_arg(&args, cfg.positional[source_count]) != 0 ||
-      add_mount_options(&args, cfg.positional, source_count) != 0)
+      add_mount_options(&args, cfg.positional, source_count, &paths) != 0)
     goto out;
   if (fuse_parse_cmdline(&args, &opts) != 0)
     goto out;
 
   /* Every source is opened before anything is mounted. */
-  for (size_t i = 0; i < source_count; i++)
-    if (kfs_paths_add_source(&paths, cfg.positional[i]) != 0)
-      goto out;
+  raise_fd_limit();
   if (kfs_tree_build(&fs.tree, &paths) != 0)
     goto out;
   tree_built = true;
