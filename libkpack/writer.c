@@ -541,11 +541,33 @@ static int pack_cstr(msgpack_packer* pk, const char* s) {
   return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, s, n);
 }
 
+/* zstd_frame_sizes (SPEC §1): every frame's size, u32 LE by ordinal, the
+ * same values as the size fields in the region, so that a reader can place
+ * every frame without reading the region. Omitted if it could not be one
+ * msgpack bin. */
+static int pack_frame_sizes(kpack_writer_t* w, msgpack_packer* pk) {
+  size_t len = w->entry_count * 4;
+  uint8_t* sizes = malloc(len ? len : 1);
+  if (sizes == NULL)
+    return -1;
+  for (size_t i = 0; i < w->entry_count; i++)
+    store_le(sizes + 4 * i, w->stored[i], 4);
+  int rc = pack_cstr(pk, "zstd_frame_sizes");
+  rc |= msgpack_pack_bin(pk, len);
+  rc |= msgpack_pack_bin_body(pk, sizes, len);
+  free(sizes);
+  return rc;
+}
+
 /* The TOC map. Key order follows ROCm's writer: header fields, "toc", then
- * the scheme and its payload index. */
+ * the scheme and its payload index; the frame-size table comes last. */
 static int pack_toc(kpack_writer_t* w, msgpack_packer* pk, wr_entry** sorted) {
   int rc = 0;
-  rc |= msgpack_pack_map(pk, w->scheme == KPACK_COMPRESSION_NOOP ? 7 : 8);
+  bool frame_sizes = w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL &&
+                     w->entry_count <= UINT32_MAX / 4;
+  rc |= msgpack_pack_map(pk, w->scheme == KPACK_COMPRESSION_NOOP ? 7
+                             : frame_sizes                       ? 9
+                                                                 : 8);
   rc |= pack_cstr(pk, "format_version");
   rc |= msgpack_pack_uint32(pk, KPACK_CURRENT_VERSION);
   rc |= pack_cstr(pk, "group_name") || pack_cstr(pk, w->group_name);
@@ -598,6 +620,8 @@ static int pack_toc(kpack_writer_t* w, msgpack_packer* pk, wr_entry** sorted) {
     rc |= msgpack_pack_uint64(pk, KP_PAYLOAD_START);
     rc |= pack_cstr(pk, "zstd_size");
     rc |= msgpack_pack_uint64(pk, w->pos - KP_PAYLOAD_START);
+    if (frame_sizes)
+      rc |= pack_frame_sizes(w, pk);
   }
   return rc;
 }
