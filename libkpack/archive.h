@@ -131,6 +131,19 @@ kpack_error_t kp_frame_table_repair(kpack_archive_t archive);
 kpack_error_t kp_read_kernel(kpack_archive_t archive, const kp_kernel* kernel,
                              void** dst);
 void kp_reader_pool_free(kpack_archive_t archive);
+/* The stored zstd frame of kernel k, copied into *frame (grown with realloc
+ * to *cap bytes as needed; *size receives its length) after the same
+ * checks as a read, decompression included, so that only a frame that
+ * reads back as the kernel is passed on. INVALID_ARGUMENT for a `none`
+ * archive; otherwise the statuses of kp_read_kernel. */
+kpack_error_t kp_copy_frame(kpack_archive_t archive, const kp_kernel* kernel,
+                            void** frame, size_t* cap, size_t* size);
+
+/* entry_metadata.c: SUCCESS if data[0, size) is exactly one well-formed
+ * MessagePack map that renders as JSON (nesting within KP_JSON_MAX_DEPTH);
+ * INVALID_ARGUMENT otherwise, OUT_OF_MEMORY if checking it could not
+ * allocate. */
+kpack_error_t kp_metadata_check(const void* data, size_t size);
 
 /* Full pread: IO_ERROR on failure or a short read. */
 kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset);

@@ -43,8 +43,8 @@ static kpack_error_t region_word(region_reader* r, uint64_t pos, bool chunk,
                                  uint32_t* word) {
   if (pos < r->start || r->len < 4 || pos - r->start > r->len - 4) {
     uint64_t left = r->end - pos;
-    size_t len = chunk ? (left < KP_WALK_CHUNK ? (size_t)left : KP_WALK_CHUNK)
-                       : 4;
+    size_t len =
+        chunk ? (left < KP_WALK_CHUNK ? (size_t)left : KP_WALK_CHUNK) : 4;
     kpack_error_t err = kp_pread_all(r->fd, r->buf, len, pos);
     if (err != KPACK_SUCCESS) {
       r->len = 0;
@@ -133,8 +133,8 @@ static void extents_from_table(kp_toc* toc, const uint8_t* sizes) {
 static kpack_error_t declared_size(int fd, const kp_extent* frame,
                                    uint64_t* size, bool* size_field_ok) {
   uint8_t bytes[4 + KP_ZSTD_HEADER_MAX];
-  size_t n =
-      frame->size < KP_ZSTD_HEADER_MAX ? (size_t)frame->size : KP_ZSTD_HEADER_MAX;
+  size_t n = frame->size < KP_ZSTD_HEADER_MAX ? (size_t)frame->size
+                                              : KP_ZSTD_HEADER_MAX;
   kpack_error_t err = kp_pread_all(fd, bytes, 4 + n, frame->offset - 4);
   if (err != KPACK_SUCCESS)
     return err;

@@ -78,12 +78,13 @@ static kpack_error_t read_frame(kpack_archive_t a, kp_reader* r,
     r->scratch_cap = stored + 4;
   }
   /* Frames start after their size field, so offset >= 4. */
-  kpack_error_t err = kp_pread_all(a->fd, r->scratch, stored + 4, e->offset - 4);
+  kpack_error_t err =
+      kp_pread_all(a->fd, r->scratch, stored + 4, e->offset - 4);
   if (err != KPACK_SUCCESS)
     return err;
   const uint8_t* f = r->scratch;
-  uint32_t field = (uint32_t)f[0] | (uint32_t)f[1] << 8 |
-                   (uint32_t)f[2] << 16 | (uint32_t)f[3] << 24;
+  uint32_t field = (uint32_t)f[0] | (uint32_t)f[1] << 8 | (uint32_t)f[2] << 16 |
+                   (uint32_t)f[3] << 24;
   *size_field_ok = field == e->size;
   return KPACK_SUCCESS;
 }
@@ -112,14 +113,18 @@ static kpack_error_t read_checked_frame(kpack_archive_t a, kp_reader* r,
   return KPACK_ERROR_DECOMPRESSION_FAILED; /* changed since it was walked */
 }
 
+/* Reads, checks and decompresses kernel k's frame into *dst (see
+ * kp_read_kernel); the frame stays in r->scratch + 4, *e says where it was. */
 static kpack_error_t decompress_frame(kpack_archive_t a, kp_reader* r,
-                                      const kp_kernel* k, void** dst) {
+                                      const kp_kernel* k, void** dst,
+                                      const kp_extent** used) {
   const kp_extent* e;
   if (k->size > SIZE_MAX)
     return KPACK_ERROR_OUT_OF_MEMORY;
   kpack_error_t err = read_checked_frame(a, r, k, &e);
   if (err != KPACK_SUCCESS)
     return err;
+  *used = e;
   size_t stored = (size_t)e->size, size = (size_t)k->size;
   const uint8_t* frame = (const uint8_t*)r->scratch + 4;
   /* A frame that declares a different size is refused before allocating. */
@@ -151,16 +156,45 @@ kpack_error_t kp_read_kernel(kpack_archive_t a, const kp_kernel* k,
     if (err == KPACK_SUCCESS)
       err = kp_pread_all(a->fd, *dst, (size_t)k->size, e->offset);
   } else {
+    const kp_extent* e;
     kp_reader* r = reader_get(a);
     if (r == NULL)
       return KPACK_ERROR_OUT_OF_MEMORY;
-    err = decompress_frame(a, r, k, dst);
+    err = decompress_frame(a, r, k, dst, &e);
     reader_put(a, r);
   }
   if (err != KPACK_SUCCESS && caller_buffer == NULL) {
     free(*dst);
     *dst = NULL;
   }
+  return err;
+}
+
+kpack_error_t kp_copy_frame(kpack_archive_t a, const kp_kernel* k, void** frame,
+                            size_t* cap, size_t* size) {
+  const kp_extent* e;
+  void* kernel = NULL;
+  if (a->toc.scheme != KPACK_COMPRESSION_ZSTD_PER_KERNEL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  kp_reader* r = reader_get(a);
+  if (r == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  kpack_error_t err = decompress_frame(a, r, k, &kernel, &e);
+  if (err == KPACK_SUCCESS && (*cap < e->size || *frame == NULL)) {
+    void* grown = realloc(*frame, e->size ? (size_t)e->size : 1);
+    if (grown == NULL) {
+      err = KPACK_ERROR_OUT_OF_MEMORY;
+    } else {
+      *frame = grown;
+      *cap = (size_t)e->size;
+    }
+  }
+  if (err == KPACK_SUCCESS) {
+    memcpy(*frame, (const uint8_t*)r->scratch + 4, (size_t)e->size);
+    *size = (size_t)e->size;
+  }
+  reader_put(a, r);
+  free(kernel);
   return err;
 }
 

@@ -51,8 +51,7 @@ static kpack_error_t read_name(toc_builder* b, mp_cursor* c, const char** out) {
 /* An entry's "metadata": kept byte for byte when it is a map. Any other
  * value is skipped like an unknown key: ROCm's reader ignores the field, so
  * an archive it loads must load here too. */
-static kpack_error_t read_metadata(toc_builder* b, mp_cursor* c,
-                                   kp_kernel* k) {
+static kpack_error_t read_metadata(toc_builder* b, mp_cursor* c, kp_kernel* k) {
   mp_cursor value = *c;
   uint32_t pairs;
   bool is_map = mp_read_map(&value, &pairs) == MP_OK;

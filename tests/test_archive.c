@@ -653,30 +653,50 @@ static void test_absent_scheme_means_none(void** state) {
   free(img.data);
 }
 
-static void test_unknown_keys_and_entry_metadata_are_ignored(void** state) {
+static void test_unknown_keys_skipped_and_entry_metadata_kept(void** state) {
   (void)state;
   image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
   hide_key(&img, PATH("group_name"));
   toc_edit e;
   edit_begin(&e, &img);
-  /* "type" becomes an unknown key holding a nested map: it must be skipped */
+  /* "type" becomes "metadata" holding nested maps, and b's entry gets a
+   * "metadata" that is not a map: read as none, as ROCm ignores it */
   msgpack_object* entry =
       edit_at(&e, PATH("toc", "lib/a.so#0", "gfx90a"), NULL);
   msgpack_object_kv* kv = &entry->via.map.ptr[0];
   kv->key.via.str.ptr = "metadata";
   kv->key.via.str.size = 8;
   kv->val = *edit_at(&e, PATH("toc", "lib/b.so#0"), NULL); /* nested maps */
+  msgpack_object* other =
+      edit_at(&e, PATH("toc", "lib/b.so#0", "gfx942"), NULL);
+  other->via.map.ptr[0].key.via.str.ptr = "metadata";
+  other->via.map.ptr[0].key.via.str.size = 8;
+  msgpack_sbuffer want;
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&want);
+  msgpack_packer_init(&pk, &want, msgpack_sbuffer_write);
+  assert_int_equal(msgpack_pack_object(&pk, kv->val), 0);
   edit_end(&e, &img);
   char* path = save(&img);
   kpack_archive_t a;
   void* d;
   size_t n;
+  const void* m;
   assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
   assert_int_equal(kpack_get_kernel(a, "lib/a.so#0", "gfx90a", &d, &n),
                    KPACK_SUCCESS);
   assert_int_equal(n, 1000);
   kpack_free_kernel(d);
+  assert_int_equal(kpack_get_entry_metadata(a, "lib/a.so#0", "gfx90a", &m, &n),
+                   KPACK_SUCCESS);
+  assert_int_equal(n, want.size);
+  assert_memory_equal(m, want.data, n);
+  assert_int_equal(kpack_get_entry_metadata(a, "lib/b.so#0", "gfx942", &m, &n),
+                   KPACK_SUCCESS);
+  assert_null(m);
+  assert_int_equal(n, 0);
   kpack_close(a);
+  msgpack_sbuffer_destroy(&want);
   free(path);
   free(img.data);
 }
@@ -1236,8 +1256,7 @@ static void test_threads_racing_past_a_stale_table_agree(void** state) {
   for (int i = 0; i < N; i++) {
     snprintf(names[i], 16, "b%d#0", i);
     size_t size = 1000 + (size_t)i * 997;
-    k[i] = (kt_kernel){names[i], "gfx942", kt_pattern(size, (uint32_t)i),
-                       size};
+    k[i] = (kt_kernel){names[i], "gfx942", kt_pattern(size, (uint32_t)i), size};
   }
   char* path = kt_path(kt_tmp, "stale-mt.kpack");
   kt_write_archive(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, N);
@@ -1295,7 +1314,7 @@ int main(void) {
       cmocka_unit_test(test_wrong_typed_known_fields_fail_to_parse),
       cmocka_unit_test(test_unknown_compression_scheme_is_unsupported),
       cmocka_unit_test(test_absent_scheme_means_none),
-      cmocka_unit_test(test_unknown_keys_and_entry_metadata_are_ignored),
+      cmocka_unit_test(test_unknown_keys_skipped_and_entry_metadata_kept),
       cmocka_unit_test(test_wide_string_and_int_encodings_are_accepted),
       cmocka_unit_test(test_blob_outside_file_is_invalid_format),
       cmocka_unit_test(test_blob_size_differing_from_original_size_is_invalid),

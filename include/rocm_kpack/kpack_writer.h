@@ -54,6 +54,47 @@ KPACK_API kpack_error_t kpack_writer_add_kernel(kpack_writer_t* writer,
                                                 const char* arch,
                                                 const void* data, size_t size);
 
+/* As kpack_writer_add_kernel(), with the entry's "metadata" map: `metadata`
+ * holds `metadata_size` bytes of exactly one MessagePack map, written into
+ * the TOC entry byte for byte (readers return the same bytes; see
+ * kpack_entry_metadata.h). NULL (with size 0) writes no metadata. The bytes
+ * are copied before this returns.
+ *   INVALID_ARGUMENT  as kpack_writer_add_kernel(), or metadata that is not
+ *                     one well-formed map (trailing bytes, truncated, another
+ *                     type, nesting deeper than 64 levels); the writer stays
+ *                     usable
+ *   IO_ERROR, OUT_OF_MEMORY, or an error left by an earlier failure */
+KPACK_API kpack_error_t kpack_writer_add_kernel_with_metadata(
+    kpack_writer_t* writer, const char* binary_name, const char* arch,
+    const void* data, size_t size, const void* metadata, size_t metadata_size);
+
+/* kpack_writer_copy_kernel() flag: compress again with the writer's level
+ * rather than carrying a zstd frame over. */
+#define KPACK_WRITER_RECOMPRESS 1u
+
+/* Adds one kernel of an open archive under the same names, with its type
+ * and metadata map. When both archives are zstd-per-kernel (and `flags`
+ * lacks KPACK_WRITER_RECOMPRESS) the stored frame is copied byte for byte,
+ * after it has been read back as the kernel (size field, content size,
+ * checksum); otherwise the kernel is decompressed and stored as an added
+ * one would be. Either way the output depends only on the input archives'
+ * bytes and the order of calls. The archive must stay open until this
+ * returns; it may be closed before kpack_writer_finish().
+ *   INVALID_ARGUMENT      a pointer is NULL, an empty name, unknown flags, or
+ *                         the (binary, arch) pair was already added
+ *   KERNEL_NOT_FOUND      the archive has no such kernel
+ *   DECOMPRESSION_FAILED  its stored bytes do not read back as the kernel
+ *   INVALID_METADATA      its metadata map is one this writer would refuse
+ *   IO_ERROR, OUT_OF_MEMORY
+ * A failure to read the source (the first four, or IO_ERROR reading it)
+ * leaves the writer usable; a failure to write poisons it as
+ * kpack_writer_add_kernel() does. */
+KPACK_API kpack_error_t kpack_writer_copy_kernel(kpack_writer_t* writer,
+                                                 kpack_archive_t archive,
+                                                 const char* binary_name,
+                                                 const char* arch,
+                                                 unsigned flags);
+
 /* Writes the TOC and header, syncs and renames the file into place, then
  * frees the writer (also on failure, after removing the temporary file). */
 KPACK_API kpack_error_t kpack_writer_finish(kpack_writer_t* writer);
