@@ -13,6 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -45,7 +47,8 @@ typedef struct wr_job {
 } wr_job;
 
 struct kpack_writer {
-  char* path;
+  char* path; /* the file to replace: the destination, links followed */
+  char* dir;  /* its directory, where the temporary file lives */
   char* tmp_path;
   int fd;
   kpack_compression_scheme_t scheme;
@@ -365,21 +368,69 @@ static void writer_free(kpack_writer_t* w) {
   free(w->group_name);
   free(w->family);
   free(w->path);
+  free(w->dir);
   free(w->tmp_path);
   free(w);
 }
 
-/* Creates "<path>.tmp.<pid>.<n>" exclusively, with the mode a plain create
- * would give (0666 less the umask), so the renamed archive looks ordinary. */
+/* The file `path` names: a symbolic link is followed (relative targets
+ * against the link's directory), so that finishing replaces the file it
+ * points to and keeps the link, as writing through it would. A dangling
+ * link names the file to create. Malloc'ed; NULL with errno on failure
+ * (ELOOP past 40 links). */
+static char* final_target(const char* path) {
+  char* cur = strdup(path);
+  for (int links = 0; cur != NULL; links++) {
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+      return cur; /* a file, a directory (rename will say so), or nothing */
+    if (links == 40) {
+      errno = ELOOP;
+      break;
+    }
+    char target[PATH_MAX];
+    ssize_t n = readlink(cur, target, sizeof(target) - 1);
+    if (n < 0)
+      break;
+    target[n] = '\0';
+    char* next = NULL;
+    const char* slash = strrchr(cur, '/');
+    if (target[0] == '/' || slash == NULL)
+      next = strdup(target);
+    else if (asprintf(&next, "%.*s/%s", (int)(slash - cur), cur, target) < 0)
+      next = NULL;
+    free(cur);
+    cur = next;
+  }
+  free(cur);
+  return NULL;
+}
+
+/* The directory part of a path ("." if none), malloc'ed. */
+static char* dir_of(const char* path) {
+  const char* slash = strrchr(path, '/');
+  if (slash == NULL)
+    return strdup(".");
+  if (slash == path)
+    return strdup("/");
+  return strndup(path, (size_t)(slash - path));
+}
+
+/* Creates "<dir>/.kpack-<pid>-<n>.tmp" exclusively beside the destination
+ * (rename needs the same filesystem; a short name, because the
+ * destination's own may already be near NAME_MAX), with the mode a plain
+ * create would give (0666 less the umask), so the renamed archive looks
+ * ordinary. */
 static kpack_error_t create_temp(kpack_writer_t* w) {
   static unsigned counter;
-  size_t len = strlen(w->path) + 64;
+  size_t len = strlen(w->dir) + 64;
   w->tmp_path = malloc(len);
   if (w->tmp_path == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   for (int attempt = 0; attempt < 100; attempt++) {
     unsigned n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    snprintf(w->tmp_path, len, "%s.tmp.%ld.%u", w->path, (long)getpid(), n);
+    snprintf(w->tmp_path, len, "%s/.kpack-%ld-%u.tmp", w->dir, (long)getpid(),
+             n);
     w->fd = open(w->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (w->fd >= 0)
       return KPACK_SUCCESS;
@@ -389,6 +440,20 @@ static kpack_error_t create_temp(kpack_writer_t* w) {
   free(w->tmp_path);
   w->tmp_path = NULL;
   return KPACK_ERROR_IO_ERROR;
+}
+
+/* After the rename: sync the directory, so that a crash cannot bring the
+ * old archive (or no archive) back. Filesystems that cannot sync a
+ * directory (EINVAL) have nothing to make durable this way. */
+static kpack_error_t sync_dir(const char* dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return KPACK_ERROR_IO_ERROR;
+  kpack_error_t err = KPACK_SUCCESS;
+  if (fsync(fd) != 0 && errno != EINVAL)
+    err = KPACK_ERROR_IO_ERROR;
+  close(fd);
+  return err;
 }
 
 static kpack_error_t add_arch(kpack_writer_t* w, const char* arch) {
@@ -438,10 +503,15 @@ KPACK_API kpack_error_t kpack_writer_create(const char* path,
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->work_ready, NULL);
   pthread_cond_init(&w->job_done, NULL);
-  w->path = strdup(path);
+  w->path = final_target(path);
+  if (w->path == NULL) {
+    err = errno == ENOMEM ? KPACK_ERROR_OUT_OF_MEMORY : KPACK_ERROR_IO_ERROR;
+    goto fail;
+  }
+  w->dir = dir_of(w->path);
   w->group_name = strdup(o->group_name ? o->group_name : "");
   w->family = strdup(o->gfx_arch_family ? o->gfx_arch_family : "");
-  if (w->path == NULL || w->group_name == NULL || w->family == NULL)
+  if (w->dir == NULL || w->group_name == NULL || w->family == NULL)
     goto fail;
   for (size_t i = 0; i < o->gfx_arch_count; i++)
     if ((err = add_arch(w, o->gfx_arches[i])))
@@ -802,6 +872,7 @@ KPACK_API kpack_error_t kpack_writer_finish(kpack_writer_t* w) {
   if (err == KPACK_SUCCESS) {
     free(w->tmp_path);
     w->tmp_path = NULL; /* nothing left to unlink */
+    err = sync_dir(w->dir);
   }
   writer_free(w);
   return err;

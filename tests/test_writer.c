@@ -5,19 +5,37 @@
  * (64-byte aligned blobs, frame table at offset 64, key order).
  */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "support.h"
 
+/* This executable's fsync() stands in for libc's, also for the writer
+ * linked into it: it records the directories synced. */
+static dev_t synced_dev;
+static ino_t synced_ino;
+
+int fsync(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    synced_dev = st.st_dev;
+    synced_ino = st.st_ino;
+  }
+  return (int)syscall(SYS_fsync, fd);
+}
+
+/* Entries of a directory, hidden ones (the temporary file) included. */
 static size_t entries_in(const char* dir) {
   size_t n = 0;
   DIR* d = opendir(dir);
   assert_non_null(d);
   for (struct dirent* e; (e = readdir(d)) != NULL;)
-    n += e->d_name[0] != '.';
+    n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
   closedir(d);
   return n;
 }
@@ -533,6 +551,107 @@ static void test_copy_refuses_a_frame_that_does_not_read_back(void** state) {
   free(dst);
 }
 
+/* ---- destination: long names, symbolic links, durability --------------------
+ */
+
+static void write_one(const char* path) {
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel(w, "b#0", "gfx90a", "abc", 3),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+}
+
+static void assert_is_archive(const char* path) {
+  kpack_archive_t a;
+  size_t n;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel_count(a, &n), KPACK_SUCCESS);
+  assert_int_equal(n, 1);
+  kpack_close(a);
+}
+
+static void test_names_up_to_name_max_can_be_written(void** state) {
+  (void)state;
+  char name[256];
+  for (size_t len = 250; len <= 255; len += 5) {
+    memset(name, 'k', len);
+    memcpy(name + len - 6, ".kpack", 6);
+    name[len] = '\0';
+    char* path = kt_path(kt_tmp, name);
+    write_one(path);
+    assert_is_archive(path);
+    unlink(path);
+    free(path);
+  }
+}
+
+static void test_symlink_destination_replaces_its_target(void** state) {
+  (void)state;
+  char* sub = kt_path(kt_tmp, "links");
+  char* real_dir = kt_path(sub, "real");
+  assert_int_equal(mkdir(sub, 0755), 0);
+  assert_int_equal(mkdir(real_dir, 0755), 0);
+  char* target = kt_path(real_dir, "t.kpack");
+  char* hop = kt_path(sub, "hop.kpack");
+  char* link = kt_path(sub, "link.kpack");
+  kt_write_file(target, "old", 3);
+  /* link -> hop -> real/t.kpack, both relative */
+  assert_int_equal(symlink("real/t.kpack", hop), 0);
+  assert_int_equal(symlink("hop.kpack", link), 0);
+  write_one(link);
+  struct stat st;
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_int_equal(lstat(hop, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_is_archive(target);
+  /* the temporary file lived beside the target, and is gone */
+  assert_int_equal(entries_in(real_dir), 1);
+  assert_int_equal(entries_in(sub), 3);
+
+  /* a dangling link: its target is created */
+  char* dangling = kt_path(sub, "dangling.kpack");
+  char* created = kt_path(real_dir, "new.kpack");
+  assert_int_equal(symlink(created, dangling), 0); /* absolute */
+  write_one(dangling);
+  assert_int_equal(lstat(dangling, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_is_archive(created);
+
+  /* a loop is an I/O error, and nothing is created */
+  char* loop = kt_path(sub, "loop.kpack");
+  assert_int_equal(symlink("loop.kpack", loop), 0);
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_NOOP};
+  kpack_writer_t* w = (kpack_writer_t*)1;
+  assert_int_equal(kpack_writer_create(loop, &o, &w), KPACK_ERROR_IO_ERROR);
+  assert_null(w);
+  free(loop);
+  free(dangling);
+  free(created);
+  free(target);
+  free(hop);
+  free(link);
+  free(real_dir);
+  free(sub);
+}
+
+static void test_finish_syncs_the_directory_after_the_rename(void** state) {
+  (void)state;
+  char* sub = kt_path(kt_tmp, "durable");
+  assert_int_equal(mkdir(sub, 0755), 0);
+  char* path = kt_path(sub, "d.kpack");
+  struct stat st;
+  assert_int_equal(stat(sub, &st), 0);
+  synced_ino = 0;
+  write_one(path);
+  assert_int_equal(synced_dev, st.st_dev);
+  assert_int_equal(synced_ino, st.st_ino);
+  free(path);
+  free(sub);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_output_is_identical_for_identical_input),
@@ -541,6 +660,9 @@ int main(void) {
       cmocka_unit_test(test_bad_options_are_rejected),
       cmocka_unit_test(test_abort_leaves_destination_untouched),
       cmocka_unit_test(test_finish_replaces_existing_file_with_ordinary_mode),
+      cmocka_unit_test(test_names_up_to_name_max_can_be_written),
+      cmocka_unit_test(test_symlink_destination_replaces_its_target),
+      cmocka_unit_test(test_finish_syncs_the_directory_after_the_rename),
       cmocka_unit_test(test_metadata_map_is_stored_byte_for_byte),
       cmocka_unit_test(test_metadata_that_is_not_one_map_is_invalid_argument),
       cmocka_unit_test(test_copy_carries_zstd_frames_and_metadata_over),

@@ -17,10 +17,13 @@ extern "C" {
 
 /* Streams an archive to disk: kpack_writer_create(), kpack_writer_add_kernel()
  * for each kernel, then kpack_writer_finish() or kpack_writer_abort(). Data
- * goes to a temporary file beside the destination, renamed over it only by a
- * successful finish, so readers never see a partial archive. The output is a
- * function of the options and the sequence of added kernels alone:
- * identical inputs give identical bytes, whatever the thread count. */
+ * goes to a temporary file beside the destination (".kpack-<pid>-<n>.tmp" in
+ * its directory), renamed over it only by a successful finish, so readers
+ * never see a partial archive. A destination that is a symbolic link is
+ * followed: its final target is the file replaced (and created if the link
+ * dangles), the link itself is kept. The output is a function of the
+ * options and the sequence of added kernels alone: identical inputs give
+ * identical bytes, whatever the thread count. */
 typedef struct kpack_writer kpack_writer_t;
 
 typedef struct kpack_writer_options {
@@ -37,7 +40,8 @@ typedef struct kpack_writer_options {
 
 /* Starts an archive at `path` (created or replaced at finish).
  *   INVALID_ARGUMENT  a pointer is NULL, unknown scheme or bad level
- *   IO_ERROR          the temporary file cannot be created
+ *   IO_ERROR          the temporary file cannot be created, or a symbolic
+ *                     link on the way cannot be read (or loops)
  *   OUT_OF_MEMORY     allocation failed */
 KPACK_API kpack_error_t
 kpack_writer_create(const char* path, const kpack_writer_options_t* options,
@@ -95,8 +99,13 @@ KPACK_API kpack_error_t kpack_writer_copy_kernel(kpack_writer_t* writer,
                                                  const char* arch,
                                                  unsigned flags);
 
-/* Writes the TOC and header, syncs and renames the file into place, then
- * frees the writer (also on failure, after removing the temporary file). */
+/* Writes the TOC and header, syncs the file, renames it into place and
+ * syncs the directory (so a crash leaves the old archive or the new one,
+ * for good), then frees the writer, also on failure, after removing the
+ * temporary file.
+ *   IO_ERROR  a write, sync or the rename failed (the destination is then
+ *             left as it was, except when only the directory sync failed)
+ *   or an error left by an earlier failure */
 KPACK_API kpack_error_t kpack_writer_finish(kpack_writer_t* writer);
 
 /* Removes the temporary file and frees the writer. NULL is a no-op. */
