@@ -14,30 +14,38 @@ static const char verify_manual[] =
     "    kpack verify - check that every kernel of archives reads back\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack verify [-q] ARCHIVE...\n"
+    "    kpack verify [-q] [--strict] ARCHIVE...\n"
     "\n"
     "DESCRIPTION\n"
     "    Opens each archive (which validates its header, table of contents\n"
     "    and frame table), decompresses every kernel and checks its size\n"
     "    against the table of contents; a zstd frame's checksum, when it has\n"
-    "    one, is checked by the decompressor. Also reports kernels whose\n"
-    "    architecture the archive does not declare in gfx_arches: the loader\n"
-    "    never looks for those. Each problem is one line on standard output:\n"
+    "    one, is checked by the decompressor. Each problem is one line on\n"
+    "    standard output:\n"
     "\n"
     "        ARCHIVE: BINARY ARCH: KPACK_ERROR_NAME (meaning)\n"
     "\n"
     "    followed by one summary line per archive.\n"
     "\n"
+    "    A kernel whose architecture the archive does not declare in\n"
+    "    gfx_arches is a warning (ARCHIVE: BINARY ARCH: warning: ...), not a\n"
+    "    problem: ROCm's packing tools write such archives and its reader\n"
+    "    accepts them, though the loader, which only asks archives that\n"
+    "    declare a target, never picks that kernel. --strict makes it a\n"
+    "    problem.\n"
+    "\n"
     "OPTIONS\n"
-    "    -q, --quiet  print problems only, no summary lines\n"
-    "    -h, --help   print this manual\n"
+    "    -q, --quiet     print problems and warnings only, no summaries\n"
+    "        --strict    an architecture missing from gfx_arches is a\n"
+    "                    problem, not a warning\n"
+    "    -h, --help      print this manual\n"
     "\n"
     "EXAMPLES\n"
     "    kpack verify .kpack/*.kpack\n"
     "\n"
     "EXIT STATUS\n"
-    "    0 no problem; 1 at least one problem; 2 bad command line;\n"
-    "    130 interrupted.\n";
+    "    0 no problem (warnings allowed); 1 at least one problem; 2 bad\n"
+    "    command line; 130 interrupted.\n";
 
 static int verify_run(int argc, char** argv);
 
@@ -51,7 +59,8 @@ typedef struct verify_state {
   size_t declared_count;
   void* buffer;
   size_t capacity;
-  size_t kernels, problems;
+  size_t kernels, problems, warnings;
+  bool strict; /* undeclared arches are problems, not warnings */
   bool interrupted;
 } verify_state;
 
@@ -79,9 +88,16 @@ static bool verify_kernel(kpack_archive_t archive, const char* binary,
     return false;
   }
   s->kernels++;
-  if (!is_declared(s, arch))
-    problem(s, binary, arch,
-            "arch not declared in gfx_arches (the loader never finds it)");
+  if (!is_declared(s, arch)) {
+    static const char undeclared[] =
+        "arch not declared in gfx_arches (the loader never picks it)";
+    if (s->strict) {
+      problem(s, binary, arch, undeclared);
+    } else {
+      printf("%s: %s %s: warning: %s\n", s->path, binary, arch, undeclared);
+      s->warnings++;
+    }
+  }
   if (info->size > SIZE_MAX) {
     problem(s, binary, arch, "size does not fit in memory");
     return true;
@@ -114,9 +130,10 @@ static bool verify_kernel(kpack_archive_t archive, const char* binary,
 }
 
 /* Verifies one archive; returns false if the run was interrupted. */
-static bool verify_archive(const char* path, bool quiet, size_t* problems) {
+static bool verify_archive(const char* path, bool quiet, bool strict,
+                           size_t* problems) {
   kpack_archive_t archive;
-  verify_state s = {.path = path};
+  verify_state s = {.path = path, .strict = strict};
   const char** declared = NULL;
   kpack_error_t err = kpack_open(path, &archive);
   if (err != KPACK_SUCCESS) {
@@ -140,9 +157,12 @@ static bool verify_archive(const char* path, bool quiet, size_t* problems) {
     s.problems++;
   }
   if (!quiet && !s.interrupted) {
-    if (s.problems == 0)
+    if (s.problems == 0 && s.warnings == 0)
       printf("%s: OK, %zu kernel%s\n", path, s.kernels,
              s.kernels == 1 ? "" : "s");
+    else if (s.problems == 0)
+      printf("%s: OK, %zu kernel%s, %zu warning%s\n", path, s.kernels,
+             s.kernels == 1 ? "" : "s", s.warnings, s.warnings == 1 ? "" : "s");
     else
       printf("%s: %zu problem%s in %zu kernel%s\n", path, s.problems,
              s.problems == 1 ? "" : "s", s.kernels, s.kernels == 1 ? "" : "s");
@@ -155,16 +175,22 @@ static bool verify_archive(const char* path, bool quiet, size_t* problems) {
 }
 
 static int verify_run(int argc, char** argv) {
-  static const struct option options[] = {{"quiet", no_argument, NULL, 'q'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
-  bool quiet = false;
+  enum { OPT_STRICT = 256 };
+  static const struct option options[] = {
+      {"quiet", no_argument, NULL, 'q'},
+      {"strict", no_argument, NULL, OPT_STRICT},
+      {"help", no_argument, NULL, 'h'},
+      {NULL, 0, NULL, 0}};
+  bool quiet = false, strict = false;
   size_t problems = 0;
   int c;
   while ((c = getopt_long(argc, argv, "qh", options, NULL)) != -1) {
     switch (c) {
       case 'q':
         quiet = true;
+        break;
+      case OPT_STRICT:
+        strict = true;
         break;
       case 'h':
         return cli_print_manual(&cli_verify_command);
@@ -176,7 +202,7 @@ static int verify_run(int argc, char** argv) {
     return cli_usage_error(&cli_verify_command, "no ARCHIVE given");
   cli_catch_signals();
   for (int i = optind; i < argc; i++) {
-    if (!verify_archive(argv[i], quiet, &problems)) {
+    if (!verify_archive(argv[i], quiet, strict, &problems)) {
       cli_error("verify: interrupted");
       return CLI_INTERRUPTED;
     }

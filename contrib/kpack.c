@@ -4,7 +4,10 @@
  * hands it the rest of the command line; `kpack help CMD`, `kpack CMD
  * --help` and `kpack --version` are answered here.
  */
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -50,6 +53,58 @@ static void print_overview(FILE* out) {
       out);
 }
 
+/* ---- standard output ----------------------------------------------------
+ *
+ * Output that never reached its file is a failure, as in coreutils: a full
+ * disk or an I/O error on standard output turns any exit status into 1 with
+ * "kpack: write error: REASON". Commands just print; the check runs at exit,
+ * so it also covers those that exit() early. stdio forgets why a write
+ * failed once its buffer is dropped, so standard output goes through a
+ * stream whose write function keeps the first errno. */
+
+static int stdout_errno;
+
+static ssize_t stdout_write(void* cookie, const char* buf, size_t size) {
+  size_t done = 0;
+  (void)cookie;
+  while (done < size) {
+    ssize_t n = write(STDOUT_FILENO, buf + done, size - done);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (stdout_errno == 0)
+        stdout_errno = n < 0 ? errno : EIO;
+      return done > 0 ? (ssize_t)done : -1;
+    }
+    done += (size_t)n;
+  }
+  return (ssize_t)done;
+}
+
+static void check_stdout(void) {
+  bool failed = ferror(stdout) != 0;
+  failed = fclose(stdout) != 0 || failed;
+  if (!failed)
+    return;
+  if (stdout_errno != 0)
+    cli_error("write error: %s", strerror(stdout_errno));
+  else
+    cli_error("write error");
+  _exit(CLI_FAIL);
+}
+
+/* Swaps stdout for the errno-keeping stream, buffered as stdio would be. If
+ * that cannot be had, stdout stays and only the reason may be missing. */
+static void watch_stdout(void) {
+  static const cookie_io_functions_t io = {.write = stdout_write};
+  FILE* out = fopencookie(NULL, "w", io);
+  if (out != NULL) {
+    setvbuf(out, NULL, isatty(STDOUT_FILENO) ? _IOLBF : _IOFBF, BUFSIZ);
+    stdout = out;
+  }
+  atexit(check_stdout);
+}
+
 static const cli_command* find_command(const char* name) {
   for (size_t i = 0; i < COMMAND_COUNT; i++)
     if (strcmp(commands[i]->name, name) == 0)
@@ -58,6 +113,7 @@ static const cli_command* find_command(const char* name) {
 }
 
 int main(int argc, char** argv) {
+  watch_stdout();
   if (argc < 2) {
     print_overview(stderr);
     return CLI_USAGE;

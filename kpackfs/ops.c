@@ -73,12 +73,12 @@ static char* render_stats(kfs_fs* fs, size_t* size) {
       "\ncache_entries=%" PRIu64 "\ncache_pinned=%" PRIu64 "\nhits=%" PRIu64
       "\nmisses=%" PRIu64 "\nwaits=%" PRIu64 "\nevictions=%" PRIu64
       "\ndecompressions=%" PRIu64 "\nbytes_decompressed=%" PRIu64
-      "\nfailures=%" PRIu64 "\nopens=%" PRIu64 "\nread_errors=%" PRIu64
-      "\nread_requests=%" PRIu64 "\n",
+      "\nfailures=%" PRIu64 "\nrecycled=%" PRIu64 "\nopens=%" PRIu64
+      "\nread_errors=%" PRIu64 "\nread_requests=%" PRIu64 "\n",
       t->source_count, t->binaries, t->kernels, t->skipped, t->shadowed,
       c.capacity, c.bytes, c.entries, c.pinned, c.hits, c.misses, c.waits,
       c.evictions, c.decompressions, c.bytes_decompressed, c.failures,
-      (uint64_t)atomic_load(&fs->opens),
+      c.recycled, (uint64_t)atomic_load(&fs->opens),
       (uint64_t)atomic_load(&fs->read_errors),
       (uint64_t)atomic_load(&fs->read_requests));
   if (n < 0)

@@ -54,4 +54,11 @@ bool mp_peek_nil(const mp_cursor* c);
 /* Convenience: does the str (str, len) equal the C string `lit`? */
 bool mp_str_eq(const char* str, uint32_t len, const char* lit);
 
+/* Like mp_skip(), but also refuses (MP_MALFORMED) a container nested deeper
+ * than `max_depth` (at most MP_MAX_DEPTH): the top-level value has depth 0,
+ * the elements of a container one more than the container. Readers that
+ * later recurse over the value check it with this first. */
+#define MP_MAX_DEPTH 64
+mp_status mp_skip_bounded(mp_cursor* c, unsigned max_depth);
+
 #endif /* KPACK_MSGPACK_READER_H */

@@ -17,7 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "fatbin_fixture.h"
+#include "fixture_fatbin.h"
+#include "support.h"
 
 extern char** environ;
 
@@ -628,10 +629,8 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
   assert_contains(err, elf);
   assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
   free(err);
-  fx_elf_opts o = {NULL, 0, false, NULL, NULL, 0, false};
+  fx_elf_opts o = {.no_fatbin = true};
   fx_buf plain = fx_elf(&o);
-  void* at = memmem(plain.data, plain.size, ".hip_fatbin", 11);
-  memcpy(at, ".text\0\0\0\0\0\0", 11);
   kt_write_file(elf, plain.data, plain.size);
   free(plain.data);
   assert_int_equal(KP(NULL, &err, "create", "-o", out_path, "--fatbin", elf),
@@ -681,9 +680,11 @@ static char* sample_fatbin(const char* name, void* kernels[3][2]) {
       bundles[i] = plain;
     }
   }
-  size_t order[3] = {1, 2, 0};
-  fx_ptr how[3] = {FX_PTR_FILE, FX_PTR_FILE, FX_PTR_RELATIVE};
-  fx_elf_opts o = {bundles, 3, true, order, how, 3, false};
+  fx_wrapper w[3] = {{FX_HIPF_MAGIC, 1, 1, FX_PTR_FILE, 0},
+                     {FX_HIPF_MAGIC, 1, 2, FX_PTR_FILE, 0},
+                     {FX_HIPF_MAGIC, 1, 0, FX_PTR_RELATIVE, 0}};
+  fx_elf_opts o = {
+      .bundles = bundles, .bundle_count = 3, .wrappers = w, .wrapper_count = 3};
   fx_buf elf = fx_elf(&o);
   char* path = path_in(name);
   kt_write_file(path, elf.data, elf.size);
@@ -857,6 +858,50 @@ static void test_verify_reports_one_line_per_corrupt_kernel(void** state) {
   assert_contains(out, "KPACK_ERROR_FILE_NOT_FOUND");
   free(out);
   free(missing);
+  free(path);
+  free_sample();
+}
+
+/* ROCm's packing tools can file a kernel under an arch the archive does not
+ * declare; its reader accepts that, so verify warns unless --strict. */
+static void test_verify_undeclared_arch_is_a_warning_unless_strict(
+    void** state) {
+  (void)state;
+  /* The writer declares every arch it packs; drop gfx1100 from the TOC's
+   * gfx_arches (a msgpack array, the TOC runs to the end of the file). */
+  char* path = sample_archive("undeclared.kpack", KPACK_COMPRESSION_NOOP);
+  static const char both[] = "\xaagfx_arches\x92\xadgfx90a:xnack-\xa7gfx1100";
+  static const char one[] = "\xaagfx_arches\x91\xadgfx90a:xnack-";
+  size_t n;
+  uint8_t* bytes = kt_read_file(path, &n);
+  uint8_t* at = memmem(bytes, n, both, sizeof(both) - 1);
+  assert_non_null(at);
+  memcpy(at, one, sizeof(one) - 1);
+  size_t cut = sizeof(both) - sizeof(one);
+  uint8_t* rest = at + sizeof(both) - 1;
+  memmove(rest - cut, rest, (size_t)(bytes + n - rest));
+  kt_write_file(path, bytes, n - cut);
+  free(bytes);
+  char *out, *want;
+  assert_true(asprintf(&want,
+                       "%s: lib/liba.so.1#0 gfx1100: warning: arch not "
+                       "declared in gfx_arches",
+                       path) > 0);
+  assert_int_equal(KP(&out, NULL, "verify", path), 0);
+  assert_contains(out, want);
+  assert_contains(out, ": OK, 3 kernels, 1 warning\n");
+  assert_int_equal(count_lines(out), 2);
+  free(out);
+  assert_int_equal(KP(&out, NULL, "verify", "-q", path), 0);
+  assert_int_equal(count_lines(out), 1);
+  free(out);
+
+  assert_int_equal(KP(&out, NULL, "verify", "--strict", path), 1);
+  assert_null(strstr(out, "warning"));
+  assert_contains(out, "lib/liba.so.1#0 gfx1100: arch not declared");
+  assert_contains(out, "1 problem in 3 kernels");
+  free(out);
+  free(want);
   free(path);
   free_sample();
 }
@@ -1452,6 +1497,9 @@ int main(void) {
           teardown),
       cmocka_unit_test_setup_teardown(
           test_verify_reports_one_line_per_corrupt_kernel, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_verify_undeclared_arch_is_a_warning_unless_strict, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(test_resolve_success_explains_the_match,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(test_resolve_reports_each_failure_by_name,

@@ -10,7 +10,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "fatbin_fixture.h"
+#include "fixture_fatbin.h"
+#include "support.h"
 
 static const char* const gfx90a_id = "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-";
 static const char* const gfx906_id = "hip-amdgcn-amd-amdhsa-gfx906";
@@ -158,7 +159,7 @@ static void test_truncated_plain_bundle_is_invalid_at_every_length(
 
 /* Overwrites one u64 of a copy of `buf` and expects INVALID_FORMAT. */
 static void expect_invalid_with(const fx_buf* buf, size_t at, uint64_t value) {
-  fx_buf copy = {exact_copy(buf->data, buf->size), buf->size};
+  fx_buf copy = {exact_copy(buf->data, buf->size), buf->size, buf->size};
   kpack_bundle_t* bundle;
   fx_set_le(&copy, at, value, 8);
   assert_int_equal(kpack_bundle_parse(copy.data, copy.size, &bundle),
@@ -181,7 +182,7 @@ static void test_counts_offsets_and_sizes_that_do_not_fit_are_invalid(
   expect_invalid_with(&buf, e1 + 16, UINT64_MAX); /* ID length */
   expect_invalid_with(&buf, e1 + 16, buf.size - e1); /* ID past end */
   /* An embedded NUL in an ID. */
-  fx_buf copy = {exact_copy(buf.data, buf.size), buf.size};
+  fx_buf copy = {exact_copy(buf.data, buf.size), buf.size, buf.size};
   kpack_bundle_t* bundle;
   copy.data[e1 + 24 + 3] = 0;
   assert_int_equal(kpack_bundle_parse(copy.data, copy.size, &bundle),
@@ -348,7 +349,7 @@ static void test_truncated_ccob_never_succeeds(void** state) {
       fx_buf plain = sample_bundle(70, &a, &b);
       fx_buf ccob = fx_ccob(v, method, &plain);
       for (size_t n = 0; n < ccob.size; n++) {
-        fx_buf cut = {ccob.data, n};
+        fx_buf cut = {ccob.data, n, n};
         kpack_error_t err = parse_copy(&cut);
         assert_true(err == KPACK_ERROR_INVALID_FORMAT ||
                     err == KPACK_ERROR_DECOMPRESSION_FAILED);
@@ -405,6 +406,34 @@ static void free_bundles(fx_buf* b, size_t n) {
     free(b[i].data);
 }
 
+/* HIPF wrappers: wrapper i points at bundle order[i] as how[i] says (all
+ * stored in the file when how is NULL). */
+static fx_wrapper* hipf_wrappers(const size_t* order, const fx_ptr* how,
+                                 size_t n) {
+  fx_wrapper* w = calloc(n, sizeof(*w));
+  assert_non_null(w);
+  for (size_t i = 0; i < n; i++)
+    w[i] =
+        (fx_wrapper){FX_HIPF_MAGIC, 1, order[i], how ? how[i] : FX_PTR_FILE, 0};
+  return w;
+}
+
+/* A host ELF of `bundles` whose wrappers follow order/how (none when n is
+ * 0), of the given ELF type. */
+static fx_buf fatbin_elf(const fx_buf* bundles, size_t bundle_count,
+                         const size_t* order, const fx_ptr* how, size_t n,
+                         uint16_t type) {
+  fx_wrapper* w = n ? hipf_wrappers(order, how, n) : NULL;
+  fx_elf_opts o = {.type = type,
+                   .bundles = bundles,
+                   .bundle_count = bundle_count,
+                   .wrappers = w,
+                   .wrapper_count = n};
+  fx_buf elf = fx_elf(&o);
+  free(w);
+  return elf;
+}
+
 static void test_wrappers_number_code_objects(void** state) {
   (void)state;
   fx_buf bundles[3] = {numbered_bundle(0, 0, 0), numbered_bundle(1, 2, FX_ZSTD),
@@ -413,8 +442,7 @@ static void test_wrappers_number_code_objects(void** state) {
    * come from the file, a RELATIVE relocation and an ABS64 relocation. */
   size_t order[3] = {2, 0, 1};
   fx_ptr how[3] = {FX_PTR_FILE, FX_PTR_RELATIVE, FX_PTR_ABS64};
-  fx_elf_opts o = {bundles, 3, true, order, how, 3, false};
-  fx_buf elf = fx_elf(&o);
+  fx_buf elf = fatbin_elf(bundles, 3, order, how, 3, FX_ET_DYN);
   void* image = exact_copy(elf.data, elf.size);
   kpack_fatbin_t* fb;
   kpack_fatbin_info_t info;
@@ -444,8 +472,7 @@ static void test_relocatable_object_resolves_wrappers_through_symbols(
   fx_buf bundles[2] = {numbered_bundle(0, 0, 0), numbered_bundle(1, 0, 0)};
   size_t order[2] = {1, 0};
   fx_ptr how[2] = {FX_PTR_ABS64, FX_PTR_ABS64};
-  fx_elf_opts o = {bundles, 2, true, order, how, 2, true};
-  fx_buf elf = fx_elf(&o);
+  fx_buf elf = fatbin_elf(bundles, 2, order, how, 2, FX_ET_REL);
   kpack_fatbin_t* fb;
   assert_int_equal(kpack_fatbin_open_memory(elf.data, elf.size, &fb),
                    KPACK_SUCCESS);
@@ -456,14 +483,54 @@ static void test_relocatable_object_resolves_wrappers_through_symbols(
   free_bundles(bundles, 2);
 }
 
+static void test_aarch64_relocations_and_section_symbols(void** state) {
+  (void)state;
+  fx_buf bundles[3] = {numbered_bundle(0, 0, 0), numbered_bundle(1, 0, 0),
+                       numbered_bundle(2, 2, FX_ZLIB)};
+  size_t order[3] = {2, 1, 0};
+  /* AArch64 shared object: R_AARCH64_RELATIVE and R_AARCH64_ABS64 against
+   * a symbol or against the section symbol plus an addend. */
+  fx_ptr how[3] = {FX_PTR_RELATIVE, FX_PTR_ABS64, FX_PTR_ABS64_SECTION};
+  fx_wrapper* w = hipf_wrappers(order, how, 3);
+  fx_elf_opts o = {.machine = FX_EM_AARCH64,
+                   .bundles = bundles,
+                   .bundle_count = 3,
+                   .bundle_align = 64,
+                   .wrappers = w,
+                   .wrapper_count = 3};
+  fx_buf elf = fx_elf(&o);
+  kpack_fatbin_t* fb;
+  kpack_fatbin_info_t info;
+  assert_int_equal(kpack_fatbin_open_memory(elf.data, elf.size, &fb),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_fatbin_get_info(fb, &info), KPACK_SUCCESS);
+  assert_int_equal(info.machine, FX_EM_AARCH64);
+  for (size_t co = 0; co < 3; co++)
+    expect_bundle(fb, co, order[co]);
+  kpack_fatbin_close(fb);
+  free(elf.data);
+
+  /* A relocatable object relocated against the section symbol. */
+  fx_ptr section[3] = {FX_PTR_ABS64_SECTION, FX_PTR_ABS64_SECTION,
+                       FX_PTR_ABS64};
+  elf = fatbin_elf(bundles, 3, order, section, 3, FX_ET_REL);
+  assert_int_equal(kpack_fatbin_open_memory(elf.data, elf.size, &fb),
+                   KPACK_SUCCESS);
+  for (size_t co = 0; co < 3; co++)
+    expect_bundle(fb, co, order[co]);
+  kpack_fatbin_close(fb);
+  free(elf.data);
+  free(w);
+  free_bundles(bundles, 3);
+}
+
 static void test_without_segment_bundles_are_walked_in_order(void** state) {
   (void)state;
   /* Mixed forms, including a CCOB v1 whose end only decompression finds. */
   fx_buf bundles[4] = {numbered_bundle(0, 3, FX_ZSTD),
                        numbered_bundle(1, 1, FX_ZLIB), numbered_bundle(2, 0, 0),
                        numbered_bundle(3, 1, FX_ZSTD)};
-  fx_elf_opts o = {bundles, 4, false, NULL, NULL, 0, false};
-  fx_buf elf = fx_elf(&o);
+  fx_buf elf = fatbin_elf(bundles, 4, NULL, NULL, 0, FX_ET_DYN);
   kpack_fatbin_t* fb;
   kpack_fatbin_info_t info;
   assert_int_equal(kpack_fatbin_open_memory(elf.data, elf.size, &fb),
@@ -481,10 +548,10 @@ static void test_without_segment_bundles_are_walked_in_order(void** state) {
 static void test_garbage_between_walked_bundles_is_invalid(void** state) {
   (void)state;
   fx_buf bundles[2] = {numbered_bundle(0, 0, 0), numbered_bundle(1, 0, 0)};
-  fx_elf_opts o = {bundles, 2, false, NULL, NULL, 0, false};
-  fx_buf elf = fx_elf(&o);
+  fx_buf elf = fatbin_elf(bundles, 2, NULL, NULL, 0, FX_ET_DYN);
   kpack_fatbin_t* fb = (kpack_fatbin_t*)1;
   /* The padding before the second bundle (at +4096 in the section). */
+  assert_int_equal(elf.data[4096 + 4000], 0);
   elf.data[4096 + 4000] = 0x7f;
   assert_int_equal(kpack_fatbin_open_memory(elf.data, elf.size, &fb),
                    KPACK_ERROR_INVALID_FORMAT);
@@ -497,15 +564,18 @@ static void test_bad_wrappers_are_invalid(void** state) {
   (void)state;
   fx_buf bundles[1] = {numbered_bundle(0, 0, 0)};
   size_t order[2] = {0, 0};
-  fx_elf_opts o = {bundles, 1, true, order, NULL, 2, false};
+  fx_wrapper* w = hipf_wrappers(order, NULL, 2);
+  fx_elf_layout layout;
+  fx_elf_opts o = {.bundles = bundles,
+                   .bundle_count = 1,
+                   .wrappers = w,
+                   .wrapper_count = 2,
+                   .layout = &layout};
   fx_buf elf = fx_elf(&o);
+  free(w);
   kpack_fatbin_t* fb;
-  /* Find the segment: the first "FPIH" after the fat binary section. */
-  size_t seg = 0;
-  for (size_t i = 4096; i + 4 <= elf.size && seg == 0; i += 8)
-    if (memcmp(elf.data + i, "FPIH", 4) == 0)
-      seg = i;
-  assert_true(seg != 0);
+  size_t seg = layout.segment_offset;
+  assert_memory_equal(elf.data + seg, "FPIH", 4);
   assert_int_equal(kpack_fatbin_open_memory(elf.data, elf.size, &fb),
                    KPACK_SUCCESS);
   kpack_fatbin_close(fb);
@@ -530,12 +600,8 @@ static void test_bad_wrappers_are_invalid(void** state) {
 
 static void test_elf_without_fatbin_has_no_bundles(void** state) {
   (void)state;
-  fx_elf_opts o = {NULL, 0, false, NULL, NULL, 0, false};
+  fx_elf_opts o = {.no_fatbin = true};
   fx_buf elf = fx_elf(&o);
-  /* Rename .hip_fatbin so that it is not found. */
-  void* at = memmem(elf.data, elf.size, ".hip_fatbin", 11);
-  assert_non_null(at);
-  memcpy(at, ".not_fatbin", 11);
   kpack_fatbin_t* fb;
   kpack_fatbin_info_t info;
   assert_int_equal(kpack_fatbin_open_memory(elf.data, elf.size, &fb),
@@ -572,8 +638,7 @@ static void test_damaged_elf_never_crashes(void** state) {
                        numbered_bundle(1, 0, 0)};
   size_t order[2] = {0, 1};
   fx_ptr how[2] = {FX_PTR_RELATIVE, FX_PTR_ABS64};
-  fx_elf_opts o = {bundles, 2, true, order, how, 2, false};
-  fx_buf elf = fx_elf(&o);
+  fx_buf elf = fatbin_elf(bundles, 2, order, how, 2, FX_ET_DYN);
   size_t opened = 0;
   for (size_t n = 0; n <= elf.size;
        n += n < 128 || n > elf.size - 600 ? 1 : 61) {
@@ -610,8 +675,7 @@ static void test_open_file_matches_memory_and_reports_errors(void** state) {
                        numbered_bundle(1, 3, FX_ZSTD)};
   size_t order[2] = {1, 0};
   fx_ptr how[2] = {FX_PTR_RELATIVE, FX_PTR_RELATIVE};
-  fx_elf_opts o = {bundles, 2, true, order, how, 2, false};
-  fx_buf elf = fx_elf(&o);
+  fx_buf elf = fatbin_elf(bundles, 2, order, how, 2, FX_ET_DYN);
   char* dir = kt_tmpdir();
   char* path = kt_path(dir, "libfoo.so");
   char* missing = kt_path(dir, "missing.so");
@@ -723,6 +787,7 @@ int main(void) {
       cmocka_unit_test(test_wrappers_number_code_objects),
       cmocka_unit_test(
           test_relocatable_object_resolves_wrappers_through_symbols),
+      cmocka_unit_test(test_aarch64_relocations_and_section_symbols),
       cmocka_unit_test(test_without_segment_bundles_are_walked_in_order),
       cmocka_unit_test(test_garbage_between_walked_bundles_is_invalid),
       cmocka_unit_test(test_bad_wrappers_are_invalid),

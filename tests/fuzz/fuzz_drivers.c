@@ -665,3 +665,75 @@ size_t kf_bundle_input(const uint8_t* data, size_t size) {
   kpack_fatbin_close(f);
   return walked;
 }
+
+/* ---- code objects
+ * -------------------------------------------------------------
+ */
+
+/* A NUL-terminated string of at most `max` bytes. */
+static size_t bounded_strlen(const char* s, size_t max) {
+  require(s != NULL, "a reported string is NULL");
+  size_t n = strnlen(s, max + 1);
+  require(n <= max, "a reported string longer than its input");
+  return n;
+}
+
+size_t kf_code_object_input(const uint8_t* data, size_t size) {
+  kpack_code_object_t* co = NULL;
+  kpack_error_t err = kpack_code_object_parse(data, size, &co);
+  require_status(err);
+  if (err != KPACK_SUCCESS) {
+    require(co == NULL, "failed parse left a code object");
+    return 0;
+  }
+  require(kpack_is_code_object(data, size), "parsed a non-code object");
+  kpack_code_object_info_t info;
+  require(kpack_code_object_get_info(co, &info) == KPACK_SUCCESS, "info");
+  require(info.metadata_size <= size, "note larger than the input");
+  require(info.has_metadata || info.kernel_count == 0, "kernels without note");
+  /* Every kernel needs a ".name" key and value: at least 7 bytes. */
+  require(info.kernel_count <= info.metadata_size / 7, "more kernels than fit");
+  bounded_strlen(info.metadata_target, size);
+  size_t proc = bounded_strlen(info.processor, size + 64);
+  size_t target = bounded_strlen(info.target, size + 64);
+  require(strncmp(info.processor, info.target, proc) == 0 && target >= proc,
+          "the target does not start with the processor");
+  if (proc > 0)
+    require(kpack_target_serves(info.target, info.target),
+            "a target does not serve its own arch");
+  require(kpack_feature_name(info.xnack) != NULL &&
+              kpack_feature_name(info.sramecc) != NULL,
+          "feature setting outside the enum");
+  volatile uint64_t sink = 0;
+  for (size_t i = 0; i < info.kernel_count; i++) {
+    kpack_co_kernel_t k;
+    require(kpack_code_object_get_kernel(co, i, &k) == KPACK_SUCCESS, "kernel");
+    sink += bounded_strlen(k.name, size) + bounded_strlen(k.symbol, size);
+    sink += k.vgpr_count + k.sgpr_count + k.agpr_count + k.wavefront_size;
+    require((k.present & ~0x7ffu) == 0, "unknown presence bits");
+  }
+  kpack_co_kernel_t k;
+  require(kpack_code_object_get_kernel(co, info.kernel_count, &k) ==
+              KPACK_ERROR_INVALID_ARGUMENT,
+          "kernel index past the end");
+  for (int pretty = 0; pretty < 2; pretty++) {
+    char* json = NULL;
+    size_t len = 0;
+    err = kpack_code_object_metadata_json(co, pretty, &json, &len);
+    /* The note was validated at parse; only map keys nested in map keys,
+     * which JSON cannot show in bounded space, may still fail. */
+    require(err == KPACK_SUCCESS || err == KPACK_ERROR_MSGPACK_PARSE_FAILED,
+            "a parsed note fails to render");
+    if (err != KPACK_SUCCESS) {
+      require(json == NULL, "failed render left text");
+      continue;
+    }
+    require(strlen(json) == len, "JSON length");
+    require(info.has_metadata ? json[0] == '{' : strcmp(json, "null") == 0,
+            "JSON of a note is not an object");
+    free(json);
+  }
+  (void)sink;
+  kpack_code_object_free(co);
+  return 1 + info.kernel_count;
+}

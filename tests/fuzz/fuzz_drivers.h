@@ -48,4 +48,10 @@ void kf_hipk_teardown(void);
  * touched. Returns how many entries were walked. */
 size_t kf_bundle_input(const uint8_t* data, size_t size);
 
+/* Code object entry point: the input is parsed as an AMDGPU code object;
+ * every kernel, the target and the note's JSON (pretty and compact) are
+ * walked, and what the header promises is checked. Returns 0 if it does
+ * not parse, else 1 + the number of kernels. */
+size_t kf_code_object_input(const uint8_t* data, size_t size);
+
 #endif /* KPACK_FUZZ_DRIVERS_H */
