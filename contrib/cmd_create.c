@@ -135,6 +135,7 @@ typedef struct cr_item {
   char* metadata_file; /* tree: its CLI_METADATA_FILE, if there is one */
   size_t source;
   size_t bundle, entry; /* fat binary: co_index and entry index */
+  bool compressed;      /* fat binary: the bundle is a CCOB envelope */
 } cr_item;
 
 /* A CLI_METADATA_FILE of a tree, matched to its kernel once all are found. */
@@ -145,7 +146,9 @@ typedef struct cr_sidecar {
   size_t source;
 } cr_sidecar;
 
-/* A parsed bundle kept while the kernels of one binary are added. */
+/* A bundle kept while the kernels of one binary are added: the entry table
+ * of a plain bundle, whose code objects are read one at a time, or the
+ * whole of a compressed one, decompressed once. */
 typedef struct cr_open_bundle {
   size_t source, bundle;
   kpack_bundle_t* handle;
@@ -327,7 +330,8 @@ static const char* compression_name(const kpack_bundle_info_t* info) {
   return "none";
 }
 
-/* Lists the AMDGPU entries of every bundle of a fat binary. */
+/* Lists the AMDGPU entries of every bundle of a fat binary, reading entry
+ * tables only. */
 static bool scan_fatbin(cr_state* s, size_t source) {
   cr_source* src = &s->sources[source];
   kpack_fatbin_info_t info;
@@ -356,7 +360,7 @@ static bool scan_fatbin(cr_state* s, size_t source) {
   for (size_t b = 0; b < info.bundle_count; b++) {
     kpack_bundle_info_t binfo;
     size_t device = 0;
-    err = kpack_fatbin_get_bundle(src->fatbin, b, &bundle);
+    err = kpack_fatbin_list_bundle(src->fatbin, b, &bundle);
     if (err != KPACK_SUCCESS) {
       cli_error("%s: code object %zu: %s (%s)", src->path, b,
                 kpack_error_string(err), cli_error_text(err));
@@ -382,7 +386,9 @@ static bool scan_fatbin(cr_state* s, size_t source) {
                                  .arch = strdup(e.arch),
                                  .source = source,
                                  .bundle = b,
-                                 .entry = i}))
+                                 .entry = i,
+                                 .compressed = binfo.compression !=
+                                               KPACK_BUNDLE_UNCOMPRESSED}))
         goto done;
       device++;
     }
@@ -674,7 +680,7 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The bundle holding a fat binary item, parsed once per binary name: items
+/* The bundle holding a fat binary item, opened once per binary name: items
  * are sorted by binary, so all entries of one bundle come together (two
  * fat binaries with the same name interleave, hence a small set). */
 static kpack_error_t bundle_for(const cr_state* s, const cr_item* item,
@@ -685,8 +691,10 @@ static kpack_error_t bundle_for(const cr_state* s, const cr_item* item,
       *out = open[i].handle;
       return KPACK_SUCCESS;
     }
-  kpack_error_t err = kpack_fatbin_get_bundle(s->sources[item->source].fatbin,
-                                              item->bundle, out);
+  const kpack_fatbin_t* fatbin = s->sources[item->source].fatbin;
+  kpack_error_t err = item->compressed
+                          ? kpack_fatbin_get_bundle(fatbin, item->bundle, out)
+                          : kpack_fatbin_list_bundle(fatbin, item->bundle, out);
   if (err == KPACK_SUCCESS)
     open[(*open_count)++] = (cr_open_bundle){item->source, item->bundle, *out};
   return err;
@@ -775,6 +783,8 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
   cr_open_bundle* open = calloc(s->source_count, sizeof(*open));
   size_t open_count = 0;
   cr_progress prog = {.enabled = progress};
+  void* code = NULL; /* one code object of a plain bundle at a time */
+  size_t code_cap = 0;
   if (open == NULL) {
     cli_error("out of memory");
     return false;
@@ -806,6 +816,20 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
       err = bundle_for(s, item, open, &open_count, &bundle);
       if (err == KPACK_SUCCESS)
         err = kpack_bundle_get_entry(bundle, item->entry, &e);
+      if (err == KPACK_SUCCESS && e.data == NULL) {
+        if (e.size > code_cap) {
+          void* p = e.size <= SIZE_MAX ? realloc(code, (size_t)e.size) : NULL;
+          if (p == NULL) {
+            cli_error("out of memory");
+            ok = false;
+            break;
+          }
+          code = p;
+          code_cap = (size_t)e.size;
+        }
+        err = kpack_bundle_read_entry(bundle, item->entry, code, code_cap);
+        e.data = code;
+      }
       if (err != KPACK_SUCCESS) {
         cli_error("%s: code object %zu: %s (%s)", s->sources[item->source].path,
                   item->bundle, kpack_error_string(err), cli_error_text(err));
@@ -829,6 +853,7 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
     fputs("\r\033[K", stderr);
   close_bundles(open, &open_count);
   free(open);
+  free(code);
   return ok;
 }
 

@@ -747,6 +747,195 @@ static void test_create_from_fatbin_numbers_code_objects_by_wrapper(
   free(b);
 }
 
+static void free_bundles_cli(fx_buf* b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(b[i].data);
+}
+
+/* Writes the code objects of a fat binary image, read whole by the
+ * in-memory reader, as a tree in the kpackfs layout under `dir`/NAME#N. */
+static void tree_from_image(const fx_buf* elf, const char* dir,
+                            const char* name) {
+  kpack_fatbin_t* fb;
+  kpack_fatbin_info_t info;
+  assert_int_equal(kpack_fatbin_open_memory(elf->data, elf->size, &fb),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_fatbin_get_info(fb, &info), KPACK_SUCCESS);
+  for (size_t co = 0; co < info.bundle_count; co++) {
+    kpack_bundle_t* b;
+    kpack_bundle_info_t bi;
+    assert_int_equal(kpack_fatbin_get_bundle(fb, co, &b), KPACK_SUCCESS);
+    assert_int_equal(kpack_bundle_get_info(b, &bi), KPACK_SUCCESS);
+    for (size_t i = 0; i < bi.entry_count; i++) {
+      kpack_bundle_entry_t e;
+      char *sub, *cmd, *file;
+      assert_int_equal(kpack_bundle_get_entry(b, i, &e), KPACK_SUCCESS);
+      if (e.arch == NULL)
+        continue;
+      assert_true(asprintf(&sub, "%s/%s#%zu/%s", dir, name, co, e.arch) > 0);
+      assert_true(asprintf(&cmd, "mkdir -p '%s'", sub) > 0);
+      assert_int_equal(system(cmd), 0);
+      file = kt_path(sub, "kernel.hsaco");
+      kt_write_file(file, e.data, (size_t)e.size);
+      free(file);
+      free(cmd);
+      free(sub);
+    }
+    kpack_bundle_free(b);
+  }
+  kpack_fatbin_close(fb);
+}
+
+/* A bundle of translation unit `tu`: a host entry and three arches, of
+ * sizes that differ per unit. */
+static fx_buf tu_bundle(size_t tu, unsigned ccob_version, unsigned method) {
+  static const char* const ids[] = {
+      "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-",
+      "hipv4-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-",
+      "hip-amdgcn-amd-amdhsa-gfx906"};
+  void* code[3];
+  fx_entry e[4] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0}};
+  for (size_t a = 0; a < 3; a++) {
+    size_t size = 3000 + 700 * a + 31 * tu;
+    code[a] = kt_pattern(size, (uint32_t)(10 * tu + a));
+    e[a + 1] = (fx_entry){ids[a], code[a], size};
+  }
+  fx_buf plain = fx_bundle(e, 4);
+  for (size_t a = 0; a < 3; a++)
+    free(code[a]);
+  if (ccob_version == 0)
+    return plain;
+  fx_buf ccob = fx_ccob(ccob_version, method, &plain);
+  free(plain.data);
+  return ccob;
+}
+
+/* kpack create --fatbin reads code objects straight from the file, a table
+ * and an entry at a time; it must give the archive, byte for byte, that the
+ * same code objects give when read whole in memory and packed as a tree.
+ * Every fixture form: wrappers stored, RELATIVE, ABS64 (symbol or section
+ * symbol), walked bundles, an ET_EXEC, a relocatable object, AArch64, plain
+ * and CCOB v1-3 with zlib and zstd. */
+static void test_create_from_fatbin_streams_the_same_archive_as_a_tree(
+    void** state) {
+  (void)state;
+  static const struct {
+    const char* name;
+    uint16_t type, machine;
+    size_t wrappers; /* 0: walked */
+    fx_ptr how[6];
+  } forms[] = {
+      {"mixed.so",
+       FX_ET_DYN,
+       FX_EM_X86_64,
+       6,
+       {FX_PTR_RELATIVE, FX_PTR_FILE, FX_PTR_ABS64, FX_PTR_ABS64_SECTION,
+        FX_PTR_RELATIVE, FX_PTR_RELATIVE}},
+      {"walked.so", FX_ET_DYN, FX_EM_X86_64, 0, {0}},
+      {"exec", FX_ET_EXEC, FX_EM_X86_64, 6, {0}},
+      {"object.o",
+       FX_ET_REL,
+       FX_EM_X86_64,
+       6,
+       {FX_PTR_ABS64, FX_PTR_ABS64_SECTION, FX_PTR_ABS64, FX_PTR_ABS64,
+        FX_PTR_ABS64_SECTION, FX_PTR_ABS64}},
+      {"aarch64.so",
+       FX_ET_DYN,
+       FX_EM_AARCH64,
+       6,
+       {FX_PTR_RELATIVE, FX_PTR_RELATIVE, FX_PTR_ABS64, FX_PTR_RELATIVE,
+        FX_PTR_RELATIVE, FX_PTR_RELATIVE}},
+  };
+  /* Six translation units: plain, then CCOB v1-3 zlib/zstd. */
+  fx_buf bundles[6] = {tu_bundle(0, 0, 0),       tu_bundle(1, 1, FX_ZLIB),
+                       tu_bundle(2, 1, FX_ZSTD), tu_bundle(3, 2, FX_ZLIB),
+                       tu_bundle(4, 2, FX_ZSTD), tu_bundle(5, 3, FX_ZSTD)};
+  for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+    fx_wrapper w[6];
+    for (size_t i = 0; i < 6; i++) /* wrapper i -> bundle 5 - i */
+      w[i] = (fx_wrapper){FX_HIPF_MAGIC, 1, 5 - i, forms[f].how[i], 0};
+    fx_elf_opts o = {.type = forms[f].type,
+                     .machine = forms[f].machine,
+                     .bundles = bundles,
+                     .bundle_count = 6,
+                     .bundle_align = f % 2 ? 64 : 4096,
+                     .wrappers = w,
+                     .wrapper_count = forms[f].wrappers};
+    fx_buf elf = fx_elf(&o);
+    char* path = path_in(forms[f].name);
+    char* tree = path_in("ref-tree");
+    char* streamed = path_in("streamed.kpack");
+    char* parallel = path_in("parallel.kpack");
+    char* reference = path_in("reference.kpack");
+    char* arg;
+    kt_write_file(path, elf.data, elf.size);
+    tree_from_image(&elf, tree, "lib/libtu.so");
+    assert_true(asprintf(&arg, "%s=lib/libtu.so", path) > 0);
+    assert_int_equal(
+        KP(NULL, NULL, "create", "-q", "-o", streamed, "--fatbin", arg), 0);
+    assert_int_equal(KP(NULL, NULL, "create", "-q", "-j", "3", "-o", parallel,
+                        "--fatbin", arg),
+                     0);
+    assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", reference, tree), 0);
+    if (!same_file(streamed, reference) || !same_file(parallel, reference))
+      fail_msg("%s: --fatbin and the tree of its code objects differ",
+               forms[f].name);
+    char* out;
+    assert_int_equal(KP(&out, NULL, "list", streamed), 0);
+    assert_int_equal(count_lines(out), 1 + 6 * 3 + 1); /* header, total */
+    assert_contains(out, "18 kernels");
+    free(out);
+    kt_rmtree(tree);
+    free(arg);
+    free(path);
+    free(tree);
+    free(streamed);
+    free(parallel);
+    free(reference);
+    free(elf.data);
+  }
+  free_bundles_cli(bundles, 6);
+}
+
+/* A compressed bundle whose payload is corrupt past its entry table lists
+ * fine; create fails when it reads the code, naming the file, the code
+ * object and the status, and writes nothing. */
+static void test_create_from_fatbin_corrupt_payload_names_code_object(
+    void** state) {
+  (void)state;
+  /* Code objects large enough that the entry table, at the start of the
+   * payload, still lists: the damage shows when the code is read. */
+  void* big = kt_pattern(300000, 7);
+  fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                  {"hipv4-amdgcn-amd-amdhsa--gfx90a", big, 300000}};
+  fx_buf plain = fx_bundle(e, 2);
+  fx_buf bundles[2] = {tu_bundle(0, 0, 0), fx_ccob(3, FX_ZSTD, &plain)};
+  free(plain.data);
+  free(big);
+  /* Flip a byte in the last quarter of the envelope's payload. */
+  bundles[1].data[bundles[1].size - bundles[1].size / 4] ^= 0x5a;
+  fx_wrapper w[2] = {{FX_HIPF_MAGIC, 1, 0, FX_PTR_RELATIVE, 0},
+                     {FX_HIPF_MAGIC, 1, 1, FX_PTR_RELATIVE, 0}};
+  fx_elf_opts o = {
+      .bundles = bundles, .bundle_count = 2, .wrappers = w, .wrapper_count = 2};
+  fx_buf elf = fx_elf(&o);
+  char* path = path_in("broken.so");
+  char* out = path_in("broken.kpack");
+  char* err;
+  kt_write_file(path, elf.data, elf.size);
+  assert_int_equal(KP(NULL, &err, "create", "-o", out, "--fatbin", path), 1);
+  assert_contains(err, path);
+  assert_contains(err, "code object 1");
+  assert_contains(err, "KPACK_ERROR_DECOMPRESSION_FAILED");
+  assert_contains(err, "not written");
+  assert_int_equal(access(out, F_OK), -1);
+  free(err);
+  free(out);
+  free(path);
+  free(elf.data);
+  free_bundles_cli(bundles, 2);
+}
+
 /* Ctrl-C during a long create: exit 130, no archive, no temporary file. */
 static void test_interrupted_create_leaves_nothing(void** state) {
   (void)state;
@@ -1485,6 +1674,12 @@ int main(void) {
           test_create_failures_leave_no_partial_archive, setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_create_from_fatbin_numbers_code_objects_by_wrapper, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_from_fatbin_streams_the_same_archive_as_a_tree, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_from_fatbin_corrupt_payload_names_code_object, setup,
           teardown),
       cmocka_unit_test_setup_teardown(test_interrupted_create_leaves_nothing,
                                       setup, teardown),

@@ -625,6 +625,55 @@ static size_t walk_bundle(const kpack_bundle_t* b, const uint8_t* data,
   return info.entry_count;
 }
 
+/* The streaming reader must agree with the whole-bundle one: a bundle that
+ * parses also lists, with the same entries, and each entry reads back as
+ * the same bytes. A bundle that does not parse may still list (damage past
+ * the table shows only on reading); its entries are read within a bound. */
+static void compare_listing(const kpack_fatbin_t* f, size_t index,
+                            const kpack_bundle_t* parsed) {
+  kpack_bundle_t* listed = NULL;
+  kpack_bundle_info_t li, pi;
+  kpack_error_t err = kpack_fatbin_list_bundle(f, index, &listed);
+  require_status(err);
+  if (err != KPACK_SUCCESS) {
+    require(listed == NULL, "failed listing left a bundle");
+    require(parsed == NULL, "a bundle that parses does not list");
+    return;
+  }
+  require(kpack_bundle_get_info(listed, &li) == KPACK_SUCCESS, "list info");
+  if (parsed != NULL) {
+    require(kpack_bundle_get_info(parsed, &pi) == KPACK_SUCCESS, "info");
+    require(li.entry_count == pi.entry_count && li.extent == pi.extent &&
+                li.compression == pi.compression,
+            "listing and parse disagree on the bundle");
+  }
+  for (size_t i = 0; i < li.entry_count; i++) {
+    kpack_bundle_entry_t le, pe;
+    require(kpack_bundle_get_entry(listed, i, &le) == KPACK_SUCCESS,
+            "listed entry");
+    require(le.data == NULL, "a listed entry carries data");
+    if (parsed == NULL && le.size > (1u << 20))
+      continue;
+    uint8_t* buf = malloc(le.size ? (size_t)le.size : 1);
+    require(buf != NULL, "out of memory in the driver");
+    err = kpack_bundle_read_entry(listed, i, buf, (size_t)le.size);
+    require_status(err);
+    if (parsed != NULL) {
+      require(kpack_bundle_get_entry(parsed, i, &pe) == KPACK_SUCCESS &&
+                  strcmp(pe.id, le.id) == 0 && pe.size == le.size,
+              "listing and parse disagree on an entry");
+      require(
+          err == KPACK_SUCCESS && memcmp(buf, pe.data, (size_t)le.size) == 0,
+          "a listed entry reads other bytes than the parsed one");
+    } else {
+      require(err == KPACK_SUCCESS || err == KPACK_ERROR_DECOMPRESSION_FAILED,
+              "read_entry failed with a status its header does not list");
+    }
+    free(buf);
+  }
+  kpack_bundle_free(listed);
+}
+
 size_t kf_bundle_input(const uint8_t* data, size_t size) {
   size_t walked = 0;
   kpack_bundle_t* b = NULL;
@@ -654,10 +703,12 @@ size_t kf_bundle_input(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < info.bundle_count; i++) {
     err = kpack_fatbin_get_bundle(f, i, &b);
     require_status(err);
-    if (err == KPACK_SUCCESS) {
+    if (err == KPACK_SUCCESS)
       walked += walk_bundle(b, data, size);
-      kpack_bundle_free(b);
-    }
+    else
+      require(b == NULL, "failed bundle parse left a bundle");
+    compare_listing(f, i, err == KPACK_SUCCESS ? b : NULL);
+    kpack_bundle_free(b);
   }
   require(kpack_fatbin_get_bundle(f, info.bundle_count, &b) ==
               KPACK_ERROR_INVALID_ARGUMENT,
