@@ -107,11 +107,12 @@ all: $(LIB_SO) $(LIB_A) $(LIB_PC) $(PROGRAMS)
 # ---- tests ------------------------------------------------------------------
 # tests/test_*.c: one cmocka binary each, linked statically so that internal
 # modules can be tested directly. tests/support.c is shared by all of them;
-# tests/fixture_fatbin.c (host binaries, bundles; no cmocka) also by the fuzz
-# corpus generator and the benchmark.
+# tests/fixture_fatbin.c (host binaries, bundles) and fixture_code_object.c
+# (AMDGPU code objects), free of cmocka, also by the fuzz corpus generator
+# and the benchmark.
 TEST_SRCS    := $(sort $(wildcard tests/test_*.c))
 TEST_BINS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
-TEST_FIXTURE := $(BUILD)/tests/fixture_fatbin.o
+TEST_FIXTURE := $(BUILD)/tests/fixture_fatbin.o $(BUILD)/tests/fixture_code_object.o
 TEST_SUPPORT := $(BUILD)/tests/support.o $(TEST_FIXTURE)
 VALGRIND ?=
 TEST_WRAP := $(if $(VALGRIND),valgrind --quiet --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite$(comma)indirect$(comma)possible --suppressions=tests/valgrind.supp)
@@ -149,7 +150,7 @@ check-suites: all $(TEST_BINS)
 # Archives are generated once into .cache/bench (ignored) and reused.
 BENCH := $(BUILD)/bench/bench
 
-$(BENCH): tests/bench/bench.c $(TEST_FIXTURE) $(LIB_A) $(HEADERS) tests/fixture_fatbin.h
+$(BENCH): tests/bench/bench.c $(TEST_FIXTURE) $(LIB_A) $(HEADERS) $(wildcard tests/fixture_*.h)
 	@mkdir -p $(@D)
 	$(call say,CC,$@)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(TEST_FIXTURE) $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
 
@@ -212,7 +213,7 @@ $(BUILD)/tests/test_fuzz_replay: $(BUILD)/tests/test_fuzz_replay.o $(BUILD)/test
 
 # Seeds come from the project's writer; regenerate after a format change.
 MAKE_CORPUS := $(BUILD)/tests/fuzz/make_corpus
-$(MAKE_CORPUS): tests/fuzz/make_corpus.c tests/fuzz/fuzz_drivers.h $(TEST_FIXTURE) $(LIB_A) $(HEADERS) tests/fixture_fatbin.h
+$(MAKE_CORPUS): tests/fuzz/make_corpus.c tests/fuzz/fuzz_drivers.h $(TEST_FIXTURE) $(LIB_A) $(HEADERS) $(wildcard tests/fixture_*.h)
 	@mkdir -p $(@D)
 	$(call say,CC,$@)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(TEST_FIXTURE) $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
 

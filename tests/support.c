@@ -122,6 +122,23 @@ void kt_write_archive(const char* path, kpack_compression_scheme_t scheme,
   assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
 }
 
+char* kt_librocrand(void) {
+  const char* src = getenv("KPACK_SOURCE_DIR");
+  char *cmd, line[4096];
+  assert_true(asprintf(&cmd, "'%s/contrib/demo.sh' fetch",
+                       src != NULL && *src ? src : ".") > 0);
+  FILE* p = popen(cmd, "r");
+  assert_non_null(p);
+  char* got = fgets(line, sizeof(line), p);
+  int status = pclose(p);
+  free(cmd);
+  if (got == NULL || status != 0)
+    fail_msg("contrib/demo.sh fetch failed (status %d): cannot get librocrand1",
+             status);
+  line[strcspn(line, "\n")] = '\0';
+  return strdup(line);
+}
+
 pid_t kt_spawn(char* const argv[], const char* log) {
   pid_t parent = getpid();
   pid_t pid = fork();

@@ -46,6 +46,12 @@ void kt_write_archive(const char* path, kpack_compression_scheme_t scheme,
                       const char* const* arches, size_t arch_count,
                       const kt_kernel* kernels, size_t kernel_count);
 
+/* The path of Debian's librocrand.so.1.1, fetched and unpacked under .cache/
+ * by `contrib/demo.sh fetch` (KPACK_SOURCE_DIR, set by the Makefile, names
+ * the tree). Fails the test when it cannot be had: suites over real code
+ * objects must not pass without them. free() the result. */
+char* kt_librocrand(void);
+
 /* ---- processes and mounts (the real-mount suites) ---- */
 
 /* fork + exec with stdout/stderr appended to `log` (or /dev/null). The child

@@ -4,7 +4,9 @@
  * project's writer and TOC variants re-encoded from them, HIPK metadata for
  * the loader fixture of fuzz_drivers.h, and offload bundles, CCOB envelopes
  * and host ELF images from the fixture builder the test suites use
- * (tests/fixture_fatbin.h). Output is deterministic; every seed is a few KB.
+ * (tests/fixture_fatbin.h), and AMDGPU code objects from theirs
+ * (tests/fixture_code_object.h). Output is deterministic; every seed is a
+ * few KB.
  */
 #include <errno.h>
 #include <msgpack.h>
@@ -13,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "fixture_code_object.h"
 #include "fixture_fatbin.h"
 #include "fuzz_drivers.h"
 #include "rocm_kpack/kpack_ext.h"
@@ -282,6 +285,23 @@ static void archive_seeds(void) {
   map_drop(&t.root, "compression_scheme");
   toc_save(&t, "none-implicit-scheme.kpack");
 
+  /* As ROCm writes zstd archives: no frame-size table. */
+  toc_load(&t, "zstd-basic.kpack");
+  map_drop(&t.root, "zstd_frame_sizes");
+  toc_save(&t, "zstd-no-frame-sizes.kpack");
+
+  /* A table that passes the open-time check but is wrong: rotated. */
+  toc_load(&t, "zstd-basic.kpack");
+  msgpack_object* sizes = map_get(&t.root, "zstd_frame_sizes");
+  if (sizes == NULL || sizes->type != MSGPACK_OBJECT_BIN ||
+      sizes->via.bin.size < 8)
+    die("zstd-basic.kpack has no frame-size table");
+  char* rotated = msgpack_zone_malloc(&t.zone, sizes->via.bin.size);
+  memcpy(rotated, sizes->via.bin.ptr + 4, sizes->via.bin.size - 4);
+  memcpy(rotated + sizes->via.bin.size - 4, sizes->via.bin.ptr, 4);
+  sizes->via.bin.ptr = rotated;
+  toc_save(&t, "zstd-stale-frame-sizes.kpack");
+
   toc_load(&t, "zstd-features.kpack");
   for_each_entry(&t, add_metadata);
   map_add(&t.zone, &t.root, "x-future-key", metadata_object(&t.zone));
@@ -445,6 +465,56 @@ static void bundle_seeds(void) {
   fx_free(&bundles[1]);
 }
 
+/* ---- code objects ---------------------------------------------------------
+ */
+
+static void code_object_seeds(void) {
+  static const fx_co_kernel kernels[] = {
+      {"gemm_f32", 128, 96, 64, 16384, 272, 96, 64, 256, 3, 1, 0},
+      {"_Z6reducePfi", 24, 18, 0, 0, 0, 16, 32, 1024, 0, 0,
+       KPACK_CO_AGPR_COUNT | KPACK_CO_VGPR_SPILL_COUNT |
+           KPACK_CO_SGPR_SPILL_COUNT},
+  };
+  fx_buf meta =
+      fx_co_metadata("amdgcn-amd-amdhsa--gfx90a:xnack-", 5, kernels, 2);
+  static const uint8_t build_id[8] = {0xde, 0xad, 0xbe, 0xef};
+  fx_co_note one = {NULL, 0, meta.data, meta.size};
+  fx_co_note several[] = {{"GNU", 3, build_id, sizeof(build_id)},
+                          {"AMDGPU", 33, "x", 1},
+                          {NULL, 0, meta.data, meta.size}};
+  uint32_t flags =
+      fx_co_flags(FX_MACH_GFX90A, KPACK_FEATURE_OFF, KPACK_FEATURE_ANY);
+  const struct {
+    const char* name;
+    fx_co_spec spec;
+  } images[] = {
+      {"basic.co", {.e_flags = flags, .notes = &one, .note_count = 1}},
+      {"several-notes.co",
+       {.e_flags = flags, .notes = several, .note_count = 3}},
+      {"aligned-8.co",
+       {.e_flags = flags, .notes = several, .note_count = 3, .align = 8}},
+      {"notes-at-end.co",
+       {.e_flags = flags,
+        .notes = &one,
+        .note_count = 1,
+        .notes_at_end = true}},
+      {"section-only.co",
+       {.e_flags = flags, .notes = &one, .note_count = 1, .no_segment = true}},
+      {"segment-only.co",
+       {.e_flags = flags, .notes = &one, .note_count = 1, .no_section = true}},
+      {"v3.co",
+       {.e_flags = 0x13f, .version = 3, .notes = &one, .note_count = 1}},
+      {"generic-v6.co",
+       {.e_flags = 0x01000251, .version = 6, .notes = &one, .note_count = 1}},
+      {"no-note.co", {.e_flags = flags}},
+  };
+  for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
+    fx_buf image = fx_code_object(&images[i].spec);
+    save_buf("code_object", images[i].name, &image);
+  }
+  fx_free(&meta);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: make_corpus OUTPUT_DIR\n");
@@ -456,5 +526,6 @@ int main(int argc, char** argv) {
   archive_seeds();
   hipk_seeds();
   bundle_seeds();
+  code_object_seeds();
   return 0;
 }
