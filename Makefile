@@ -106,10 +106,14 @@ all: $(LIB_SO) $(LIB_A) $(LIB_PC) $(PROGRAMS)
 
 # ---- tests ------------------------------------------------------------------
 # tests/test_*.c: one cmocka binary each, linked statically so that internal
-# modules can be tested directly. tests/support.c is shared by all of them.
+# modules can be tested directly. tests/support.c is shared by all of them;
+# tests/fixture_fatbin.c (host binaries, bundles) and fixture_code_object.c
+# (AMDGPU code objects), free of cmocka, also by the fuzz corpus generator
+# and the benchmark.
 TEST_SRCS    := $(sort $(wildcard tests/test_*.c))
 TEST_BINS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
-TEST_SUPPORT := $(BUILD)/tests/support.o
+TEST_FIXTURE := $(BUILD)/tests/fixture_fatbin.o $(BUILD)/tests/fixture_code_object.o
+TEST_SUPPORT := $(BUILD)/tests/support.o $(TEST_FIXTURE)
 VALGRIND ?=
 # Forked children that do not exec (test_loader's fork tests) hold memory of
 # the parent's other threads that no child can reach; valgrind would report
@@ -153,9 +157,9 @@ check-suites: all $(TEST_BINS)
 # Archives are generated once into .cache/bench (ignored) and reused.
 BENCH := $(BUILD)/bench/bench
 
-$(BENCH): tests/bench/bench.c $(LIB_A) $(HEADERS)
+$(BENCH): tests/bench/bench.c $(TEST_FIXTURE) $(LIB_A) $(HEADERS) $(wildcard tests/fixture_*.h)
 	@mkdir -p $(@D)
-	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
+	$(call say,CC,$@)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(TEST_FIXTURE) $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
 
 .PHONY: bench
 bench: all $(BENCH)
@@ -216,9 +220,9 @@ $(BUILD)/tests/test_fuzz_replay: $(BUILD)/tests/test_fuzz_replay.o $(BUILD)/test
 
 # Seeds come from the project's writer; regenerate after a format change.
 MAKE_CORPUS := $(BUILD)/tests/fuzz/make_corpus
-$(MAKE_CORPUS): tests/fuzz/make_corpus.c tests/fuzz/fuzz_drivers.h $(LIB_A) $(HEADERS)
+$(MAKE_CORPUS): tests/fuzz/make_corpus.c tests/fuzz/fuzz_drivers.h $(TEST_FIXTURE) $(LIB_A) $(HEADERS) $(wildcard tests/fixture_*.h)
 	@mkdir -p $(@D)
-	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $< $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
+	$(call say,CC,$@)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(TEST_FIXTURE) $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
 
 fuzz-corpus: $(MAKE_CORPUS)
 	rm -rf tests/fuzz/corpus

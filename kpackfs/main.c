@@ -15,11 +15,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "kpackfs.h"
 
-#define KFS_DEFAULT_CACHE (256ull << 20)
+/* The page cache keeps what was read across opens, and an open kernel is
+ * pinned whatever the budget, so the cache only bridges a kernel's closes:
+ * `kernels` and `metadata.json` rendered right after `kernel.hsaco` was
+ * read (they sort next to each other), a tool that reads the ELF header,
+ * closes and comes back for the sections. That is the last kernel or two;
+ * more only duplicates the page cache (README, "How reads work"). */
+#define KFS_DEFAULT_CACHE (4ull << 20)
 
 typedef struct kfs_config {
   char** positional; /* SOURCE... MOUNTPOINT */
@@ -74,7 +81,7 @@ static void usage(const char* prog) {
       "\n"
       "kpackfs options:\n"
       "    -o cache_size=SIZE     decompressed-kernel cache budget, with an\n"
-      "                           optional K, M or G suffix (default 256M)\n"
+      "                           optional K, M or G suffix (default 4M)\n"
       "    -o uid=N,gid=N         owner of every file (default: the mounting\n"
       "                           user)\n"
       "    -h, --help             this help\n"
@@ -170,35 +177,73 @@ static int kfs_opt_proc(void* data, const char* arg, int key,
   }
 }
 
-/* "-o ro,default_permissions,fsname=SOURCES,subtype=kpackfs": read-only at
- * the VFS too, the kernel checks the 0444/0555 modes, and mount(8) lists
- * the sources. */
-static int add_mount_options(struct fuse_args* args, char* const* sources,
-                             size_t count) {
-  char* joined = NULL;
-  char* opts = NULL;
+/* The mount source that mount(8), df and /proc/mounts show: the SOURCE
+ * arguments joined with ':' while that stays short, else the first archive
+ * and how many follow ("/x/blas_gfx90a.kpack:+89"); .kpackfs/archives lists
+ * them all. The kernel refuses a mount source of a page (4 KiB) or more,
+ * which some ninety archives named one by one already reach. */
+#define KFS_FSNAME_MAX 255
+
+static char* mount_source(char* const* sources, size_t count,
+                          const kfs_paths* paths) {
+  char* name = NULL;
   size_t len = 0;
-  int rc = -1;
   for (size_t i = 0; i < count; i++)
     len += strlen(sources[i]) + 1;
-  joined = malloc(len + 8);
-  if (joined == NULL)
+  if (len - 1 <= KFS_FSNAME_MAX) {
+    if ((name = malloc(len)) == NULL)
+      return NULL;
+    name[0] = '\0';
+    for (size_t i = 0; i < count; i++) {
+      if (i > 0)
+        strcat(name, ":");
+      strcat(name, sources[i]);
+    }
+  } else if (paths->count == 0) {
+    name = strdup("kpackfs"); /* nothing but ':' */
+  } else if (asprintf(&name, "%s:+%zu", paths->items[0], paths->count - 1) <
+             0) {
+    return NULL;
+  }
+  return name;
+}
+
+/* "-o ro,default_permissions,fsname=...,subtype=kpackfs": read-only at the
+ * VFS too, the kernel checks the 0444/0555 modes, and mount(8) shows where
+ * the kernels come from. */
+static int add_mount_options(struct fuse_args* args, char* const* sources,
+                             size_t count, const kfs_paths* paths) {
+  char* source = mount_source(sources, count, paths);
+  char* fsname = NULL;
+  char* opts = NULL;
+  int rc = -1;
+  if (source == NULL || asprintf(&fsname, "fsname=%s", source) < 0) {
+    fsname = NULL;
     goto out;
-  strcpy(joined, "fsname=");
-  for (size_t i = 0; i < count; i++) {
-    if (i > 0)
-      strcat(joined, ":");
-    strcat(joined, sources[i]);
   }
   if (fuse_opt_add_opt(&opts, "ro,default_permissions,subtype=kpackfs") != 0 ||
-      fuse_opt_add_opt_escaped(&opts, joined) != 0 ||
+      fuse_opt_add_opt_escaped(&opts, fsname) != 0 ||
       fuse_opt_add_arg(args, "-o") != 0 || fuse_opt_add_arg(args, opts) != 0)
     goto out;
   rc = 0;
 out:
-  free(joined);
+  if (rc != 0)
+    fprintf(stderr, "kpackfs: out of memory\n");
+  free(source);
+  free(fsname);
   free(opts);
   return rc;
+}
+
+/* kpackfs keeps one descriptor open per archive for the life of the mount,
+ * and a library directory can hold more archives than the usual soft limit
+ * of 1024: take what the hard limit allows, as a file server would. */
+static void raise_fd_limit(void) {
+  struct rlimit lim;
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &lim); /* else open fails, and says so */
+  }
 }
 
 static int run_session(kfs_fs* fs, struct fuse_args* args,
@@ -237,45 +282,16 @@ destroy:
   return rc;
 }
 
-/* Decompressed kernels are large, allocated and freed over and over in a
- * few sizes. Kept in one heap, an evicted kernel's memory is reused by the
- * next one instead of going back to the kernel and being faulted in again,
- * page by page, which costs more than decompressing it (measured: 1 ms per
- * fresh 256 KiB in a VM, 4 us reused), and RSS stays near the budget. */
+/* Decompressed kernels are large and allocated over and over in a few
+ * sizes. The kernel cache hands an evicted kernel's buffer to the kernel
+ * that replaces it; what it does allocate stays in one heap (not one arena
+ * per FUSE thread, not a fresh mmap per kernel) so freed memory is reused
+ * rather than returned to the system and faulted in again, page by page. */
 static void tune_malloc(void) {
 #ifdef __GLIBC__
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
   mallopt(M_TRIM_THRESHOLD, 16 << 20);
   mallopt(M_ARENA_MAX, 1);
-#endif
-}
-
-/* The same kernels, faulted in 2 MiB at a time instead of 4 KiB: a fresh
- * 256 KiB kernel then costs one page fault, not 64, which doubled first-read
- * throughput through the mount (measured: 211 -> 454 MB/s on 2,000 x 256 KiB
- * kernels). glibc reads its tunables only when a program starts, so kpackfs
- * starts itself again, once, with glibc.malloc.hugetlb=1 added, unless the
- * user already chose that tunable or the daemon runs under valgrind (whose
- * children would run unchecked). If the exec fails, nothing is lost. */
-static void restart_with_huge_pages(char* argv[]) {
-#ifdef __GLIBC__
-  const char* tunables = getenv("GLIBC_TUNABLES");
-  const char* preload = getenv("LD_PRELOAD");
-  if ((tunables != NULL && strstr(tunables, "glibc.malloc.hugetlb")) ||
-      (preload != NULL && strstr(preload, "vgpreload")))
-    return;
-  char* value = NULL;
-  if (asprintf(&value, "%s%sglibc.malloc.hugetlb=1", tunables ? tunables : "",
-               tunables ? ":" : "") < 0)
-    return;
-  setenv("GLIBC_TUNABLES", value, 1);
-  free(value);
-  execv("/proc/self/exe", argv);
-  unsetenv("GLIBC_TUNABLES"); /* exec failed: carry on as we are */
-  if (tunables != NULL)
-    setenv("GLIBC_TUNABLES", tunables, 1);
-#else
-  (void)argv;
 #endif
 }
 
@@ -289,7 +305,6 @@ int main(int argc, char* argv[]) {
   bool tree_built = false;
   int rc = 1;
 
-  restart_with_huge_pages(argv);
   memset(&opts, 0, sizeof(opts));
   memset(&fs, 0, sizeof(fs));
   pthread_mutex_init(&fs.handles_lock, NULL);
@@ -315,16 +330,17 @@ int main(int argc, char* argv[]) {
     goto out;
   }
   size_t source_count = cfg.positional_count - 1;
+  for (size_t i = 0; i < source_count; i++)
+    if (kfs_paths_add_source(&paths, cfg.positional[i]) != 0)
+      goto out;
   if (fuse_opt_add_arg(&args, cfg.positional[source_count]) != 0 ||
-      add_mount_options(&args, cfg.positional, source_count) != 0)
+      add_mount_options(&args, cfg.positional, source_count, &paths) != 0)
     goto out;
   if (fuse_parse_cmdline(&args, &opts) != 0)
     goto out;
 
   /* Every source is opened before anything is mounted. */
-  for (size_t i = 0; i < source_count; i++)
-    if (kfs_paths_add_source(&paths, cfg.positional[i]) != 0)
-      goto out;
+  raise_fd_limit();
   if (kfs_tree_build(&fs.tree, &paths) != 0)
     goto out;
   tree_built = true;

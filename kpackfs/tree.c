@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "kpackfs.h"
@@ -211,7 +212,12 @@ static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
       (why = component_problem(arch, "arch is not a file name")) != NULL ||
       (why = component_problem(info.type, "type is not a file name")) != NULL)
     goto skip;
-  /* At most 7 + 255 bytes: component_problem() bounds the type. */
+  /* statfs promises names of at most 255 bytes, and the kernel would
+   * refuse to look a longer one up. */
+  if (strlen(info.type) > 255 - strlen("kernel.")) {
+    why = "file name 'kernel.<type>' longer than 255 bytes";
+    goto skip;
+  }
   snprintf(file_name, sizeof(file_name), "kernel.%s", info.type);
 
   for (const char* p = binary;;) {
@@ -342,6 +348,28 @@ static bool later(struct timespec a, struct timespec b) {
   return a.tv_sec > b.tv_sec || (a.tv_sec == b.tv_sec && a.tv_nsec > b.tv_nsec);
 }
 
+/* Names the archive and the kpack error; running out of descriptors (one
+ * per archive, held for the whole mount) gets its own words, since
+ * KPACK_ERROR_IO_ERROR alone would send the user looking at the file. */
+static void report_open_failure(const char* path, kpack_error_t err, int sys,
+                                size_t archives) {
+  struct rlimit lim;
+  if (err == KPACK_ERROR_IO_ERROR && sys == EMFILE &&
+      getrlimit(RLIMIT_NOFILE, &lim) == 0)
+    fprintf(stderr,
+            "kpackfs: %s: too many open files: %zu archives need a "
+            "descriptor each and the limit is %llu (raise the hard limit: "
+            "ulimit -Hn, or LimitNOFILE=)\n",
+            path, archives, (unsigned long long)lim.rlim_cur);
+  else if (err == KPACK_ERROR_IO_ERROR && sys == ENFILE)
+    fprintf(stderr,
+            "kpackfs: %s: too many open files in the system "
+            "(fs.file-max)\n",
+            path);
+  else
+    fprintf(stderr, "kpackfs: %s: %s\n", path, kpack_error_string(err));
+}
+
 static int open_sources(kfs_tree* t, const kfs_paths* paths) {
   t->sources = calloc(paths->count ? paths->count : 1, sizeof(*t->sources));
   if (t->sources == NULL)
@@ -352,8 +380,7 @@ static int open_sources(kfs_tree* t, const kfs_paths* paths) {
     struct stat st;
     kpack_error_t err = kpack_open(paths->items[i], &s->archive);
     if (err != KPACK_SUCCESS) {
-      fprintf(stderr, "kpackfs: %s: %s\n", paths->items[i],
-              kpack_error_string(err));
+      report_open_failure(paths->items[i], err, errno, paths->count);
       return -EINVAL;
     }
     t->source_count++;

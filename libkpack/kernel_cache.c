@@ -2,7 +2,8 @@
  *
  * The shared decompressed-kernel cache (kpack_kcache_*): a hash table of
  * kernels keyed by (archive, ordinal, size), pins for readers, an LRU list of
- * released kernels trimmed to a byte budget, and single-flight loading.
+ * released kernels trimmed to a byte budget, single-flight loading, and
+ * buffers of evicted kernels recycled for the kernels that replace them.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -18,6 +19,9 @@ struct kpack_kcache_entry {
   uint32_t ordinal;
   uint64_t size;
   uint64_t hash;
+  /* Bytes allocated behind `data`: `size`, or a little more when the buffer
+   * was recycled from an evicted kernel. This is what the budget charges. */
+  uint64_t cap;
 
   kc_state state;
   kpack_error_t error; /* of a FAILED load, handed to its waiters */
@@ -49,6 +53,11 @@ struct kpack_kcache {
 };
 
 #define KC_INITIAL_BUCKETS 64
+
+/* Recycling a buffer saves faulting in (and zeroing) fresh pages for every
+ * miss, which costs about as much as decompressing the kernel; below this
+ * size malloc's own free lists already do that. */
+#define KC_RECYCLE_MIN (64u << 10)
 
 static uint64_t kc_hash(kpack_archive_t archive, uint32_t ordinal,
                         uint64_t size) {
@@ -132,7 +141,7 @@ static void kc_lru_push(kpack_kcache_t* c, kc_entry* e) {
  * list and unpinned. Only READY entries hold bytes. */
 static void kc_retire(kpack_kcache_t* c, kc_entry* e, kc_entry** doomed) {
   if (e->state == KC_READY)
-    c->stats.bytes -= e->size;
+    c->stats.bytes -= e->cap;
   c->stats.entries--;
   e->next = *doomed;
   *doomed = e;
@@ -159,6 +168,37 @@ static void kc_trim(kpack_kcache_t* c, kc_entry** doomed) {
   }
 }
 
+/* Makes room for a kernel of `size` bytes about to be decompressed: evicts
+ * the least recently used released kernels that its arrival would evict
+ * anyway, before it is decompressed rather than after, and returns the
+ * buffer of the victim that fits it best (at most a quarter larger), or
+ * NULL. Other victims go on `doomed`, to be freed before the decompression
+ * allocates. A kernel the budget cannot keep evicts nothing, so a size that
+ * the frame then refutes costs at most the cached kernels, never memory. */
+static void* kc_make_room(kpack_kcache_t* c, uint64_t size, uint64_t* cap,
+                          kc_entry** doomed) {
+  kc_entry* best = NULL;
+  if (size > c->stats.capacity)
+    return NULL;
+  while (c->stats.bytes > c->stats.capacity - size && c->lru.next != &c->lru) {
+    kc_entry* victim = c->lru.next;
+    kc_lru_unlink(victim);
+    kc_table_remove(c, victim);
+    c->stats.evictions++;
+    kc_retire(c, victim, doomed);
+    if (size >= KC_RECYCLE_MIN && victim->cap >= size &&
+        victim->cap - size <= size / 4 &&
+        (best == NULL || victim->cap < best->cap))
+      best = victim;
+  }
+  if (best == NULL)
+    return NULL;
+  void* buffer = best->data;
+  *cap = best->cap;
+  best->data = NULL; /* now the new kernel's; kc_free_list skips it */
+  return buffer;
+}
+
 static void kc_pin(kpack_kcache_t* c, kc_entry* e) {
   if (e->pins++ == 0) {
     c->stats.pinned++;
@@ -173,7 +213,7 @@ static void kc_unpin(kpack_kcache_t* c, kc_entry* e, kc_entry** doomed) {
   c->stats.pinned--;
   if (!e->in_table) {
     kc_retire(c, e, doomed);
-  } else if (e->size > c->stats.capacity) {
+  } else if (e->cap > c->stats.capacity) {
     /* Kept only while someone reads it; caching it would evict everything
      * else and still not fit. */
     kc_table_remove(c, e);
@@ -229,15 +269,19 @@ KPACK_API void kpack_kcache_destroy(kpack_kcache_t* cache) {
   free(cache);
 }
 
-/* Decompresses the entry's kernel, outside the lock. kpack_get_kernel()
- * allocates only once the stored bytes agree with the TOC size, so a lying
- * TOC cannot make the cache ask for terabytes. */
+/* Decompresses the entry's kernel, outside the lock, into `recycled` (of
+ * `cap` bytes) when there is one. Otherwise kpack_get_kernel() allocates,
+ * and only once the stored bytes agree with the TOC size, so a lying TOC
+ * cannot make the cache ask for terabytes. On failure the buffer is freed. */
 static kpack_error_t kc_load(kc_entry* e, const char* binary_name,
-                             const char* arch) {
+                             const char* arch, void* recycled, uint64_t cap) {
   size_t got = 0;
-  void* data = NULL;
+  void* data = recycled;
   kpack_error_t err =
-      kpack_get_kernel(e->archive, binary_name, arch, &data, &got);
+      recycled != NULL
+          ? kpack_read_kernel(e->archive, binary_name, arch, recycled,
+                              (size_t)cap, &got)
+          : kpack_get_kernel(e->archive, binary_name, arch, &data, &got);
   if (err == KPACK_SUCCESS && got != e->size)
     err = KPACK_ERROR_DECOMPRESSION_FAILED;
   if (err != KPACK_SUCCESS) {
@@ -245,6 +289,7 @@ static kpack_error_t kc_load(kc_entry* e, const char* binary_name,
     return err;
   }
   e->data = data;
+  e->cap = recycled != NULL ? cap : e->size;
   return KPACK_SUCCESS;
 }
 
@@ -302,9 +347,15 @@ KPACK_API kpack_error_t kpack_kcache_acquire(kpack_kcache_t* cache,
     cache->stats.entries++;
     cache->stats.misses++;
     kc_pin(cache, e);
+    uint64_t cap = 0;
+    void* recycled = kc_make_room(cache, info.size, &cap, &doomed);
+    if (recycled != NULL)
+      cache->stats.recycled++;
     pthread_mutex_unlock(&cache->lock);
 
-    err = kc_load(e, binary_name, arch);
+    kc_free_list(doomed);
+    doomed = NULL;
+    err = kc_load(e, binary_name, arch, recycled, cap);
 
     pthread_mutex_lock(&cache->lock);
     e->error = err;
@@ -312,7 +363,7 @@ KPACK_API kpack_error_t kpack_kcache_acquire(kpack_kcache_t* cache,
       /* Bytes are charged once they exist: a size the frame then refutes
        * never evicts anything. */
       e->state = KC_READY;
-      cache->stats.bytes += e->size;
+      cache->stats.bytes += e->cap;
       cache->stats.decompressions++;
       cache->stats.bytes_decompressed += e->size;
       kc_trim(cache, &doomed);

@@ -22,6 +22,7 @@ typedef struct js_out {
 typedef struct js_in {
   const uint8_t* pos;
   const uint8_t* end;
+  bool in_key; /* rendering a non-str map key (see render_key) */
 } js_in;
 
 static void put(js_out* o, const void* s, size_t n) {
@@ -165,14 +166,24 @@ static void put_double(js_out* o, double v) {
 static bool render(js_in* in, js_out* o, bool pretty, unsigned depth);
 
 /* Renders a map key: a str as itself, anything else as its JSON text
- * quoted. */
+ * quoted. Quoting escapes that text once more, so a map or array key inside
+ * another such key would double the output per level of nesting: it is
+ * refused, which keeps the output linear in the input. */
 static bool render_key(js_in* in, js_out* o, unsigned depth) {
   uint8_t tag = in->pos < in->end ? *in->pos : 0;
   bool is_str = (tag >= 0xa0 && tag <= 0xbf) || (tag >= 0xd9 && tag <= 0xdb);
+  bool is_container =
+      (tag >= 0x80 && tag <= 0x9f) || (tag >= 0xdc && tag <= 0xdf);
   if (is_str)
     return render(in, o, false, depth);
+  if (is_container && in->in_key)
+    return false;
+  bool outer = !in->in_key;
+  in->in_key = true;
   js_out key = {0};
   bool ok = render(in, &key, false, depth);
+  if (outer)
+    in->in_key = false;
   if (ok && !key.failed)
     put_string(o, (const uint8_t*)key.data, key.len);
   o->failed |= key.failed;
@@ -350,7 +361,7 @@ kpack_error_t kp_msgpack_to_json(const void* data, size_t size, bool pretty,
     return KPACK_ERROR_INVALID_ARGUMENT;
   *json = NULL;
   *json_len = 0;
-  js_in in = {data, (const uint8_t*)data + size};
+  js_in in = {data, (const uint8_t*)data + size, false};
   js_out out = {0};
   bool ok = data != NULL && render(&in, &out, pretty, 0);
   if (!ok || out.failed) {

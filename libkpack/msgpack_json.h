@@ -26,8 +26,10 @@
  * UTF-8 bytes become U+FFFD), bin as a string of lowercase hex digits, ext
  * as {"ext": type, "data": "<hex>"}; a map key that is not a str is
  * rendered to JSON and used as a string.
- *   MSGPACK_PARSE_FAILED  truncated or malformed input, or nesting deeper
- *                         than KP_JSON_MAX_DEPTH
+ *   MSGPACK_PARSE_FAILED  truncated or malformed input, nesting deeper
+ *                         than KP_JSON_MAX_DEPTH, or a map or array key
+ *                         inside another map or array key (its quoted text
+ *                         would grow exponentially with the nesting)
  *   OUT_OF_MEMORY         allocation failed
  * On failure *json is NULL. */
 kpack_error_t kp_msgpack_to_json(const void* data, size_t size, bool pretty,

@@ -84,6 +84,26 @@ mp_status mp_read_str(mp_cursor* c, const char** str, uint32_t* len) {
   return MP_OK;
 }
 
+mp_status mp_read_bin(mp_cursor* c, const uint8_t** data, uint32_t* len) {
+  if (c->pos >= c->end)
+    return MP_TRUNCATED;
+  mp_cursor next = *c;
+  uint8_t tag = *c->pos;
+  uint64_t n;
+  if (tag < 0xc4 || tag > 0xc6)
+    return MP_WRONG_TYPE;
+  mp_status st = take_be(&next, 1u << (tag - 0xc4), &n);
+  if (st != MP_OK)
+    return st;
+  if (n > mp_remaining(&next))
+    return MP_TRUNCATED;
+  *data = next.pos;
+  *len = (uint32_t)n;
+  next.pos += n;
+  *c = next;
+  return MP_OK;
+}
+
 mp_status mp_read_uint(mp_cursor* c, uint64_t* value) {
   if (c->pos >= c->end)
     return MP_TRUNCATED;
@@ -261,4 +281,44 @@ mp_status mp_skip(mp_cursor* c) {
 bool mp_str_eq(const char* str, uint32_t len, const char* lit) {
   size_t n = strlen(lit);
   return n == len && memcmp(str, lit, n) == 0;
+}
+
+static bool is_container(uint8_t tag) {
+  return (tag >= 0x80 && tag <= 0x9f) || (tag >= 0xdc && tag <= 0xdf);
+}
+
+mp_status mp_skip_bounded(mp_cursor* c, unsigned max_depth) {
+  /* left[d]: values still to skip at depth d. Each count was checked
+   * against the bytes left when its container was read. */
+  uint64_t left[MP_MAX_DEPTH + 1];
+  unsigned depth = 0;
+  mp_cursor cur = *c;
+  if (max_depth > MP_MAX_DEPTH)
+    max_depth = MP_MAX_DEPTH;
+  left[0] = 1;
+  for (;;) {
+    while (depth > 0 && left[depth] == 0)
+      depth--;
+    if (left[depth] == 0)
+      break;
+    uint64_t header, payload, children;
+    mp_status st = value_shape(&cur, &header, &payload, &children);
+    if (st != MP_OK)
+      return st;
+    bool container = is_container(*cur.pos);
+    size_t rest = mp_remaining(&cur);
+    if (header > rest || payload > rest - header)
+      return MP_TRUNCATED;
+    cur.pos += header + payload;
+    left[depth]--;
+    if (!container)
+      continue;
+    if (depth >= max_depth)
+      return MP_MALFORMED;
+    if (children > mp_remaining(&cur))
+      return MP_TRUNCATED;
+    left[++depth] = children;
+  }
+  *c = cur;
+  return MP_OK;
 }

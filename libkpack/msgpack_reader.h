@@ -42,6 +42,8 @@ mp_status mp_read_map(mp_cursor* c, uint32_t* count);
 mp_status mp_read_array(mp_cursor* c, uint32_t* count);
 /* A str (fixstr, str8/16/32): pointer into the input, not terminated. */
 mp_status mp_read_str(mp_cursor* c, const char** str, uint32_t* len);
+/* A bin (bin8/16/32): pointer into the input. */
+mp_status mp_read_bin(mp_cursor* c, const uint8_t** data, uint32_t* len);
 /* Any non-negative integer of any width. Negative ints are MP_WRONG_TYPE. */
 mp_status mp_read_uint(mp_cursor* c, uint64_t* value);
 /* Skips one complete value of any type, iteratively (no recursion depth). */
@@ -51,5 +53,12 @@ bool mp_peek_nil(const mp_cursor* c);
 
 /* Convenience: does the str (str, len) equal the C string `lit`? */
 bool mp_str_eq(const char* str, uint32_t len, const char* lit);
+
+/* Like mp_skip(), but also refuses (MP_MALFORMED) a container nested deeper
+ * than `max_depth` (at most MP_MAX_DEPTH): the top-level value has depth 0,
+ * the elements of a container one more than the container. Readers that
+ * later recurse over the value check it with this first. */
+#define MP_MAX_DEPTH 64
+mp_status mp_skip_bounded(mp_cursor* c, unsigned max_depth);
 
 #endif /* KPACK_MSGPACK_READER_H */

@@ -124,3 +124,28 @@ void kp_target_list_free(kp_target_list* list) {
   list->names = NULL;
   list->count = 0;
 }
+
+/* A device reaches `arch` when `arch` is its processor plus a subset of its
+ * own flags; a device may set every flag `arch` leaves out either way. So a
+ * code object runs on all of them exactly when each flag it requires is one
+ * `arch` fixes too. */
+bool kp_target_serves(const char* target, const char* arch) {
+  const char* t = kp_target_strip_prefix(target);
+  const char* a = kp_target_strip_prefix(arch);
+  feature_split ts, as;
+  if (*t == '\0' || *t == ':' || *a == '\0' || *a == ':')
+    return false;
+  if (!split_features(t, &ts) || !split_features(a, &as))
+    return strcmp(t, a) == 0;
+  if (ts.proc_len != as.proc_len || memcmp(t, a, ts.proc_len) != 0)
+    return false;
+  for (size_t i = 0; i < ts.count; i++) {
+    bool found = false;
+    for (size_t j = 0; j < as.count && !found; j++)
+      found = ts.len[i] == as.len[j] &&
+              memcmp(t + ts.start[i], a + as.start[j], ts.len[i]) == 0;
+    if (!found)
+      return false;
+  }
+  return true;
+}

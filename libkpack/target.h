@@ -35,4 +35,10 @@ void kp_target_list_free(kp_target_list* list);
 /* `isa` without a recognised triple prefix (a suffix of `isa`). */
 const char* kp_target_strip_prefix(const char* isa);
 
+/* True when a code object built for `target` runs on every device whose
+ * compatible targets (kp_target_compatible) include `arch`: same processor,
+ * and each feature flag of `target` also a flag of `arch` (SPEC §2.4, kpack
+ * verify). Names whose flags cannot be split compare whole. */
+bool kp_target_serves(const char* target, const char* arch);
+
 #endif /* KPACK_TARGET_H */

@@ -4,6 +4,7 @@
  * bytes, and archives produced by the project's own writer.
  */
 #include "support.h"
+#include "fixture_fatbin.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -63,38 +64,34 @@ char* kt_path(const char* dir, const char* name) {
 
 void* kt_pattern(size_t size, uint32_t seed) {
   uint8_t* p = malloc(size ? size : 1);
-  uint32_t x = seed * 2654435761u + 1;
   assert_non_null(p);
-  /* Runs of a few repeated symbols from a small alphabet: zstd finds
-   * structure, but no two seeds give the same bytes. */
-  for (size_t i = 0; i < size;) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    size_t run = 1 + (x & 7);
-    uint8_t value = (uint8_t)((x >> 8) % 23 + seed);
-    for (size_t j = 0; j < run && i < size; j++)
-      p[i++] = value;
-  }
+  fx_fill_pattern(p, size, seed);
   return p;
 }
 
+/* Reads to EOF rather than trusting the size: /proc files report 0. */
 void* kt_read_file(const char* path, size_t* size) {
   FILE* f = fopen(path, "rb");
   if (f == NULL)
     return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  void* data = malloc(n > 0 ? (size_t)n : 1);
+  size_t cap = 4096, n = 0;
+  uint8_t* data = malloc(cap);
   assert_non_null(data);
-  size_t got = fread(data, 1, (size_t)n, f);
+  for (size_t got; (got = fread(data + n, 1, cap - n, f)) > 0;) {
+    n += got;
+    if (n == cap) {
+      cap *= 2;
+      data = realloc(data, cap);
+      assert_non_null(data);
+    }
+  }
+  bool failed = ferror(f) != 0;
   fclose(f);
-  if (got != (size_t)n) {
+  if (failed) {
     free(data);
     return NULL;
   }
-  *size = (size_t)n;
+  *size = n;
   return data;
 }
 
@@ -123,6 +120,23 @@ void kt_write_archive(const char* path, kpack_compression_scheme_t scheme,
                                 kernels[i].data, kernels[i].size),
         KPACK_SUCCESS);
   assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+}
+
+char* kt_librocrand(void) {
+  const char* src = getenv("KPACK_SOURCE_DIR");
+  char *cmd, line[4096];
+  assert_true(asprintf(&cmd, "'%s/contrib/demo.sh' fetch",
+                       src != NULL && *src ? src : ".") > 0);
+  FILE* p = popen(cmd, "r");
+  assert_non_null(p);
+  char* got = fgets(line, sizeof(line), p);
+  int status = pclose(p);
+  free(cmd);
+  if (got == NULL || status != 0)
+    fail_msg("contrib/demo.sh fetch failed (status %d): cannot get librocrand1",
+             status);
+  line[strcspn(line, "\n")] = '\0';
+  return strdup(line);
 }
 
 pid_t kt_spawn(char* const argv[], const char* log) {

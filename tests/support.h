@@ -35,7 +35,8 @@ int kt_tmp_teardown(void** state);
 void kt_rmtree(const char* path);
 /* dir + "/" + name; free() the result. */
 char* kt_path(const char* dir, const char* name);
-/* `size` deterministic bytes for `seed`: compressible but not trivially. */
+/* `size` deterministic bytes for `seed`: compressible but not trivially
+ * (fx_fill_pattern of fixture_fatbin.h). */
 void* kt_pattern(size_t size, uint32_t seed);
 /* Whole-file read and write; kt_read_file returns NULL if it cannot. */
 void* kt_read_file(const char* path, size_t* size);
@@ -44,6 +45,12 @@ void kt_write_file(const char* path, const void* data, size_t size);
 void kt_write_archive(const char* path, kpack_compression_scheme_t scheme,
                       const char* const* arches, size_t arch_count,
                       const kt_kernel* kernels, size_t kernel_count);
+
+/* The path of Debian's librocrand.so.1.1, fetched and unpacked under .cache/
+ * by `contrib/demo.sh fetch` (KPACK_SOURCE_DIR, set by the Makefile, names
+ * the tree). Fails the test when it cannot be had: suites over real code
+ * objects must not pass without them. free() the result. */
+char* kt_librocrand(void);
 
 /* ---- processes and mounts (the real-mount suites) ---- */
 

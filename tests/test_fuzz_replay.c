@@ -102,6 +102,12 @@ static void test_bundle_seeds_and_past_crashes_replay_cleanly(void** state) {
   replay("bundle", kf_bundle_input, true);
 }
 
+static void test_code_object_seeds_and_past_crashes_replay_cleanly(
+    void** state) {
+  (void)state;
+  replay("code_object", kf_code_object_input, true);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_archive_seeds_and_past_crashes_replay_cleanly),
@@ -112,6 +118,7 @@ int main(void) {
           test_hipk_basic_seed_loads_a_fixture_kernel, hipk_setup,
           hipk_teardown),
       cmocka_unit_test(test_bundle_seeds_and_past_crashes_replay_cleanly),
+      cmocka_unit_test(test_code_object_seeds_and_past_crashes_replay_cleanly),
   };
   return cmocka_run_group_tests_name("fuzz replay", tests, NULL, NULL);
 }

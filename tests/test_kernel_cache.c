@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
  * The shared decompressed-kernel cache (SPEC §2.3): hits and misses, LRU
- * eviction within the byte budget, pins, kernels larger than the budget,
+ * eviction within the byte budget, recycling of evicted kernels' buffers,
+ * pins, kernels larger than the budget,
  * failures that are never cached, purge, and single-flight decompression
  * under many threads. Archives come from the project's writer.
  */
@@ -412,6 +413,88 @@ static void test_zero_capacity_keeps_nothing_released(void** state) {
   assert_int_equal(s.bytes, 0);
 }
 
+/* ---- recycling --------------------------------------------------------- */
+
+static void test_a_miss_that_must_evict_decompresses_into_the_victims_buffer(
+    void** state) {
+  (void)state;
+  make_cache(2 * SMALL_SIZE + SMALL_SIZE / 2); /* room for two */
+  kpack_kcache_entry_t* e = pin_small(0);
+  const void* first = NULL;
+  const void* data;
+  size_t n;
+  kpack_kcache_entry_t* again;
+  assert_int_equal(kpack_kcache_acquire(fx.cache, fx.archive, small_names[0],
+                                        "gfx90a", &again, &first, &n),
+                   KPACK_SUCCESS);
+  kpack_kcache_release(fx.cache, again);
+  kpack_kcache_release(fx.cache, e);
+  touch_small(1);
+  assert_int_equal(stats_of(fx.cache).recycled, 0); /* there was room */
+  /* Kernel 2 evicts kernel 0, the least recently used, and takes over its
+   * memory; pin_small() checks it holds kernel 2's bytes, not 0's. */
+  e = pin_small(2);
+  assert_int_equal(kpack_kcache_acquire(fx.cache, fx.archive, small_names[2],
+                                        "gfx90a", &again, &data, &n),
+                   KPACK_SUCCESS);
+  assert_ptr_equal(data, first);
+  kpack_kcache_release(fx.cache, again);
+  kpack_kcache_release(fx.cache, e);
+  kpack_kcache_stats_t s = stats_of(fx.cache);
+  assert_int_equal(s.recycled, 1);
+  assert_int_equal(s.evictions, 1);
+  assert_int_equal(s.entries, 2);
+  assert_int_equal(s.bytes, 2 * SMALL_SIZE);
+  touch_small(1); /* still cached */
+  assert_int_equal(stats_of(fx.cache).misses, 3);
+}
+
+static void test_a_victim_far_larger_than_the_new_kernel_is_not_reused(
+    void** state) {
+  (void)state;
+  make_cache(BIG_SIZE + SMALL_SIZE / 2); /* room for big#0 alone */
+  kpack_kcache_entry_t* e;
+  const void* data;
+  size_t n;
+  assert_int_equal(kpack_kcache_acquire(fx.cache, fx.archive, "big#0", "gfx90a",
+                                        &e, &data, &n),
+                   KPACK_SUCCESS);
+  kpack_kcache_release(fx.cache, e);
+  touch_small(0); /* evicts big#0; its 16 MiB would waste the budget */
+  kpack_kcache_stats_t s = stats_of(fx.cache);
+  assert_int_equal(s.evictions, 1);
+  assert_int_equal(s.recycled, 0);
+  assert_int_equal(s.bytes, SMALL_SIZE);
+}
+
+static void test_a_failed_decompression_into_a_recycled_buffer_caches_nothing(
+    void** state) {
+  (void)state;
+  make_cache(SMALL_SIZE + SMALL_SIZE / 2); /* room for one */
+  kpack_archive_t bad = open_archive(corrupt_path);
+  touch_small(1);
+  kpack_kcache_entry_t* e;
+  const void* data;
+  size_t n;
+  /* The corrupt kernel evicts kernel 1 to make room, takes its buffer, fails
+   * its checksum; the buffer is freed (ASan and valgrind would see a leak or
+   * a double free). */
+  assert_int_equal(kpack_kcache_acquire(fx.cache, bad, small_names[0], "gfx90a",
+                                        &e, &data, &n),
+                   KPACK_ERROR_DECOMPRESSION_FAILED);
+  assert_null(e);
+  assert_null(data);
+  kpack_kcache_stats_t s = stats_of(fx.cache);
+  assert_int_equal(s.recycled, 1);
+  assert_int_equal(s.failures, 1);
+  assert_int_equal(s.entries, 0);
+  assert_int_equal(s.bytes, 0);
+  touch_small(2); /* and the cache carries on */
+  assert_int_equal(stats_of(fx.cache).bytes, SMALL_SIZE);
+  kpack_kcache_purge(fx.cache, bad);
+  kpack_close(bad);
+}
+
 /* ---- failures and purge ------------------------------------------------ */
 
 static void test_corrupt_kernel_fails_every_time_and_is_not_cached(
@@ -616,6 +699,9 @@ static void test_threads_under_a_small_budget_keep_the_accounting(
   assert_true(s.bytes <= s.capacity);
   assert_int_equal(s.bytes, s.entries * SMALL_SIZE);
   assert_int_equal(s.misses - s.evictions, s.entries);
+  /* Misses evicted to fit, and took over the victims' buffers while other
+   * threads read theirs (TSan checks the hand-over). */
+  assert_true(s.recycled > 0);
 }
 
 int main(void) {
@@ -633,6 +719,9 @@ int main(void) {
       T(test_pinned_kernels_are_never_evicted),
       T(test_kernel_larger_than_budget_is_served_then_dropped),
       T(test_zero_capacity_keeps_nothing_released),
+      T(test_a_miss_that_must_evict_decompresses_into_the_victims_buffer),
+      T(test_a_victim_far_larger_than_the_new_kernel_is_not_reused),
+      T(test_a_failed_decompression_into_a_recycled_buffer_caches_nothing),
       T(test_corrupt_kernel_fails_every_time_and_is_not_cached),
       T(test_archive_truncated_after_open_is_io_error),
       T(test_purge_frees_released_and_defers_pinned),

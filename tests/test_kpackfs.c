@@ -17,12 +17,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
+#include <msgpack.h>
 
 #include "support.h"
 
@@ -129,13 +131,25 @@ static void mnt_init(mnt* m, const char* name) {
   unlink(m->log);
 }
 
-/* Starts kpackfs -f ARGS... MOUNTPOINT and waits until the mount appears.
- * `args` is NULL-terminated. Fails the test (after cleaning up) if the
- * daemon exits or the mount does not appear. */
-static void mnt_start(mnt* m, const char* const* args) {
-  char* argv[64];
+static size_t count_args(const char* const* args) {
+  size_t n = 0;
+  while (args != NULL && args[n] != NULL)
+    n++;
+  return n;
+}
+
+/* Starts [WRAPPER...] kpackfs -f ARGS... MOUNTPOINT and waits until the
+ * mount appears. `wrapper` (a command that runs the rest, e.g. prlimit) and
+ * `args` are NULL-terminated; wrapper may be NULL. Fails the test (after
+ * cleaning up) if the daemon exits or the mount does not appear. */
+static void mnt_start_wrapped(mnt* m, const char* const* wrapper,
+                              const char* const* args) {
+  char** argv =
+      calloc(count_args(wrapper) + count_args(args) + 10, sizeof(*argv));
   size_t n = 0;
   char* kpackfs = kt_path(bin_dir(), "kpackfs");
+  for (size_t i = 0; i < count_args(wrapper); i++)
+    argv[n++] = (char*)wrapper[i];
   if (under_valgrind) {
     argv[n++] = "valgrind";
     argv[n++] = "--quiet";
@@ -145,13 +159,14 @@ static void mnt_start(mnt* m, const char* const* args) {
   }
   argv[n++] = kpackfs;
   argv[n++] = "-f";
-  for (size_t i = 0; args[i] != NULL && n < 62; i++)
+  for (size_t i = 0; i < count_args(args); i++)
     argv[n++] = (char*)args[i];
   argv[n++] = m->dir;
   argv[n] = NULL;
 
   m->pid = kt_spawn(argv, m->log);
   free(kpackfs);
+  free(argv);
   assert_true(m->pid > 0);
   track(m);
   for (long waited = 0; !kt_is_mountpoint(m->dir); waited += 10) {
@@ -169,6 +184,10 @@ static void mnt_start(mnt* m, const char* const* args) {
     kt_sleep_ms(10);
   }
   m->mounted = true;
+}
+
+static void mnt_start(mnt* m, const char* const* args) {
+  mnt_start_wrapped(m, NULL, args);
 }
 
 /* Unmounts and reaps the daemon; returns its wait status (-1 if it had to
@@ -740,7 +759,7 @@ static void test_archives_and_stats_describe_the_mount(void** state) {
   assert_int_equal(stat_value(&main_mount, "binaries"), 9);
   assert_int_equal(stat_value(&main_mount, "skipped"), UNSAFE_SKIPPED);
   assert_int_equal(stat_value(&main_mount, "shadowed"), 1);
-  assert_int_equal(stat_value(&main_mount, "cache_capacity"), 256u << 20);
+  assert_int_equal(stat_value(&main_mount, "cache_capacity"), 4u << 20);
   static const char* keys[] = {"cache_bytes",    "hits",
                                "misses",         "evictions",
                                "decompressions", "bytes_decompressed"};
@@ -1164,6 +1183,88 @@ static void test_small_cache_still_serves_larger_kernels(void** state) {
   free(archive);
 }
 
+/* Kernels of 200-260 KiB through a 1 MiB budget, by four readers at once
+ * in different orders, every read a request to the daemon (O_DIRECT): the
+ * misses keep taking over buffers of kernels just evicted while the other
+ * readers' kernels are pinned, and every byte must still be the kernel's. */
+#define RECYCLE_KERNELS 24
+#define RECYCLE_READERS 4
+
+typedef struct recycle_reader {
+  const mnt* m;
+  const kt_kernel* kernels;
+  size_t start;
+  const char* bad; /* the first kernel read wrong, or NULL */
+} recycle_reader;
+
+static void* read_recycled(void* arg) {
+  recycle_reader* r = arg;
+  for (int round = 0; round < 2 && r->bad == NULL; round++) {
+    for (size_t i = 0; i < RECYCLE_KERNELS; i++) {
+      /* Forwards from `start`, or backwards on odd readers. */
+      size_t k = r->start % 2
+                     ? (r->start + RECYCLE_KERNELS - i) % RECYCLE_KERNELS
+                     : (r->start + i) % RECYCLE_KERNELS;
+      const kt_kernel* e = &r->kernels[k];
+      char rel[96];
+      snprintf(rel, sizeof(rel), "%s/%s/kernel.hsaco", e->binary, e->arch);
+      char* path = in_mount(r->m, rel);
+      size_t size = 0;
+      void* data = read_path(path, 16384 << (k % 3), &size, O_DIRECT);
+      free(path);
+      bool ok =
+          data != NULL && size == e->size && memcmp(data, e->data, size) == 0;
+      free(data);
+      if (!ok) {
+        r->bad = e->binary;
+        break;
+      }
+    }
+  }
+  return NULL;
+}
+
+static void test_tiny_budget_recycles_buffers_and_every_byte_is_exact(
+    void** state) {
+  (void)state;
+  char* archive = kt_path(tmp, "recycle.kpack");
+  kt_kernel k[RECYCLE_KERNELS];
+  char names[RECYCLE_KERNELS][32];
+  for (int i = 0; i < RECYCLE_KERNELS; i++) {
+    size_t size = (200u << 10) + (size_t)i * 2600;
+    snprintf(names[i], sizeof(names[i]), "lib/r%d.so#0", i);
+    k[i] = (kt_kernel){names[i], "gfx942", kt_pattern(size, 500 + i), size};
+  }
+  write_fixture(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k,
+                RECYCLE_KERNELS);
+  mnt* m = &scratch[0];
+  mnt_init(m, "recycle");
+  const char* args[] = {"-o", "cache_size=1M", archive, NULL};
+  mnt_start(m, args);
+
+  pthread_t threads[RECYCLE_READERS];
+  recycle_reader readers[RECYCLE_READERS];
+  for (size_t i = 0; i < RECYCLE_READERS; i++) {
+    readers[i] = (recycle_reader){m, k, i * 5, NULL};
+    assert_int_equal(
+        pthread_create(&threads[i], NULL, read_recycled, &readers[i]), 0);
+  }
+  for (int i = 0; i < RECYCLE_READERS; i++)
+    pthread_join(threads[i], NULL);
+  for (int i = 0; i < RECYCLE_READERS; i++)
+    if (readers[i].bad != NULL)
+      fail_msg("reader %d: wrong bytes for %s", i, readers[i].bad);
+  await_releases(m);
+  assert_true(stat_value(m, "recycled") > 0);
+  assert_true(stat_value(m, "evictions") > 0);
+  assert_true(stat_value(m, "cache_bytes") <= 1 << 20);
+  assert_int_equal(stat_value(m, "failures"), 0);
+  mnt_stop_clean(m); /* TSan, ASan and valgrind builds: a clean exit */
+  for (int i = 0; i < RECYCLE_KERNELS; i++)
+    free((void*)k[i].data);
+  free(archive);
+}
+
 static void test_sigterm_unmounts_cleanly(void** state) {
   (void)state;
   mnt* m = &scratch[0];
@@ -1347,6 +1448,375 @@ static void test_single_threaded_debug_mount_serves_reads(void** state) {
   free(log);
 }
 
+/* A TOC entry's metadata map is the attribute user.kpack.metadata, as
+ * compact JSON, on that kernel only. */
+static void test_metadata_map_is_a_json_xattr(void** state) {
+  (void)state;
+  /* {"tile": int16 128, "id": bin 0xab, "opt": [true, nil]} */
+  static const uint8_t map[] = {0x83, 0xa4, 't', 'i',  'l',  'e',  0xd1, 0x00,
+                                0x80, 0xa2, 'i', 'd',  0xc4, 0x01, 0xab, 0xa3,
+                                'o',  'p',  't', 0x92, 0xc3, 0xc0};
+  char* path = kt_path(tmp, "meta.kpack");
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel_with_metadata(
+                       w, "lib/m.so#0", "gfx90a", "abc", 3, map, sizeof map),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel(w, "lib/m.so#0", "gfx942", "d", 1),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  mnt* m = &scratch[0];
+  mnt_init(m, "meta");
+  const char* args[] = {path, NULL};
+  mnt_start(m, args);
+  char* with = in_mount(m, "lib/m.so#0/gfx90a/kernel.hsaco");
+  char* without = in_mount(m, "lib/m.so#0/gfx942/kernel.hsaco");
+  expect_xattr(with, "user.kpack.metadata",
+               "{\"tile\":128,\"id\":\"ab\",\"opt\":[true,null]}");
+  char list[1024];
+  ssize_t len = listxattr(with, list, sizeof(list));
+  assert_true(len > 0);
+  assert_non_null(memmem(list, (size_t)len, "user.kpack.metadata\0", 20));
+  len = listxattr(without, list, sizeof(list));
+  assert_true(len > 0);
+  assert_null(memmem(list, (size_t)len, "user.kpack.metadata", 19));
+  errno = 0;
+  assert_int_equal(getxattr(without, "user.kpack.metadata", list, sizeof list),
+                   -1);
+  assert_int_equal(errno, ENODATA);
+  free(with);
+  free(without);
+  mnt_stop_clean(m);
+  free(path);
+}
+
+/* ---- at the system's limits: many sources, descriptors, long names ---------
+ */
+
+/* `n` copies of one small archive as tmp/DIR/librocm-kernels-gfx942-NNNN.kpack
+ * (names long enough that a few hundred joined pass 4 KiB); NULL-terminated,
+ * free with free_strings(). */
+static char** archive_copies(const char* dir_name, size_t n) {
+  char* dir = kt_path(tmp, dir_name);
+  char* first = kt_path(dir, "librocm-kernels-gfx942-0000.kpack");
+  char** paths = calloc(n + 1, sizeof(*paths));
+  assert_int_equal(mkdir(dir, 0755), 0);
+  void* code = kt_pattern(5000, 77);
+  const kt_kernel k = {"lib/librocm.so#0", "gfx942", code, 5000};
+  write_fixture(first, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, &k, 1);
+  size_t size;
+  void* bytes = kt_read_file(first, &size);
+  assert_non_null(bytes);
+  for (size_t i = 0; i < n; i++) {
+    assert_true(asprintf(&paths[i], "%s/librocm-kernels-gfx942-%04zu.kpack",
+                         dir, i) > 0);
+    if (i > 0)
+      kt_write_file(paths[i], bytes, size);
+  }
+  free(bytes);
+  free(code);
+  free(first);
+  free(dir);
+  return paths;
+}
+
+static void free_strings(char** strings) {
+  for (size_t i = 0; strings[i] != NULL; i++)
+    free(strings[i]);
+  free(strings);
+}
+
+/* The source /proc/self/mounts shows for the mount at `dir`. */
+static char* mount_source_of(const char* dir) {
+  char* mounts = slurp("/proc/self/mounts");
+  char* needle;
+  char* source = NULL;
+  assert_true(asprintf(&needle, " %s fuse.kpackfs ", dir) > 0);
+  char* at = strstr(mounts, needle);
+  if (at != NULL) {
+    char* line = at;
+    while (line > mounts && line[-1] != '\n')
+      line--;
+    source = strndup(line, (size_t)(at - line));
+  }
+  free(needle);
+  free(mounts);
+  return source;
+}
+
+#define MANY_SOURCES 300
+
+/* Joined, the sources are some 19 KiB: the kernel refuses a mount source
+ * of 4 KiB or more, so the mount shows the first and a count. */
+static void test_hundreds_of_sources_mount_under_a_short_source_name(
+    void** state) {
+  (void)state;
+  char** paths = archive_copies("many", MANY_SOURCES);
+  mnt* m = &scratch[0];
+  mnt_init(m, "many-sources");
+  mnt_start(m, (const char* const*)paths);
+  assert_int_equal(stat_value(m, "archives"), MANY_SOURCES);
+  assert_int_equal(stat_value(m, "shadowed"), MANY_SOURCES - 1);
+  char* source = mount_source_of(m->dir);
+  char* want;
+  assert_true(asprintf(&want, "%s:+%d", paths[0], MANY_SOURCES - 1) > 0);
+  assert_non_null(source);
+  assert_string_equal(source, want);
+  free(want);
+  free(source);
+  /* .kpackfs/archives still lists every one, in order. */
+  char* listing = in_mount(m, ".kpackfs/archives");
+  char* text = slurp(listing);
+  char* line = text;
+  for (size_t i = 0; i < MANY_SOURCES; i++) {
+    size_t n = strlen(paths[i]);
+    assert_memory_equal(line, paths[i], n);
+    assert_int_equal(line[n], '\n');
+    line += n + 1;
+  }
+  free(text);
+  free(listing);
+  mnt_stop_clean(m);
+
+  /* A few sources keep showing them all. */
+  mnt_init(&scratch[1], "few-sources");
+  const char* few[] = {paths[0], paths[1], NULL};
+  mnt_start(&scratch[1], few);
+  source = mount_source_of(scratch[1].dir);
+  assert_true(asprintf(&want, "%s:%s", paths[0], paths[1]) > 0);
+  assert_non_null(source);
+  assert_string_equal(source, want);
+  free(want);
+  free(source);
+  mnt_stop_clean(&scratch[1]);
+  free_strings(paths);
+}
+
+static void test_hundreds_of_sources_in_one_fstab_list_mount(void** state) {
+  (void)state;
+  char** paths = archive_copies("fstab-many", MANY_SOURCES);
+  size_t len = 0;
+  for (size_t i = 0; i < MANY_SOURCES; i++)
+    len += strlen(paths[i]) + 1;
+  char* list = calloc(1, len);
+  for (size_t i = 0; i < MANY_SOURCES; i++) {
+    if (i > 0)
+      strcat(list, ":");
+    strcat(list, paths[i]);
+  }
+  mnt* m = &scratch[0];
+  mnt_init(m, "fstab-many");
+  /* What `mount` runs for an fstab line "a:b:... MNT fuse.kpackfs ...". */
+  char* path_env;
+  const char* old = getenv("PATH");
+  assert_true(asprintf(&path_env, "%s:/usr/sbin:/sbin:%s", bin_dir(),
+                       old ? old : "/usr/bin:/bin") > 0);
+  char* saved = old ? strdup(old) : NULL;
+  setenv("PATH", path_env, 1);
+  char* argv[] = {"mount.fuse3", list, m->dir,         "-o",
+                  "rw,noauto",   "-t", "fuse.kpackfs", NULL};
+  int status = run(argv, m->log);
+  if (saved != NULL)
+    setenv("PATH", saved, 1);
+  free(saved);
+  free(path_env);
+  m->mounted = kt_is_mountpoint(m->dir);
+  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) || !m->mounted) {
+    char* log = slurp(m->log);
+    fail_msg("mount.fuse3 status %d:\n%s", status, log);
+  }
+  track(m);
+  assert_int_equal(stat_value(m, "archives"), MANY_SOURCES);
+  char* source = mount_source_of(m->dir);
+  char* want;
+  assert_true(asprintf(&want, "%s:+%d", paths[0], MANY_SOURCES - 1) > 0);
+  assert_non_null(source);
+  assert_string_equal(source, want);
+  free(want);
+  free(source);
+  (void)kt_fusermount(m->dir, false, patience()); /* ends the daemon */
+  assert_false(kt_is_mountpoint(m->dir));
+  untrack(m);
+  free(list);
+  free_strings(paths);
+}
+
+#define PAST_FD_LIMIT 1030
+
+/* One descriptor per archive for the life of the mount: 1,030 archives do
+ * not fit the usual soft limit of 1024, which kpackfs raises to the hard
+ * limit; when the hard limit is too low as well, it says so. */
+static void test_more_archives_than_the_soft_fd_limit_mount(void** state) {
+  (void)state;
+  char** paths = archive_copies("fds", PAST_FD_LIMIT);
+  char* dir = kt_path(tmp, "fds");
+  struct rlimit lim;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &lim), 0);
+  rlim_t hard = lim.rlim_max;
+  if (geteuid() == 0 && hard < 4096)
+    hard = 4096; /* root may raise it for the daemon */
+  if (hard < PAST_FD_LIMIT + 64)
+    skip(); /* this machine's hard limit is below what the test needs */
+  /* valgrind caps its client's descriptors at the soft limit it started
+   * with, so under valgrind the daemon starts with soft = hard instead. */
+  char* nofile;
+  assert_true(asprintf(&nofile, "--nofile=%llu:%llu",
+                       under_valgrind ? (unsigned long long)hard : 1024ull,
+                       (unsigned long long)hard) > 0);
+  const char* wrapper[] = {"prlimit", nofile, NULL};
+  const char* args[] = {dir, NULL};
+  mnt* m = &scratch[0];
+  mnt_init(m, "fds");
+  mnt_start_wrapped(m, wrapper, args);
+  assert_int_equal(stat_value(m, "archives"), PAST_FD_LIMIT);
+  char* last = in_mount(m, "lib/librocm.so#0/gfx942/kernel.hsaco");
+  size_t size;
+  void* data = read_path(last, 65536, &size, 0);
+  assert_non_null(data);
+  assert_int_equal(size, 5000);
+  free(data);
+  free(last);
+  mnt_stop_clean(m);
+  free(nofile);
+
+  /* Hard limit 1024: refused before mounting, naming an archive. */
+  mnt_init(&scratch[1], "fds-low");
+  char* kpackfs = kt_path(bin_dir(), "kpackfs");
+  char* log = kt_path(tmp, "fds-low.log");
+  char* argv[] = {"prlimit", "--nofile=1024:1024", kpackfs, "-f",
+                  dir,       scratch[1].dir,       NULL};
+  unlink(log);
+  int status = run(argv, log);
+  char* out = slurp(log);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 1 ||
+      strstr(out, "too many open files") == NULL ||
+      strstr(out, "/fds/librocm-kernels-gfx942-") == NULL)
+    fail_msg(
+        "status %d, want 1 and 'too many open files' naming an "
+        "archive:\n%s",
+        status, out);
+  assert_false(kt_is_mountpoint(scratch[1].dir));
+  free(out);
+  free(log);
+  free(kpackfs);
+  free(dir);
+  free_strings(paths);
+}
+
+/* Sets the TOC "type" of every kernel of `binary` (the writer always
+ * writes "hsaco"), re-packing the TOC with msgpack-c. */
+static void set_kernel_type(const char* path, const char* binary,
+                            const char* type) {
+  size_t size;
+  uint8_t* bytes = kt_read_file(path, &size);
+  assert_non_null(bytes);
+  uint64_t toc_offset = 0;
+  for (int i = 7; i >= 0; i--)
+    toc_offset = toc_offset << 8 | bytes[8 + i];
+  msgpack_zone zone;
+  msgpack_object root;
+  size_t off = 0;
+  msgpack_zone_init(&zone, 4096);
+  assert_int_equal(msgpack_unpack((const char*)bytes + toc_offset,
+                                  size - toc_offset, &off, &zone, &root),
+                   MSGPACK_UNPACK_SUCCESS);
+  size_t changed = 0;
+  for (uint32_t i = 0; i < root.via.map.size; i++) {
+    msgpack_object_kv* top = &root.via.map.ptr[i];
+    if (top->key.via.str.size != 3 || memcmp(top->key.via.str.ptr, "toc", 3))
+      continue;
+    for (uint32_t b = 0; b < top->val.via.map.size; b++) {
+      msgpack_object_kv* bin = &top->val.via.map.ptr[b];
+      if (bin->key.via.str.size != strlen(binary) ||
+          memcmp(bin->key.via.str.ptr, binary, strlen(binary)) != 0)
+        continue;
+      for (uint32_t a = 0; a < bin->val.via.map.size; a++) {
+        msgpack_object* entry = &bin->val.via.map.ptr[a].val;
+        for (uint32_t f = 0; f < entry->via.map.size; f++) {
+          msgpack_object_kv* field = &entry->via.map.ptr[f];
+          if (field->key.via.str.size == 4 &&
+              memcmp(field->key.via.str.ptr, "type", 4) == 0) {
+            field->val.via.str.ptr = type;
+            field->val.via.str.size = (uint32_t)strlen(type);
+            changed++;
+          }
+        }
+      }
+    }
+  }
+  assert_true(changed > 0);
+  msgpack_sbuffer buf;
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&buf);
+  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+  assert_int_equal(msgpack_pack_object(&pk, root), 0);
+  uint8_t* out = malloc(toc_offset + buf.size);
+  memcpy(out, bytes, toc_offset);
+  memcpy(out + toc_offset, buf.data, buf.size);
+  kt_write_file(path, out, toc_offset + buf.size);
+  free(out);
+  msgpack_sbuffer_destroy(&buf);
+  msgpack_zone_destroy(&zone);
+  free(bytes);
+}
+
+/* statfs says names are at most 255 bytes: "kernel." + a 249-byte type
+ * would be 256, and is skipped like any other name that cannot be a path;
+ * 255 bytes exactly is served. */
+static void test_kernel_file_names_over_255_bytes_are_skipped(void** state) {
+  (void)state;
+  char* archive = kt_path(tmp, "long-types.kpack");
+  void* code = kt_pattern(3000, 90);
+  const kt_kernel k[] = {{"lib/long.so#0", "gfx90a", code, 3000},
+                         {"lib/edge.so#0", "gfx90a", code, 3000},
+                         {"lib/ok.so#0", "gfx90a", code, 3000}};
+  write_fixture(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, 3);
+  char too_long[250], longest[249];
+  memset(too_long, 'x', sizeof(too_long) - 1);
+  too_long[sizeof(too_long) - 1] = '\0';
+  memset(longest, 'y', sizeof(longest) - 1);
+  longest[sizeof(longest) - 1] = '\0';
+  set_kernel_type(archive, "lib/long.so#0", too_long);
+  set_kernel_type(archive, "lib/edge.so#0", longest);
+
+  mnt* m = &scratch[0];
+  mnt_init(m, "long-types");
+  const char* args[] = {archive, NULL};
+  mnt_start(m, args);
+  assert_int_equal(stat_value(m, "kernels"), 2);
+  assert_int_equal(stat_value(m, "skipped"), 1);
+  char* log = slurp(m->log);
+  if (strstr(log, "warning") == NULL ||
+      strstr(log, "'lib/long.so#0'") == NULL || strstr(log, "255") == NULL)
+    fail_msg("no warning naming lib/long.so#0 and the 255-byte limit:\n%s",
+             log);
+  free(log);
+  char* gone = in_mount(m, "lib/long.so#0");
+  struct stat st;
+  assert_int_not_equal(stat(gone, &st), 0);
+  assert_int_equal(errno, ENOENT);
+  free(gone);
+  char* s = list_dir(m, "lib");
+  assert_string_equal(s, "edge.so#0, ok.so#0");
+  free(s);
+  char rel[300];
+  snprintf(rel, sizeof(rel), "lib/edge.so#0/gfx90a/kernel.%s", longest);
+  assert_int_equal(strlen(strrchr(rel, '/') + 1), 255);
+  char* edge = in_mount(m, rel);
+  size_t size;
+  void* data = read_path(edge, 65536, &size, 0);
+  if (data == NULL)
+    fail_msg("%s: %s", rel, strerror(errno));
+  assert_int_equal(size, 3000);
+  assert_memory_equal(data, code, 3000);
+  free(data);
+  free(edge);
+  mnt_stop_clean(m);
+  free(code);
+  free(archive);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1354,6 +1824,7 @@ int main(void) {
       T(test_per_arch_archives_merge_under_one_binary_directory),
       T(test_modes_owner_times_and_sizes_follow_the_archives),
       T(test_xattrs_name_archive_binary_arch_and_storage),
+      T(test_metadata_map_is_a_json_xattr),
       T(test_archives_and_stats_describe_the_mount),
       T(test_unsafe_toc_names_are_skipped_with_a_warning),
       T(test_every_write_is_refused_with_erofs),
@@ -1364,12 +1835,17 @@ int main(void) {
       T(test_corrupt_frame_is_eio_for_that_file_only),
       T(test_archive_truncated_under_the_mount_is_eio_not_a_crash),
       T(test_small_cache_still_serves_larger_kernels),
+      T(test_tiny_budget_recycles_buffers_and_every_byte_is_exact),
       T(test_sigterm_unmounts_cleanly),
       T(test_bad_sources_are_refused_before_mounting),
       T(test_help_and_version),
       T(test_fstab_style_options_and_source_lists_are_accepted),
       T(test_mount_helper_starts_the_daemon_as_fstab_would),
       T(test_single_threaded_debug_mount_serves_reads),
+      T(test_hundreds_of_sources_mount_under_a_short_source_name),
+      T(test_hundreds_of_sources_in_one_fstab_list_mount),
+      T(test_more_archives_than_the_soft_fd_limit_mount),
+      T(test_kernel_file_names_over_255_bytes_are_skipped),
 #undef T
   };
   return cmocka_run_group_tests_name("kpackfs", tests, group_setup,

@@ -114,6 +114,30 @@ static void test_non_string_keys_are_quoted(void** state) {
               "{\"1\":true,\"[\\\"x\\\"]\":null}");
 }
 
+/* A map key that is itself a map keyed by a map...: each level quotes the
+ * JSON of the level below, doubling its escapes, so 22 levels once rendered
+ * 12 MB from 46 bytes (found by fuzz_code_object). One level of container
+ * key is rendered; a container key inside it is refused. */
+static void test_container_keys_inside_container_keys_are_refused(
+    void** state) {
+  (void)state;
+  expect_json(BYTES(0x81, 0x81, 0x01, 0xc3, 0xc0),
+              "{\"{\\\"1\\\":true}\":null}");
+  expect_json(BYTES(0x81, 0x91, 0x81, 0xa1, 'x', 0xc0, 0xc0),
+              "{\"[{\\\"x\\\":null}]\":null}");
+  expect_failure(BYTES(0x81, 0x81, 0x81, 0xa1, '"', 0xc0, 0xc0, 0xc0));
+  expect_failure(BYTES(0x81, 0x91, 0x81, 0x90, 0xc0, 0xc0));
+  uint8_t deep[64];
+  size_t n = 0;
+  for (int i = 0; i < 22; i++)
+    deep[n++] = 0x81;
+  deep[n++] = 0xa1;
+  deep[n++] = '"';
+  for (int i = 0; i < 22; i++)
+    deep[n++] = 0xc0;
+  expect_failure(deep, n);
+}
+
 static void test_wide_containers_and_used_bytes(void** state) {
   (void)state;
   size_t used = 0, len;
@@ -171,6 +195,7 @@ int main(void) {
       cmocka_unit_test(test_bin_and_ext_become_hex),
       cmocka_unit_test(test_containers_compact_and_pretty),
       cmocka_unit_test(test_non_string_keys_are_quoted),
+      cmocka_unit_test(test_container_keys_inside_container_keys_are_refused),
       cmocka_unit_test(test_wide_containers_and_used_bytes),
       cmocka_unit_test(test_truncated_and_malformed_input_fails),
       cmocka_unit_test(test_nesting_is_bounded),

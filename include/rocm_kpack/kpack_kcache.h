@@ -21,6 +21,9 @@ extern "C" {
  * exceed the capacity. Concurrent first acquires of one kernel decompress it
  * once; the other callers wait for that result (success or error). A kernel
  * larger than the capacity is still served, and dropped at its last release.
+ * A miss that must evict to fit evicts first and decompresses into the
+ * buffer of an evicted kernel of about its size, so a full cache reuses its
+ * memory instead of faulting in fresh pages for every miss.
  * Entries are keyed by archive handle: the cache never opens or closes an
  * archive, and an archive must outlive its entries (kpack_kcache_purge()).
  * Every function is thread-safe. */
@@ -31,7 +34,9 @@ typedef struct kpack_kcache_entry kpack_kcache_entry_t;
 
 typedef struct kpack_kcache_stats {
   uint64_t capacity;           /* byte budget */
-  uint64_t bytes;              /* decompressed bytes held, pinned or not */
+  uint64_t bytes;              /* bytes held for kernels, pinned or not (a
+                                  recycled buffer may exceed its kernel by
+                                  up to a quarter) */
   uint64_t entries;            /* kernels held or being decompressed */
   uint64_t pinned;             /* kernels held with at least one pin */
   uint64_t hits;               /* acquires that found the kernel cached or
@@ -43,6 +48,8 @@ typedef struct kpack_kcache_stats {
   uint64_t decompressions;     /* decompressions that succeeded */
   uint64_t bytes_decompressed; /* bytes those produced */
   uint64_t failures;           /* decompressions that failed */
+  uint64_t recycled;           /* misses decompressed into the buffer of a
+                                  kernel evicted to make room for them */
 } kpack_kcache_stats_t;
 
 /* Creates a cache that keeps at most `capacity` bytes of released kernels

@@ -19,6 +19,7 @@
 #include <msgpack.h>
 #include <zstd.h>
 
+#include "fixture_fatbin.h"
 #include "rocm_kpack/kpack_ext.h"
 
 #define REPS 5
@@ -58,30 +59,6 @@ static void die(const char* what, kpack_error_t err) {
   exit(1);
 }
 
-/* Kernel-like bytes: instruction-like words and frequent repeats of earlier
- * 32-byte runs, as in real code objects. zstd -3 shrinks them about 4.6x;
- * librocrand's real ones shrink 4.4x. */
-static void fill_kernel(uint8_t* p, size_t size, uint32_t seed) {
-  uint32_t x = seed * 2654435761u + 7;
-  size_t i = 0;
-  while (i + 32 <= size) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    size_t back = 32 + ((x >> 8) % 2048) * 4;
-    if ((x & 7) < 4 && i >= back) {
-      memmove(p + i, p + i - back, 32);
-      i += 32;
-    } else {
-      uint32_t word =
-          (x & 0x10000) ? x : (0xbf8c0000u | ((x >> 12) & 0x3f) << 4);
-      memcpy(p + i, &word, 4);
-      i += 4;
-    }
-  }
-  memset(p + i, 0, size - i);
-}
-
 static void make_archive(const char* path, kpack_compression_scheme_t scheme,
                          size_t count, size_t size) {
   if (access(path, R_OK) == 0)
@@ -100,7 +77,7 @@ static void make_archive(const char* path, kpack_compression_scheme_t scheme,
   for (size_t i = 0; i < count; i++) {
     char bin[40];
     snprintf(bin, sizeof bin, "lib/libbench%zu.so#%zu", i / 4, i % 4 / 2);
-    fill_kernel(buf, size, (uint32_t)i);
+    fx_fill_code(buf, size, (uint32_t)i);
     err =
         kpack_writer_add_kernel(w, bin, i % 2 ? "gfx942" : "gfx90a", buf, size);
     if (err)
@@ -227,7 +204,7 @@ static void bench_raw_copy(const char* path) {
   size_t size = info.size;
   uint8_t* src = malloc(size * n);
   for (size_t i = 0; i < n; i++)
-    fill_kernel(src + i * size, size, (uint32_t)i);
+    fx_fill_code(src + i * size, size, (uint32_t)i);
   double lib[REPS], raw[REPS];
   uint64_t bytes = 0;
   for (int r = 0; r < REPS; r++) {

@@ -244,6 +244,60 @@ static void read_through_cache(kpack_archive_t a, const kf_seen* seen,
   kpack_kcache_destroy(cache);
 }
 
+/* An entry's metadata is either absent or one map, and renders as JSON
+ * (or is refused as too deep). */
+static void check_metadata(kpack_archive_t a, const kf_seen* k) {
+  const void* m;
+  size_t size;
+  char* json = (char*)1;
+  require(kpack_get_entry_metadata(a, k->binary, k->arch, &m, &size) ==
+              KPACK_SUCCESS,
+          "kpack_get_entry_metadata");
+  kpack_error_t err =
+      kpack_get_entry_metadata_json(a, k->binary, k->arch, &json);
+  require_status(err);
+  if (m == NULL) {
+    require(size == 0 && err == KPACK_SUCCESS && json == NULL,
+            "absent metadata rendered");
+    return;
+  }
+  uint8_t tag = *(const uint8_t*)m;
+  require(size > 0 && ((tag & 0xf0) == 0x80 || tag == 0xde || tag == 0xdf),
+          "metadata that is not a map");
+  require(
+      err == KPACK_SUCCESS ? json != NULL && strlen(json) > 1 : json == NULL,
+      "metadata JSON");
+  free(json);
+}
+
+/* kpack_writer_copy_kernel() (archives merged by `kpack create`) reads
+ * each kernel with the checks of a read: it succeeds exactly where the read
+ * did, unless the metadata map is one the writer refuses. Aborted, so
+ * nothing is synced or renamed. */
+static void copy_through_writer(kpack_archive_t a, const kf_seen* seen,
+                                size_t n) {
+  static char path[64];
+  if (path[0] == '\0')
+    snprintf(path, sizeof(path), "/tmp/kpack-fuzz-copy-%ld.kpack",
+             (long)getpid());
+  for (int scheme = 0; scheme < 2; scheme++) {
+    kpack_writer_options_t o = {.scheme = scheme};
+    kpack_writer_t* w;
+    require(kpack_writer_create(path, &o, &w) == KPACK_SUCCESS,
+            "kpack_writer_create");
+    for (size_t i = 0; i < n; i++) {
+      kpack_error_t err =
+          kpack_writer_copy_kernel(w, a, seen[i].binary, seen[i].arch, 0);
+      require_status(err);
+      require(seen[i].err == KPACK_SUCCESS
+                  ? err == KPACK_SUCCESS || err == KPACK_ERROR_INVALID_METADATA
+                  : err != KPACK_SUCCESS,
+              "kpack_writer_copy_kernel and kpack_get_kernel disagree");
+    }
+    kpack_writer_abort(w);
+  }
+}
+
 /* A name absent from the TOC is KERNEL_NOT_FOUND on every path. */
 static void probe_missing(kpack_archive_t a, const char* binary,
                           const char* arch) {
@@ -281,9 +335,11 @@ size_t kf_archive_input(const uint8_t* data, size_t size) {
   size_t n = walk_archive(a, &seen), read = 0;
   for (size_t i = 0; i < n; i++) {
     read_both_ways(a, &seen[i]);
+    check_metadata(a, &seen[i]);
     read += seen[i].err == KPACK_SUCCESS;
   }
   read_through_cache(a, seen, n);
+  copy_through_writer(a, seen, n);
   if (n > 0) {
     probe_missing(a, seen[0].binary, "gfx-no-such-arch");
     probe_missing(a, "no/such/binary#0", seen[0].arch);
@@ -569,6 +625,55 @@ static size_t walk_bundle(const kpack_bundle_t* b, const uint8_t* data,
   return info.entry_count;
 }
 
+/* The streaming reader must agree with the whole-bundle one: a bundle that
+ * parses also lists, with the same entries, and each entry reads back as
+ * the same bytes. A bundle that does not parse may still list (damage past
+ * the table shows only on reading); its entries are read within a bound. */
+static void compare_listing(const kpack_fatbin_t* f, size_t index,
+                            const kpack_bundle_t* parsed) {
+  kpack_bundle_t* listed = NULL;
+  kpack_bundle_info_t li, pi;
+  kpack_error_t err = kpack_fatbin_list_bundle(f, index, &listed);
+  require_status(err);
+  if (err != KPACK_SUCCESS) {
+    require(listed == NULL, "failed listing left a bundle");
+    require(parsed == NULL, "a bundle that parses does not list");
+    return;
+  }
+  require(kpack_bundle_get_info(listed, &li) == KPACK_SUCCESS, "list info");
+  if (parsed != NULL) {
+    require(kpack_bundle_get_info(parsed, &pi) == KPACK_SUCCESS, "info");
+    require(li.entry_count == pi.entry_count && li.extent == pi.extent &&
+                li.compression == pi.compression,
+            "listing and parse disagree on the bundle");
+  }
+  for (size_t i = 0; i < li.entry_count; i++) {
+    kpack_bundle_entry_t le, pe;
+    require(kpack_bundle_get_entry(listed, i, &le) == KPACK_SUCCESS,
+            "listed entry");
+    require(le.data == NULL, "a listed entry carries data");
+    if (parsed == NULL && le.size > (1u << 20))
+      continue;
+    uint8_t* buf = malloc(le.size ? (size_t)le.size : 1);
+    require(buf != NULL, "out of memory in the driver");
+    err = kpack_bundle_read_entry(listed, i, buf, (size_t)le.size);
+    require_status(err);
+    if (parsed != NULL) {
+      require(kpack_bundle_get_entry(parsed, i, &pe) == KPACK_SUCCESS &&
+                  strcmp(pe.id, le.id) == 0 && pe.size == le.size,
+              "listing and parse disagree on an entry");
+      require(
+          err == KPACK_SUCCESS && memcmp(buf, pe.data, (size_t)le.size) == 0,
+          "a listed entry reads other bytes than the parsed one");
+    } else {
+      require(err == KPACK_SUCCESS || err == KPACK_ERROR_DECOMPRESSION_FAILED,
+              "read_entry failed with a status its header does not list");
+    }
+    free(buf);
+  }
+  kpack_bundle_free(listed);
+}
+
 size_t kf_bundle_input(const uint8_t* data, size_t size) {
   size_t walked = 0;
   kpack_bundle_t* b = NULL;
@@ -598,14 +703,88 @@ size_t kf_bundle_input(const uint8_t* data, size_t size) {
   for (size_t i = 0; i < info.bundle_count; i++) {
     err = kpack_fatbin_get_bundle(f, i, &b);
     require_status(err);
-    if (err == KPACK_SUCCESS) {
+    if (err == KPACK_SUCCESS)
       walked += walk_bundle(b, data, size);
-      kpack_bundle_free(b);
-    }
+    else
+      require(b == NULL, "failed bundle parse left a bundle");
+    compare_listing(f, i, err == KPACK_SUCCESS ? b : NULL);
+    kpack_bundle_free(b);
   }
   require(kpack_fatbin_get_bundle(f, info.bundle_count, &b) ==
               KPACK_ERROR_INVALID_ARGUMENT,
           "bundle index past the end");
   kpack_fatbin_close(f);
   return walked;
+}
+
+/* ---- code objects
+ * -------------------------------------------------------------
+ */
+
+/* A NUL-terminated string of at most `max` bytes. */
+static size_t bounded_strlen(const char* s, size_t max) {
+  require(s != NULL, "a reported string is NULL");
+  size_t n = strnlen(s, max + 1);
+  require(n <= max, "a reported string longer than its input");
+  return n;
+}
+
+size_t kf_code_object_input(const uint8_t* data, size_t size) {
+  kpack_code_object_t* co = NULL;
+  kpack_error_t err = kpack_code_object_parse(data, size, &co);
+  require_status(err);
+  if (err != KPACK_SUCCESS) {
+    require(co == NULL, "failed parse left a code object");
+    return 0;
+  }
+  require(kpack_is_code_object(data, size), "parsed a non-code object");
+  kpack_code_object_info_t info;
+  require(kpack_code_object_get_info(co, &info) == KPACK_SUCCESS, "info");
+  require(info.metadata_size <= size, "note larger than the input");
+  require(info.has_metadata || info.kernel_count == 0, "kernels without note");
+  /* Every kernel needs a ".name" key and value: at least 7 bytes. */
+  require(info.kernel_count <= info.metadata_size / 7, "more kernels than fit");
+  bounded_strlen(info.metadata_target, size);
+  size_t proc = bounded_strlen(info.processor, size + 64);
+  size_t target = bounded_strlen(info.target, size + 64);
+  require(strncmp(info.processor, info.target, proc) == 0 && target >= proc,
+          "the target does not start with the processor");
+  if (proc > 0)
+    require(kpack_target_serves(info.target, info.target),
+            "a target does not serve its own arch");
+  require(kpack_feature_name(info.xnack) != NULL &&
+              kpack_feature_name(info.sramecc) != NULL,
+          "feature setting outside the enum");
+  volatile uint64_t sink = 0;
+  for (size_t i = 0; i < info.kernel_count; i++) {
+    kpack_co_kernel_t k;
+    require(kpack_code_object_get_kernel(co, i, &k) == KPACK_SUCCESS, "kernel");
+    sink += bounded_strlen(k.name, size) + bounded_strlen(k.symbol, size);
+    sink += k.vgpr_count + k.sgpr_count + k.agpr_count + k.wavefront_size;
+    require((k.present & ~0x7ffu) == 0, "unknown presence bits");
+  }
+  kpack_co_kernel_t k;
+  require(kpack_code_object_get_kernel(co, info.kernel_count, &k) ==
+              KPACK_ERROR_INVALID_ARGUMENT,
+          "kernel index past the end");
+  for (int pretty = 0; pretty < 2; pretty++) {
+    char* json = NULL;
+    size_t len = 0;
+    err = kpack_code_object_metadata_json(co, pretty, &json, &len);
+    /* The note was validated at parse; only map keys nested in map keys,
+     * which JSON cannot show in bounded space, may still fail. */
+    require(err == KPACK_SUCCESS || err == KPACK_ERROR_MSGPACK_PARSE_FAILED,
+            "a parsed note fails to render");
+    if (err != KPACK_SUCCESS) {
+      require(json == NULL, "failed render left text");
+      continue;
+    }
+    require(strlen(json) == len, "JSON length");
+    require(info.has_metadata ? json[0] == '{' : strcmp(json, "null") == 0,
+            "JSON of a note is not an object");
+    free(json);
+  }
+  (void)sink;
+  kpack_code_object_free(co);
+  return 1 + info.kernel_count;
 }

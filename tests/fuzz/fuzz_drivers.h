@@ -45,7 +45,15 @@ void kf_hipk_teardown(void);
 
 /* Offload bundle / fat binary entry point: the input is parsed both as a
  * bundle (plain or CCOB) and as an ELF image; every entry's bytes are
- * touched. Returns how many entries were walked. */
+ * touched, and every bundle is also listed and read an entry at a time,
+ * which must agree with the whole parse. Returns how many entries were
+ * walked. */
 size_t kf_bundle_input(const uint8_t* data, size_t size);
+
+/* Code object entry point: the input is parsed as an AMDGPU code object;
+ * every kernel, the target and the note's JSON (pretty and compact) are
+ * walked, and what the header promises is checked. Returns 0 if it does
+ * not parse, else 1 + the number of kernels. */
+size_t kf_code_object_input(const uint8_t* data, size_t size);
 
 #endif /* KPACK_FUZZ_DRIVERS_H */

@@ -3,7 +3,10 @@
  * Writes the fuzzers' seed corpora (make fuzz-corpus): archives from the
  * project's writer and TOC variants re-encoded from them, HIPK metadata for
  * the loader fixture of fuzz_drivers.h, and offload bundles, CCOB envelopes
- * and host ELF images. Output is deterministic; every seed is a few KB.
+ * and host ELF images from the fixture builder the test suites use
+ * (tests/fixture_fatbin.h), and AMDGPU code objects from theirs
+ * (tests/fixture_code_object.h). Output is deterministic; every seed is a
+ * few KB.
  */
 #include <errno.h>
 #include <msgpack.h>
@@ -11,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <zlib.h>
-#include <zstd.h>
 
+#include "fixture_code_object.h"
+#include "fixture_fatbin.h"
 #include "fuzz_drivers.h"
 #include "rocm_kpack/kpack_ext.h"
 
@@ -63,15 +66,9 @@ static void* load(const char* path, size_t* size) {
 /* Compressible bytes that differ per seed, starting like an ELF file. */
 static uint8_t* kernel_bytes(size_t size, unsigned seed) {
   uint8_t* p = malloc(size ? size : 1);
-  uint32_t x = seed * 2654435761u + 3;
   if (p == NULL)
     die("out of memory");
-  for (size_t i = 0; i < size; i++) {
-    x ^= x << 13;
-    x ^= x >> 17;
-    x ^= x << 5;
-    p[i] = (uint8_t)(x % 7 + seed);
-  }
+  fx_fill_pattern(p, size, seed);
   if (size >= 4)
     memcpy(p, "\177ELF", 4);
   return p;
@@ -288,13 +285,30 @@ static void archive_seeds(void) {
   map_drop(&t.root, "compression_scheme");
   toc_save(&t, "none-implicit-scheme.kpack");
 
+  /* As ROCm writes zstd archives: no frame-size table. */
+  toc_load(&t, "zstd-basic.kpack");
+  map_drop(&t.root, "zstd_frame_sizes");
+  toc_save(&t, "zstd-no-frame-sizes.kpack");
+
+  /* A table that passes the open-time check but is wrong: rotated. */
+  toc_load(&t, "zstd-basic.kpack");
+  msgpack_object* sizes = map_get(&t.root, "zstd_frame_sizes");
+  if (sizes == NULL || sizes->type != MSGPACK_OBJECT_BIN ||
+      sizes->via.bin.size < 8)
+    die("zstd-basic.kpack has no frame-size table");
+  char* rotated = msgpack_zone_malloc(&t.zone, sizes->via.bin.size);
+  memcpy(rotated, sizes->via.bin.ptr + 4, sizes->via.bin.size - 4);
+  memcpy(rotated + sizes->via.bin.size - 4, sizes->via.bin.ptr, 4);
+  sizes->via.bin.ptr = rotated;
+  toc_save(&t, "zstd-stale-frame-sizes.kpack");
+
   toc_load(&t, "zstd-features.kpack");
   for_each_entry(&t, add_metadata);
   map_add(&t.zone, &t.root, "x-future-key", metadata_object(&t.zone));
   toc_save(&t, "zstd-metadata.kpack");
 }
 
-/* ---- HIPK metadata ----------------------------------------------------------
+/* ---- HIPK metadata --------------------------------------------------------
  */
 
 static void pack_str(msgpack_packer* pk, const char* s) {
@@ -304,18 +318,23 @@ static void pack_str(msgpack_packer* pk, const char* s) {
 
 static void hipk_seed(const char* name, const char* kernel,
                       const char* const* paths, size_t count, bool extra) {
+  if (!extra) {
+    fx_buf meta = fx_hipk_metadata(kernel, paths, count);
+    save("hipk", name, meta.data, meta.size);
+    fx_free(&meta);
+    return;
+  }
   msgpack_sbuffer buf;
   msgpack_packer pk;
   msgpack_sbuffer_init(&buf);
   msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-  msgpack_pack_map(&pk, extra ? 3 : 2);
-  if (extra) { /* an unknown key first, with a nested value to skip */
-    pack_str(&pk, "kpack_version");
-    msgpack_pack_array(&pk, 3);
-    msgpack_pack_uint8(&pk, 1);
-    msgpack_pack_nil(&pk);
-    pack_str(&pk, "x");
-  }
+  /* An unknown key first, with a nested value to skip. */
+  msgpack_pack_map(&pk, 3);
+  pack_str(&pk, "kpack_version");
+  msgpack_pack_array(&pk, 3);
+  msgpack_pack_uint8(&pk, 1);
+  msgpack_pack_nil(&pk);
+  pack_str(&pk, "x");
   pack_str(&pk, "kernel_name");
   pack_str(&pk, kernel);
   pack_str(&pk, "kpack_search_paths");
@@ -369,279 +388,131 @@ static void hipk_seeds(void) {
   hipk_wide_seed();
 }
 
-/* ---- offload bundles and ELF images
- * ------------------------------------------
+/* ---- offload bundles and host ELF images ----------------------------------
  */
 
-typedef struct bytes {
-  uint8_t* data;
-  size_t size, cap;
-} bytes;
-
-static void put(bytes* b, const void* data, size_t size) {
-  if (b->size + size > b->cap) {
-    b->cap = (b->size + size) * 2;
-    b->data = realloc(b->data, b->cap);
-    if (b->data == NULL)
-      die("out of memory");
-  }
-  if (size > 0)
-    memcpy(b->data + b->size, data, size);
-  b->size += size;
+static void save_buf(const char* harness, const char* name, fx_buf* b) {
+  save(harness, name, b->data, b->size);
+  fx_free(b);
 }
 
-static void put_le(bytes* b, uint64_t v, unsigned n) {
-  uint8_t le[8];
-  for (unsigned i = 0; i < n; i++)
-    le[i] = (uint8_t)(v >> (8 * i));
-  put(b, le, n);
-}
-
-static void pad_to(bytes* b, size_t align) {
-  static const uint8_t zeros[64];
-  while (b->size % align != 0)
-    put(b, zeros, 1);
-}
-
-static void set_le(bytes* b, size_t at, uint64_t v, unsigned n) {
-  for (unsigned i = 0; i < n; i++)
-    b->data[at + i] = (uint8_t)(v >> (8 * i));
-}
-
-/* A plain bundle as clang writes it: header, entry table, aligned code. */
-static bytes plain_bundle(unsigned seed) {
-  static const char* const ids[] = {
-      "host-x86_64-unknown-linux-gnu-",
-      "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-",
-      "hipv4-amdgcn-amd-amdhsa--gfx942",
-  };
-  static const size_t sizes[] = {0, 240, 180};
-  bytes b = {0};
-  put(&b, "__CLANG_OFFLOAD_BUNDLE__", 24);
-  put_le(&b, 3, 8);
-  size_t fields[3];
-  for (int i = 0; i < 3; i++) {
-    fields[i] = b.size;
-    put_le(&b, 0, 8); /* offset, patched below */
-    put_le(&b, sizes[i], 8);
-    put_le(&b, strlen(ids[i]), 8);
-    put(&b, ids[i], strlen(ids[i]));
-  }
-  for (int i = 0; i < 3; i++) {
-    pad_to(&b, 16);
-    set_le(&b, fields[i], b.size, 8);
-    uint8_t* code = kernel_bytes(sizes[i], seed + (unsigned)i);
-    put(&b, code, sizes[i]);
-    free(code);
-  }
-  return b;
-}
-
-static bytes ccob(const bytes* plain, unsigned version, unsigned method) {
-  size_t cap = compressBound(plain->size) + ZSTD_compressBound(plain->size);
-  uint8_t* z = malloc(cap);
-  size_t zsize;
-  if (z == NULL)
-    die("out of memory");
-  if (method == 1) {
-    zsize = ZSTD_compress(z, cap, plain->data, plain->size, 3);
-    if (ZSTD_isError(zsize))
-      die("ZSTD_compress");
-  } else {
-    uLongf n = cap;
-    if (compress2(z, &n, plain->data, plain->size, 6) != Z_OK)
-      die("compress2");
-    zsize = n;
-  }
-  size_t header = version == 1 ? 20 : version == 2 ? 24 : 32;
-  bytes b = {0};
-  put(&b, "CCOB", 4);
-  put_le(&b, version, 2);
-  put_le(&b, method, 2);
-  if (version == 1) {
-    put_le(&b, plain->size, 4);
-  } else if (version == 2) {
-    put_le(&b, header + zsize, 4);
-    put_le(&b, plain->size, 4);
-  } else {
-    put_le(&b, header + zsize, 8);
-    put_le(&b, plain->size, 8);
-  }
-  put_le(&b, 0x0123456789abcdefull, 8); /* hash: not checked by readers */
-  put(&b, z, zsize);
-  free(z);
-  return b;
-}
-
-/* How host_elf() points wrappers at bundles: addresses written in place,
- * or left 0 for a RELATIVE or an ABS64 (symbol + addend) relocation. */
-typedef enum { WRAP_DIRECT, WRAP_RELATIVE, WRAP_ABS64 } wrap_mode;
-
-typedef struct elf_options {
-  uint16_t type;    /* 3 ET_DYN or 1 ET_REL */
-  uint16_t machine; /* 62 x86-64 or 183 AArch64 */
-  const size_t* starts;
-  size_t wrapper_count; /* 0: no .hipFatBinSegment */
-  wrap_mode mode;
-} elf_options;
-
-static void put_section(bytes* e, uint32_t name, uint32_t type, uint64_t flags,
-                        uint64_t addr, uint64_t offset, uint64_t size,
-                        uint32_t link, uint32_t info, uint64_t align,
-                        uint64_t entsize) {
-  put_le(e, name, 4);
-  put_le(e, type, 4);
-  put_le(e, flags, 8);
-  put_le(e, addr, 8);
-  put_le(e, offset, 8);
-  put_le(e, size, 8);
-  put_le(e, link, 4);
-  put_le(e, info, 4);
-  put_le(e, align, 8);
-  put_le(e, entsize, 8);
-}
-
-/* A 64-bit little-endian host object holding `fatbin` as .hip_fatbin and
- * one HIPF wrapper per bundle start in .hipFatBinSegment. Sections: null,
- * .hip_fatbin, [.hipFatBinSegment, [.rela.dyn, [.symtab]]], .shstrtab. */
-static bytes host_elf(const bytes* fatbin, const elf_options* o) {
-  static const char shstrtab[] =
-      "\0.hip_fatbin\0.hipFatBinSegment\0.shstrtab\0.rela.dyn\0.symtab";
-  enum {
-    N_FATBIN = 1,
-    N_SEGMENT = 13,
-    N_SHSTRTAB = 31,
-    N_RELA = 41,
-    N_SYMTAB = 51
-  };
-  const bool rel = o->type == 1;
-  const uint64_t fatbin_addr = rel ? 0 : 0x10000;
-  const uint64_t segment_addr = rel ? 0 : 0x20000;
-  const bool has_seg = o->wrapper_count > 0;
-  const bool has_rela = has_seg && o->mode != WRAP_DIRECT;
-  const bool has_sym = has_rela && o->mode == WRAP_ABS64;
-  const uint32_t seg_index = 2, sym_index = 4;
-  const uint32_t shnum = 2 + has_seg + has_rela + has_sym + 1;
-  const uint32_t reloc_type = o->mode == WRAP_RELATIVE
-                                  ? (o->machine == 183 ? 1027 : 8)
-                                  : (o->machine == 183 ? 257 : 1);
-
-  bytes e = {0};
-  uint8_t ident[16] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 0};
-  put(&e, ident, 16);
-  put_le(&e, o->type, 2);
-  put_le(&e, o->machine, 2);
-  put_le(&e, 1, 4);
-  put_le(&e, 0, 8); /* entry */
-  put_le(&e, 0, 8); /* phoff */
-  size_t shoff_at = e.size;
-  put_le(&e, 0, 8); /* shoff, patched */
-  put_le(&e, 0, 4); /* flags */
-  put_le(&e, 64, 2);
-  put_le(&e, 56, 2);
-  put_le(&e, 0, 2); /* phnum */
-  put_le(&e, 64, 2);
-  put_le(&e, shnum, 2);
-  put_le(&e, shnum - 1, 2); /* shstrndx: last */
-
-  pad_to(&e, 16);
-  size_t fatbin_off = e.size;
-  put(&e, fatbin->data, fatbin->size);
-  pad_to(&e, 8);
-  size_t segment_off = e.size;
-  for (size_t i = 0; i < o->wrapper_count; i++) {
-    put_le(&e, 0x48495046, 4); /* "HIPF" */
-    put_le(&e, 1, 4);
-    put_le(&e, o->mode == WRAP_DIRECT ? fatbin_addr + o->starts[i] : 0, 8);
-    put_le(&e, 0, 8);
-  }
-  size_t rela_off = e.size;
-  for (size_t i = 0; has_rela && i < o->wrapper_count; i++) {
-    put_le(&e, segment_addr + 24 * i + 8, 8); /* the address field */
-    put_le(&e, (uint64_t)(has_sym ? 1 : 0) << 32 | reloc_type, 8);
-    put_le(&e, has_sym ? o->starts[i] : fatbin_addr + o->starts[i], 8);
-  }
-  size_t sym_off = e.size;
-  if (has_sym) {
-    put_le(&e, 0, 8); /* symbol 0 is all zero */
-    put_le(&e, 0, 8);
-    put_le(&e, 0, 8);
-    put_le(&e, 0, 4);            /* st_name */
-    put_le(&e, 0x01, 1);         /* st_info: local object */
-    put_le(&e, 0, 1);            /* st_other */
-    put_le(&e, 1, 2);            /* st_shndx: .hip_fatbin */
-    put_le(&e, fatbin_addr, 8);  /* st_value */
-    put_le(&e, fatbin->size, 8); /* st_size */
-  }
-  size_t strtab_off = e.size;
-  put(&e, shstrtab, sizeof(shstrtab));
-  pad_to(&e, 8);
-  set_le(&e, shoff_at, e.size, 8);
-
-  put_section(&e, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
-  put_section(&e, N_FATBIN, 1, 2, fatbin_addr, fatbin_off, fatbin->size, 0, 0,
-              16, 0);
-  if (has_seg)
-    put_section(&e, N_SEGMENT, 1, 3, segment_addr, segment_off,
-                24 * o->wrapper_count, 0, 0, 8, 0);
-  if (has_rela)
-    put_section(&e, N_RELA, 4, 2, 0, rela_off, 24 * o->wrapper_count,
-                has_sym ? sym_index : 0, rel ? seg_index : 0, 8, 24);
-  if (has_sym)
-    put_section(&e, N_SYMTAB, 2, 0, 0, sym_off, 48, shnum - 1, 1, 8, 24);
-  put_section(&e, N_SHSTRTAB, 3, 0, 0, strtab_off, sizeof(shstrtab), 0, 0, 1,
-              0);
-  return e;
+/* A bundle as clang writes it: an empty host entry, then two device code
+ * objects. */
+static fx_buf sample_bundle(unsigned seed) {
+  uint8_t* a = kernel_bytes(240, seed);
+  uint8_t* b = kernel_bytes(180, seed + 1);
+  fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                  {"hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", a, 240},
+                  {"hipv4-amdgcn-amd-amdhsa--gfx942", b, 180}};
+  fx_buf plain = fx_bundle(e, 3);
+  free(a);
+  free(b);
+  return plain;
 }
 
 static void bundle_seeds(void) {
-  bytes plain = plain_bundle(11);
+  fx_buf plain = sample_bundle(11);
   save("bundle", "plain.bundle", plain.data, plain.size);
-  static const struct {
-    unsigned version, method;
-    const char* name;
-  } envelopes[] = {{1, 0, "ccob-v1-zlib.bundle"},
-                   {2, 0, "ccob-v2-zlib.bundle"},
-                   {2, 1, "ccob-v2-zstd.bundle"},
-                   {3, 1, "ccob-v3-zstd.bundle"}};
-  for (size_t i = 0; i < sizeof(envelopes) / sizeof(envelopes[0]); i++) {
-    bytes c = ccob(&plain, envelopes[i].version, envelopes[i].method);
-    save("bundle", envelopes[i].name, c.data, c.size);
-    free(c.data);
+  for (unsigned v = 1; v <= 3; v++) {
+    for (unsigned method = FX_ZLIB; method <= FX_ZSTD; method++) {
+      char name[64];
+      snprintf(name, sizeof name, "ccob-v%u-%s.bundle", v,
+               method == FX_ZSTD ? "zstd" : "zlib");
+      fx_buf c = fx_ccob(v, method, &plain);
+      save_buf("bundle", name, &c);
+    }
   }
 
-  /* .hip_fatbin with a plain and a compressed bundle, zero-padded apart. */
-  bytes second = plain_bundle(23);
-  bytes packed = ccob(&second, 3, 1);
-  bytes fatbin = {0};
-  size_t starts[2];
-  starts[0] = 0;
-  put(&fatbin, plain.data, plain.size);
-  pad_to(&fatbin, 64);
-  starts[1] = fatbin.size;
-  put(&fatbin, packed.data, packed.size);
+  /* Host binaries: a plain and a compressed bundle 64-byte aligned in
+   * .hip_fatbin (small seeds), wrappers pointing at them in reverse order
+   * through each way a linker fills the pointer. */
+  fx_buf second = sample_bundle(23);
+  fx_buf bundles[2] = {plain, fx_ccob(3, FX_ZSTD, &second)};
+  fx_free(&second);
   static const struct {
     const char* name;
-    elf_options o;
+    uint16_t type, machine;
+    fx_ptr how;
+    size_t wrappers; /* 0: no .hipFatBinSegment, bundles are walked */
   } images[] = {
-      {"elf-wrappers.so", {3, 62, NULL, 2, WRAP_DIRECT}},
-      {"elf-walk.so", {3, 62, NULL, 0, WRAP_DIRECT}},
-      {"elf-relative.so", {3, 62, NULL, 2, WRAP_RELATIVE}},
-      {"elf-abs64.so", {3, 62, NULL, 2, WRAP_ABS64}},
-      {"elf-aarch64-relative.so", {3, 183, NULL, 2, WRAP_RELATIVE}},
-      {"elf-object.o", {1, 62, NULL, 2, WRAP_ABS64}},
+      {"elf-wrappers.so", FX_ET_DYN, FX_EM_X86_64, FX_PTR_FILE, 2},
+      {"elf-exec", FX_ET_EXEC, FX_EM_X86_64, FX_PTR_FILE, 2},
+      {"elf-walk.so", FX_ET_DYN, FX_EM_X86_64, FX_PTR_FILE, 0},
+      {"elf-relative.so", FX_ET_DYN, FX_EM_X86_64, FX_PTR_RELATIVE, 2},
+      {"elf-abs64.so", FX_ET_DYN, FX_EM_X86_64, FX_PTR_ABS64, 2},
+      {"elf-aarch64-relative.so", FX_ET_DYN, FX_EM_AARCH64, FX_PTR_RELATIVE, 2},
+      {"elf-aarch64-abs64-section.so", FX_ET_DYN, FX_EM_AARCH64,
+       FX_PTR_ABS64_SECTION, 2},
+      /* Relocatable objects: not "*.o", which .gitignore drops. */
+      {"elf-object-abs64.rel", FX_ET_REL, FX_EM_X86_64, FX_PTR_ABS64, 2},
+      {"elf-object-section.rel", FX_ET_REL, FX_EM_X86_64, FX_PTR_ABS64_SECTION,
+       2},
   };
   for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
-    elf_options o = images[i].o;
-    o.starts = starts;
-    bytes elf = host_elf(&fatbin, &o);
-    save("bundle", images[i].name, elf.data, elf.size);
-    free(elf.data);
+    fx_wrapper w[2] = {{FX_HIPF_MAGIC, 1, 1, images[i].how, 0},
+                       {FX_HIPF_MAGIC, 1, 0, images[i].how, 0}};
+    fx_elf_opts o = {.type = images[i].type,
+                     .machine = images[i].machine,
+                     .bundles = bundles,
+                     .bundle_count = 2,
+                     .bundle_align = 64,
+                     .wrappers = w,
+                     .wrapper_count = images[i].wrappers};
+    fx_buf elf = fx_elf(&o);
+    save_buf("bundle", images[i].name, &elf);
   }
-  free(fatbin.data);
-  free(packed.data);
-  free(second.data);
-  free(plain.data);
+  fx_free(&bundles[0]);
+  fx_free(&bundles[1]);
+}
+
+/* ---- code objects ---------------------------------------------------------
+ */
+
+static void code_object_seeds(void) {
+  static const fx_co_kernel kernels[] = {
+      {"gemm_f32", 128, 96, 64, 16384, 272, 96, 64, 256, 3, 1, 0},
+      {"_Z6reducePfi", 24, 18, 0, 0, 0, 16, 32, 1024, 0, 0,
+       KPACK_CO_AGPR_COUNT | KPACK_CO_VGPR_SPILL_COUNT |
+           KPACK_CO_SGPR_SPILL_COUNT},
+  };
+  fx_buf meta =
+      fx_co_metadata("amdgcn-amd-amdhsa--gfx90a:xnack-", 5, kernels, 2);
+  static const uint8_t build_id[8] = {0xde, 0xad, 0xbe, 0xef};
+  fx_co_note one = {NULL, 0, meta.data, meta.size};
+  fx_co_note several[] = {{"GNU", 3, build_id, sizeof(build_id)},
+                          {"AMDGPU", 33, "x", 1},
+                          {NULL, 0, meta.data, meta.size}};
+  uint32_t flags =
+      fx_co_flags(FX_MACH_GFX90A, KPACK_FEATURE_OFF, KPACK_FEATURE_ANY);
+  const struct {
+    const char* name;
+    fx_co_spec spec;
+  } images[] = {
+      {"basic.co", {.e_flags = flags, .notes = &one, .note_count = 1}},
+      {"several-notes.co",
+       {.e_flags = flags, .notes = several, .note_count = 3}},
+      {"aligned-8.co",
+       {.e_flags = flags, .notes = several, .note_count = 3, .align = 8}},
+      {"notes-at-end.co",
+       {.e_flags = flags,
+        .notes = &one,
+        .note_count = 1,
+        .notes_at_end = true}},
+      {"section-only.co",
+       {.e_flags = flags, .notes = &one, .note_count = 1, .no_segment = true}},
+      {"segment-only.co",
+       {.e_flags = flags, .notes = &one, .note_count = 1, .no_section = true}},
+      {"v3.co",
+       {.e_flags = 0x13f, .version = 3, .notes = &one, .note_count = 1}},
+      {"generic-v6.co",
+       {.e_flags = 0x01000251, .version = 6, .notes = &one, .note_count = 1}},
+      {"no-note.co", {.e_flags = flags}},
+  };
+  for (size_t i = 0; i < sizeof(images) / sizeof(images[0]); i++) {
+    fx_buf image = fx_code_object(&images[i].spec);
+    save_buf("code_object", images[i].name, &image);
+  }
+  fx_free(&meta);
 }
 
 int main(int argc, char** argv) {
@@ -655,5 +526,6 @@ int main(int argc, char** argv) {
   archive_seeds();
   hipk_seeds();
   bundle_seeds();
+  code_object_seeds();
   return 0;
 }
