@@ -611,11 +611,15 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
   unlink(bad);
   free(bad);
 
-  /* The same kernel from two inputs. */
+  /* The same kernel from two inputs, with different bytes. */
   char* tree2 = sample_tree("tree2");
+  char* changed = kt_path(tree2, "lib/libb.so#3/gfx90a:xnack-/kernel.hsaco");
+  kt_write_file(changed, "other", 5);
   assert_int_equal(KP(NULL, &err, "create", "-o", out_path, tree, tree2), 1);
-  assert_contains(err, "given twice");
+  assert_contains(err, "different kernels in");
+  assert_contains(err, changed);
   free(err);
+  free(changed);
 
   /* A malformed ELF, and one without .hip_fatbin. */
   char* elf = path_in("bad.so");
@@ -633,8 +637,9 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
                    1);
   assert_contains(err, "no .hip_fatbin");
   free(err);
-  /* A plain file given as a tree. */
-  assert_int_equal(KP(NULL, &err, "create", "-o", out_path, elf), 2);
+  /* A HIP binary given as an archive input. */
+  assert_int_equal(KP(NULL, &err, "create", "-o", out_path, elf), 1);
+  assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
   assert_contains(err, "--fatbin");
   free(err);
 
@@ -646,7 +651,7 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
   free(kept);
   DIR* d = opendir(tmp);
   for (struct dirent* e; (e = readdir(d)) != NULL;)
-    assert_null(strstr(e->d_name, "out.kpack."));
+    assert_null(strstr(e->d_name, ".tmp"));
   closedir(d);
   free(elf);
   free(out_path);
@@ -963,7 +968,7 @@ static void test_interrupted_create_leaves_nothing(void** state) {
     nanosleep(&pause, NULL);
     DIR* d = opendir(outdir);
     for (struct dirent* ent; (ent = readdir(d)) != NULL;)
-      started = started || strncmp(ent->d_name, "big.kpack.", 10) == 0;
+      started = started || strncmp(ent->d_name, ".kpack-", 7) == 0;
     closedir(d);
   }
   assert_true(started);
@@ -1342,6 +1347,302 @@ static void test_real_librocrand_packs_lists_verifies_and_resolves(
   free(lib);
 }
 
+/* ---- metadata maps and archives as inputs
+ * ------------------------------------
+ */
+
+/* {"tile": int16 128, "tag": str8 "fast"}: encodings a re-encoding would
+ * shorten, so only a byte-for-byte copy keeps them. */
+static const uint8_t meta_map[] = {0x82, 0xa4, 't',  'i', 'l', 'e', 0xd1,
+                                   0x00, 0x80, 0xa3, 't', 'a', 'g', 0xd9,
+                                   0x04, 'f',  'a',  's', 't'};
+
+/* The sample kernels, the first one with meta_map, written by the library
+ * in its own (unsorted) order, as another tool might. */
+static char* sample_archive_with_metadata(const char* name) {
+  char* path = path_in(name);
+  const kt_kernel* k = sample_kernels();
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                              .group_name = "rand"};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  for (int i = 2; i >= 0; i--)
+    assert_int_equal(
+        kpack_writer_add_kernel_with_metadata(
+            w, k[i].binary, k[i].arch, k[i].data, k[i].size,
+            i == 0 ? meta_map : NULL, i == 0 ? sizeof meta_map : 0),
+        KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  return path;
+}
+
+static void assert_metadata(const char* archive, const char* binary,
+                            const char* arch, const void* want, size_t size) {
+  kpack_archive_t a;
+  const void* m;
+  size_t n;
+  assert_int_equal(kpack_open(archive, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_entry_metadata(a, binary, arch, &m, &n),
+                   KPACK_SUCCESS);
+  assert_int_equal(n, size);
+  if (size > 0)
+    assert_memory_equal(m, want, n);
+  kpack_close(a);
+}
+
+static void test_metadata_survives_extract_and_create(void** state) {
+  (void)state;
+  char* a = sample_archive_with_metadata("meta.kpack");
+  char* tree = path_in("tree");
+  char* b = path_in("b.kpack");
+  char* tree2 = path_in("tree2");
+  char* c = path_in("c.kpack");
+  char* out;
+  assert_int_equal(KP(NULL, NULL, "extract", "-C", tree, a), 0);
+  char* sidecar = kt_path(tree,
+                          "lib/liba.so.1#0/gfx90a:xnack-/"
+                          "toc-metadata.msgpack");
+  size_t n;
+  void* bytes = kt_read_file(sidecar, &n);
+  assert_non_null(bytes);
+  assert_int_equal(n, sizeof meta_map);
+  assert_memory_equal(bytes, meta_map, n);
+  free(bytes);
+  char* none = kt_path(tree, "lib/liba.so.1#0/gfx1100/toc-metadata.msgpack");
+  assert_false(exists(none));
+  /* what a kpackfs mount shows beside each kernel is not input */
+  char* rendered = kt_path(tree, "lib/liba.so.1#0/gfx1100/kernels");
+  kt_write_file(rendered, "k\tvgpr=1\n", 9);
+  free(rendered);
+  rendered = kt_path(tree, "lib/libb.so#3/gfx90a:xnack-/metadata.json");
+  kt_write_file(rendered, "{}", 2);
+  free(rendered);
+
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", b, tree), 0);
+  assert_metadata(b, "lib/liba.so.1#0", "gfx90a:xnack-", meta_map,
+                  sizeof meta_map);
+  assert_metadata(b, "lib/liba.so.1#0", "gfx1100", NULL, 0);
+  /* and round trips from there byte for byte */
+  assert_int_equal(KP(NULL, NULL, "extract", "-C", tree2, b), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", c, tree2), 0);
+  assert_true(same_file(b, c));
+
+  assert_int_equal(KP(&out, NULL, "list", "--json", b), 0);
+  assert_contains(out,
+                  "\"ordinal\": 1, \"metadata\": {\"tile\":128,"
+                  "\"tag\":\"fast\"}}");
+  char* line = strstr(out, "\"gfx1100\"");
+  assert_non_null(line);
+  *strchr(line, '\n') = '\0'; /* that kernel's object has no metadata */
+  assert_null(strstr(line, "metadata"));
+  free(out);
+
+  /* a metadata file that is not one map, or without its kernel */
+  char* err;
+  kt_write_file(sidecar, "\x91\x01", 2);
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", c, tree), 1);
+  assert_contains(err, sidecar);
+  assert_contains(err, "not one MessagePack map");
+  free(err);
+  kt_write_file(sidecar, meta_map, sizeof meta_map);
+  kt_write_file(none, meta_map, sizeof meta_map);
+  char* kernel = kt_path(tree, "lib/liba.so.1#0/gfx1100/kernel.hsaco");
+  unlink(kernel);
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", c, tree), 1);
+  assert_contains(err, none);
+  assert_contains(err, "without a kernel.hsaco");
+  free(err);
+  free(kernel);
+  free(none);
+  free(sidecar);
+  free(a);
+  free(b);
+  free(c);
+  free(tree);
+  free(tree2);
+  free_sample();
+}
+
+/* Stored size of every kernel of an archive, as "binary arch size" lines. */
+static char* stored_sizes(const char* archive) {
+  char *out, *text = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&text, &len);
+  assert_int_equal(KP(&out, NULL, "list", "--json", archive), 0);
+  for (char* p = out; (p = strstr(p, "\"binary\": ")) != NULL; p++) {
+    char binary[64], arch[64];
+    unsigned long long stored;
+    assert_int_equal(
+        sscanf(p, "\"binary\": \"%63[^\"]\", \"arch\": \"%63[^\"]\"", binary,
+               arch),
+        2);
+    assert_int_equal(sscanf(strstr(p, "\"stored_size\": "),
+                            "\"stored_size\": %llu", &stored),
+                     1);
+    fprintf(f, "%s %s %llu\n", binary, arch, stored);
+  }
+  fclose(f);
+  free(out);
+  return text;
+}
+
+static void test_create_merges_archives_and_trees(void** state) {
+  (void)state;
+  const kt_kernel* k = sample_kernels();
+  /* Two shards at level 19 (frames the default level would not make),
+   * declaring an arch none of their kernels has, and a tree. */
+  char* shard_a = path_in("shard-a.kpack");
+  char* shard_b = path_in("shard-b.kpack");
+  char* whole = path_in("whole.kpack");
+  static const char* const declared_a[] = {"gfx90a:xnack-", "gfx90a:xnack+"};
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                              .zstd_level = 19,
+                              .group_name = "rand",
+                              .gfx_arch_family = "gfx9",
+                              .gfx_arches = declared_a,
+                              .gfx_arch_count = 2};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(shard_a, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel_with_metadata(
+                       w, k[0].binary, k[0].arch, k[0].data, k[0].size,
+                       meta_map, sizeof meta_map),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  o.gfx_arch_count = 0;
+  assert_int_equal(kpack_writer_create(shard_b, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(
+      kpack_writer_add_kernel(w, k[1].binary, k[1].arch, k[1].data, k[1].size),
+      KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  char* tree = path_in("tree");
+  char* dir;
+  assert_true(
+      asprintf(&dir, "mkdir -p '%s/%s/%s'", tree, k[2].binary, k[2].arch) > 0);
+  assert_int_equal(system(dir), 0);
+  free(dir);
+  char* file;
+  assert_true(asprintf(&file, "%s/%s/%s/kernel.hsaco", tree, k[2].binary,
+                       k[2].arch) > 0);
+  kt_write_file(file, k[2].data, k[2].size);
+
+  char *out, *err;
+  assert_int_equal(
+      KP(NULL, NULL, "create", "-q", "-o", whole, shard_a, shard_b, tree), 0);
+  assert_int_equal(KP(&out, NULL, "info", whole), 0);
+  assert_true(ROW(out, "arches:", "gfx1100", "gfx90a:xnack+", "gfx90a:xnack-"));
+  assert_true(ROW(out, "group:", "rand"));
+  assert_true(ROW(out, "family:", "gfx9"));
+  assert_true(ROW(out, "kernels:", "3"));
+  free(out);
+  assert_int_equal(KP(NULL, NULL, "verify", whole), 0);
+  assert_metadata(whole, k[0].binary, k[0].arch, meta_map, sizeof meta_map);
+  for (int i = 0; i < 3; i++) {
+    char* tmpl;
+    assert_true(asprintf(&tmpl, "%s/out.hsaco", tmp) > 0);
+    size_t n;
+    assert_int_equal(run_full(&out, &n, NULL,
+                              (const char* const[]){"cat", whole, k[i].binary,
+                                                    k[i].arch, NULL}),
+                     0);
+    assert_int_equal(n, k[i].size);
+    assert_memory_equal(out, k[i].data, n);
+    free(out);
+    free(tmpl);
+  }
+  /* The shards' level-19 frames were carried over, not recompressed. */
+  char* sa = stored_sizes(shard_a);
+  char* sb = stored_sizes(shard_b);
+  char* sw = stored_sizes(whole);
+  assert_contains(sw, sa);
+  assert_contains(sw, sb);
+  free(sa);
+  free(sb);
+
+  /* Any input order, and identical duplicates, give the same archive. */
+  char* again = path_in("again.kpack");
+  char* copy = path_in("shard-a-copy.kpack");
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", copy, shard_a), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-j2", "-o", again, tree,
+                      copy, shard_b, shard_a, whole),
+                   0);
+  assert_true(same_file(whole, again));
+
+  /* -l compresses them again: same kernels, other frames. */
+  assert_int_equal(
+      KP(NULL, NULL, "create", "-q", "-l", "1", "-o", again, whole), 0);
+  assert_false(same_file(whole, again));
+  char* s1 = stored_sizes(again);
+  assert_null(strstr(s1, sw));
+  free(s1);
+  free(sw);
+  assert_int_equal(KP(NULL, NULL, "verify", again), 0);
+  assert_metadata(again, k[0].binary, k[0].arch, meta_map, sizeof meta_map);
+
+  /* A conflict names both inputs; OUT is left alone. */
+  kt_write_file(file, "different", 9);
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", again, whole, tree), 1);
+  assert_contains(err, "different kernels in");
+  assert_contains(err, whole);
+  assert_contains(err, file);
+  free(err);
+  /* the same kernel, different metadata */
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", copy, shard_b), 0);
+  assert_int_equal(kpack_writer_create(shard_b, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel_with_metadata(
+                       w, k[1].binary, k[1].arch, k[1].data, k[1].size,
+                       meta_map, sizeof meta_map),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", again, copy, shard_b),
+                   1);
+  assert_contains(err, "different metadata");
+  free(err);
+  /* not an archive */
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", again, file), 1);
+  assert_contains(err, file);
+  assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
+  free(err);
+  free(file);
+  free(again);
+  free(copy);
+  free(tree);
+  free(whole);
+  free(shard_a);
+  free(shard_b);
+  free_sample();
+}
+
+/* -o through a symbolic link writes its target and keeps the link; a name
+ * of 255 bytes works (the temporary name is short). */
+static void test_create_output_follows_symlinks_and_takes_long_names(
+    void** state) {
+  (void)state;
+  char* tree = sample_tree("tree");
+  char* target = path_in("target.kpack");
+  char* link = path_in("link.kpack");
+  char* direct = path_in("direct.kpack");
+  char name[256];
+  memset(name, 'n', 255);
+  memcpy(name + 249, ".kpack", 7);
+  char* longest = path_in(name);
+  kt_write_file(target, "old", 3);
+  assert_int_equal(symlink("target.kpack", link), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", link, tree), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", direct, tree), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", longest, tree), 0);
+  struct stat st;
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_true(same_file(target, direct));
+  assert_true(same_file(longest, direct));
+  free(longest);
+  free(direct);
+  free(link);
+  free(target);
+  free(tree);
+  free_sample();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_version_help_and_manuals, setup,
@@ -1382,6 +1683,13 @@ int main(void) {
           teardown),
       cmocka_unit_test_setup_teardown(test_interrupted_create_leaves_nothing,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(test_metadata_survives_extract_and_create,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_create_merges_archives_and_trees,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_output_follows_symlinks_and_takes_long_names, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(
           test_verify_reports_one_line_per_corrupt_kernel, setup, teardown),
       cmocka_unit_test_setup_teardown(

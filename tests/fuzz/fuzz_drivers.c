@@ -244,6 +244,60 @@ static void read_through_cache(kpack_archive_t a, const kf_seen* seen,
   kpack_kcache_destroy(cache);
 }
 
+/* An entry's metadata is either absent or one map, and renders as JSON
+ * (or is refused as too deep). */
+static void check_metadata(kpack_archive_t a, const kf_seen* k) {
+  const void* m;
+  size_t size;
+  char* json = (char*)1;
+  require(kpack_get_entry_metadata(a, k->binary, k->arch, &m, &size) ==
+              KPACK_SUCCESS,
+          "kpack_get_entry_metadata");
+  kpack_error_t err =
+      kpack_get_entry_metadata_json(a, k->binary, k->arch, &json);
+  require_status(err);
+  if (m == NULL) {
+    require(size == 0 && err == KPACK_SUCCESS && json == NULL,
+            "absent metadata rendered");
+    return;
+  }
+  uint8_t tag = *(const uint8_t*)m;
+  require(size > 0 && ((tag & 0xf0) == 0x80 || tag == 0xde || tag == 0xdf),
+          "metadata that is not a map");
+  require(
+      err == KPACK_SUCCESS ? json != NULL && strlen(json) > 1 : json == NULL,
+      "metadata JSON");
+  free(json);
+}
+
+/* kpack_writer_copy_kernel() (archives merged by `kpack create`) reads
+ * each kernel with the checks of a read: it succeeds exactly where the read
+ * did, unless the metadata map is one the writer refuses. Aborted, so
+ * nothing is synced or renamed. */
+static void copy_through_writer(kpack_archive_t a, const kf_seen* seen,
+                                size_t n) {
+  static char path[64];
+  if (path[0] == '\0')
+    snprintf(path, sizeof(path), "/tmp/kpack-fuzz-copy-%ld.kpack",
+             (long)getpid());
+  for (int scheme = 0; scheme < 2; scheme++) {
+    kpack_writer_options_t o = {.scheme = scheme};
+    kpack_writer_t* w;
+    require(kpack_writer_create(path, &o, &w) == KPACK_SUCCESS,
+            "kpack_writer_create");
+    for (size_t i = 0; i < n; i++) {
+      kpack_error_t err =
+          kpack_writer_copy_kernel(w, a, seen[i].binary, seen[i].arch, 0);
+      require_status(err);
+      require(seen[i].err == KPACK_SUCCESS
+                  ? err == KPACK_SUCCESS || err == KPACK_ERROR_INVALID_METADATA
+                  : err != KPACK_SUCCESS,
+              "kpack_writer_copy_kernel and kpack_get_kernel disagree");
+    }
+    kpack_writer_abort(w);
+  }
+}
+
 /* A name absent from the TOC is KERNEL_NOT_FOUND on every path. */
 static void probe_missing(kpack_archive_t a, const char* binary,
                           const char* arch) {
@@ -281,9 +335,11 @@ size_t kf_archive_input(const uint8_t* data, size_t size) {
   size_t n = walk_archive(a, &seen), read = 0;
   for (size_t i = 0; i < n; i++) {
     read_both_ways(a, &seen[i]);
+    check_metadata(a, &seen[i]);
     read += seen[i].err == KPACK_SUCCESS;
   }
   read_through_cache(a, seen, n);
+  copy_through_writer(a, seen, n);
   if (n > 0) {
     probe_missing(a, seen[0].binary, "gfx-no-such-arch");
     probe_missing(a, "no/such/binary#0", seen[0].arch);

@@ -285,6 +285,23 @@ static void archive_seeds(void) {
   map_drop(&t.root, "compression_scheme");
   toc_save(&t, "none-implicit-scheme.kpack");
 
+  /* As ROCm writes zstd archives: no frame-size table. */
+  toc_load(&t, "zstd-basic.kpack");
+  map_drop(&t.root, "zstd_frame_sizes");
+  toc_save(&t, "zstd-no-frame-sizes.kpack");
+
+  /* A table that passes the open-time check but is wrong: rotated. */
+  toc_load(&t, "zstd-basic.kpack");
+  msgpack_object* sizes = map_get(&t.root, "zstd_frame_sizes");
+  if (sizes == NULL || sizes->type != MSGPACK_OBJECT_BIN ||
+      sizes->via.bin.size < 8)
+    die("zstd-basic.kpack has no frame-size table");
+  char* rotated = msgpack_zone_malloc(&t.zone, sizes->via.bin.size);
+  memcpy(rotated, sizes->via.bin.ptr + 4, sizes->via.bin.size - 4);
+  memcpy(rotated + sizes->via.bin.size - 4, sizes->via.bin.ptr, 4);
+  sizes->via.bin.ptr = rotated;
+  toc_save(&t, "zstd-stale-frame-sizes.kpack");
+
   toc_load(&t, "zstd-features.kpack");
   for_each_entry(&t, add_metadata);
   map_add(&t.zone, &t.root, "x-future-key", metadata_object(&t.zone));
