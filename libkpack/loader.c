@@ -62,6 +62,12 @@ struct kpack_cache {
   struct path_alias* aliases;
   size_t alias_count;
   size_t alias_cap;
+  /* Also under `lock`, in the same spirit: how an embedded search path of
+   * a binary resolved (kp_path_resolve: a stat() per existing component
+   * and a realpath()), once the answer led to an archive that opened. */
+  struct resolution* resolutions;
+  size_t resolution_count;
+  size_t resolution_cap;
 
   /* Every live cache is on one list, under registry_lock, for fork. */
   struct kpack_cache* next;
@@ -72,6 +78,12 @@ typedef struct path_alias {
   char* path;
   const archive_slot* slot;
 } path_alias;
+
+typedef struct resolution {
+  char* binary_path;
+  char* search_path; /* as embedded */
+  char* resolved;
+} resolution;
 
 /* A concrete archive path of one search, in search order. */
 typedef struct candidate {
@@ -325,6 +337,49 @@ unlock:
   free(copy);
 }
 
+/* A copy of what `search_path` of `binary_path` resolved to, if known. */
+static char* resolution_find(kpack_cache_t cache, const char* binary_path,
+                             const char* search_path) {
+  char* resolved = NULL;
+  pthread_mutex_lock(&cache->lock);
+  for (size_t i = 0; i < cache->resolution_count; i++) {
+    const resolution* r = &cache->resolutions[i];
+    if (strcmp(r->search_path, search_path) == 0 &&
+        strcmp(r->binary_path, binary_path) == 0) {
+      resolved = strdup(r->resolved);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&cache->lock);
+  return resolved;
+}
+
+/* Remembers a resolution; a failure only costs the shortcut. */
+static void resolution_add(kpack_cache_t cache, const char* binary_path,
+                           const char* search_path, const char* resolved) {
+  resolution r = {strdup(binary_path), strdup(search_path), strdup(resolved)};
+  if (r.binary_path == NULL || r.search_path == NULL || r.resolved == NULL)
+    goto fail;
+  pthread_mutex_lock(&cache->lock);
+  if (cache->resolution_count == cache->resolution_cap) {
+    size_t cap = cache->resolution_cap ? cache->resolution_cap * 2 : 8;
+    resolution* grown = realloc(cache->resolutions, cap * sizeof(*grown));
+    if (grown == NULL) {
+      pthread_mutex_unlock(&cache->lock);
+      goto fail;
+    }
+    cache->resolutions = grown;
+    cache->resolution_cap = cap;
+  }
+  cache->resolutions[cache->resolution_count++] = r;
+  pthread_mutex_unlock(&cache->lock);
+  return;
+fail:
+  free(r.binary_path);
+  free(r.search_path);
+  free(r.resolved);
+}
+
 /* ---- candidates ---------------------------------------------------------- */
 
 static bool has_candidate(const search* s, const char* path) {
@@ -352,14 +407,17 @@ static kpack_error_t push_candidate(search* s, char* path, const char* source,
   return KPACK_SUCCESS;
 }
 
-/* Adds one concrete path: a directory stands for the *.kpack inside it. */
-static kpack_error_t add_path(search* s, const char* path, const char* source) {
+/* Adds one concrete path: a directory stands for the *.kpack inside it.
+ * *known tells whether the path led to an opened archive before. */
+static kpack_error_t add_path(search* s, const char* path, const char* source,
+                              bool* known_out) {
   kpack_error_t err = KPACK_SUCCESS;
   kp_strlist entries = {0};
   struct stat st;
   if (has_candidate(s, path))
     return KPACK_SUCCESS;
   bool known = alias_find(s->cache, path) != NULL;
+  *known_out = *known_out || known;
   bool exists = known || stat(path, &st) == 0;
   bool is_dir = !known && exists && S_ISDIR(st.st_mode);
   kpack_trace_event_t ev = {.kind = KPACK_TRACE_PATH,
@@ -402,20 +460,32 @@ static kpack_error_t add_items(search* s, const char* const* items, size_t n,
   for (size_t i = 0; err == KPACK_SUCCESS && i < n; i++) {
     if (items[i][0] == '\0')
       continue;
-    char* base = relative_to_binary ? kp_path_resolve(s->binary_path, items[i])
-                                    : kp_path_normalize(items[i]);
+    char* base = NULL;
+    bool remembered = false, known = false;
+    if (relative_to_binary) {
+      base = resolution_find(s->cache, s->binary_path, items[i]);
+      remembered = base != NULL;
+      if (base == NULL)
+        base = kp_path_resolve(s->binary_path, items[i]);
+    } else {
+      base = kp_path_normalize(items[i]);
+    }
     if (base == NULL) {
       err = KPACK_ERROR_OUT_OF_MEMORY;
       break;
     }
     err = kp_path_expand_gfxarch(base, s->targets, s->arch_count, &expanded);
-    free(base);
     for (size_t j = 0; err == KPACK_SUCCESS && j < expanded.count; j++) {
       /* Substituted targets may hold ".." or "//" again. */
       char* norm = kp_path_normalize(expanded.items[j]);
-      err = norm ? add_path(s, norm, source) : KPACK_ERROR_OUT_OF_MEMORY;
+      err = norm ? add_path(s, norm, source, &known)
+                 : KPACK_ERROR_OUT_OF_MEMORY;
       free(norm);
     }
+    /* Led to an archive that opened: the next search skips the stat()s. */
+    if (err == KPACK_SUCCESS && relative_to_binary && known && !remembered)
+      resolution_add(s->cache, s->binary_path, items[i], base);
+    free(base);
     kp_strlist_free(&expanded);
   }
   kp_strlist_free(&expanded);
@@ -741,6 +811,12 @@ KPACK_API void kpack_cache_destroy(kpack_cache_t cache) {
   for (size_t i = 0; i < cache->alias_count; i++)
     free(cache->aliases[i].path);
   free(cache->aliases);
+  for (size_t i = 0; i < cache->resolution_count; i++) {
+    free(cache->resolutions[i].binary_path);
+    free(cache->resolutions[i].search_path);
+    free(cache->resolutions[i].resolved);
+  }
+  free(cache->resolutions);
   pthread_cond_destroy(&cache->opened);
   pthread_mutex_destroy(&cache->lock);
   kp_strlist_free(&cache->override_paths);

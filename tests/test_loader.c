@@ -473,6 +473,77 @@ static void test_relative_search_path_resolves_against_binary_directory(
   kpack_cache_destroy(cache);
 }
 
+/* A library loaded through a symlinked directory (a "view" of an install
+ * tree, as ROCm's packaging makes them) finds the archives of the real
+ * tree, as ROCm's loader does: TMP/view/lib -> ../lib, so the binary
+ * TMP/view/lib/libx.so has ../.kpack = TMP/.kpack, not TMP/view/.kpack. */
+static void test_symlinked_library_directory_finds_the_real_archives(
+    void** state) {
+  (void)state;
+  archive(".kpack/x_gfx90a.kpack", ARCHES("gfx90a"),
+          KERNELS({"lib/libx.so#0", "gfx90a", 1}));
+  char* view = at("view");
+  char* view_binary = at("view/lib/libx.so");
+  assert_int_equal(mkdir(view, 0755), 0);
+  char* lib = at("view/lib");
+  assert_int_equal(symlink("../lib", lib), 0);
+  kpack_cache_t cache = new_cache();
+  recorder r;
+  recorder_init(&r, cache);
+  void* meta = HIPK("lib/libx.so", "../.kpack/x_@GFXARCH@.kpack");
+  const char* arches[] = {"gfx90a:xnack-"};
+  void* data;
+  size_t size;
+  for (int round = 0; round < 3; round++) { /* cold, then remembered */
+    assert_int_equal(kpack_load_code_object(cache, meta, view_binary, 0, arches,
+                                            1, &data, &size),
+                     KPACK_SUCCESS);
+    assert_int_equal(size, seed_size(1));
+    kpack_free_code_object(data);
+    expect_lines(&r, "PATH",
+                 "PATH /.kpack/x_gfx90a:xnack-.kpack embedded missing\n"
+                 "PATH /.kpack/x_gfx90a.kpack embedded exists\n");
+    recorder_clear(&r);
+  }
+  free(meta);
+  free(lib);
+  free(view_binary);
+  free(view);
+  recorder_free(&r);
+  kpack_cache_destroy(cache);
+}
+
+/* Only a resolution that led to an archive is remembered: an archive that
+ * appears later, where the path leads, is found. */
+static void test_resolution_that_led_nowhere_is_done_again(void** state) {
+  (void)state;
+  char* view = at("view");
+  char* view_binary = at("view/lib/libx.so");
+  assert_int_equal(mkdir(view, 0755), 0);
+  char* lib = at("view/lib");
+  assert_int_equal(symlink("../lib", lib), 0);
+  kpack_cache_t cache = new_cache();
+  void* meta = HIPK("lib/libx.so", "../.kpack/late.kpack");
+  const char* arches[] = {"gfx90a"};
+  void* data;
+  size_t size;
+  assert_int_equal(kpack_load_code_object(cache, meta, view_binary, 0, arches,
+                                          1, &data, &size),
+                   KPACK_ERROR_ARCHIVE_NOT_FOUND);
+  archive(".kpack/late.kpack", ARCHES("gfx90a"),
+          KERNELS({"lib/libx.so#0", "gfx90a", 2}));
+  assert_int_equal(kpack_load_code_object(cache, meta, view_binary, 0, arches,
+                                          1, &data, &size),
+                   KPACK_SUCCESS);
+  assert_int_equal(size, seed_size(2));
+  kpack_free_code_object(data);
+  free(meta);
+  free(lib);
+  free(view_binary);
+  free(view);
+  kpack_cache_destroy(cache);
+}
+
 static void test_absolute_search_path_is_used_as_is(void** state) {
   (void)state;
   archive_scheme(".kpack/a.kpack", KPACK_COMPRESSION_NOOP, ARCHES("gfx90a"),
@@ -1590,6 +1661,8 @@ int main(void) {
       T(test_malformed_metadata_is_invalid_metadata),
       T(test_metadata_pointer_in_no_mapping_is_invalid_metadata),
       T(test_relative_search_path_resolves_against_binary_directory),
+      T(test_symlinked_library_directory_finds_the_real_archives),
+      T(test_resolution_that_led_nowhere_is_done_again),
       T(test_absolute_search_path_is_used_as_is),
       T(test_co_index_selects_the_kernel),
       T(test_gfxarch_placeholder_selects_the_arch_archive),
