@@ -459,10 +459,41 @@ static void test_search_paths_resolve_against_the_binary(void** state) {
       KPACK_SUCCESS);
   assert_string_equal(r, "/abs/x.kpack");
   free(r);
+  /* A binary without a directory lies in the current one. */
+  char cwd[4096], *want;
+  assert_non_null(getcwd(cwd, sizeof(cwd)));
   assert_int_equal(kpack_resolve_search_path("libfoo.so", "./a/../b.kpack", &r),
                    KPACK_SUCCESS);
-  assert_string_equal(r, "b.kpack");
+  assert_true(asprintf(&want, "%s/b.kpack", cwd) > 0);
+  assert_string_equal(r, want);
+  free(want);
   free(r);
+  /* A library opened through a symlinked directory finds the archives of
+   * the real tree, as ROCm's loader does. */
+  char* dir = kt_tmpdir();
+  char* real = realpath(dir, NULL);
+  char *install, *view, *binary;
+  assert_true(asprintf(&install, "%s/install/lib", dir) > 0);
+  assert_true(asprintf(&view, "%s/view", dir) > 0);
+  assert_true(asprintf(&binary, "%s/view/libx.so", dir) > 0);
+  assert_true(asprintf(&want, "%s/install/.kpack/x_@GFXARCH@.kpack", real) > 0);
+  char* mk;
+  assert_true(asprintf(&mk, "mkdir -p '%s'", install) > 0);
+  assert_int_equal(system(mk), 0);
+  assert_int_equal(symlink(install, view), 0);
+  assert_int_equal(
+      kpack_resolve_search_path(binary, "../.kpack/x_@GFXARCH@.kpack", &r),
+      KPACK_SUCCESS);
+  assert_string_equal(r, want);
+  free(r);
+  kt_rmtree(dir);
+  free(mk);
+  free(want);
+  free(binary);
+  free(view);
+  free(install);
+  free(real);
+  free(dir);
   assert_int_equal(kpack_resolve_search_path(NULL, "x", &r),
                    KPACK_ERROR_INVALID_ARGUMENT);
   assert_null(r);
