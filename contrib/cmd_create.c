@@ -23,15 +23,30 @@ static const char create_manual[] =
     "SYNOPSIS\n"
     "    kpack create -o OUT [-l LEVEL | --no-compress] [-j N] [--group G]\n"
     "                 [--family F] [--arch ARCH]... [-v | -q]\n"
-    "                 [DIR]... [--fatbin ELF[=BINARY_NAME]]...\n"
+    "                 [DIR | ARCHIVE]... [--fatbin ELF[=BINARY_NAME]]...\n"
     "\n"
     "DESCRIPTION\n"
     "    Each DIR is a tree in the layout kpackfs mounts and `kpack extract`\n"
     "    writes: DIR/<binary>/<arch>/kernel.hsaco, where <binary> is a\n"
     "    relative path that may contain '/' and ends in #N, the code object\n"
     "    index (e.g. lib/librocrand.so.1#0/gfx90a:xnack-/kernel.hsaco). A\n"
-    "    .kpackfs directory at the top of a mounted tree is skipped; any\n"
-    "    other file is an error.\n"
+    "    " CLI_METADATA_FILE
+    " beside a kernel holds its TOC metadata map\n"
+    "    (MessagePack, exactly one map; `kpack extract` writes it). The\n"
+    "    " CLI_MOUNT_KERNELS_FILE " and " CLI_MOUNT_METADATA_FILE
+    " files a kpackfs mount shows beside each kernel\n"
+    "    and a .kpackfs directory at the top of a mounted tree are skipped;\n"
+    "    any other file is an error.\n"
+    "\n"
+    "    Each ARCHIVE (any INPUT that is not a directory) is a kpack archive\n"
+    "    whose kernels are merged in without extracting anything, with their\n"
+    "    metadata maps; the architectures it declares are declared too.\n"
+    "    Between zstd archives a kernel's frame is copied byte for byte, once\n"
+    "    it has been read back as the kernel; -l compresses such kernels "
+    "again\n"
+    "    at that level, --no-compress stores them raw. Unless --group or\n"
+    "    --family are given, the output takes the group_name and\n"
+    "    gfx_arch_family the input archives agree on.\n"
     "\n"
     "    --fatbin ELF reads a HIP host binary (executable, shared library or\n"
     "    object): the clang offload bundles in its .hip_fatbin section, plain\n"
@@ -47,16 +62,24 @@ static const char create_manual[] =
     "    --fatbin build/librocrand.so.1.1=lib/librocrand.so.1. The first '='\n"
     "    separates the name, unless the whole argument names a file.\n"
     "\n"
-    "    Kernels are added in byte-wise (binary, arch) order, so the same\n"
-    "    kernels give the same archive, byte for byte, whatever the input\n"
-    "    order or -j. The archive declares the architectures of --arch, in\n"
-    "    that order, or else every architecture present, sorted. OUT is\n"
-    "    written to a temporary file and renamed into place: on an error or\n"
-    "    an interrupt (Ctrl-C) no partial archive is left behind.\n"
+    "    The same binary and arch from two trees or archives is fine when the\n"
+    "    kernels and their metadata are identical (the copy kept is an\n"
+    "    archive's, then the smaller stored one, then the first by path);\n"
+    "    different ones are an error naming both inputs. Kernels are added in\n"
+    "    byte-wise (binary, arch) order, so the same inputs give the same\n"
+    "    archive, byte for byte, whatever their order or -j. The archive\n"
+    "    declares the architectures of --arch, in that order, or else every\n"
+    "    architecture present or declared by an input archive, sorted. OUT is\n"
+    "    written to a temporary file in its directory and renamed into place\n"
+    "    (then the directory is synced): on an error or an interrupt (Ctrl-C)\n"
+    "    no partial archive is left behind. If OUT is a symbolic link, the\n"
+    "    file it points to is replaced that way and the link is kept.\n"
     "\n"
     "OPTIONS\n"
     "    -o, --output OUT      the archive to create (replaced if it exists)\n"
-    "    -l, --level LEVEL     zstd level, 1-22 (default 3)\n"
+    "    -l, --level LEVEL     zstd level, 1-22 (default 3); also "
+    "recompresses\n"
+    "                          kernels taken from archives\n"
     "        --no-compress     store kernels raw (scheme \"none\")\n"
     "    -j, --jobs N          compression threads (default 1; 0: one per "
     "CPU)\n"
@@ -81,6 +104,7 @@ static const char create_manual[] =
     "        --fatbin librocrand.so.1.1=lib/librocrand.so.1\n"
     "    kpack extract -C tree old.kpack && kpack create -o new.kpack -l 19 "
     "tree\n"
+    "    kpack create -o blas.kpack shard0.kpack shard1.kpack extra-tree\n"
     "\n"
     "EXIT STATUS\n"
     "    0 the archive was written; 1 an input or the output failed (OUT is\n"
@@ -89,26 +113,42 @@ static const char create_manual[] =
 static int create_run(int argc, char** argv);
 
 const cli_command cli_create_command = {
-    "create", "pack a tree or HIP fat binaries (--fatbin) into an archive",
+    "create",
+    "pack trees, archives or HIP fat binaries (--fatbin) into an archive",
     create_manual, create_run};
 
-/* An input: a tree, or a fat binary with the name its kernels get. */
+/* An input: a tree, an archive, or a fat binary with the name its kernels
+ * get. */
 typedef struct cr_source {
   const char* path;
-  char* name;             /* fat binary: BINARY_NAME */
-  kpack_fatbin_t* fatbin; /* NULL for a tree */
+  char* name;              /* fat binary: BINARY_NAME */
+  kpack_fatbin_t* fatbin;  /* NULL for a tree */
+  kpack_archive_t archive; /* an archive input; NULL otherwise */
 } cr_source;
 
-/* One kernel to add: from a file of a tree or an entry of a bundle. */
+/* One kernel to add: from a file of a tree, an archive's TOC or an entry of
+ * a bundle. */
 typedef struct cr_item {
   char* binary;
   char* arch;
-  char* file; /* tree kernel file; NULL for a fat binary entry */
+  char* file;          /* tree kernel file; NULL for a fat binary entry */
+  char* metadata_file; /* tree: its CLI_METADATA_FILE, if there is one */
   size_t source;
   size_t bundle, entry; /* fat binary: co_index and entry index */
+  bool compressed;      /* fat binary: the bundle is a CCOB envelope */
 } cr_item;
 
-/* A parsed bundle kept while the kernels of one binary are added. */
+/* A CLI_METADATA_FILE of a tree, matched to its kernel once all are found. */
+typedef struct cr_sidecar {
+  char* binary;
+  char* arch;
+  char* file;
+  size_t source;
+} cr_sidecar;
+
+/* A bundle kept while the kernels of one binary are added: the entry table
+ * of a plain bundle, whose code objects are read one at a time, or the
+ * whole of a compressed one, decompressed once. */
 typedef struct cr_open_bundle {
   size_t source, bundle;
   kpack_bundle_t* handle;
@@ -119,6 +159,8 @@ typedef struct cr_state {
   size_t source_count;
   cr_item* items;
   size_t count, cap;
+  cr_sidecar* sidecars;
+  size_t sidecar_count, sidecar_cap;
   const char** only_arches; /* --arch, deduplicated, in order */
   size_t only_count;
   bool verbose;
@@ -159,7 +201,29 @@ static bool has_index_suffix(const char* binary) {
   return true;
 }
 
-/* A file of a tree: only <binary>/<arch>/kernel.hsaco belongs there. */
+static bool add_sidecar(cr_state* s, cr_sidecar sidecar) {
+  if (s->sidecar_count == s->sidecar_cap) {
+    size_t cap = s->sidecar_cap ? s->sidecar_cap * 2 : 16;
+    cr_sidecar* p = realloc(s->sidecars, cap * sizeof(*p));
+    if (p == NULL)
+      goto fail;
+    s->sidecars = p;
+    s->sidecar_cap = cap;
+  }
+  if (sidecar.binary == NULL || sidecar.arch == NULL || sidecar.file == NULL)
+    goto fail;
+  s->sidecars[s->sidecar_count++] = sidecar;
+  return true;
+fail:
+  free(sidecar.binary);
+  free(sidecar.arch);
+  free(sidecar.file);
+  cli_error("out of memory");
+  return false;
+}
+
+/* A file of a tree: <binary>/<arch>/kernel.hsaco, the entry's metadata map
+ * beside it, and the files a kpackfs mount renders there (skipped). */
 static bool scan_tree_file(cr_state* s, size_t source, const char* full,
                            const char* rel) {
   const char* base = strrchr(rel, '/');
@@ -170,13 +234,17 @@ static bool scan_tree_file(cr_state* s, size_t source, const char* full,
     while (arch_start > rel && arch_start[-1] != '/')
       arch_start--;
   }
-  if (strncmp(name, "kernel.", 7) != 0 || arch_start == NULL ||
-      arch_start == rel) {
+  bool in_arch_dir = arch_start != NULL && arch_start != rel;
+  if (in_arch_dir && (strcmp(name, CLI_MOUNT_KERNELS_FILE) == 0 ||
+                      strcmp(name, CLI_MOUNT_METADATA_FILE) == 0))
+    return true;
+  bool sidecar = in_arch_dir && strcmp(name, CLI_METADATA_FILE) == 0;
+  if (!sidecar && (strncmp(name, "kernel.", 7) != 0 || !in_arch_dir)) {
     cli_error("%s: not in the kpackfs layout <binary>#N/<arch>/kernel.hsaco",
               full);
     return false;
   }
-  if (strcmp(name + 7, "hsaco") != 0) {
+  if (!sidecar && strcmp(name + 7, "hsaco") != 0) {
     cli_error("%s: kernel type '%s' not supported (only hsaco)", full,
               name + 7);
     return false;
@@ -192,6 +260,11 @@ static bool scan_tree_file(cr_state* s, size_t source, const char* full,
     free(arch);
     return false;
   }
+  if (sidecar)
+    return add_sidecar(s, (cr_sidecar){.binary = binary,
+                                       .arch = arch,
+                                       .file = strdup(full),
+                                       .source = source});
   return add_item(s, (cr_item){.binary = binary,
                                .arch = arch,
                                .file = strdup(full),
@@ -257,7 +330,8 @@ static const char* compression_name(const kpack_bundle_info_t* info) {
   return "none";
 }
 
-/* Lists the AMDGPU entries of every bundle of a fat binary. */
+/* Lists the AMDGPU entries of every bundle of a fat binary, reading entry
+ * tables only. */
 static bool scan_fatbin(cr_state* s, size_t source) {
   cr_source* src = &s->sources[source];
   kpack_fatbin_info_t info;
@@ -286,7 +360,7 @@ static bool scan_fatbin(cr_state* s, size_t source) {
   for (size_t b = 0; b < info.bundle_count; b++) {
     kpack_bundle_info_t binfo;
     size_t device = 0;
-    err = kpack_fatbin_get_bundle(src->fatbin, b, &bundle);
+    err = kpack_fatbin_list_bundle(src->fatbin, b, &bundle);
     if (err != KPACK_SUCCESS) {
       cli_error("%s: code object %zu: %s (%s)", src->path, b,
                 kpack_error_string(err), cli_error_text(err));
@@ -312,7 +386,9 @@ static bool scan_fatbin(cr_state* s, size_t source) {
                                  .arch = strdup(e.arch),
                                  .source = source,
                                  .bundle = b,
-                                 .entry = i}))
+                                 .entry = i,
+                                 .compressed = binfo.compression !=
+                                               KPACK_BUNDLE_UNCOMPRESSED}))
         goto done;
       device++;
     }
@@ -331,6 +407,37 @@ done:
   return ok;
 }
 
+/* Lists the kernels of an archive input; they are copied, not extracted. */
+static bool scan_archive(cr_state* s, size_t source) {
+  cr_source* src = &s->sources[source];
+  size_t binaries;
+  kpack_error_t err = kpack_get_binary_count(src->archive, &binaries);
+  for (size_t b = 0; err == KPACK_SUCCESS && b < binaries; b++) {
+    const char* binary;
+    size_t arches;
+    err = kpack_get_binary(src->archive, b, &binary);
+    if (err == KPACK_SUCCESS)
+      err = kpack_get_binary_arch_count(src->archive, binary, &arches);
+    for (size_t i = 0; err == KPACK_SUCCESS && i < arches; i++) {
+      const char* arch;
+      err = kpack_get_binary_arch(src->archive, binary, i, &arch);
+      if (err == KPACK_SUCCESS &&
+          !add_item(s, (cr_item){.binary = strdup(binary),
+                                 .arch = strdup(arch),
+                                 .source = source}))
+        return false;
+    }
+  }
+  if (err != KPACK_SUCCESS) {
+    cli_kerror(src->path, err);
+    return false;
+  }
+  if (s->verbose)
+    fprintf(stderr, "kpack: %s: archive, %zu binar%s\n", src->path, binaries,
+            binaries == 1 ? "y" : "ies");
+  return true;
+}
+
 static int compare_items(const void* a, const void* b) {
   const cr_item* x = a;
   const cr_item* y = b;
@@ -346,46 +453,215 @@ static const char* source_of(const cr_state* s, const cr_item* item) {
   return item->file != NULL ? item->file : s->sources[item->source].path;
 }
 
-/* Sorts, applies --arch and rejects a (binary, arch) given twice. */
-static bool settle_items(cr_state* s) {
-  size_t kept = 0;
-  for (size_t i = 0; i < s->count; i++) {
-    bool keep = s->only_count == 0;
-    for (size_t j = 0; !keep && j < s->only_count; j++)
-      keep = strcmp(s->items[i].arch, s->only_arches[j]) == 0;
-    if (keep) {
-      s->items[kept++] = s->items[i];
-    } else {
-      free(s->items[i].binary);
-      free(s->items[i].arch);
-      free(s->items[i].file);
+static void free_item(cr_item* item) {
+  free(item->binary);
+  free(item->arch);
+  free(item->file);
+  free(item->metadata_file);
+}
+
+static bool arch_wanted(const cr_state* s, const char* arch) {
+  bool keep = s->only_count == 0;
+  for (size_t j = 0; !keep && j < s->only_count; j++)
+    keep = strcmp(arch, s->only_arches[j]) == 0;
+  return keep;
+}
+
+/* Gives each tree item its metadata file; one without a kernel beside it
+ * is an error (unless --arch left that kernel out). Items are sorted. */
+static bool attach_sidecars(cr_state* s) {
+  for (size_t i = 0; i < s->sidecar_count; i++) {
+    cr_sidecar* m = &s->sidecars[i];
+    cr_item key = {.binary = m->binary, .arch = m->arch};
+    size_t lo = 0, hi = s->count;
+    while (lo < hi) { /* the first item not below (binary, arch) */
+      size_t mid = lo + (hi - lo) / 2;
+      if (compare_items(&s->items[mid], &key) < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
     }
-  }
-  s->count = kept;
-  qsort(s->items, s->count, sizeof(*s->items), compare_items);
-  for (size_t i = 1; i < s->count; i++) {
-    if (compare_items(&s->items[i - 1], &s->items[i]) == 0) {
-      cli_error("%s for %s: given twice, by %s and by %s", s->items[i].binary,
-                s->items[i].arch, source_of(s, &s->items[i - 1]),
-                source_of(s, &s->items[i]));
+    cr_item* owner = NULL;
+    for (; lo < s->count && compare_items(&s->items[lo], &key) == 0; lo++)
+      if (s->items[lo].source == m->source && s->items[lo].file != NULL)
+        owner = &s->items[lo];
+    if (owner != NULL) {
+      owner->metadata_file = m->file;
+      m->file = NULL;
+    } else if (arch_wanted(s, m->arch)) {
+      cli_error("%s: metadata without a kernel.hsaco beside it", m->file);
       return false;
     }
   }
   return true;
 }
 
-/* --arch, or every arch present, sorted. The strings belong to the items. */
+/* An item's bytes and metadata map (*meta NULL if it has none), malloc'ed,
+ * to compare two inputs that hold the same kernel. */
+static bool load_item(const cr_state* s, const cr_item* item, void** data,
+                      size_t* size, void** meta, size_t* meta_size) {
+  *data = *meta = NULL;
+  *meta_size = 0;
+  kpack_archive_t archive = s->sources[item->source].archive;
+  if (archive != NULL) {
+    const void* m;
+    kpack_error_t err =
+        kpack_get_kernel(archive, item->binary, item->arch, data, size);
+    if (err == KPACK_SUCCESS)
+      err = kpack_get_entry_metadata(archive, item->binary, item->arch, &m,
+                                     meta_size);
+    if (err == KPACK_SUCCESS && m != NULL) {
+      if ((*meta = malloc(*meta_size)) == NULL)
+        err = KPACK_ERROR_OUT_OF_MEMORY;
+      else
+        memcpy(*meta, m, *meta_size);
+    }
+    if (err != KPACK_SUCCESS) {
+      cli_error("%s: %s for %s: %s (%s)", s->sources[item->source].path,
+                item->binary, item->arch, kpack_error_string(err),
+                cli_error_text(err));
+      free(*data);
+      *data = NULL;
+      return false;
+    }
+    return true;
+  }
+  const char* failed = NULL;
+  if (!cli_read_file(item->file, data, size))
+    failed = item->file;
+  else if (item->metadata_file != NULL &&
+           !cli_read_file(item->metadata_file, meta, meta_size))
+    failed = item->metadata_file;
+  if (failed != NULL) {
+    cli_error("%s: %s", failed, strerror(errno));
+    free(*data);
+    *data = NULL;
+    return false;
+  }
+  return true;
+}
+
+/* Two inputs give the same (binary, arch): fine if kernel and metadata are
+ * identical, an error naming both otherwise. */
+static bool same_kernel(const cr_state* s, const cr_item* a, const cr_item* b) {
+  void *da, *db = NULL, *ma, *mb = NULL;
+  size_t sa, sb = 0, la, lb = 0;
+  bool ok = load_item(s, a, &da, &sa, &ma, &la);
+  ok = ok && load_item(s, b, &db, &sb, &mb, &lb);
+  if (ok && (sa != sb || memcmp(da, db, sa) != 0)) {
+    cli_error("%s for %s: different kernels in %s and in %s", a->binary,
+              a->arch, source_of(s, a), source_of(s, b));
+    ok = false;
+  } else if (ok && (la != lb || (la > 0 && memcmp(ma, mb, la) != 0))) {
+    cli_error(
+        "%s for %s: the same kernel with different metadata in %s and "
+        "in %s",
+        a->binary, a->arch, source_of(s, a), source_of(s, b));
+    ok = false;
+  }
+  free(da);
+  free(db);
+  free(ma);
+  free(mb);
+  return ok;
+}
+
+/* Which of two identical copies is kept, so that the result does not
+ * depend on the order of the inputs: an archive's (its frame can be
+ * carried over), the smaller stored one, then the first input path. */
+static bool keep_first(const cr_state* s, const cr_item* a, const cr_item* b) {
+  kpack_archive_t xa = s->sources[a->source].archive;
+  kpack_archive_t xb = s->sources[b->source].archive;
+  if ((xa != NULL) != (xb != NULL))
+    return xa != NULL;
+  if (xa != NULL) {
+    kpack_kernel_info_t ia, ib;
+    if (kpack_get_kernel_info(xa, a->binary, a->arch, &ia) == KPACK_SUCCESS &&
+        kpack_get_kernel_info(xb, b->binary, b->arch, &ib) == KPACK_SUCCESS &&
+        ia.stored_size != ib.stored_size)
+      return ia.stored_size < ib.stored_size;
+  }
+  return strcmp(source_of(s, a), source_of(s, b)) <= 0;
+}
+
+/* Sorts, applies --arch, attaches metadata files, and settles a (binary,
+ * arch) given by several inputs: identical copies collapse to one,
+ * different ones are an error. */
+static bool settle_items(cr_state* s) {
+  size_t kept = 0;
+  for (size_t i = 0; i < s->count; i++) {
+    if (arch_wanted(s, s->items[i].arch))
+      s->items[kept++] = s->items[i];
+    else
+      free_item(&s->items[i]);
+  }
+  s->count = kept;
+  qsort(s->items, s->count, sizeof(*s->items), compare_items);
+  if (!attach_sidecars(s))
+    return false;
+  kept = 0;
+  bool ok = true;
+  size_t i = 0;
+  while (ok && i < s->count) {
+    size_t j = i + 1, best = i;
+    while (j < s->count && compare_items(&s->items[i], &s->items[j]) == 0)
+      j++;
+    for (size_t k = i + 1; ok && k < j; k++) {
+      const cr_item *a = &s->items[i], *b = &s->items[k];
+      if (s->sources[a->source].fatbin != NULL ||
+          s->sources[b->source].fatbin != NULL) {
+        cli_error("%s for %s: given twice, by %s and by %s", a->binary, a->arch,
+                  source_of(s, a), source_of(s, b));
+        ok = false;
+      } else if (!same_kernel(s, a, b)) {
+        ok = false;
+      } else if (!keep_first(s, &s->items[best], b)) {
+        best = k;
+      }
+    }
+    if (!ok)
+      break;
+    for (size_t k = i; k < j; k++)
+      if (k != best)
+        free_item(&s->items[k]);
+    s->items[kept++] = s->items[best];
+    i = j;
+  }
+  /* On failure the unsettled rest stays, for free_state to free. */
+  memmove(s->items + kept, s->items + i, (s->count - i) * sizeof(*s->items));
+  s->count = kept + (s->count - i);
+  return ok;
+}
+
+/* --arch, or every arch present or declared by an input archive, sorted.
+ * The strings belong to the items and the archives. */
 static const char** declared_arches(const cr_state* s, size_t* count) {
   if (s->only_count > 0) {
     *count = s->only_count;
     return s->only_arches;
   }
-  const char** arches = calloc(s->count ? s->count : 1, sizeof(*arches));
+  size_t total = s->count;
+  for (size_t i = 0; i < s->source_count; i++) {
+    size_t n = 0;
+    if (s->sources[i].archive != NULL)
+      kpack_get_architecture_count(s->sources[i].archive, &n);
+    total += n;
+  }
+  const char** arches = calloc(total ? total : 1, sizeof(*arches));
   if (arches == NULL)
     return NULL;
   size_t n = 0;
   for (size_t i = 0; i < s->count; i++)
     arches[n++] = s->items[i].arch;
+  for (size_t i = 0; i < s->source_count; i++) {
+    size_t declared = 0;
+    kpack_archive_t a = s->sources[i].archive;
+    if (a != NULL)
+      kpack_get_architecture_count(a, &declared);
+    for (size_t j = 0; j < declared && n < total; j++)
+      if (kpack_get_architecture(a, j, &arches[n]) == KPACK_SUCCESS)
+        n++;
+  }
   qsort(arches, n, sizeof(*arches), compare_strings);
   size_t unique = 0;
   for (size_t i = 0; i < n; i++)
@@ -404,7 +680,7 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/* The bundle holding a fat binary item, parsed once per binary name: items
+/* The bundle holding a fat binary item, opened once per binary name: items
  * are sorted by binary, so all entries of one bundle come together (two
  * fat binaries with the same name interleave, hence a small set). */
 static kpack_error_t bundle_for(const cr_state* s, const cr_item* item,
@@ -415,8 +691,10 @@ static kpack_error_t bundle_for(const cr_state* s, const cr_item* item,
       *out = open[i].handle;
       return KPACK_SUCCESS;
     }
-  kpack_error_t err = kpack_fatbin_get_bundle(s->sources[item->source].fatbin,
-                                              item->bundle, out);
+  const kpack_fatbin_t* fatbin = s->sources[item->source].fatbin;
+  kpack_error_t err = item->compressed
+                          ? kpack_fatbin_get_bundle(fatbin, item->bundle, out)
+                          : kpack_fatbin_list_bundle(fatbin, item->bundle, out);
   if (err == KPACK_SUCCESS)
     open[(*open_count)++] = (cr_open_bundle){item->source, item->bundle, *out};
   return err;
@@ -444,20 +722,75 @@ static void show_progress(cr_progress* p, size_t done, size_t total,
           cli_human_size(size, bytes));
 }
 
+/* Copies an archive's kernel (its frame byte for byte unless `flags` ask
+ * to recompress) with its metadata. */
+static bool copy_item(const cr_state* s, const cr_item* item, kpack_writer_t* w,
+                      unsigned flags, uint64_t* size) {
+  const cr_source* src = &s->sources[item->source];
+  kpack_kernel_info_t info;
+  kpack_error_t err =
+      kpack_get_kernel_info(src->archive, item->binary, item->arch, &info);
+  if (err == KPACK_SUCCESS)
+    err = kpack_writer_copy_kernel(w, src->archive, item->binary, item->arch,
+                                   flags);
+  if (err != KPACK_SUCCESS) {
+    cli_error("%s: %s for %s: %s (%s)", src->path, item->binary, item->arch,
+              kpack_error_string(err), cli_error_text(err));
+    return false;
+  }
+  *size = info.size;
+  return true;
+}
+
+/* Adds a tree's kernel with the metadata map beside it, if any. */
+static bool add_tree_item(const cr_item* item, kpack_writer_t* w,
+                          uint64_t* size) {
+  void *data = NULL, *meta = NULL;
+  size_t n, meta_size = 0;
+  bool ok = false;
+  if (!cli_read_file(item->file, &data, &n)) {
+    cli_error("%s: %s", item->file, strerror(errno));
+    goto done;
+  }
+  if (item->metadata_file != NULL &&
+      !cli_read_file(item->metadata_file, &meta, &meta_size)) {
+    cli_error("%s: %s", item->metadata_file, strerror(errno));
+    goto done;
+  }
+  kpack_error_t err = kpack_writer_add_kernel_with_metadata(
+      w, item->binary, item->arch, data, n, meta, meta_size);
+  if (err == KPACK_ERROR_INVALID_ARGUMENT && meta != NULL) {
+    cli_error("%s: not one MessagePack map (%s)", item->metadata_file,
+              kpack_error_string(err));
+  } else if (err != KPACK_SUCCESS) {
+    char subject[512];
+    snprintf(subject, sizeof(subject), "%s for %s", item->binary, item->arch);
+    cli_kerror(subject, err);
+  } else {
+    ok = true;
+    *size = n;
+  }
+done:
+  free(data);
+  free(meta);
+  return ok;
+}
+
 /* Adds every item; returns false (having reported why) on any failure. */
-static bool add_all(const cr_state* s, kpack_writer_t* w, bool progress,
-                    uint64_t* bytes) {
+static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
+                    bool progress, uint64_t* bytes) {
   bool ok = true;
   cr_open_bundle* open = calloc(s->source_count, sizeof(*open));
   size_t open_count = 0;
   cr_progress prog = {.enabled = progress};
+  void* code = NULL; /* one code object of a plain bundle at a time */
+  size_t code_cap = 0;
   if (open == NULL) {
     cli_error("out of memory");
     return false;
   }
   for (size_t i = 0; ok && i < s->count; i++) {
     const cr_item* item = &s->items[i];
-    void* owned = NULL;
     const void* data;
     size_t size;
     kpack_error_t err;
@@ -467,19 +800,36 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, bool progress,
     }
     if (i > 0 && strcmp(item->binary, s->items[i - 1].binary) != 0)
       close_bundles(open, &open_count);
-    if (item->file != NULL) {
-      if (!cli_read_file(item->file, &owned, &size)) {
-        cli_error("%s: %s", item->file, strerror(errno));
-        ok = false;
-        break;
-      }
-      data = owned;
-    } else {
+    /* Archives and trees; what follows reads fat binaries. */
+    if (s->sources[item->source].archive != NULL || item->file != NULL) {
+      uint64_t added = 0;
+      ok = s->sources[item->source].archive != NULL
+               ? copy_item(s, item, w, flags, &added)
+               : add_tree_item(item, w, &added);
+      *bytes += added;
+      show_progress(&prog, i + 1, s->count, *bytes);
+      continue;
+    }
+    {
       kpack_bundle_t* bundle;
       kpack_bundle_entry_t e;
       err = bundle_for(s, item, open, &open_count, &bundle);
       if (err == KPACK_SUCCESS)
         err = kpack_bundle_get_entry(bundle, item->entry, &e);
+      if (err == KPACK_SUCCESS && e.data == NULL) {
+        if (e.size > code_cap) {
+          void* p = e.size <= SIZE_MAX ? realloc(code, (size_t)e.size) : NULL;
+          if (p == NULL) {
+            cli_error("out of memory");
+            ok = false;
+            break;
+          }
+          code = p;
+          code_cap = (size_t)e.size;
+        }
+        err = kpack_bundle_read_entry(bundle, item->entry, code, code_cap);
+        e.data = code;
+      }
       if (err != KPACK_SUCCESS) {
         cli_error("%s: code object %zu: %s (%s)", s->sources[item->source].path,
                   item->bundle, kpack_error_string(err), cli_error_text(err));
@@ -490,7 +840,6 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, bool progress,
       size = (size_t)e.size;
     }
     err = kpack_writer_add_kernel(w, item->binary, item->arch, data, size);
-    free(owned);
     if (err != KPACK_SUCCESS) {
       char subject[512];
       snprintf(subject, sizeof(subject), "%s for %s", item->binary, item->arch);
@@ -504,6 +853,7 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, bool progress,
     fputs("\r\033[K", stderr);
   close_bundles(open, &open_count);
   free(open);
+  free(code);
   return ok;
 }
 
@@ -543,16 +893,67 @@ static bool add_fatbin_source(cr_state* s, char* arg) {
   return add_source(s, arg, name);
 }
 
-static void free_state(cr_state* s) {
-  for (size_t i = 0; i < s->count; i++) {
-    free(s->items[i].binary);
-    free(s->items[i].arch);
-    free(s->items[i].file);
+/* --group or --family not given: the value every input archive has, or ""
+ * (with a warning) when they differ. */
+static const char* agreed_header(const cr_state* s, bool family) {
+  const char* agreed = NULL;
+  const char* first_path = NULL;
+  for (size_t i = 0; i < s->source_count; i++) {
+    const char* v;
+    kpack_archive_t a = s->sources[i].archive;
+    if (a == NULL || (family ? kpack_get_gfx_arch_family(a, &v)
+                             : kpack_get_group_name(a, &v)) != KPACK_SUCCESS)
+      continue;
+    if (agreed == NULL) {
+      agreed = v;
+      first_path = s->sources[i].path;
+    } else if (strcmp(agreed, v) != 0) {
+      cli_error(
+          "warning: %s differs between %s ('%s') and %s ('%s'); "
+          "written as \"\" (set it with %s)",
+          family ? "gfx_arch_family" : "group_name", first_path, agreed,
+          s->sources[i].path, v, family ? "--family" : "--group");
+      return NULL;
+    }
   }
+  return agreed;
+}
+
+/* An INPUT that is not a directory must be an archive. */
+static bool open_archive_source(cr_source* src) {
+  kpack_error_t err = kpack_open(src->path, &src->archive);
+  if (err == KPACK_SUCCESS)
+    return true;
+  cli_kerror(src->path, err);
+  if (err == KPACK_ERROR_INVALID_FORMAT) {
+    char magic[4] = {0};
+    FILE* f = fopen(src->path, "rb");
+    if (f != NULL && fread(magic, 1, 4, f) == 4 &&
+        memcmp(magic,
+               "\x7f"
+               "ELF",
+               4) == 0)
+      cli_error("%s: an ELF file: a HIP binary goes after --fatbin", src->path);
+    if (f != NULL)
+      fclose(f);
+  }
+  return false;
+}
+
+static void free_state(cr_state* s) {
+  for (size_t i = 0; i < s->count; i++)
+    free_item(&s->items[i]);
   free(s->items);
+  for (size_t i = 0; i < s->sidecar_count; i++) {
+    free(s->sidecars[i].binary);
+    free(s->sidecars[i].arch);
+    free(s->sidecars[i].file);
+  }
+  free(s->sidecars);
   for (size_t i = 0; i < s->source_count; i++) {
     free(s->sources[i].name);
     kpack_fatbin_close(s->sources[i].fatbin);
+    kpack_close(s->sources[i].archive);
   }
   free(s->sources);
   free(s->only_arches);
@@ -666,17 +1067,13 @@ static int create_run(int argc, char** argv) {
   }
   for (int i = optind; i < argc; i++) {
     struct stat st;
-    if (stat(argv[i], &st) == 0 && !S_ISDIR(st.st_mode)) {
-      status = cli_usage_error(cmd,
-                               "%s is not a directory (a HIP binary goes "
-                               "after --fatbin)",
-                               argv[i]);
-      goto done;
-    }
     if (!add_source(&s, argv[i], NULL)) {
       cli_error("out of memory");
       goto done;
     }
+    if (stat(argv[i], &st) == 0 && !S_ISDIR(st.st_mode) &&
+        !open_archive_source(&s.sources[s.source_count - 1]))
+      goto done;
   }
   if (s.source_count == 0) {
     status = cli_usage_error(cmd, "no input: give a DIR or --fatbin ELF");
@@ -685,8 +1082,9 @@ static int create_run(int argc, char** argv) {
 
   cli_catch_signals();
   for (size_t i = 0; i < s.source_count; i++) {
-    bool ok = s.sources[i].name != NULL
-                  ? scan_fatbin(&s, i)
+    bool ok = s.sources[i].name != NULL ? scan_fatbin(&s, i)
+              : s.sources[i].archive != NULL
+                  ? scan_archive(&s, i)
                   : scan_tree(&s, i, s.sources[i].path, "", 0);
     if (!ok)
       goto done;
@@ -713,6 +1111,10 @@ static int create_run(int argc, char** argv) {
     goto done;
   }
   wo.gfx_arches = arches;
+  if (wo.group_name == NULL)
+    wo.group_name = agreed_header(&s, false);
+  if (wo.gfx_arch_family == NULL)
+    wo.gfx_arch_family = agreed_header(&s, true);
 
   kpack_error_t err = kpack_writer_create(out, &wo, &writer);
   if (err != KPACK_SUCCESS) {
@@ -720,7 +1122,8 @@ static int create_run(int argc, char** argv) {
     goto done;
   }
   bool progress = !quiet && isatty(STDERR_FILENO);
-  if (!add_all(&s, writer, progress, &bytes)) {
+  if (!add_all(&s, writer, level_given ? KPACK_WRITER_RECOMPRESS : 0u, progress,
+               &bytes)) {
     kpack_writer_abort(writer);
     writer = NULL;
     if (cli_interrupted())

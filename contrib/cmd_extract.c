@@ -24,7 +24,12 @@ static const char extract_manual[] =
     "    kpackfs mounts (e.g. lib/librocrand.so.1#0/gfx90a:xnack-/"
     "kernel.hsaco),\n"
     "    creating directories as needed and replacing existing files. `kpack\n"
-    "    create DIR` packs such a tree again. When several archives hold the\n"
+    "    create DIR` packs such a tree again. A kernel whose TOC entry has a\n"
+    "    metadata map gets it beside the kernel, byte for byte, as\n"
+    "    " CLI_METADATA_FILE
+    " (MessagePack; `kpack list --json` shows it as\n"
+    "    JSON), which `kpack create` reads back. When several archives hold "
+    "the\n"
     "    same binary and arch, the first one named wins, as in kpackfs. A\n"
     "    name that cannot be a relative path (empty, '.' or '..' components,\n"
     "    a leading '/', a '/' inside an arch) is skipped with a message.\n"
@@ -88,6 +93,29 @@ static bool write_whole(const char* path, const void* data, size_t size) {
   return ok;
 }
 
+/* The entry's metadata map, beside the kernel; a stale one from an earlier
+ * extraction is removed when the entry has none. */
+static bool write_metadata(kpack_archive_t archive, const char* binary,
+                           const char* arch, const char* dir) {
+  const void* map;
+  size_t size;
+  char* path = NULL;
+  if (asprintf(&path, "%s/%s", dir, CLI_METADATA_FILE) < 0) {
+    errno = ENOMEM;
+    return false;
+  }
+  bool ok = kpack_get_entry_metadata(archive, binary, arch, &map, &size) ==
+            KPACK_SUCCESS;
+  if (ok && map != NULL)
+    ok = write_whole(path, map, size);
+  else if (ok && unlink(path) != 0 && errno != ENOENT)
+    ok = false;
+  if (!ok)
+    cli_error("%s: %s", path, strerror(errno));
+  free(path);
+  return ok;
+}
+
 static bool extract_kernel(kpack_archive_t archive, const char* binary,
                            const char* arch, const kpack_kernel_info_t* info,
                            void* user) {
@@ -130,6 +158,8 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
     s->status = CLI_FAIL;
   } else if (!cli_mkdirs(dir, 0755) || !write_whole(file, data, size)) {
     cli_error("%s: %s", file, strerror(errno));
+    s->status = CLI_FAIL;
+  } else if (!write_metadata(archive, binary, arch, dir)) {
     s->status = CLI_FAIL;
   } else {
     s->written++;

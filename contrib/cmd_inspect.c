@@ -27,7 +27,8 @@ static const char list_manual[] =
     "\n"
     "OPTIONS\n"
     "    --json      print one JSON array of objects {archive, binary, arch,\n"
-    "                type, size, stored_size, ordinal}\n"
+    "                type, size, stored_size, ordinal}, with \"metadata\"\n"
+    "                holding the TOC entry's metadata map, when it has one\n"
     "    -h, --help  print this manual\n"
     "\n"
     "EXAMPLES\n"
@@ -131,7 +132,7 @@ static int parse_json_flag(const cli_command* cmd, int argc, char** argv,
 
 typedef struct list_state {
   const char* archive_path;
-  bool json, many, first;
+  bool json, many, first, failed;
   cli_table table;
   uint64_t size, stored;
   size_t kernels;
@@ -142,7 +143,6 @@ static bool list_kernel(kpack_archive_t archive, const char* binary,
                         void* user) {
   list_state* s = user;
   char ratio[32];
-  (void)archive;
   s->size += info->size;
   s->stored += info->stored_size;
   s->kernels++;
@@ -156,9 +156,23 @@ static bool list_kernel(kpack_archive_t archive, const char* binary,
     cli_json_string(stdout, arch);
     fputs(", \"type\": ", stdout);
     cli_json_string(stdout, info->type);
-    printf(", \"size\": %llu, \"stored_size\": %llu, \"ordinal\": %u}",
+    printf(", \"size\": %llu, \"stored_size\": %llu, \"ordinal\": %u",
            (unsigned long long)info->size,
            (unsigned long long)info->stored_size, (unsigned)info->ordinal);
+    char* metadata;
+    kpack_error_t err =
+        kpack_get_entry_metadata_json(archive, binary, arch, &metadata);
+    if (err != KPACK_SUCCESS) {
+      char subject[512];
+      snprintf(subject, sizeof(subject), "%s: %s for %s: metadata",
+               s->archive_path, binary, arch);
+      cli_kerror(subject, err);
+      s->failed = true;
+    } else if (metadata != NULL) {
+      printf(", \"metadata\": %s", metadata);
+      free(metadata);
+    }
+    fputs("}", stdout);
     return true;
   }
   cli_ratio(ratio, info->size, info->stored_size);
@@ -218,7 +232,7 @@ static int list_run(int argc, char** argv) {
            cli_human_size(b, s.stored), cli_ratio(r, s.size, s.stored));
   }
   cli_table_free(&s.table);
-  return status;
+  return s.failed ? CLI_FAIL : status;
 }
 
 /* ---- info -----------------------------------------------------------------

@@ -5,11 +5,13 @@
  * utilities, and the interruption flag.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -228,45 +230,48 @@ bool cli_read_file(const char* path, void** data, size_t* size) {
   bool ok = false;
   uint8_t* buf = NULL;
   struct stat st;
-  FILE* f = fopen(path, "rb");
-  if (f == NULL)
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
     return false;
-  if (fstat(fileno(f), &st) != 0)
+  if (fstat(fd, &st) != 0)
     goto done;
   if (!S_ISREG(st.st_mode)) {
     errno = EISDIR;
     goto done;
   }
-  size_t cap = (size_t)st.st_size, n = 0;
-  buf = malloc(cap ? cap : 1);
+  /* One byte more than st_size, so that a file that did not change is read
+   * (and its end seen) without growing the buffer; read to EOF rather than
+   * trusting st_size, since the file may change. */
+  size_t cap = (size_t)st.st_size + 1, n = 0;
+  buf = malloc(cap);
   if (buf == NULL)
     goto done;
-  /* Read to EOF rather than trusting st_size: the file may change. */
   for (;;) {
     if (n == cap) {
-      size_t next = cap ? cap * 2 : 4096;
-      uint8_t* p = realloc(buf, next);
+      uint8_t* p = realloc(buf, cap * 2);
       if (p == NULL)
         goto done;
       buf = p;
-      cap = next;
+      cap *= 2;
     }
-    size_t got = fread(buf + n, 1, cap - n, f);
-    n += got;
+    ssize_t got = read(fd, buf + n, cap - n);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got < 0)
+      goto done;
     if (got == 0)
       break;
-  }
-  if (ferror(f)) {
-    errno = EIO;
-    goto done;
+    n += (size_t)got;
   }
   *data = buf;
   *size = n;
   buf = NULL;
   ok = true;
-done:
+done:;
+  int saved = errno;
   free(buf);
-  fclose(f);
+  close(fd);
+  errno = saved;
   return ok;
 }
 

@@ -21,13 +21,12 @@
 #include "kpackfs.h"
 
 /* The page cache keeps what was read across opens, and an open kernel is
- * pinned whatever the budget, so the cache only has to bridge a kernel's
- * closes: a tool that reads the ELF header, closes and comes back for the
- * sections, `kernels` rendered right after `kernel.hsaco` was read, pages
- * the kernel dropped under memory pressure. A dozen recent kernels of a
- * real library (1-2 MB each) is enough; more only duplicates the page cache
- * (README, "How reads work"). */
-#define KFS_DEFAULT_CACHE (16ull << 20)
+ * pinned whatever the budget, so the cache only bridges a kernel's closes:
+ * `kernels` and `metadata.json` rendered right after `kernel.hsaco` was
+ * read (they sort next to each other), a tool that reads the ELF header,
+ * closes and comes back for the sections. That is the last kernel or two;
+ * more only duplicates the page cache (README, "How reads work"). */
+#define KFS_DEFAULT_CACHE (4ull << 20)
 
 typedef struct kfs_config {
   char** positional; /* SOURCE... MOUNTPOINT */
@@ -84,7 +83,7 @@ static void usage(const char* prog) {
       "\n"
       "kpackfs options:\n"
       "    -o cache_size=SIZE     decompressed-kernel cache budget, with an\n"
-      "                           optional K, M or G suffix (default 16M)\n"
+      "                           optional K, M or G suffix (default 4M)\n"
       "    -o uid=N,gid=N         owner of every file (default: the mounting\n"
       "                           user)\n"
       "    -h, --help             this help\n"

@@ -534,8 +534,21 @@ static void kfs_statfs(fuse_req_t req, fuse_ino_t ino) {
 static const char* const xattr_names[] = {
     "user.kpack.archive",     "user.kpack.binary",      "user.kpack.arch",
     "user.kpack.compression", "user.kpack.stored_size", "user.kpack.ordinal",
+    "user.kpack.metadata",
 };
 #define XATTR_COUNT (sizeof(xattr_names) / sizeof(xattr_names[0]))
+#define XATTR_METADATA 6
+
+/* user.kpack.metadata exists only on kernels whose TOC entry has a map. */
+static bool xattr_present(const kfs_fs* fs, const kfs_node* n, size_t index) {
+  const void* map = NULL;
+  size_t size;
+  if (index != XATTR_METADATA)
+    return true;
+  kpack_get_entry_metadata(fs->tree.sources[n->source].archive, n->binary,
+                           n->arch, &map, &size);
+  return map != NULL;
+}
 
 /* Writes attribute `index` of kernel node `n` into buf; returns its length
  * (without a terminator: xattr values are byte strings). */
@@ -556,8 +569,15 @@ static size_t xattr_value(const kfs_fs* fs, const kfs_node* n, size_t index,
       return (size_t)snprintf(buf, cap, "%s", s->scheme);
     case 4:
       return (size_t)snprintf(buf, cap, "%" PRIu64, info.stored_size);
-    default:
+    case 5:
       return (size_t)snprintf(buf, cap, "%" PRIu32, info.ordinal);
+    default: {
+      char* json = NULL; /* compact JSON; "" if it cannot be rendered */
+      kpack_get_entry_metadata_json(s->archive, n->binary, n->arch, &json);
+      size_t len = (size_t)snprintf(buf, cap, "%s", json ? json : "");
+      free(json);
+      return len;
+    }
   }
 }
 
@@ -628,7 +648,7 @@ static void kfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
     }
   }
   for (size_t i = 0; n->kind == KFS_KERNEL && i < XATTR_COUNT; i++) {
-    if (strcmp(name, xattr_names[i]) == 0) {
+    if (strcmp(name, xattr_names[i]) == 0 && xattr_present(fs, n, i)) {
       size_t len = xattr_value(fs, n, i, NULL, 0);
       char* value = malloc(len + 1);
       if (value == NULL) {
@@ -654,6 +674,8 @@ static void kfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
     return;
   }
   for (size_t i = 0; n->kind == KFS_KERNEL && i < XATTR_COUNT; i++) {
+    if (!xattr_present(fs, n, i))
+      continue;
     size_t add = strlen(xattr_names[i]) + 1; /* names are NUL-separated */
     memcpy(list + len, xattr_names[i], add);
     len += add;

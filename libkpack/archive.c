@@ -94,6 +94,8 @@ static kpack_error_t bind_blobs(kp_toc* toc, uint64_t file_size) {
 KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
   kpack_error_t err;
   uint8_t* toc_bytes = NULL;
+  const uint8_t* frame_sizes;
+  size_t frame_sizes_len;
   uint64_t toc_offset;
   struct kpack_archive* a;
 
@@ -105,7 +107,6 @@ KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
   if (a == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   a->fd = -1;
-  pthread_mutex_init(&a->pool_lock, NULL);
 
   if ((err = open_file(path, &a->fd, &a->file_size)))
     goto fail;
@@ -120,12 +121,14 @@ KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
   }
   if ((err = kp_pread_all(a->fd, toc_bytes, toc_size, toc_offset)))
     goto fail;
-  if ((err = kp_toc_parse(toc_bytes, toc_size, &a->toc)))
+  if ((err = kp_toc_parse(toc_bytes, toc_size, &a->toc, &frame_sizes,
+                          &frame_sizes_len)))
     goto fail;
   if (a->toc.scheme == KPACK_COMPRESSION_NOOP)
     err = bind_blobs(&a->toc, a->file_size);
   else
-    err = kp_frame_table_load(a->fd, a->file_size, &a->toc);
+    err = kp_frame_table_load(a->fd, a->file_size, &a->toc, frame_sizes,
+                              frame_sizes_len);
   if (err != KPACK_SUCCESS)
     goto fail;
 
@@ -147,8 +150,8 @@ KPACK_API void kpack_close(kpack_archive_t archive) {
   if (archive == NULL)
     return;
   kp_reader_pool_free(archive);
-  pthread_mutex_destroy(&archive->pool_lock);
   kp_toc_free(&archive->toc);
+  free(archive->walked);
   if (archive->fd >= 0)
     close(archive->fd);
   free(archive->path);
@@ -229,7 +232,7 @@ KPACK_API kpack_error_t kpack_get_kernel_info(kpack_archive_t archive,
   const kp_kernel* k = kp_toc_find_kernel(&archive->toc, binary_name, arch);
   if (k == NULL)
     return KPACK_ERROR_KERNEL_NOT_FOUND;
-  const kp_extent* e = &archive->toc.extents[k->ordinal];
+  const kp_extent* e = kp_extent_of(archive, k->ordinal);
   info->size = k->size;
   info->stored_size = e->size;
   info->offset = e->offset;

@@ -4,12 +4,12 @@
  * (toc.c parses, frame_table.c indexes zstd frames, archive.c validates and
  * owns the handle) and those that read it (kernel_read.c, the loader, the
  * kernel cache). Everything here is immutable once kpack_open() returns,
- * except the decompression context pool, which has its own lock.
+ * except the decompression context pool, whose slots are atomic.
  */
 #ifndef KPACK_ARCHIVE_H
 #define KPACK_ARCHIVE_H
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -26,6 +26,10 @@ typedef struct kp_kernel {
   uint64_t size; /* decompressed size, from the TOC or derived at open */
   uint32_t ordinal;
   bool has_size; /* original_size was present in the TOC */
+  /* The entry's "metadata" map, its msgpack bytes in the arena; NULL when
+   * the entry has none (or a value that is not a map). */
+  const uint8_t* metadata;
+  size_t metadata_size;
 } kp_kernel;
 
 /* A binary owns kernels[first .. first + count), sorted by arch. */
@@ -55,6 +59,9 @@ typedef struct kp_toc {
   size_t kernel_count;
   kp_extent* extents; /* "blobs" for none; filled by frame_table.c for zstd */
   size_t extent_count;
+  /* zstd: extents come from the TOC's frame-size table, unverified against
+   * the region until each frame is read (kernel_read.c). */
+  bool extents_from_table;
   bool has_region; /* zstd_offset and zstd_size were present */
   uint64_t region_offset;
   uint64_t region_size;
@@ -62,8 +69,8 @@ typedef struct kp_toc {
 
 /* A decompression context and a scratch buffer for compressed bytes; the
  * pool hands each thread its own for the duration of one read. */
+#define KP_READER_SLOTS 32
 typedef struct kp_reader {
-  struct kp_reader* next;
   void* dctx; /* ZSTD_DCtx* */
   void* scratch;
   size_t scratch_cap;
@@ -74,13 +81,23 @@ struct kpack_archive {
   uint64_t file_size;
   char* path;
   kp_toc toc;
-  pthread_mutex_t pool_lock; /* protects `pool` (the free list) only */
-  kp_reader* pool;
+  /* Idle readers. Taken and returned by atomic exchange, without a lock,
+   * so that a process that forks in the middle of a read leaves its child
+   * nothing to wait for (the reader in flight is only lost to the child). */
+  _Atomic(kp_reader*) pool[KP_READER_SLOTS];
+  /* The frame table walked from the region, published (atomically, once)
+   * by the first read that found the TOC's frame-size table wrong; from
+   * then on it replaces toc.extents. Freed by kpack_close. */
+  kp_extent* walked;
 };
 
-/* toc.c: parses TOC bytes. Leaves extents empty for zstd archives. On
- * failure the toc is freed and zeroed. */
-kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc);
+/* toc.c: parses TOC bytes. Leaves extents empty for zstd archives, and
+ * points *frame_sizes at the bytes of a zstd_frame_sizes bin inside `data`
+ * (NULL, 0 if there is none) for kp_frame_table_load. On failure the toc is
+ * freed and zeroed. */
+kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
+                           const uint8_t** frame_sizes,
+                           size_t* frame_sizes_len);
 void kp_toc_free(kp_toc* toc);
 /* Binary by name (binary search); NULL if absent. */
 const kp_binary* kp_toc_find_binary(const kp_toc* toc, const char* name);
@@ -88,9 +105,26 @@ const kp_binary* kp_toc_find_binary(const kp_toc* toc, const char* name);
 const kp_kernel* kp_toc_find_kernel(const kp_toc* toc, const char* binary,
                                     const char* arch);
 
-/* frame_table.c: reads the zstd region's frame table into toc->extents, and
- * for kernels without original_size, the content size their frame declares. */
-kpack_error_t kp_frame_table_load(int fd, uint64_t file_size, kp_toc* toc);
+/* frame_table.c: fills toc->extents for the zstd region, and for kernels
+ * without original_size, the content size their frame declares. The TOC's
+ * frame-size table (`sizes`, `sizes_len` bytes, may be NULL) is used when
+ * its length and total match the region (SPEC §1); otherwise the region's
+ * size fields are walked. */
+kpack_error_t kp_frame_table_load(int fd, uint64_t file_size, kp_toc* toc,
+                                  const uint8_t* sizes, size_t sizes_len);
+/* Walks the region's size fields into a new array of toc->extent_count
+ * extents (the caller frees it). INVALID_FORMAT if the region does not hold
+ * that many frames; IO_ERROR if it cannot be read. */
+kpack_error_t kp_frame_table_walk(int fd, const kp_toc* toc, kp_extent** out);
+/* Where ordinal's stored bytes are: the walked table once one was
+ * published, else toc.extents. */
+const kp_extent* kp_extent_of(kpack_archive_t archive, uint32_t ordinal);
+/* Called by a read that found a frame's size field disagreeing with the
+ * frame-size table: walks the region and publishes the result as
+ * archive->walked (once, whichever thread gets there first). SUCCESS if a
+ * walked table is in place (or the extents were walked at open);
+ * INVALID_FORMAT, IO_ERROR or OUT_OF_MEMORY if the walk failed. */
+kpack_error_t kp_frame_table_repair(kpack_archive_t archive);
 
 /* kernel_read.c: decompresses (or copies) one kernel into *dst, which holds
  * kernel->size bytes. If *dst is NULL a buffer is malloc'ed, only once the
@@ -99,6 +133,19 @@ kpack_error_t kp_frame_table_load(int fd, uint64_t file_size, kp_toc* toc);
 kpack_error_t kp_read_kernel(kpack_archive_t archive, const kp_kernel* kernel,
                              void** dst);
 void kp_reader_pool_free(kpack_archive_t archive);
+/* The stored zstd frame of kernel k, copied into *frame (grown with realloc
+ * to *cap bytes as needed; *size receives its length) after the same
+ * checks as a read, decompression included, so that only a frame that
+ * reads back as the kernel is passed on. INVALID_ARGUMENT for a `none`
+ * archive; otherwise the statuses of kp_read_kernel. */
+kpack_error_t kp_copy_frame(kpack_archive_t archive, const kp_kernel* kernel,
+                            void** frame, size_t* cap, size_t* size);
+
+/* entry_metadata.c: SUCCESS if data[0, size) is exactly one well-formed
+ * MessagePack map that renders as JSON (nesting within KP_JSON_MAX_DEPTH);
+ * INVALID_ARGUMENT otherwise, OUT_OF_MEMORY if checking it could not
+ * allocate. */
+kpack_error_t kp_metadata_check(const void* data, size_t size);
 
 /* Full pread: IO_ERROR on failure or a short read. */
 kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset);

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT
  *
  * Reading kernels: raw blobs are pread straight into the caller's buffer;
- * zstd frames are pread into a per-thread scratch buffer and decompressed
- * straight into it. A small pool of (ZSTD_DCtx, scratch) pairs lets any
- * number of threads decompress at once; its lock covers only list pushes
- * and pops, never a read or a decompression.
+ * zstd frames are pread (with their size field, checked against the frame
+ * table) into a per-thread scratch buffer and decompressed straight into
+ * the caller's. A small pool of (ZSTD_DCtx, scratch) pairs lets any number
+ * of threads decompress at once: a thread takes a pair from one of its
+ * slots (or makes one) by atomic exchange, with no lock to wait on.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -17,13 +18,11 @@
 #define KP_ZSTD_MAX_RATIO (128u * 1024u / 4u)
 
 static kp_reader* reader_get(kpack_archive_t a) {
-  pthread_mutex_lock(&a->pool_lock);
-  kp_reader* r = a->pool;
-  if (r != NULL)
-    a->pool = r->next;
-  pthread_mutex_unlock(&a->pool_lock);
-  if (r != NULL)
-    return r;
+  kp_reader* r;
+  for (size_t i = 0; i < KP_READER_SLOTS; i++)
+    if ((r = atomic_exchange_explicit(&a->pool[i], NULL,
+                                      memory_order_acquire)) != NULL)
+      return r;
   r = calloc(1, sizeof(*r));
   if (r == NULL)
     return NULL;
@@ -35,23 +34,31 @@ static kp_reader* reader_get(kpack_archive_t a) {
   return r;
 }
 
+static void reader_free(kp_reader* r) {
+  ZSTD_freeDCtx(r->dctx);
+  free(r->scratch);
+  free(r);
+}
+
+/* Back into a free slot; with more threads reading than slots, freed. */
 static void reader_put(kpack_archive_t a, kp_reader* r) {
-  pthread_mutex_lock(&a->pool_lock);
-  r->next = a->pool;
-  a->pool = r;
-  pthread_mutex_unlock(&a->pool_lock);
+  for (size_t i = 0; i < KP_READER_SLOTS; i++) {
+    kp_reader* empty = NULL;
+    if (atomic_compare_exchange_strong_explicit(&a->pool[i], &empty, r,
+                                                memory_order_release,
+                                                memory_order_relaxed))
+      return;
+  }
+  reader_free(r);
 }
 
 void kp_reader_pool_free(kpack_archive_t a) {
-  kp_reader* r = a->pool;
-  while (r != NULL) {
-    kp_reader* next = r->next;
-    ZSTD_freeDCtx(r->dctx);
-    free(r->scratch);
-    free(r);
-    r = next;
+  for (size_t i = 0; i < KP_READER_SLOTS; i++) {
+    kp_reader* r =
+        atomic_exchange_explicit(&a->pool[i], NULL, memory_order_acquire);
+    if (r != NULL)
+      reader_free(r);
   }
-  a->pool = NULL;
 }
 
 static kpack_error_t ensure_buffer(void** dst, size_t size) {
@@ -61,24 +68,73 @@ static kpack_error_t ensure_buffer(void** dst, size_t size) {
   return *dst != NULL ? KPACK_SUCCESS : KPACK_ERROR_OUT_OF_MEMORY;
 }
 
-static kpack_error_t decompress_frame(kpack_archive_t a, kp_reader* r,
-                                      const kp_kernel* k, const kp_extent* e,
-                                      void** dst) {
-  if (e->size > SIZE_MAX || k->size > SIZE_MAX)
+/* Reads a frame and the u32 size field before it into the scratch buffer
+ * (frame at scratch + 4). *size_field_ok says whether the field matches the
+ * extent: a frame-size table from the TOC is only trusted this far. */
+static kpack_error_t read_frame(kpack_archive_t a, kp_reader* r,
+                                const kp_extent* e, bool* size_field_ok) {
+  if (e->size > SIZE_MAX - 4)
     return KPACK_ERROR_OUT_OF_MEMORY;
-  size_t stored = (size_t)e->size, size = (size_t)k->size;
-  if (r->scratch_cap < stored) {
-    void* grown = realloc(r->scratch, stored);
+  size_t stored = (size_t)e->size;
+  if (r->scratch_cap < stored + 4) {
+    void* grown = realloc(r->scratch, stored + 4);
     if (grown == NULL)
       return KPACK_ERROR_OUT_OF_MEMORY;
     r->scratch = grown;
-    r->scratch_cap = stored;
+    r->scratch_cap = stored + 4;
   }
-  kpack_error_t err = kp_pread_all(a->fd, r->scratch, stored, e->offset);
+  /* Frames start after their size field, so offset >= 4. */
+  kpack_error_t err =
+      kp_pread_all(a->fd, r->scratch, stored + 4, e->offset - 4);
   if (err != KPACK_SUCCESS)
     return err;
+  const uint8_t* f = r->scratch;
+  uint32_t field = (uint32_t)f[0] | (uint32_t)f[1] << 8 | (uint32_t)f[2] << 16 |
+                   (uint32_t)f[3] << 24;
+  *size_field_ok = field == e->size;
+  return KPACK_SUCCESS;
+}
+
+/* The frame of kernel k, read and checked. A size field that disagrees with
+ * a frame-size table makes the region be walked once and the frame read
+ * again from where the walk puts it: the table only ever saves work. */
+static kpack_error_t read_checked_frame(kpack_archive_t a, kp_reader* r,
+                                        const kp_kernel* k,
+                                        const kp_extent** e) {
+  bool ok;
+  *e = kp_extent_of(a, k->ordinal);
+  kpack_error_t err = read_frame(a, r, *e, &ok);
+  if (err != KPACK_SUCCESS || ok)
+    return err;
+  if (a->toc.extents_from_table) {
+    err = kp_frame_table_repair(a);
+    if (err == KPACK_ERROR_INVALID_FORMAT)
+      return KPACK_ERROR_DECOMPRESSION_FAILED; /* a corrupt region */
+    if (err != KPACK_SUCCESS)
+      return err;
+    *e = kp_extent_of(a, k->ordinal);
+    if ((err = read_frame(a, r, *e, &ok)) != KPACK_SUCCESS || ok)
+      return err;
+  }
+  return KPACK_ERROR_DECOMPRESSION_FAILED; /* changed since it was walked */
+}
+
+/* Reads, checks and decompresses kernel k's frame into *dst (see
+ * kp_read_kernel); the frame stays in r->scratch + 4, *e says where it was. */
+static kpack_error_t decompress_frame(kpack_archive_t a, kp_reader* r,
+                                      const kp_kernel* k, void** dst,
+                                      const kp_extent** used) {
+  const kp_extent* e;
+  if (k->size > SIZE_MAX)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  kpack_error_t err = read_checked_frame(a, r, k, &e);
+  if (err != KPACK_SUCCESS)
+    return err;
+  *used = e;
+  size_t stored = (size_t)e->size, size = (size_t)k->size;
+  const uint8_t* frame = (const uint8_t*)r->scratch + 4;
   /* A frame that declares a different size is refused before allocating. */
-  unsigned long long declared = ZSTD_getFrameContentSize(r->scratch, stored);
+  unsigned long long declared = ZSTD_getFrameContentSize(frame, stored);
   if (declared == ZSTD_CONTENTSIZE_ERROR ||
       (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != k->size))
     return KPACK_ERROR_DECOMPRESSION_FAILED;
@@ -88,7 +144,7 @@ static kpack_error_t decompress_frame(kpack_archive_t a, kp_reader* r,
     return KPACK_ERROR_DECOMPRESSION_FAILED;
   if ((err = ensure_buffer(dst, size)) != KPACK_SUCCESS)
     return err;
-  size_t n = ZSTD_decompressDCtx(r->dctx, *dst, size, r->scratch, stored);
+  size_t n = ZSTD_decompressDCtx(r->dctx, *dst, size, frame, stored);
   if (ZSTD_isError(n) || n != size)
     return KPACK_ERROR_DECOMPRESSION_FAILED;
   return KPACK_SUCCESS;
@@ -96,26 +152,55 @@ static kpack_error_t decompress_frame(kpack_archive_t a, kp_reader* r,
 
 kpack_error_t kp_read_kernel(kpack_archive_t a, const kp_kernel* k,
                              void** dst) {
-  const kp_extent* e = &a->toc.extents[k->ordinal];
   void* caller_buffer = *dst;
   kpack_error_t err;
 
   if (a->toc.scheme == KPACK_COMPRESSION_NOOP) {
     /* Open checked the blob lies inside the file and matches k->size. */
+    const kp_extent* e = &a->toc.extents[k->ordinal];
     err = ensure_buffer(dst, (size_t)k->size);
     if (err == KPACK_SUCCESS)
       err = kp_pread_all(a->fd, *dst, (size_t)k->size, e->offset);
   } else {
+    const kp_extent* e;
     kp_reader* r = reader_get(a);
     if (r == NULL)
       return KPACK_ERROR_OUT_OF_MEMORY;
-    err = decompress_frame(a, r, k, e, dst);
+    err = decompress_frame(a, r, k, dst, &e);
     reader_put(a, r);
   }
   if (err != KPACK_SUCCESS && caller_buffer == NULL) {
     free(*dst);
     *dst = NULL;
   }
+  return err;
+}
+
+kpack_error_t kp_copy_frame(kpack_archive_t a, const kp_kernel* k, void** frame,
+                            size_t* cap, size_t* size) {
+  const kp_extent* e;
+  void* kernel = NULL;
+  if (a->toc.scheme != KPACK_COMPRESSION_ZSTD_PER_KERNEL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  kp_reader* r = reader_get(a);
+  if (r == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  kpack_error_t err = decompress_frame(a, r, k, &kernel, &e);
+  if (err == KPACK_SUCCESS && (*cap < e->size || *frame == NULL)) {
+    void* grown = realloc(*frame, e->size ? (size_t)e->size : 1);
+    if (grown == NULL) {
+      err = KPACK_ERROR_OUT_OF_MEMORY;
+    } else {
+      *frame = grown;
+      *cap = (size_t)e->size;
+    }
+  }
+  if (err == KPACK_SUCCESS) {
+    memcpy(*frame, (const uint8_t*)r->scratch + 4, (size_t)e->size);
+    *size = (size_t)e->size;
+  }
+  reader_put(a, r);
+  free(kernel);
   return err;
 }
 

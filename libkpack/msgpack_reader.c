@@ -84,6 +84,26 @@ mp_status mp_read_str(mp_cursor* c, const char** str, uint32_t* len) {
   return MP_OK;
 }
 
+mp_status mp_read_bin(mp_cursor* c, const uint8_t** data, uint32_t* len) {
+  if (c->pos >= c->end)
+    return MP_TRUNCATED;
+  mp_cursor next = *c;
+  uint8_t tag = *c->pos;
+  uint64_t n;
+  if (tag < 0xc4 || tag > 0xc6)
+    return MP_WRONG_TYPE;
+  mp_status st = take_be(&next, 1u << (tag - 0xc4), &n);
+  if (st != MP_OK)
+    return st;
+  if (n > mp_remaining(&next))
+    return MP_TRUNCATED;
+  *data = next.pos;
+  *len = (uint32_t)n;
+  next.pos += n;
+  *c = next;
+  return MP_OK;
+}
+
 mp_status mp_read_uint(mp_cursor* c, uint64_t* value) {
   if (c->pos >= c->end)
     return MP_TRUNCATED;

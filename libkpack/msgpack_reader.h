@@ -42,6 +42,8 @@ mp_status mp_read_map(mp_cursor* c, uint32_t* count);
 mp_status mp_read_array(mp_cursor* c, uint32_t* count);
 /* A str (fixstr, str8/16/32): pointer into the input, not terminated. */
 mp_status mp_read_str(mp_cursor* c, const char** str, uint32_t* len);
+/* A bin (bin8/16/32): pointer into the input. */
+mp_status mp_read_bin(mp_cursor* c, const uint8_t** data, uint32_t* len);
 /* Any non-negative integer of any width. Negative ints are MP_WRONG_TYPE. */
 mp_status mp_read_uint(mp_cursor* c, uint64_t* value);
 /* Skips one complete value of any type, iteratively (no recursion depth). */

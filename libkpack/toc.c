@@ -14,9 +14,9 @@
 /* Top-level values located in the first pass; the last duplicate wins. */
 typedef struct toc_fields {
   mp_cursor format_version, group_name, family, arches, scheme, toc, blobs,
-      zstd_offset, zstd_size;
+      zstd_offset, zstd_size, zstd_frame_sizes;
   bool has_format_version, has_group_name, has_family, has_arches, has_scheme,
-      has_toc, has_blobs, has_zstd_offset, has_zstd_size;
+      has_toc, has_blobs, has_zstd_offset, has_zstd_size, has_zstd_frame_sizes;
 } toc_fields;
 
 typedef struct toc_builder {
@@ -30,7 +30,8 @@ static kpack_error_t from_mp(mp_status st) {
 }
 
 /* Copies a msgpack str into the arena as a C string. The arena is as large
- * as the TOC and every str's encoding is longer than its text, so it cannot
+ * as the TOC, every str's encoding is longer than its text, and each value
+ * is copied at most once (metadata maps byte for byte), so it cannot
  * overflow. Embedded NULs would make the C name ambiguous. */
 static kpack_error_t read_name(toc_builder* b, mp_cursor* c, const char** out) {
   const char* s;
@@ -44,6 +45,25 @@ static kpack_error_t read_name(toc_builder* b, mp_cursor* c, const char** out) {
   b->arena_pos[len] = '\0';
   *out = b->arena_pos;
   b->arena_pos += len + 1;
+  return KPACK_SUCCESS;
+}
+
+/* An entry's "metadata": kept byte for byte when it is a map. Any other
+ * value is skipped like an unknown key: ROCm's reader ignores the field, so
+ * an archive it loads must load here too. */
+static kpack_error_t read_metadata(toc_builder* b, mp_cursor* c, kp_kernel* k) {
+  mp_cursor value = *c;
+  uint32_t pairs;
+  bool is_map = mp_read_map(&value, &pairs) == MP_OK;
+  const uint8_t* start = c->pos;
+  kpack_error_t err = from_mp(mp_skip(c));
+  if (err != KPACK_SUCCESS || !is_map)
+    return err;
+  size_t len = (size_t)(c->pos - start);
+  memcpy(b->arena_pos, start, len);
+  k->metadata = (const uint8_t*)b->arena_pos;
+  k->metadata_size = len;
+  b->arena_pos += len;
   return KPACK_SUCCESS;
 }
 
@@ -74,7 +94,8 @@ static kpack_error_t locate_fields(mp_cursor* c, toc_fields* f) {
     KP_FIELD("toc", toc)
     KP_FIELD("blobs", blobs)
     KP_FIELD("zstd_offset", zstd_offset)
-    KP_FIELD("zstd_size", zstd_size) { /* unknown keys are skipped */
+    KP_FIELD("zstd_size", zstd_size)
+    KP_FIELD("zstd_frame_sizes", zstd_frame_sizes) { /* unknown: skipped */
     }
 #undef KP_FIELD
     err = from_mp(mp_skip(c));
@@ -105,6 +126,8 @@ static kpack_error_t parse_entry(toc_builder* b, mp_cursor* c, kp_kernel* k) {
       k->has_size = true;
     } else if (mp_str_eq(key, len, "type")) {
       err = read_name(b, c, &k->type);
+    } else if (mp_str_eq(key, len, "metadata")) {
+      err = read_metadata(b, c, k);
     } else {
       err = from_mp(mp_skip(c));
     }
@@ -138,6 +161,20 @@ static int compare_binary_name(const void* a, const void* b) {
   return strcmp(((const kp_binary*)a)->name, ((const kp_binary*)b)->name);
 }
 
+/* qsort, skipped when the TOC already lists them in order (as this
+ * project's writer does): opening 20,000 binaries then costs n compares,
+ * not n log n. */
+static void sort_unless_sorted(void* base, size_t n, size_t size,
+                               int (*compare)(const void*, const void*)) {
+  const char* p = base;
+  for (size_t i = 1; i < n; i++) {
+    if (compare(p + (i - 1) * size, p + i * size) > 0) {
+      qsort(base, n, size, compare);
+      return;
+    }
+  }
+}
+
 static kpack_error_t parse_binaries(toc_builder* b, mp_cursor* c) {
   kp_toc* t = b->toc;
   uint32_t n;
@@ -169,13 +206,13 @@ static kpack_error_t parse_binaries(toc_builder* b, mp_cursor* c) {
         return err;
     }
     kp_kernel* own = t->kernels + bin->first;
-    qsort(own, bin->count, sizeof(*own), compare_kernel_arch);
+    sort_unless_sorted(own, bin->count, sizeof(*own), compare_kernel_arch);
     for (size_t j = 1; j < bin->count; j++)
       if (strcmp(own[j - 1].arch, own[j].arch) == 0)
         return KPACK_ERROR_INVALID_FORMAT;
   }
-  qsort(t->binaries, t->binary_count, sizeof(*t->binaries),
-        compare_binary_name);
+  sort_unless_sorted(t->binaries, t->binary_count, sizeof(*t->binaries),
+                     compare_binary_name);
   for (size_t i = 1; i < t->binary_count; i++)
     if (strcmp(t->binaries[i - 1].name, t->binaries[i].name) == 0)
       return KPACK_ERROR_INVALID_FORMAT;
@@ -248,7 +285,23 @@ static kpack_error_t parse_scheme(mp_cursor c, kpack_compression_scheme_t* s) {
   return KPACK_SUCCESS;
 }
 
-kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc) {
+/* The frame-size table, if it is a bin; any other type is ignored (SPEC
+ * §1). Its shape is checked against the region by frame_table.c. */
+static void find_frame_sizes(const toc_fields* f, const uint8_t** sizes,
+                             size_t* len) {
+  mp_cursor c = f->zstd_frame_sizes;
+  uint32_t n;
+  if (f->has_zstd_frame_sizes && mp_read_bin(&c, sizes, &n) == MP_OK) {
+    *len = n;
+  } else {
+    *sizes = NULL;
+    *len = 0;
+  }
+}
+
+kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
+                           const uint8_t** frame_sizes,
+                           size_t* frame_sizes_len) {
   toc_fields f;
   toc_builder b = {toc, NULL, 0};
   mp_cursor c = mp_cursor_make(data, size);
@@ -256,6 +309,8 @@ kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc) {
 
   memset(toc, 0, sizeof(*toc));
   memset(&f, 0, sizeof(f));
+  *frame_sizes = NULL;
+  *frame_sizes_len = 0;
   toc->group_name = "";
   toc->family = "";
   toc->scheme = KPACK_COMPRESSION_NOOP;
@@ -300,6 +355,7 @@ kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc) {
     if ((err = read_uint(f.zstd_size, &toc->region_size)))
       goto fail;
     toc->has_region = true;
+    find_frame_sizes(&f, frame_sizes, frame_sizes_len);
   } else if (toc->kernel_count > 0) {
     err = KPACK_ERROR_INVALID_FORMAT; /* kernels, but no frames to hold them */
     goto fail;

@@ -10,9 +10,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <msgpack.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -24,22 +27,29 @@
 typedef struct wr_entry {
   char* binary;
   char* arch;
+  char* type; /* NULL: "hsaco" */
   uint64_t size;
+  uint8_t* metadata; /* one msgpack map, or NULL */
+  size_t metadata_size;
 } wr_entry;
 
 /* One kernel in flight to a compression thread. A ring slot keeps its
- * buffers from job to job, so steady state allocates nothing. */
+ * buffers from job to job, so steady state allocates nothing. A `stored`
+ * job carries a frame copied from another archive: it holds its output
+ * already and only keeps its place in ordinal order. */
 typedef struct wr_job {
   void* input;
   size_t input_size, input_cap;
   void* output;
   size_t output_size, output_cap;
+  bool stored;
   bool done;
   kpack_error_t err;
 } wr_job;
 
 struct kpack_writer {
-  char* path;
+  char* path; /* the file to replace: the destination, links followed */
+  char* dir;  /* its directory, where the temporary file lives */
   char* tmp_path;
   int fd;
   kpack_compression_scheme_t scheme;
@@ -56,7 +66,7 @@ struct kpack_writer {
   uint64_t pos;      /* next payload offset */
   kpack_error_t err; /* first failure; sticky */
   ZSTD_CCtx* cctx;   /* inline compression, into `frame` */
-  void* frame;
+  void* frame;       /* also holds frames copied from other archives */
   size_t frame_cap;
 
   /* Compression threads. `lock` protects the ring (head, tail, next_job)
@@ -222,12 +232,13 @@ static void* compression_thread(void* arg) {
     wr_job* job = &w->ring[w->next_job++ % w->ring_cap];
     pthread_mutex_unlock(&w->lock);
     /* This thread owns the job's buffers until it marks it done. */
-    size_t out_size = 0;
-    kpack_error_t err =
-        cctx == NULL
-            ? KPACK_ERROR_OUT_OF_MEMORY
-            : compress_frame(cctx, job->input, job->input_size, &job->output,
-                             &job->output_cap, &out_size);
+    size_t out_size = job->output_size;
+    kpack_error_t err = KPACK_SUCCESS;
+    if (!job->stored)
+      err = cctx == NULL
+                ? KPACK_ERROR_OUT_OF_MEMORY
+                : compress_frame(cctx, job->input, job->input_size,
+                                 &job->output, &job->output_cap, &out_size);
     pthread_mutex_lock(&w->lock);
     job->output_size = out_size;
     job->err = err;
@@ -268,18 +279,26 @@ static void drain_jobs(kpack_writer_t* w, bool all) {
   pthread_mutex_unlock(&w->lock);
 }
 
-static kpack_error_t queue_job(kpack_writer_t* w, const void* data,
-                               size_t size) {
+/* Queues a kernel to compress, or (stored) a finished frame to write in
+ * its turn. */
+static kpack_error_t queue_job(kpack_writer_t* w, const void* data, size_t size,
+                               bool stored) {
   drain_jobs(w, false);
   /* The slot at `tail` is free and invisible to the compression threads
    * until `tail` moves past it, which only this thread does. */
   pthread_mutex_lock(&w->lock);
   wr_job* job = &w->ring[w->tail % w->ring_cap];
   pthread_mutex_unlock(&w->lock);
-  if (!reserve(&job->input, &job->input_cap, size))
+  void** buf = stored ? &job->output : &job->input;
+  size_t* cap = stored ? &job->output_cap : &job->input_cap;
+  if (!reserve(buf, cap, size))
     return KPACK_ERROR_OUT_OF_MEMORY;
-  memcpy(job->input, data, size);
-  job->input_size = size;
+  memcpy(*buf, data, size);
+  if (stored)
+    job->output_size = size;
+  else
+    job->input_size = size;
+  job->stored = stored;
   job->err = KPACK_SUCCESS;
   pthread_mutex_lock(&w->lock);
   w->tail++;
@@ -333,6 +352,8 @@ static void writer_free(kpack_writer_t* w) {
   for (size_t i = 0; i < w->entry_count; i++) {
     free(w->entries[i].binary);
     free(w->entries[i].arch);
+    free(w->entries[i].type);
+    free(w->entries[i].metadata);
   }
   for (size_t i = 0; i < w->arch_count; i++)
     free(w->arches[i]);
@@ -348,21 +369,69 @@ static void writer_free(kpack_writer_t* w) {
   free(w->group_name);
   free(w->family);
   free(w->path);
+  free(w->dir);
   free(w->tmp_path);
   free(w);
 }
 
-/* Creates "<path>.tmp.<pid>.<n>" exclusively, with the mode a plain create
- * would give (0666 less the umask), so the renamed archive looks ordinary. */
+/* The file `path` names: a symbolic link is followed (relative targets
+ * against the link's directory), so that finishing replaces the file it
+ * points to and keeps the link, as writing through it would. A dangling
+ * link names the file to create. Malloc'ed; NULL with errno on failure
+ * (ELOOP past 40 links). */
+static char* final_target(const char* path) {
+  char* cur = strdup(path);
+  for (int links = 0; cur != NULL; links++) {
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+      return cur; /* a file, a directory (rename will say so), or nothing */
+    if (links == 40) {
+      errno = ELOOP;
+      break;
+    }
+    char target[PATH_MAX];
+    ssize_t n = readlink(cur, target, sizeof(target) - 1);
+    if (n < 0)
+      break;
+    target[n] = '\0';
+    char* next = NULL;
+    const char* slash = strrchr(cur, '/');
+    if (target[0] == '/' || slash == NULL)
+      next = strdup(target);
+    else if (asprintf(&next, "%.*s/%s", (int)(slash - cur), cur, target) < 0)
+      next = NULL;
+    free(cur);
+    cur = next;
+  }
+  free(cur);
+  return NULL;
+}
+
+/* The directory part of a path ("." if none), malloc'ed. */
+static char* dir_of(const char* path) {
+  const char* slash = strrchr(path, '/');
+  if (slash == NULL)
+    return strdup(".");
+  if (slash == path)
+    return strdup("/");
+  return strndup(path, (size_t)(slash - path));
+}
+
+/* Creates "<dir>/.kpack-<pid>-<n>.tmp" exclusively beside the destination
+ * (rename needs the same filesystem; a short name, because the
+ * destination's own may already be near NAME_MAX), with the mode a plain
+ * create would give (0666 less the umask), so the renamed archive looks
+ * ordinary. */
 static kpack_error_t create_temp(kpack_writer_t* w) {
   static unsigned counter;
-  size_t len = strlen(w->path) + 64;
+  size_t len = strlen(w->dir) + 64;
   w->tmp_path = malloc(len);
   if (w->tmp_path == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   for (int attempt = 0; attempt < 100; attempt++) {
     unsigned n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
-    snprintf(w->tmp_path, len, "%s.tmp.%ld.%u", w->path, (long)getpid(), n);
+    snprintf(w->tmp_path, len, "%s/.kpack-%ld-%u.tmp", w->dir, (long)getpid(),
+             n);
     w->fd = open(w->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (w->fd >= 0)
       return KPACK_SUCCESS;
@@ -372,6 +441,20 @@ static kpack_error_t create_temp(kpack_writer_t* w) {
   free(w->tmp_path);
   w->tmp_path = NULL;
   return KPACK_ERROR_IO_ERROR;
+}
+
+/* After the rename: sync the directory, so that a crash cannot bring the
+ * old archive (or no archive) back. Filesystems that cannot sync a
+ * directory (EINVAL) have nothing to make durable this way. */
+static kpack_error_t sync_dir(const char* dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return KPACK_ERROR_IO_ERROR;
+  kpack_error_t err = KPACK_SUCCESS;
+  if (fsync(fd) != 0 && errno != EINVAL)
+    err = KPACK_ERROR_IO_ERROR;
+  close(fd);
+  return err;
 }
 
 static kpack_error_t add_arch(kpack_writer_t* w, const char* arch) {
@@ -421,10 +504,15 @@ KPACK_API kpack_error_t kpack_writer_create(const char* path,
   pthread_mutex_init(&w->lock, NULL);
   pthread_cond_init(&w->work_ready, NULL);
   pthread_cond_init(&w->job_done, NULL);
-  w->path = strdup(path);
+  w->path = final_target(path);
+  if (w->path == NULL) {
+    err = errno == ENOMEM ? KPACK_ERROR_OUT_OF_MEMORY : KPACK_ERROR_IO_ERROR;
+    goto fail;
+  }
+  w->dir = dir_of(w->path);
   w->group_name = strdup(o->group_name ? o->group_name : "");
   w->family = strdup(o->gfx_arch_family ? o->gfx_arch_family : "");
-  if (w->path == NULL || w->group_name == NULL || w->family == NULL)
+  if (w->dir == NULL || w->group_name == NULL || w->family == NULL)
     goto fail;
   for (size_t i = 0; i < o->gfx_arch_count; i++)
     if ((err = add_arch(w, o->gfx_arches[i])))
@@ -451,8 +539,23 @@ fail:
   return err;
 }
 
+/* What a kernel's TOC entry says besides its name. */
+typedef struct wr_entry_info {
+  uint64_t size;
+  const char* type; /* NULL: "hsaco" */
+  const void* metadata;
+  size_t metadata_size;
+} wr_entry_info;
+
+static void free_entry(wr_entry* e) {
+  free(e->binary);
+  free(e->arch);
+  free(e->type);
+  free(e->metadata);
+}
+
 static kpack_error_t record_entry(kpack_writer_t* w, const char* binary,
-                                  const char* arch, size_t size) {
+                                  const char* arch, const wr_entry_info* info) {
   bool found;
   size_t slot = index_find(w, binary, arch, &found);
   if (found)
@@ -472,18 +575,23 @@ static kpack_error_t record_entry(kpack_writer_t* w, const char* binary,
     w->entry_cap = cap;
   }
   wr_entry* e = &w->entries[w->entry_count];
+  memset(e, 0, sizeof(*e));
   e->binary = strdup(binary);
   e->arch = strdup(arch);
-  e->size = size;
-  if (e->binary == NULL || e->arch == NULL) {
-    free(e->binary);
-    free(e->arch);
-    return KPACK_ERROR_OUT_OF_MEMORY;
+  e->size = info->size;
+  bool ok = e->binary != NULL && e->arch != NULL;
+  if (ok && info->type != NULL && strcmp(info->type, "hsaco") != 0)
+    ok = (e->type = strdup(info->type)) != NULL;
+  if (ok && info->metadata != NULL) {
+    e->metadata = malloc(info->metadata_size);
+    if ((ok = e->metadata != NULL)) {
+      memcpy(e->metadata, info->metadata, info->metadata_size);
+      e->metadata_size = info->metadata_size;
+    }
   }
-  kpack_error_t err = add_arch(w, arch);
+  kpack_error_t err = ok ? add_arch(w, arch) : KPACK_ERROR_OUT_OF_MEMORY;
   if (err != KPACK_SUCCESS) {
-    free(e->binary);
-    free(e->arch);
+    free_entry(e);
     return err;
   }
   w->index[slot] = (uint32_t)++w->entry_count;
@@ -492,27 +600,26 @@ static kpack_error_t record_entry(kpack_writer_t* w, const char* binary,
   return KPACK_SUCCESS;
 }
 
-KPACK_API kpack_error_t kpack_writer_add_kernel(kpack_writer_t* w,
-                                                const char* binary_name,
-                                                const char* arch,
-                                                const void* data, size_t size) {
-  if (w == NULL || binary_name == NULL || arch == NULL ||
-      (data == NULL && size > 0) || *binary_name == '\0' || *arch == '\0')
-    return KPACK_ERROR_INVALID_ARGUMENT;
-  if (w->err != KPACK_SUCCESS)
-    return w->err;
+static bool valid_names(const char* binary_name, const char* arch) {
+  return binary_name != NULL && arch != NULL && *binary_name != '\0' &&
+         *arch != '\0';
+}
+
+static kpack_error_t add_entry(kpack_writer_t* w, const char* binary_name,
+                               const char* arch, const void* data,
+                               const wr_entry_info* info) {
   static const uint8_t nothing = 0;
   if (data == NULL)
     data = &nothing;
-
+  size_t size = (size_t)info->size;
   size_t ordinal = w->entry_count;
-  kpack_error_t err = record_entry(w, binary_name, arch, size);
+  kpack_error_t err = record_entry(w, binary_name, arch, info);
   if (err != KPACK_SUCCESS)
     return err;
   if (w->scheme == KPACK_COMPRESSION_NOOP) {
     err = append_stored(w, ordinal, data, size);
   } else if (w->threads != NULL) {
-    err = queue_job(w, data, size);
+    err = queue_job(w, data, size, false);
   } else {
     size_t frame_size;
     err = compress_frame(w->cctx, data, size, &w->frame, &w->frame_cap,
@@ -523,6 +630,82 @@ KPACK_API kpack_error_t kpack_writer_add_kernel(kpack_writer_t* w,
   /* The entry is recorded, so a failure here poisons the whole archive. */
   if (err != KPACK_SUCCESS)
     w->err = err;
+  return err;
+}
+
+KPACK_API kpack_error_t kpack_writer_add_kernel(kpack_writer_t* w,
+                                                const char* binary_name,
+                                                const char* arch,
+                                                const void* data, size_t size) {
+  return kpack_writer_add_kernel_with_metadata(w, binary_name, arch, data, size,
+                                               NULL, 0);
+}
+
+KPACK_API kpack_error_t kpack_writer_add_kernel_with_metadata(
+    kpack_writer_t* w, const char* binary_name, const char* arch,
+    const void* data, size_t size, const void* metadata, size_t metadata_size) {
+  if (w == NULL || !valid_names(binary_name, arch) ||
+      (data == NULL && size > 0) || (metadata == NULL && metadata_size > 0))
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (w->err != KPACK_SUCCESS)
+    return w->err;
+  if (metadata != NULL) {
+    kpack_error_t err = kp_metadata_check(metadata, metadata_size);
+    if (err != KPACK_SUCCESS)
+      return err;
+  }
+  wr_entry_info info = {size, NULL, metadata, metadata_size};
+  return add_entry(w, binary_name, arch, data, &info);
+}
+
+KPACK_API kpack_error_t kpack_writer_copy_kernel(kpack_writer_t* w,
+                                                 kpack_archive_t archive,
+                                                 const char* binary_name,
+                                                 const char* arch,
+                                                 unsigned flags) {
+  if (w == NULL || archive == NULL || !valid_names(binary_name, arch) ||
+      (flags & ~KPACK_WRITER_RECOMPRESS) != 0)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (w->err != KPACK_SUCCESS)
+    return w->err;
+  const kp_kernel* k = kp_toc_find_kernel(&archive->toc, binary_name, arch);
+  if (k == NULL)
+    return KPACK_ERROR_KERNEL_NOT_FOUND;
+  if (k->size > SIZE_MAX)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  /* A map written by another tool is passed on only if it is one this
+   * writer would accept itself. */
+  if (k->metadata != NULL &&
+      kp_metadata_check(k->metadata, k->metadata_size) != KPACK_SUCCESS)
+    return KPACK_ERROR_INVALID_METADATA;
+  wr_entry_info info = {k->size, k->type, k->metadata, k->metadata_size};
+  kpack_error_t err;
+
+  if (w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL &&
+      archive->toc.scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL &&
+      !(flags & KPACK_WRITER_RECOMPRESS)) {
+    /* The frame goes over byte for byte, once it has read back as the
+     * kernel: merging never decompresses into a different archive. */
+    size_t frame_size;
+    err = kp_copy_frame(archive, k, &w->frame, &w->frame_cap, &frame_size);
+    if (err != KPACK_SUCCESS)
+      return err; /* nothing recorded yet: the archive is still good */
+    size_t ordinal = w->entry_count;
+    if ((err = record_entry(w, binary_name, arch, &info)) != KPACK_SUCCESS)
+      return err;
+    if (w->threads != NULL)
+      err = queue_job(w, w->frame, frame_size, true);
+    else
+      err = append_stored(w, ordinal, w->frame, frame_size);
+    if (err != KPACK_SUCCESS)
+      w->err = err;
+    return err;
+  }
+  void* data = NULL;
+  if ((err = kp_read_kernel(archive, k, &data)) != KPACK_SUCCESS)
+    return err;
+  err = add_entry(w, binary_name, arch, data, &info);
+  free(data);
   return err;
 }
 
@@ -541,11 +724,33 @@ static int pack_cstr(msgpack_packer* pk, const char* s) {
   return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, s, n);
 }
 
+/* zstd_frame_sizes (SPEC §1): every frame's size, u32 LE by ordinal, the
+ * same values as the size fields in the region, so that a reader can place
+ * every frame without reading the region. Omitted if it could not be one
+ * msgpack bin. */
+static int pack_frame_sizes(kpack_writer_t* w, msgpack_packer* pk) {
+  size_t len = w->entry_count * 4;
+  uint8_t* sizes = malloc(len ? len : 1);
+  if (sizes == NULL)
+    return -1;
+  for (size_t i = 0; i < w->entry_count; i++)
+    store_le(sizes + 4 * i, w->stored[i], 4);
+  int rc = pack_cstr(pk, "zstd_frame_sizes");
+  rc |= msgpack_pack_bin(pk, len);
+  rc |= msgpack_pack_bin_body(pk, sizes, len);
+  free(sizes);
+  return rc;
+}
+
 /* The TOC map. Key order follows ROCm's writer: header fields, "toc", then
- * the scheme and its payload index. */
+ * the scheme and its payload index; the frame-size table comes last. */
 static int pack_toc(kpack_writer_t* w, msgpack_packer* pk, wr_entry** sorted) {
   int rc = 0;
-  rc |= msgpack_pack_map(pk, w->scheme == KPACK_COMPRESSION_NOOP ? 7 : 8);
+  bool frame_sizes = w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL &&
+                     w->entry_count <= UINT32_MAX / 4;
+  rc |= msgpack_pack_map(pk, w->scheme == KPACK_COMPRESSION_NOOP ? 7
+                             : frame_sizes                       ? 9
+                                                                 : 8);
   rc |= pack_cstr(pk, "format_version");
   rc |= msgpack_pack_uint32(pk, KPACK_CURRENT_VERSION);
   rc |= pack_cstr(pk, "group_name") || pack_cstr(pk, w->group_name);
@@ -570,12 +775,19 @@ static int pack_toc(kpack_writer_t* w, msgpack_packer* pk, wr_entry** sorted) {
     for (; i < j; i++) {
       const wr_entry* e = sorted[i];
       rc |= pack_cstr(pk, e->arch);
-      rc |= msgpack_pack_map(pk, 3);
-      rc |= pack_cstr(pk, "type") || pack_cstr(pk, "hsaco");
+      /* ROCm's entry order; "metadata" only when there is one. */
+      rc |= msgpack_pack_map(pk, e->metadata != NULL ? 4 : 3);
+      rc |= pack_cstr(pk, "type") || pack_cstr(pk, e->type ? e->type : "hsaco");
       rc |= pack_cstr(pk, "ordinal");
       rc |= msgpack_pack_uint32(pk, (uint32_t)(e - w->entries));
       rc |= pack_cstr(pk, "original_size");
       rc |= msgpack_pack_uint64(pk, e->size);
+      if (e->metadata != NULL) {
+        /* Checked to be one map when added: copied as it came. */
+        rc |= pack_cstr(pk, "metadata");
+        rc |=
+            pk->callback(pk->data, (const char*)e->metadata, e->metadata_size);
+      }
     }
   }
 
@@ -598,6 +810,8 @@ static int pack_toc(kpack_writer_t* w, msgpack_packer* pk, wr_entry** sorted) {
     rc |= msgpack_pack_uint64(pk, KP_PAYLOAD_START);
     rc |= pack_cstr(pk, "zstd_size");
     rc |= msgpack_pack_uint64(pk, w->pos - KP_PAYLOAD_START);
+    if (frame_sizes)
+      rc |= pack_frame_sizes(w, pk);
   }
   return rc;
 }
@@ -659,6 +873,7 @@ KPACK_API kpack_error_t kpack_writer_finish(kpack_writer_t* w) {
   if (err == KPACK_SUCCESS) {
     free(w->tmp_path);
     w->tmp_path = NULL; /* nothing left to unlink */
+    err = sync_dir(w->dir);
   }
   writer_free(w);
   return err;

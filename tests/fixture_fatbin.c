@@ -266,6 +266,14 @@ static void sink_le(fx_sink* s, uint64_t v, unsigned n) {
 
 static void sink_align(fx_sink* s, size_t align) {
   static const uint8_t zero[4096];
+  uint64_t pad = (align - s->size % align) % align;
+  if (s->mem == NULL && pad > sizeof(zero)) {
+    /* A hole: the file stays sparse however far bundles are apart. */
+    if (lseek(s->fd, (off_t)pad, SEEK_CUR) < 0)
+      die(s->path, strerror(errno));
+    s->size += pad;
+    return;
+  }
   while (s->size % align != 0) {
     uint64_t n = align - s->size % align;
     sink_put(s, zero, n < sizeof(zero) ? (size_t)n : sizeof(zero));
@@ -595,14 +603,30 @@ static void put_generated_bundle(void* ctx, size_t index, fx_sink* sink) {
   fx_free(&plain);
 }
 
-void fx_write_fatbin(const char* path, const fx_fatbin_spec* spec) {
+/* Writes through a file sink to a temporary name, then renames it. */
+static void write_elf_file(const char* path, const fx_elf_opts* o,
+                           fx_bundle_fn bundle, void* ctx) {
   char* tmp;
-  fx_stream st = {.spec = spec};
   if (asprintf(&tmp, "%s.tmp.%ld", path, (long)getpid()) < 0)
     die("out of memory", NULL);
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     die(tmp, strerror(errno));
+  fx_sink s = {.fd = fd, .path = tmp};
+  write_elf(&s, o, bundle, ctx);
+  if (fsync(fd) != 0 || close(fd) != 0)
+    die(tmp, strerror(errno));
+  if (rename(tmp, path) != 0)
+    die(path, strerror(errno));
+  free(tmp);
+}
+
+void fx_write_elf(const char* path, const fx_elf_opts* o) {
+  write_elf_file(path, o, put_given_bundle, (void*)o);
+}
+
+void fx_write_fatbin(const char* path, const fx_fatbin_spec* spec) {
+  fx_stream st = {.spec = spec};
 
   st.entries = xmalloc(sizeof(fx_entry) * (spec->arch_count + 1));
   st.ids = xmalloc(sizeof(char*) * (spec->arch_count + 1));
@@ -619,12 +643,7 @@ void fx_write_fatbin(const char* path, const fx_fatbin_spec* spec) {
   fx_elf_opts o = {.bundle_count = spec->bundle_count,
                    .wrappers = wrappers,
                    .wrapper_count = spec->bundle_count};
-  fx_sink s = {.fd = fd, .path = tmp};
-  write_elf(&s, &o, put_generated_bundle, &st);
-  if (fsync(fd) != 0 || close(fd) != 0)
-    die(tmp, strerror(errno));
-  if (rename(tmp, path) != 0)
-    die(path, strerror(errno));
+  write_elf_file(path, &o, put_generated_bundle, &st);
 
   for (size_t a = 0; a < spec->arch_count; a++) {
     free(st.ids[a]);
@@ -634,5 +653,4 @@ void fx_write_fatbin(const char* path, const fx_fatbin_spec* spec) {
   free(st.ids);
   free(st.code);
   free(wrappers);
-  free(tmp);
 }

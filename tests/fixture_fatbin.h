@@ -152,6 +152,11 @@ typedef struct fx_elf_opts {
  * .symtab]]], .shstrtab; no program headers (nothing here loads it). */
 fx_buf fx_elf(const fx_elf_opts* opts);
 
+/* The same ELF written to `path` (through a temporary name) without being
+ * held in memory; padding between bundles becomes holes, so a file with
+ * bundles a gigabyte apart takes little disk. */
+void fx_write_elf(const char* path, const fx_elf_opts* opts);
+
 /* ---- large fat binaries, streamed to a file -------------------------------
  */
 

@@ -653,30 +653,50 @@ static void test_absent_scheme_means_none(void** state) {
   free(img.data);
 }
 
-static void test_unknown_keys_and_entry_metadata_are_ignored(void** state) {
+static void test_unknown_keys_skipped_and_entry_metadata_kept(void** state) {
   (void)state;
   image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
   hide_key(&img, PATH("group_name"));
   toc_edit e;
   edit_begin(&e, &img);
-  /* "type" becomes an unknown key holding a nested map: it must be skipped */
+  /* "type" becomes "metadata" holding nested maps, and b's entry gets a
+   * "metadata" that is not a map: read as none, as ROCm ignores it */
   msgpack_object* entry =
       edit_at(&e, PATH("toc", "lib/a.so#0", "gfx90a"), NULL);
   msgpack_object_kv* kv = &entry->via.map.ptr[0];
   kv->key.via.str.ptr = "metadata";
   kv->key.via.str.size = 8;
   kv->val = *edit_at(&e, PATH("toc", "lib/b.so#0"), NULL); /* nested maps */
+  msgpack_object* other =
+      edit_at(&e, PATH("toc", "lib/b.so#0", "gfx942"), NULL);
+  other->via.map.ptr[0].key.via.str.ptr = "metadata";
+  other->via.map.ptr[0].key.via.str.size = 8;
+  msgpack_sbuffer want;
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&want);
+  msgpack_packer_init(&pk, &want, msgpack_sbuffer_write);
+  assert_int_equal(msgpack_pack_object(&pk, kv->val), 0);
   edit_end(&e, &img);
   char* path = save(&img);
   kpack_archive_t a;
   void* d;
   size_t n;
+  const void* m;
   assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
   assert_int_equal(kpack_get_kernel(a, "lib/a.so#0", "gfx90a", &d, &n),
                    KPACK_SUCCESS);
   assert_int_equal(n, 1000);
   kpack_free_kernel(d);
+  assert_int_equal(kpack_get_entry_metadata(a, "lib/a.so#0", "gfx90a", &m, &n),
+                   KPACK_SUCCESS);
+  assert_int_equal(n, want.size);
+  assert_memory_equal(m, want.data, n);
+  assert_int_equal(kpack_get_entry_metadata(a, "lib/b.so#0", "gfx942", &m, &n),
+                   KPACK_SUCCESS);
+  assert_null(m);
+  assert_int_equal(n, 0);
   kpack_close(a);
+  msgpack_sbuffer_destroy(&want);
   free(path);
   free(img.data);
 }
@@ -767,8 +787,10 @@ static void test_frame_table_overrunning_region_is_invalid_format(
   img.data[65] = 0xff;
   assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
   free(img.data);
-  /* the last frame's size runs past the region's end */
+  /* the last frame's size runs past the region's end (found by the walk:
+   * with a frame-size table, open does not read the size fields) */
   img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  hide_key(&img, PATH("zstd_frame_sizes"));
   size_t last = frame_offset(&img, 2) - 4;
   img.data[last + 2] = 0x7f;
   assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
@@ -987,6 +1009,288 @@ static void test_eight_threads_read_one_handle_concurrently(void** state) {
     free((void*)k[i].data);
 }
 
+/* ---- frame-size table (SPEC §1) ---------------------------------------------
+ */
+
+/* Replaces zstd_frame_sizes with `len` bytes of `type` (BIN or STR). */
+static void set_frame_sizes(image* img, const uint8_t* bytes, size_t len,
+                            msgpack_object_type type) {
+  toc_edit e;
+  edit_begin(&e, img);
+  msgpack_object* o = edit_at(&e, PATH("zstd_frame_sizes"), NULL);
+  o->type = type;
+  o->via.bin.ptr = (const char*)bytes;
+  o->via.bin.size = (uint32_t)len;
+  edit_end(&e, img);
+}
+
+/* The table the writer put in the image (3 frames). */
+static void frame_sizes_of(const image* img, uint32_t sizes[3]) {
+  for (unsigned i = 0; i < 3; i++)
+    memcpy(&sizes[i], img->data + frame_offset(img, i) - 4, 4);
+}
+
+/* Every kernel of the make_image fixture reads back exactly, through both
+ * read paths, and kernel info agrees with the region. */
+static void assert_fixture_kernels(const image* img) {
+  static const struct {
+    const char* binary;
+    const char* arch;
+    size_t size;
+    uint32_t seed;
+    unsigned ordinal;
+  } want[] = {{"lib/a.so#0", "gfx90a", 1000, 1, 0},
+              {"lib/a.so#0", "gfx942", 3000, 2, 1},
+              {"lib/b.so#0", "gfx942", 1000, 1, 2}};
+  char* path = save(img);
+  kpack_archive_t a;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  for (int pass = 0; pass < 2; pass++) {
+    for (size_t i = 0; i < 3; i++) {
+      void* expect = kt_pattern(want[i].size, want[i].seed);
+      void* d = NULL;
+      size_t n;
+      if (pass == 0) {
+        assert_int_equal(
+            kpack_get_kernel(a, want[i].binary, want[i].arch, &d, &n),
+            KPACK_SUCCESS);
+      } else {
+        d = malloc(want[i].size);
+        assert_int_equal(kpack_read_kernel(a, want[i].binary, want[i].arch, d,
+                                           want[i].size, &n),
+                         KPACK_SUCCESS);
+      }
+      assert_int_equal(n, want[i].size);
+      assert_memory_equal(d, expect, n);
+      free(d);
+      free(expect);
+    }
+  }
+  /* After the reads, offsets and stored sizes are the region's. */
+  for (size_t i = 0; i < 3; i++) {
+    kpack_kernel_info_t info;
+    uint32_t stored;
+    assert_int_equal(
+        kpack_get_kernel_info(a, want[i].binary, want[i].arch, &info),
+        KPACK_SUCCESS);
+    size_t off = frame_offset(img, want[i].ordinal);
+    memcpy(&stored, img->data + off - 4, 4);
+    assert_int_equal(info.offset, off);
+    assert_int_equal(info.stored_size, stored);
+  }
+  kpack_close(a);
+  free(path);
+}
+
+static void test_writer_emits_frame_sizes_matching_the_region(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  toc_edit e;
+  edit_begin(&e, &img);
+  msgpack_object* o = edit_at(&e, PATH("zstd_frame_sizes"), NULL);
+  assert_int_equal(o->type, MSGPACK_OBJECT_BIN);
+  assert_int_equal(o->via.bin.size, 12);
+  uint32_t sizes[3];
+  frame_sizes_of(&img, sizes);
+  assert_memory_equal(o->via.bin.ptr, sizes, 12);
+  msgpack_zone_destroy(&e.zone);
+  free(img.data);
+  /* none archives have blobs, no table */
+  img = make_image(KPACK_COMPRESSION_NOOP);
+  edit_begin(&e, &img);
+  for (uint32_t i = 0; i < e.root.via.map.size; i++) {
+    const msgpack_object* k = &e.root.via.map.ptr[i].key;
+    assert_false(k->via.str.size == 16 &&
+                 memcmp(k->via.str.ptr, "zstd_frame_sizes", 16) == 0);
+  }
+  msgpack_zone_destroy(&e.zone);
+  free(img.data);
+}
+
+static void test_kernels_identical_with_or_without_frame_sizes(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  assert_fixture_kernels(&img);
+  hide_key(&img, PATH("zstd_frame_sizes")); /* as ROCm's writer leaves it */
+  assert_fixture_kernels(&img);
+  free(img.data);
+}
+
+static void test_malformed_frame_sizes_are_ignored(void** state) {
+  (void)state;
+  uint32_t sizes[4], changed[4];
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  frame_sizes_of(&img, sizes);
+  free(img.data);
+  struct {
+    const char* what;
+    size_t len;
+    msgpack_object_type type;
+  } cases[] = {
+      {"one size short", 8, MSGPACK_OBJECT_BIN},
+      {"one size too many", 16, MSGPACK_OBJECT_BIN},
+      {"not a multiple of 4", 11, MSGPACK_OBJECT_BIN},
+      {"empty", 0, MSGPACK_OBJECT_BIN},
+      {"wrong total", 12, MSGPACK_OBJECT_BIN},
+      {"a str, not a bin", 12, MSGPACK_OBJECT_STR},
+  };
+  for (size_t c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+    print_message("%s\n", cases[c].what);
+    memcpy(changed, sizes, sizeof(sizes));
+    changed[3] = 77;
+    if (strcmp(cases[c].what, "wrong total") == 0)
+      changed[1] += 1;
+    img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+    set_frame_sizes(&img, (const uint8_t*)changed, cases[c].len, cases[c].type);
+    assert_fixture_kernels(&img);
+    free(img.data);
+  }
+  /* an array of ints holding the right sizes is not the table either */
+  img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  toc_edit e;
+  edit_begin(&e, &img);
+  msgpack_object items[3];
+  for (int i = 0; i < 3; i++)
+    items[i] = (msgpack_object){.type = MSGPACK_OBJECT_POSITIVE_INTEGER,
+                                .via.u64 = sizes[i]};
+  msgpack_object* o = edit_at(&e, PATH("zstd_frame_sizes"), NULL);
+  o->type = MSGPACK_OBJECT_ARRAY;
+  o->via.array.ptr = items;
+  o->via.array.size = 3;
+  edit_end(&e, &img);
+  assert_fixture_kernels(&img);
+  free(img.data);
+}
+
+/* Tables that pass the open-time check (right length and total) but are
+ * wrong: each read compares the frame's own size field and walks the
+ * region on a mismatch, so every kernel is still right. */
+static void test_stale_frame_sizes_fall_back_to_the_region(void** state) {
+  (void)state;
+  uint32_t sizes[3], stale[3];
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  frame_sizes_of(&img, sizes);
+  free(img.data);
+  for (int variant = 0; variant < 3; variant++) {
+    if (variant == 0) { /* one size +1, another -1 */
+      stale[0] = sizes[0] + 1, stale[1] = sizes[1] - 1, stale[2] = sizes[2];
+    } else if (variant == 1) { /* rotated */
+      stale[0] = sizes[1], stale[1] = sizes[2], stale[2] = sizes[0];
+    } else { /* only the last two swapped */
+      stale[0] = sizes[0] - 1, stale[1] = sizes[2] + 1, stale[2] = sizes[1];
+    }
+    for (int hide_sizes = 0; hide_sizes < 2; hide_sizes++) {
+      img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+      set_frame_sizes(&img, (const uint8_t*)stale, 12, MSGPACK_OBJECT_BIN);
+      /* without original_size, open itself reads frame headers and must
+       * notice the table is wrong there */
+      if (hide_sizes)
+        hide_key(&img, PATH("toc", "lib/a.so#0", "gfx942", "original_size"));
+      assert_fixture_kernels(&img);
+      free(img.data);
+    }
+  }
+}
+
+/* With a right table, a corrupt size field in the region is found when that
+ * frame is read: that kernel fails, the others are served. */
+static void test_corrupt_size_field_under_a_table_fails_that_kernel(
+    void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  size_t field = frame_offset(&img, 1) - 4;
+  img.data[field + 2] ^= 0x40;
+  assert_int_equal(get_from(&img, "lib/a.so#0", "gfx942"),
+                   KPACK_ERROR_DECOMPRESSION_FAILED);
+  assert_int_equal(get_from(&img, "lib/a.so#0", "gfx90a"), KPACK_SUCCESS);
+  free(img.data);
+}
+
+static unsigned long long rchar_now(void) {
+  FILE* io = fopen("/proc/self/io", "r");
+  unsigned long long v = 0;
+  char line[128];
+  assert_non_null(io);
+  while (fgets(line, sizeof line, io))
+    sscanf(line, "rchar: %llu", &v);
+  fclose(io);
+  return v;
+}
+
+/* 2,000 small frames: walking them reads the region (tens of KiB); with the
+ * table, open reads the header, the TOC and the frame count only. */
+static void test_open_with_frame_sizes_reads_no_size_field(void** state) {
+  (void)state;
+  enum { N = 2000 };
+  kt_kernel* k = calloc(N, sizeof(*k));
+  char(*names)[16] = calloc(N, 16);
+  void* data = kt_pattern(2048, 5);
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], 16, "b%04d#0", i);
+    k[i] = (kt_kernel){names[i], "gfx90a", data, 2048};
+  }
+  char* path = kt_path(kt_tmp, "small-frames.kpack");
+  kt_write_archive(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, N);
+  size_t file_size;
+  uint8_t* bytes = kt_read_file(path, &file_size);
+  uint64_t toc_size = file_size - le64(bytes + 8);
+  free(bytes);
+  kpack_archive_t a;
+  unsigned long long before = rchar_now();
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  unsigned long long used = rchar_now() - before;
+  /* the second /proc read counts itself: allow one page */
+  assert_true(used <= 16 + toc_size + 4 + 4096);
+  kpack_close(a);
+  free(path);
+  free(data);
+  free(names);
+  free(k);
+}
+
+static void test_threads_racing_past_a_stale_table_agree(void** state) {
+  (void)state;
+  enum { N = 64, THREADS = 8 };
+  kt_kernel k[N];
+  char names[N][16];
+  for (int i = 0; i < N; i++) {
+    snprintf(names[i], 16, "b%d#0", i);
+    size_t size = 1000 + (size_t)i * 997;
+    k[i] = (kt_kernel){names[i], "gfx942", kt_pattern(size, (uint32_t)i), size};
+  }
+  char* path = kt_path(kt_tmp, "stale-mt.kpack");
+  kt_write_archive(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, N);
+  image img;
+  img.data = kt_read_file(path, &img.size);
+  img.toc_offset = le64(img.data + 8);
+  toc_edit e;
+  edit_begin(&e, &img);
+  msgpack_object* o = edit_at(&e, PATH("zstd_frame_sizes"), NULL);
+  uint8_t rotated[4 * N];
+  memcpy(rotated, o->via.bin.ptr + 4, 4 * (N - 1));
+  memcpy(rotated + 4 * (N - 1), o->via.bin.ptr, 4);
+  o->via.bin.ptr = (const char*)rotated;
+  edit_end(&e, &img);
+  kt_write_file(path, img.data, img.size);
+  kpack_archive_t a;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  pthread_t t[THREADS];
+  reader_args args[THREADS];
+  for (int i = 0; i < THREADS; i++) {
+    args[i] = (reader_args){a, k, N, (unsigned)i + 1, 0};
+    assert_int_equal(pthread_create(&t[i], NULL, reader_thread, &args[i]), 0);
+  }
+  for (int i = 0; i < THREADS; i++) {
+    pthread_join(t[i], NULL);
+    assert_int_equal(args[i].failures, 0);
+  }
+  kpack_close(a);
+  free(path);
+  free(img.data);
+  for (int i = 0; i < N; i++)
+    free((void*)k[i].data);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roundtrip_sizes_from_empty_to_megabytes),
@@ -1010,7 +1314,7 @@ int main(void) {
       cmocka_unit_test(test_wrong_typed_known_fields_fail_to_parse),
       cmocka_unit_test(test_unknown_compression_scheme_is_unsupported),
       cmocka_unit_test(test_absent_scheme_means_none),
-      cmocka_unit_test(test_unknown_keys_and_entry_metadata_are_ignored),
+      cmocka_unit_test(test_unknown_keys_skipped_and_entry_metadata_kept),
       cmocka_unit_test(test_wide_string_and_int_encodings_are_accepted),
       cmocka_unit_test(test_blob_outside_file_is_invalid_format),
       cmocka_unit_test(test_blob_size_differing_from_original_size_is_invalid),
@@ -1026,6 +1330,13 @@ int main(void) {
       cmocka_unit_test(test_size_mismatch_fails_decompression),
       cmocka_unit_test(test_file_truncated_after_open_is_io_error),
       cmocka_unit_test(test_eight_threads_read_one_handle_concurrently),
+      cmocka_unit_test(test_writer_emits_frame_sizes_matching_the_region),
+      cmocka_unit_test(test_kernels_identical_with_or_without_frame_sizes),
+      cmocka_unit_test(test_malformed_frame_sizes_are_ignored),
+      cmocka_unit_test(test_stale_frame_sizes_fall_back_to_the_region),
+      cmocka_unit_test(test_corrupt_size_field_under_a_table_fails_that_kernel),
+      cmocka_unit_test(test_open_with_frame_sizes_reads_no_size_field),
+      cmocka_unit_test(test_threads_racing_past_a_stale_table_agree),
   };
   return cmocka_run_group_tests_name("archive", tests, kt_tmp_setup,
                                      kt_tmp_teardown);

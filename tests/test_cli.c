@@ -611,11 +611,15 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
   unlink(bad);
   free(bad);
 
-  /* The same kernel from two inputs. */
+  /* The same kernel from two inputs, with different bytes. */
   char* tree2 = sample_tree("tree2");
+  char* changed = kt_path(tree2, "lib/libb.so#3/gfx90a:xnack-/kernel.hsaco");
+  kt_write_file(changed, "other", 5);
   assert_int_equal(KP(NULL, &err, "create", "-o", out_path, tree, tree2), 1);
-  assert_contains(err, "given twice");
+  assert_contains(err, "different kernels in");
+  assert_contains(err, changed);
   free(err);
+  free(changed);
 
   /* A malformed ELF, and one without .hip_fatbin. */
   char* elf = path_in("bad.so");
@@ -633,8 +637,9 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
                    1);
   assert_contains(err, "no .hip_fatbin");
   free(err);
-  /* A plain file given as a tree. */
-  assert_int_equal(KP(NULL, &err, "create", "-o", out_path, elf), 2);
+  /* A HIP binary given as an archive input. */
+  assert_int_equal(KP(NULL, &err, "create", "-o", out_path, elf), 1);
+  assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
   assert_contains(err, "--fatbin");
   free(err);
 
@@ -646,7 +651,7 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
   free(kept);
   DIR* d = opendir(tmp);
   for (struct dirent* e; (e = readdir(d)) != NULL;)
-    assert_null(strstr(e->d_name, "out.kpack."));
+    assert_null(strstr(e->d_name, ".tmp"));
   closedir(d);
   free(elf);
   free(out_path);
@@ -742,6 +747,195 @@ static void test_create_from_fatbin_numbers_code_objects_by_wrapper(
   free(b);
 }
 
+static void free_bundles_cli(fx_buf* b, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    free(b[i].data);
+}
+
+/* Writes the code objects of a fat binary image, read whole by the
+ * in-memory reader, as a tree in the kpackfs layout under `dir`/NAME#N. */
+static void tree_from_image(const fx_buf* elf, const char* dir,
+                            const char* name) {
+  kpack_fatbin_t* fb;
+  kpack_fatbin_info_t info;
+  assert_int_equal(kpack_fatbin_open_memory(elf->data, elf->size, &fb),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_fatbin_get_info(fb, &info), KPACK_SUCCESS);
+  for (size_t co = 0; co < info.bundle_count; co++) {
+    kpack_bundle_t* b;
+    kpack_bundle_info_t bi;
+    assert_int_equal(kpack_fatbin_get_bundle(fb, co, &b), KPACK_SUCCESS);
+    assert_int_equal(kpack_bundle_get_info(b, &bi), KPACK_SUCCESS);
+    for (size_t i = 0; i < bi.entry_count; i++) {
+      kpack_bundle_entry_t e;
+      char *sub, *cmd, *file;
+      assert_int_equal(kpack_bundle_get_entry(b, i, &e), KPACK_SUCCESS);
+      if (e.arch == NULL)
+        continue;
+      assert_true(asprintf(&sub, "%s/%s#%zu/%s", dir, name, co, e.arch) > 0);
+      assert_true(asprintf(&cmd, "mkdir -p '%s'", sub) > 0);
+      assert_int_equal(system(cmd), 0);
+      file = kt_path(sub, "kernel.hsaco");
+      kt_write_file(file, e.data, (size_t)e.size);
+      free(file);
+      free(cmd);
+      free(sub);
+    }
+    kpack_bundle_free(b);
+  }
+  kpack_fatbin_close(fb);
+}
+
+/* A bundle of translation unit `tu`: a host entry and three arches, of
+ * sizes that differ per unit. */
+static fx_buf tu_bundle(size_t tu, unsigned ccob_version, unsigned method) {
+  static const char* const ids[] = {
+      "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-",
+      "hipv4-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-",
+      "hip-amdgcn-amd-amdhsa-gfx906"};
+  void* code[3];
+  fx_entry e[4] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0}};
+  for (size_t a = 0; a < 3; a++) {
+    size_t size = 3000 + 700 * a + 31 * tu;
+    code[a] = kt_pattern(size, (uint32_t)(10 * tu + a));
+    e[a + 1] = (fx_entry){ids[a], code[a], size};
+  }
+  fx_buf plain = fx_bundle(e, 4);
+  for (size_t a = 0; a < 3; a++)
+    free(code[a]);
+  if (ccob_version == 0)
+    return plain;
+  fx_buf ccob = fx_ccob(ccob_version, method, &plain);
+  free(plain.data);
+  return ccob;
+}
+
+/* kpack create --fatbin reads code objects straight from the file, a table
+ * and an entry at a time; it must give the archive, byte for byte, that the
+ * same code objects give when read whole in memory and packed as a tree.
+ * Every fixture form: wrappers stored, RELATIVE, ABS64 (symbol or section
+ * symbol), walked bundles, an ET_EXEC, a relocatable object, AArch64, plain
+ * and CCOB v1-3 with zlib and zstd. */
+static void test_create_from_fatbin_streams_the_same_archive_as_a_tree(
+    void** state) {
+  (void)state;
+  static const struct {
+    const char* name;
+    uint16_t type, machine;
+    size_t wrappers; /* 0: walked */
+    fx_ptr how[6];
+  } forms[] = {
+      {"mixed.so",
+       FX_ET_DYN,
+       FX_EM_X86_64,
+       6,
+       {FX_PTR_RELATIVE, FX_PTR_FILE, FX_PTR_ABS64, FX_PTR_ABS64_SECTION,
+        FX_PTR_RELATIVE, FX_PTR_RELATIVE}},
+      {"walked.so", FX_ET_DYN, FX_EM_X86_64, 0, {0}},
+      {"exec", FX_ET_EXEC, FX_EM_X86_64, 6, {0}},
+      {"object.o",
+       FX_ET_REL,
+       FX_EM_X86_64,
+       6,
+       {FX_PTR_ABS64, FX_PTR_ABS64_SECTION, FX_PTR_ABS64, FX_PTR_ABS64,
+        FX_PTR_ABS64_SECTION, FX_PTR_ABS64}},
+      {"aarch64.so",
+       FX_ET_DYN,
+       FX_EM_AARCH64,
+       6,
+       {FX_PTR_RELATIVE, FX_PTR_RELATIVE, FX_PTR_ABS64, FX_PTR_RELATIVE,
+        FX_PTR_RELATIVE, FX_PTR_RELATIVE}},
+  };
+  /* Six translation units: plain, then CCOB v1-3 zlib/zstd. */
+  fx_buf bundles[6] = {tu_bundle(0, 0, 0),       tu_bundle(1, 1, FX_ZLIB),
+                       tu_bundle(2, 1, FX_ZSTD), tu_bundle(3, 2, FX_ZLIB),
+                       tu_bundle(4, 2, FX_ZSTD), tu_bundle(5, 3, FX_ZSTD)};
+  for (size_t f = 0; f < sizeof(forms) / sizeof(forms[0]); f++) {
+    fx_wrapper w[6];
+    for (size_t i = 0; i < 6; i++) /* wrapper i -> bundle 5 - i */
+      w[i] = (fx_wrapper){FX_HIPF_MAGIC, 1, 5 - i, forms[f].how[i], 0};
+    fx_elf_opts o = {.type = forms[f].type,
+                     .machine = forms[f].machine,
+                     .bundles = bundles,
+                     .bundle_count = 6,
+                     .bundle_align = f % 2 ? 64 : 4096,
+                     .wrappers = w,
+                     .wrapper_count = forms[f].wrappers};
+    fx_buf elf = fx_elf(&o);
+    char* path = path_in(forms[f].name);
+    char* tree = path_in("ref-tree");
+    char* streamed = path_in("streamed.kpack");
+    char* parallel = path_in("parallel.kpack");
+    char* reference = path_in("reference.kpack");
+    char* arg;
+    kt_write_file(path, elf.data, elf.size);
+    tree_from_image(&elf, tree, "lib/libtu.so");
+    assert_true(asprintf(&arg, "%s=lib/libtu.so", path) > 0);
+    assert_int_equal(
+        KP(NULL, NULL, "create", "-q", "-o", streamed, "--fatbin", arg), 0);
+    assert_int_equal(KP(NULL, NULL, "create", "-q", "-j", "3", "-o", parallel,
+                        "--fatbin", arg),
+                     0);
+    assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", reference, tree), 0);
+    if (!same_file(streamed, reference) || !same_file(parallel, reference))
+      fail_msg("%s: --fatbin and the tree of its code objects differ",
+               forms[f].name);
+    char* out;
+    assert_int_equal(KP(&out, NULL, "list", streamed), 0);
+    assert_int_equal(count_lines(out), 1 + 6 * 3 + 1); /* header, total */
+    assert_contains(out, "18 kernels");
+    free(out);
+    kt_rmtree(tree);
+    free(arg);
+    free(path);
+    free(tree);
+    free(streamed);
+    free(parallel);
+    free(reference);
+    free(elf.data);
+  }
+  free_bundles_cli(bundles, 6);
+}
+
+/* A compressed bundle whose payload is corrupt past its entry table lists
+ * fine; create fails when it reads the code, naming the file, the code
+ * object and the status, and writes nothing. */
+static void test_create_from_fatbin_corrupt_payload_names_code_object(
+    void** state) {
+  (void)state;
+  /* Code objects large enough that the entry table, at the start of the
+   * payload, still lists: the damage shows when the code is read. */
+  void* big = kt_pattern(300000, 7);
+  fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                  {"hipv4-amdgcn-amd-amdhsa--gfx90a", big, 300000}};
+  fx_buf plain = fx_bundle(e, 2);
+  fx_buf bundles[2] = {tu_bundle(0, 0, 0), fx_ccob(3, FX_ZSTD, &plain)};
+  free(plain.data);
+  free(big);
+  /* Flip a byte in the last quarter of the envelope's payload. */
+  bundles[1].data[bundles[1].size - bundles[1].size / 4] ^= 0x5a;
+  fx_wrapper w[2] = {{FX_HIPF_MAGIC, 1, 0, FX_PTR_RELATIVE, 0},
+                     {FX_HIPF_MAGIC, 1, 1, FX_PTR_RELATIVE, 0}};
+  fx_elf_opts o = {
+      .bundles = bundles, .bundle_count = 2, .wrappers = w, .wrapper_count = 2};
+  fx_buf elf = fx_elf(&o);
+  char* path = path_in("broken.so");
+  char* out = path_in("broken.kpack");
+  char* err;
+  kt_write_file(path, elf.data, elf.size);
+  assert_int_equal(KP(NULL, &err, "create", "-o", out, "--fatbin", path), 1);
+  assert_contains(err, path);
+  assert_contains(err, "code object 1");
+  assert_contains(err, "KPACK_ERROR_DECOMPRESSION_FAILED");
+  assert_contains(err, "not written");
+  assert_int_equal(access(out, F_OK), -1);
+  free(err);
+  free(out);
+  free(path);
+  free(elf.data);
+  free_bundles_cli(bundles, 2);
+}
+
 /* Ctrl-C during a long create: exit 130, no archive, no temporary file. */
 static void test_interrupted_create_leaves_nothing(void** state) {
   (void)state;
@@ -774,7 +968,7 @@ static void test_interrupted_create_leaves_nothing(void** state) {
     nanosleep(&pause, NULL);
     DIR* d = opendir(outdir);
     for (struct dirent* ent; (ent = readdir(d)) != NULL;)
-      started = started || strncmp(ent->d_name, "big.kpack.", 10) == 0;
+      started = started || strncmp(ent->d_name, ".kpack-", 7) == 0;
     closedir(d);
   }
   assert_true(started);
@@ -985,6 +1179,35 @@ static void test_resolve_success_explains_the_match(void** state) {
   free(archive);
 }
 
+/* kpack resolve gives the loader's answer for a library opened through a
+ * symlinked directory: root/view/lib -> ../lib, so ../.kpack from
+ * root/view/lib/libx.so is root/.kpack. */
+static void test_resolve_follows_a_symlinked_library_directory(void** state) {
+  (void)state;
+  static const char* const arches[] = {"gfx90a"};
+  char* archive =
+      resolve_tree("x_gfx90a.kpack", arches, 1, "gfx90a", "lib/libx.so#0");
+  char* real = realpath(archive, NULL);
+  char* view = path_in("root/view");
+  char* view_lib = path_in("root/view/lib");
+  char* binary = path_in("root/view/lib/libx.so");
+  assert_int_equal(mkdir(view, 0755), 0);
+  assert_int_equal(symlink("../lib", view_lib), 0);
+  char* out;
+  assert_int_equal(
+      KP(&out, NULL, "resolve", "--binary", binary, "--kernel", "lib/libx.so",
+         "--search-path", "../.kpack/x_@GFXARCH@.kpack", "--arch", "gfx90a"),
+      0);
+  assert_true(ROW(out, "embedded", real, "exists"));
+  assert_true(ROW(out, "gfx90a", "gfx90a", real, "found"));
+  free(out);
+  free(binary);
+  free(view_lib);
+  free(view);
+  free(real);
+  free(archive);
+}
+
 static void test_resolve_reports_each_failure_by_name(void** state) {
   (void)state;
   static const char* const arches[] = {"gfx1100"};
@@ -1153,6 +1376,302 @@ static void test_real_librocrand_packs_lists_verifies_and_resolves(
   free(lib);
 }
 
+/* ---- metadata maps and archives as inputs
+ * ------------------------------------
+ */
+
+/* {"tile": int16 128, "tag": str8 "fast"}: encodings a re-encoding would
+ * shorten, so only a byte-for-byte copy keeps them. */
+static const uint8_t meta_map[] = {0x82, 0xa4, 't',  'i', 'l', 'e', 0xd1,
+                                   0x00, 0x80, 0xa3, 't', 'a', 'g', 0xd9,
+                                   0x04, 'f',  'a',  's', 't'};
+
+/* The sample kernels, the first one with meta_map, written by the library
+ * in its own (unsorted) order, as another tool might. */
+static char* sample_archive_with_metadata(const char* name) {
+  char* path = path_in(name);
+  const kt_kernel* k = sample_kernels();
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                              .group_name = "rand"};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  for (int i = 2; i >= 0; i--)
+    assert_int_equal(
+        kpack_writer_add_kernel_with_metadata(
+            w, k[i].binary, k[i].arch, k[i].data, k[i].size,
+            i == 0 ? meta_map : NULL, i == 0 ? sizeof meta_map : 0),
+        KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  return path;
+}
+
+static void assert_metadata(const char* archive, const char* binary,
+                            const char* arch, const void* want, size_t size) {
+  kpack_archive_t a;
+  const void* m;
+  size_t n;
+  assert_int_equal(kpack_open(archive, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_entry_metadata(a, binary, arch, &m, &n),
+                   KPACK_SUCCESS);
+  assert_int_equal(n, size);
+  if (size > 0)
+    assert_memory_equal(m, want, n);
+  kpack_close(a);
+}
+
+static void test_metadata_survives_extract_and_create(void** state) {
+  (void)state;
+  char* a = sample_archive_with_metadata("meta.kpack");
+  char* tree = path_in("tree");
+  char* b = path_in("b.kpack");
+  char* tree2 = path_in("tree2");
+  char* c = path_in("c.kpack");
+  char* out;
+  assert_int_equal(KP(NULL, NULL, "extract", "-C", tree, a), 0);
+  char* sidecar = kt_path(tree,
+                          "lib/liba.so.1#0/gfx90a:xnack-/"
+                          "toc-metadata.msgpack");
+  size_t n;
+  void* bytes = kt_read_file(sidecar, &n);
+  assert_non_null(bytes);
+  assert_int_equal(n, sizeof meta_map);
+  assert_memory_equal(bytes, meta_map, n);
+  free(bytes);
+  char* none = kt_path(tree, "lib/liba.so.1#0/gfx1100/toc-metadata.msgpack");
+  assert_false(exists(none));
+  /* what a kpackfs mount shows beside each kernel is not input */
+  char* rendered = kt_path(tree, "lib/liba.so.1#0/gfx1100/kernels");
+  kt_write_file(rendered, "k\tvgpr=1\n", 9);
+  free(rendered);
+  rendered = kt_path(tree, "lib/libb.so#3/gfx90a:xnack-/metadata.json");
+  kt_write_file(rendered, "{}", 2);
+  free(rendered);
+
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", b, tree), 0);
+  assert_metadata(b, "lib/liba.so.1#0", "gfx90a:xnack-", meta_map,
+                  sizeof meta_map);
+  assert_metadata(b, "lib/liba.so.1#0", "gfx1100", NULL, 0);
+  /* and round trips from there byte for byte */
+  assert_int_equal(KP(NULL, NULL, "extract", "-C", tree2, b), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", c, tree2), 0);
+  assert_true(same_file(b, c));
+
+  assert_int_equal(KP(&out, NULL, "list", "--json", b), 0);
+  assert_contains(out,
+                  "\"ordinal\": 1, \"metadata\": {\"tile\":128,"
+                  "\"tag\":\"fast\"}}");
+  char* line = strstr(out, "\"gfx1100\"");
+  assert_non_null(line);
+  *strchr(line, '\n') = '\0'; /* that kernel's object has no metadata */
+  assert_null(strstr(line, "metadata"));
+  free(out);
+
+  /* a metadata file that is not one map, or without its kernel */
+  char* err;
+  kt_write_file(sidecar, "\x91\x01", 2);
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", c, tree), 1);
+  assert_contains(err, sidecar);
+  assert_contains(err, "not one MessagePack map");
+  free(err);
+  kt_write_file(sidecar, meta_map, sizeof meta_map);
+  kt_write_file(none, meta_map, sizeof meta_map);
+  char* kernel = kt_path(tree, "lib/liba.so.1#0/gfx1100/kernel.hsaco");
+  unlink(kernel);
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", c, tree), 1);
+  assert_contains(err, none);
+  assert_contains(err, "without a kernel.hsaco");
+  free(err);
+  free(kernel);
+  free(none);
+  free(sidecar);
+  free(a);
+  free(b);
+  free(c);
+  free(tree);
+  free(tree2);
+  free_sample();
+}
+
+/* Stored size of every kernel of an archive, as "binary arch size" lines. */
+static char* stored_sizes(const char* archive) {
+  char *out, *text = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&text, &len);
+  assert_int_equal(KP(&out, NULL, "list", "--json", archive), 0);
+  for (char* p = out; (p = strstr(p, "\"binary\": ")) != NULL; p++) {
+    char binary[64], arch[64];
+    unsigned long long stored;
+    assert_int_equal(
+        sscanf(p, "\"binary\": \"%63[^\"]\", \"arch\": \"%63[^\"]\"", binary,
+               arch),
+        2);
+    assert_int_equal(sscanf(strstr(p, "\"stored_size\": "),
+                            "\"stored_size\": %llu", &stored),
+                     1);
+    fprintf(f, "%s %s %llu\n", binary, arch, stored);
+  }
+  fclose(f);
+  free(out);
+  return text;
+}
+
+static void test_create_merges_archives_and_trees(void** state) {
+  (void)state;
+  const kt_kernel* k = sample_kernels();
+  /* Two shards at level 19 (frames the default level would not make),
+   * declaring an arch none of their kernels has, and a tree. */
+  char* shard_a = path_in("shard-a.kpack");
+  char* shard_b = path_in("shard-b.kpack");
+  char* whole = path_in("whole.kpack");
+  static const char* const declared_a[] = {"gfx90a:xnack-", "gfx90a:xnack+"};
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                              .zstd_level = 19,
+                              .group_name = "rand",
+                              .gfx_arch_family = "gfx9",
+                              .gfx_arches = declared_a,
+                              .gfx_arch_count = 2};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(shard_a, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel_with_metadata(
+                       w, k[0].binary, k[0].arch, k[0].data, k[0].size,
+                       meta_map, sizeof meta_map),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  o.gfx_arch_count = 0;
+  assert_int_equal(kpack_writer_create(shard_b, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(
+      kpack_writer_add_kernel(w, k[1].binary, k[1].arch, k[1].data, k[1].size),
+      KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  char* tree = path_in("tree");
+  char* dir;
+  assert_true(
+      asprintf(&dir, "mkdir -p '%s/%s/%s'", tree, k[2].binary, k[2].arch) > 0);
+  assert_int_equal(system(dir), 0);
+  free(dir);
+  char* file;
+  assert_true(asprintf(&file, "%s/%s/%s/kernel.hsaco", tree, k[2].binary,
+                       k[2].arch) > 0);
+  kt_write_file(file, k[2].data, k[2].size);
+
+  char *out, *err;
+  assert_int_equal(
+      KP(NULL, NULL, "create", "-q", "-o", whole, shard_a, shard_b, tree), 0);
+  assert_int_equal(KP(&out, NULL, "info", whole), 0);
+  assert_true(ROW(out, "arches:", "gfx1100", "gfx90a:xnack+", "gfx90a:xnack-"));
+  assert_true(ROW(out, "group:", "rand"));
+  assert_true(ROW(out, "family:", "gfx9"));
+  assert_true(ROW(out, "kernels:", "3"));
+  free(out);
+  assert_int_equal(KP(NULL, NULL, "verify", whole), 0);
+  assert_metadata(whole, k[0].binary, k[0].arch, meta_map, sizeof meta_map);
+  for (int i = 0; i < 3; i++) {
+    char* tmpl;
+    assert_true(asprintf(&tmpl, "%s/out.hsaco", tmp) > 0);
+    size_t n;
+    assert_int_equal(run_full(&out, &n, NULL,
+                              (const char* const[]){"cat", whole, k[i].binary,
+                                                    k[i].arch, NULL}),
+                     0);
+    assert_int_equal(n, k[i].size);
+    assert_memory_equal(out, k[i].data, n);
+    free(out);
+    free(tmpl);
+  }
+  /* The shards' level-19 frames were carried over, not recompressed. */
+  char* sa = stored_sizes(shard_a);
+  char* sb = stored_sizes(shard_b);
+  char* sw = stored_sizes(whole);
+  assert_contains(sw, sa);
+  assert_contains(sw, sb);
+  free(sa);
+  free(sb);
+
+  /* Any input order, and identical duplicates, give the same archive. */
+  char* again = path_in("again.kpack");
+  char* copy = path_in("shard-a-copy.kpack");
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", copy, shard_a), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-j2", "-o", again, tree,
+                      copy, shard_b, shard_a, whole),
+                   0);
+  assert_true(same_file(whole, again));
+
+  /* -l compresses them again: same kernels, other frames. */
+  assert_int_equal(
+      KP(NULL, NULL, "create", "-q", "-l", "1", "-o", again, whole), 0);
+  assert_false(same_file(whole, again));
+  char* s1 = stored_sizes(again);
+  assert_null(strstr(s1, sw));
+  free(s1);
+  free(sw);
+  assert_int_equal(KP(NULL, NULL, "verify", again), 0);
+  assert_metadata(again, k[0].binary, k[0].arch, meta_map, sizeof meta_map);
+
+  /* A conflict names both inputs; OUT is left alone. */
+  kt_write_file(file, "different", 9);
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", again, whole, tree), 1);
+  assert_contains(err, "different kernels in");
+  assert_contains(err, whole);
+  assert_contains(err, file);
+  free(err);
+  /* the same kernel, different metadata */
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", copy, shard_b), 0);
+  assert_int_equal(kpack_writer_create(shard_b, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel_with_metadata(
+                       w, k[1].binary, k[1].arch, k[1].data, k[1].size,
+                       meta_map, sizeof meta_map),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", again, copy, shard_b),
+                   1);
+  assert_contains(err, "different metadata");
+  free(err);
+  /* not an archive */
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", again, file), 1);
+  assert_contains(err, file);
+  assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
+  free(err);
+  free(file);
+  free(again);
+  free(copy);
+  free(tree);
+  free(whole);
+  free(shard_a);
+  free(shard_b);
+  free_sample();
+}
+
+/* -o through a symbolic link writes its target and keeps the link; a name
+ * of 255 bytes works (the temporary name is short). */
+static void test_create_output_follows_symlinks_and_takes_long_names(
+    void** state) {
+  (void)state;
+  char* tree = sample_tree("tree");
+  char* target = path_in("target.kpack");
+  char* link = path_in("link.kpack");
+  char* direct = path_in("direct.kpack");
+  char name[256];
+  memset(name, 'n', 255);
+  memcpy(name + 249, ".kpack", 7);
+  char* longest = path_in(name);
+  kt_write_file(target, "old", 3);
+  assert_int_equal(symlink("target.kpack", link), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", link, tree), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", direct, tree), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", longest, tree), 0);
+  struct stat st;
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_true(same_file(target, direct));
+  assert_true(same_file(longest, direct));
+  free(longest);
+  free(direct);
+  free(link);
+  free(target);
+  free(tree);
+  free_sample();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_version_help_and_manuals, setup,
@@ -1185,8 +1704,21 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           test_create_from_fatbin_numbers_code_objects_by_wrapper, setup,
           teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_from_fatbin_streams_the_same_archive_as_a_tree, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_from_fatbin_corrupt_payload_names_code_object, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(test_interrupted_create_leaves_nothing,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(test_metadata_survives_extract_and_create,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(test_create_merges_archives_and_trees,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_output_follows_symlinks_and_takes_long_names, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(
           test_verify_reports_one_line_per_corrupt_kernel, setup, teardown),
       cmocka_unit_test_setup_teardown(
@@ -1194,6 +1726,8 @@ int main(void) {
           teardown),
       cmocka_unit_test_setup_teardown(test_resolve_success_explains_the_match,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_resolve_follows_a_symlinked_library_directory, setup, teardown),
       cmocka_unit_test_setup_teardown(test_resolve_reports_each_failure_by_name,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(

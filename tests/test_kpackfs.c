@@ -816,7 +816,7 @@ static void test_archives_and_stats_describe_the_mount(void** state) {
   assert_int_equal(stat_value(&main_mount, "binaries"), 9);
   assert_int_equal(stat_value(&main_mount, "skipped"), UNSAFE_SKIPPED);
   assert_int_equal(stat_value(&main_mount, "shadowed"), 1);
-  assert_int_equal(stat_value(&main_mount, "cache_capacity"), 16u << 20);
+  assert_int_equal(stat_value(&main_mount, "cache_capacity"), 4u << 20);
   static const char* keys[] = {"cache_bytes",    "hits",
                                "misses",         "evictions",
                                "decompressions", "bytes_decompressed"};
@@ -1503,6 +1503,49 @@ static void test_single_threaded_debug_mount_serves_reads(void** state) {
   char* log = slurp(m->log);
   assert_non_null(strstr(log, "LOOKUP")); /* libfuse's -d request trace */
   free(log);
+}
+
+/* A TOC entry's metadata map is the attribute user.kpack.metadata, as
+ * compact JSON, on that kernel only. */
+static void test_metadata_map_is_a_json_xattr(void** state) {
+  (void)state;
+  /* {"tile": int16 128, "id": bin 0xab, "opt": [true, nil]} */
+  static const uint8_t map[] = {0x83, 0xa4, 't', 'i',  'l',  'e',  0xd1, 0x00,
+                                0x80, 0xa2, 'i', 'd',  0xc4, 0x01, 0xab, 0xa3,
+                                'o',  'p',  't', 0x92, 0xc3, 0xc0};
+  char* path = kt_path(tmp, "meta.kpack");
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel_with_metadata(
+                       w, "lib/m.so#0", "gfx90a", "abc", 3, map, sizeof map),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel(w, "lib/m.so#0", "gfx942", "d", 1),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  mnt* m = &scratch[0];
+  mnt_init(m, "meta");
+  const char* args[] = {path, NULL};
+  mnt_start(m, args);
+  char* with = in_mount(m, "lib/m.so#0/gfx90a/kernel.hsaco");
+  char* without = in_mount(m, "lib/m.so#0/gfx942/kernel.hsaco");
+  expect_xattr(with, "user.kpack.metadata",
+               "{\"tile\":128,\"id\":\"ab\",\"opt\":[true,null]}");
+  char list[1024];
+  ssize_t len = listxattr(with, list, sizeof(list));
+  assert_true(len > 0);
+  assert_non_null(memmem(list, (size_t)len, "user.kpack.metadata\0", 20));
+  len = listxattr(without, list, sizeof(list));
+  assert_true(len > 0);
+  assert_null(memmem(list, (size_t)len, "user.kpack.metadata", 19));
+  errno = 0;
+  assert_int_equal(getxattr(without, "user.kpack.metadata", list, sizeof list),
+                   -1);
+  assert_int_equal(errno, ENODATA);
+  free(with);
+  free(without);
+  mnt_stop_clean(m);
+  free(path);
 }
 
 /* ---- at the system's limits: many sources, descriptors, long names ---------
@@ -2278,6 +2321,7 @@ int main(void) {
       T(test_per_arch_archives_merge_under_one_binary_directory),
       T(test_modes_owner_times_and_sizes_follow_the_archives),
       T(test_xattrs_name_archive_binary_arch_and_storage),
+      T(test_metadata_map_is_a_json_xattr),
       T(test_archives_and_stats_describe_the_mount),
       T(test_unsafe_toc_names_are_skipped_with_a_warning),
       T(test_every_write_is_refused_with_erofs),

@@ -31,6 +31,28 @@ static void test_strings_of_every_width(void** state) {
   assert_int_equal(mp_remaining(&c), 0);
 }
 
+static void test_bins_of_every_width(void** state) {
+  (void)state;
+  const uint8_t* b;
+  uint32_t n;
+  mp_cursor c = CURSOR(0xc4, 2, 7, 8, 0xc5, 0, 1, 9, 0xc6, 0, 0, 0, 0);
+  assert_int_equal(mp_read_bin(&c, &b, &n), MP_OK);
+  assert_int_equal(n, 2);
+  assert_int_equal(b[1], 8);
+  assert_int_equal(mp_read_bin(&c, &b, &n), MP_OK);
+  assert_int_equal(n, 1);
+  assert_int_equal(b[0], 9);
+  assert_int_equal(mp_read_bin(&c, &b, &n), MP_OK);
+  assert_int_equal(n, 0);
+  assert_int_equal(mp_remaining(&c), 0);
+  mp_cursor str = CURSOR(0xa1, 'x');
+  assert_int_equal(mp_read_bin(&str, &b, &n), MP_WRONG_TYPE);
+  assert_int_equal(mp_remaining(&str), 2); /* not consumed */
+  mp_cursor cut = CURSOR(0xc5, 0, 3, 1, 2);
+  assert_int_equal(mp_read_bin(&cut, &b, &n), MP_TRUNCATED);
+  assert_int_equal(mp_remaining(&cut), 5);
+}
+
 static void test_unsigned_and_nonnegative_signed_integers(void** state) {
   (void)state;
   uint64_t v;
@@ -120,6 +142,7 @@ static void test_reserved_byte_is_malformed(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_strings_of_every_width),
+      cmocka_unit_test(test_bins_of_every_width),
       cmocka_unit_test(test_unsigned_and_nonnegative_signed_integers),
       cmocka_unit_test(test_truncated_values_are_reported),
       cmocka_unit_test(test_container_counts_larger_than_input_are_truncated),

@@ -5,10 +5,12 @@
  * without relocations), malformed variants of each, and the real fat binary
  * of Debian's librocrand1.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fixture_fatbin.h"
 #include "support.h"
@@ -703,6 +705,330 @@ static void test_open_file_matches_memory_and_reports_errors(void** state) {
   free_bundles(bundles, 2);
 }
 
+/* ---- streaming: entry tables and one code object at a time ----------------
+ */
+
+/* Lists every bundle of `fb` and checks each entry against the parsed
+ * bundle: same IDs, arches and sizes, no data until read, the same bytes
+ * when read. */
+static void expect_listing_matches_parse(const kpack_fatbin_t* fb) {
+  kpack_fatbin_info_t info;
+  assert_int_equal(kpack_fatbin_get_info(fb, &info), KPACK_SUCCESS);
+  for (size_t co = 0; co < info.bundle_count; co++) {
+    kpack_bundle_t *listed, *parsed;
+    kpack_bundle_info_t li, pi;
+    assert_int_equal(kpack_fatbin_list_bundle(fb, co, &listed), KPACK_SUCCESS);
+    assert_int_equal(kpack_fatbin_get_bundle(fb, co, &parsed), KPACK_SUCCESS);
+    assert_int_equal(kpack_bundle_get_info(listed, &li), KPACK_SUCCESS);
+    assert_int_equal(kpack_bundle_get_info(parsed, &pi), KPACK_SUCCESS);
+    assert_int_equal(li.compression, pi.compression);
+    assert_int_equal(li.ccob_version, pi.ccob_version);
+    assert_int_equal(li.extent, pi.extent);
+    assert_int_equal(li.bundle_size, pi.bundle_size);
+    assert_int_equal(li.entry_count, pi.entry_count);
+    for (size_t i = 0; i < li.entry_count; i++) {
+      kpack_bundle_entry_t le, pe;
+      assert_int_equal(kpack_bundle_get_entry(listed, i, &le), KPACK_SUCCESS);
+      assert_int_equal(kpack_bundle_get_entry(parsed, i, &pe), KPACK_SUCCESS);
+      assert_string_equal(le.id, pe.id);
+      assert_true((le.arch == NULL) == (pe.arch == NULL));
+      assert_int_equal(le.size, pe.size);
+      assert_null(le.data);
+      /* One byte of room more than needed is fine; it stays untouched. */
+      uint8_t* buf = malloc((size_t)le.size + 1);
+      assert_non_null(buf);
+      buf[le.size] = 0xee;
+      assert_int_equal(kpack_bundle_read_entry(listed, i, buf, le.size + 1),
+                       KPACK_SUCCESS);
+      assert_memory_equal(buf, pe.data, (size_t)le.size);
+      assert_int_equal(buf[le.size], 0xee);
+      /* A parsed bundle reads the same way. */
+      memset(buf, 0, (size_t)le.size);
+      assert_int_equal(kpack_bundle_read_entry(parsed, i, buf, le.size),
+                       KPACK_SUCCESS);
+      assert_memory_equal(buf, pe.data, (size_t)le.size);
+      free(buf);
+    }
+    kpack_bundle_free(listed);
+    kpack_bundle_free(parsed);
+  }
+}
+
+static void test_listed_bundles_read_entries_like_parsed_ones(void** state) {
+  (void)state;
+  /* Every envelope, located through wrappers and by walking. */
+  fx_buf bundles[7] = {
+      numbered_bundle(0, 0, 0),       numbered_bundle(1, 1, FX_ZLIB),
+      numbered_bundle(2, 1, FX_ZSTD), numbered_bundle(3, 2, FX_ZLIB),
+      numbered_bundle(4, 2, FX_ZSTD), numbered_bundle(5, 3, FX_ZLIB),
+      numbered_bundle(6, 3, FX_ZSTD)};
+  size_t order[7] = {6, 5, 4, 3, 2, 1, 0};
+  fx_ptr how[7] = {FX_PTR_RELATIVE, FX_PTR_FILE,     FX_PTR_ABS64,
+                   FX_PTR_RELATIVE, FX_PTR_RELATIVE, FX_PTR_ABS64_SECTION,
+                   FX_PTR_FILE};
+  char* dir = kt_tmpdir();
+  for (int walk = 0; walk <= 1; walk++) {
+    fx_buf elf = fatbin_elf(bundles, 7, order, how, walk ? 0 : 7, FX_ET_DYN);
+    char* path = kt_path(dir, walk ? "walked.so" : "wrapped.so");
+    kt_write_file(path, elf.data, elf.size);
+    kpack_fatbin_t* fb;
+    assert_int_equal(kpack_fatbin_open(path, &fb), KPACK_SUCCESS);
+    expect_listing_matches_parse(fb);
+    kpack_fatbin_close(fb);
+    assert_int_equal(kpack_fatbin_open_memory(elf.data, elf.size, &fb),
+                     KPACK_SUCCESS);
+    expect_listing_matches_parse(fb);
+    kpack_fatbin_close(fb);
+    free(path);
+    free(elf.data);
+  }
+  kt_rmtree(dir);
+  free(dir);
+  free_bundles(bundles, 7);
+}
+
+static void test_read_entry_arguments_are_checked(void** state) {
+  (void)state;
+  fx_buf bundles[1] = {numbered_bundle(0, 0, 0)};
+  fx_buf elf = fatbin_elf(bundles, 1, NULL, NULL, 0, FX_ET_DYN);
+  kpack_fatbin_t* fb;
+  kpack_bundle_t* b = (kpack_bundle_t*)1;
+  uint8_t buf[2000];
+  assert_int_equal(kpack_fatbin_open_memory(elf.data, elf.size, &fb),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_fatbin_list_bundle(fb, 1, &b),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_null(b);
+  assert_int_equal(kpack_fatbin_list_bundle(NULL, 0, &b),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_fatbin_list_bundle(fb, 0, NULL),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_fatbin_list_bundle(fb, 0, &b), KPACK_SUCCESS);
+  /* Entry 1 holds 1000 bytes. */
+  assert_int_equal(kpack_bundle_read_entry(b, 1, buf, 999),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_bundle_read_entry(b, 3, buf, sizeof(buf)),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_bundle_read_entry(b, 1, NULL, sizeof(buf)),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_bundle_read_entry(NULL, 1, buf, sizeof(buf)),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  /* The empty host entry reads as nothing. */
+  assert_int_equal(kpack_bundle_read_entry(b, 0, buf, 0), KPACK_SUCCESS);
+  kpack_bundle_free(b);
+  kpack_fatbin_close(fb);
+  free(elf.data);
+  free_bundles(bundles, 1);
+}
+
+/* A compressed bundle whose table promises more than its payload holds:
+ * the table lists (it lies within the declared size), but an entry past the
+ * real end cannot be read, and the whole bundle does not parse. */
+static void test_compressed_bundle_shorter_than_declared_fails_on_read(
+    void** state) {
+  (void)state;
+  for (unsigned method = FX_ZLIB; method <= FX_ZSTD; method++) {
+    fx_buf plain = numbered_bundle(0, 0, 0);
+    /* Entry 2's fixed fields follow the header and entries 0 and 1. */
+    size_t last = 32 + 24 + strlen(host_id) + 24 +
+                  strlen("hipv4-amdgcn-amd-amdhsa--gfx90a");
+    assert_int_equal(fx_get_le(&plain, last + 8, 8), 500);
+    fx_set_le(&plain, last + 8, 500 + 64, 8); /* 64 bytes past the end */
+    fx_buf ccob = fx_ccob(3, method, &plain);
+    fx_set_le(&ccob, 16, plain.size + 64, 8); /* declared size */
+    fx_buf elf = fatbin_elf(&ccob, 1, NULL, NULL, 0, FX_ET_DYN);
+    kpack_fatbin_t* fb;
+    kpack_bundle_t *b, *whole;
+    uint8_t buf[1024];
+    assert_int_equal(kpack_fatbin_open_memory(elf.data, elf.size, &fb),
+                     KPACK_SUCCESS);
+    assert_int_equal(kpack_fatbin_list_bundle(fb, 0, &b), KPACK_SUCCESS);
+    assert_int_equal(kpack_bundle_read_entry(b, 1, buf, sizeof(buf)),
+                     KPACK_SUCCESS);
+    void* want = kt_pattern(1000, 100);
+    assert_memory_equal(buf, want, 1000);
+    free(want);
+    assert_int_equal(kpack_bundle_read_entry(b, 2, buf, sizeof(buf)),
+                     KPACK_ERROR_DECOMPRESSION_FAILED);
+    assert_int_equal(kpack_fatbin_get_bundle(fb, 0, &whole),
+                     KPACK_ERROR_DECOMPRESSION_FAILED);
+    kpack_bundle_free(b);
+    kpack_fatbin_close(fb);
+    free(elf.data);
+    free(ccob.data);
+    free(plain.data);
+  }
+}
+
+static void test_file_truncated_after_listing_is_io_error(void** state) {
+  (void)state;
+  fx_buf bundles[2] = {numbered_bundle(0, 0, 0),
+                       numbered_bundle(1, 2, FX_ZSTD)};
+  fx_buf elf = fatbin_elf(bundles, 2, NULL, NULL, 0, FX_ET_DYN);
+  char* dir = kt_tmpdir();
+  char* path = kt_path(dir, "lib.so");
+  kt_write_file(path, elf.data, elf.size);
+  kpack_fatbin_t* fb;
+  kpack_bundle_t *plain, *packed;
+  uint8_t buf[2000];
+  assert_int_equal(kpack_fatbin_open(path, &fb), KPACK_SUCCESS);
+  assert_int_equal(kpack_fatbin_list_bundle(fb, 0, &plain), KPACK_SUCCESS);
+  assert_int_equal(kpack_fatbin_list_bundle(fb, 1, &packed), KPACK_SUCCESS);
+  assert_int_equal(truncate(path, 4096), 0); /* .hip_fatbin starts here */
+  assert_int_equal(kpack_bundle_read_entry(plain, 1, buf, sizeof(buf)),
+                   KPACK_ERROR_IO_ERROR);
+  assert_int_equal(kpack_bundle_read_entry(packed, 1, buf, sizeof(buf)),
+                   KPACK_ERROR_IO_ERROR);
+  kpack_bundle_t* b = (kpack_bundle_t*)1;
+  assert_int_equal(kpack_fatbin_get_bundle(fb, 0, &b), KPACK_ERROR_IO_ERROR);
+  assert_null(b);
+  kpack_bundle_free(plain);
+  kpack_bundle_free(packed);
+  kpack_fatbin_close(fb);
+  kt_rmtree(dir);
+  free(dir);
+  free(path);
+  free(elf.data);
+  free_bundles(bundles, 2);
+}
+
+typedef struct reader_args {
+  const kpack_bundle_t* bundle;
+  size_t entry;
+  const void* want;
+  size_t size;
+  int mismatches;
+} reader_args;
+
+static void* read_entry_repeatedly(void* arg) {
+  reader_args* a = arg;
+  uint8_t* buf = malloc(a->size);
+  for (int i = 0; i < 50 && buf != NULL; i++)
+    if (kpack_bundle_read_entry(a->bundle, a->entry, buf, a->size) !=
+            KPACK_SUCCESS ||
+        memcmp(buf, a->want, a->size) != 0)
+      a->mismatches++;
+  free(buf);
+  return NULL;
+}
+
+static void test_entries_of_one_bundle_read_from_several_threads(void** state) {
+  (void)state;
+  fx_buf bundles[2] = {numbered_bundle(0, 0, 0),
+                       numbered_bundle(1, 3, FX_ZSTD)};
+  fx_buf elf = fatbin_elf(bundles, 2, NULL, NULL, 0, FX_ET_DYN);
+  char* dir = kt_tmpdir();
+  char* path = kt_path(dir, "lib.so");
+  kt_write_file(path, elf.data, elf.size);
+  kpack_fatbin_t* fb;
+  assert_int_equal(kpack_fatbin_open(path, &fb), KPACK_SUCCESS);
+  kpack_bundle_t* listed[2];
+  void* want[2][2];
+  reader_args args[4];
+  pthread_t t[4];
+  for (size_t co = 0; co < 2; co++) {
+    assert_int_equal(kpack_fatbin_list_bundle(fb, co, &listed[co]),
+                     KPACK_SUCCESS);
+    want[co][0] = kt_pattern(1000 + co, 100 + (uint32_t)co);
+    want[co][1] = kt_pattern(500 + co, 200 + (uint32_t)co);
+  }
+  for (size_t i = 0; i < 4; i++) {
+    size_t co = i / 2, e = i % 2;
+    args[i] =
+        (reader_args){listed[co], 1 + e, want[co][e], (e ? 500 : 1000) + co, 0};
+    assert_int_equal(
+        pthread_create(&t[i], NULL, read_entry_repeatedly, &args[i]), 0);
+  }
+  for (size_t i = 0; i < 4; i++) {
+    pthread_join(t[i], NULL);
+    assert_int_equal(args[i].mismatches, 0);
+  }
+  for (size_t co = 0; co < 2; co++) {
+    kpack_bundle_free(listed[co]);
+    free(want[co][0]);
+    free(want[co][1]);
+  }
+  kpack_fatbin_close(fb);
+  kt_rmtree(dir);
+  free(dir);
+  free(path);
+  free(elf.data);
+  free_bundles(bundles, 2);
+}
+
+/* Peak resident memory since the last reset, in KiB (Linux VmHWM). */
+static long peak_rss_kib(void) {
+  char line[256];
+  long kib = -1;
+  FILE* f = fopen("/proc/self/status", "r");
+  assert_non_null(f);
+  while (fgets(line, sizeof(line), f) != NULL)
+    if (sscanf(line, "VmHWM: %ld kB", &kib) == 1)
+      break;
+  fclose(f);
+  return kib;
+}
+
+static void reset_peak_rss(void) {
+  FILE* f = fopen("/proc/self/clear_refs", "w");
+  assert_non_null(f);
+  assert_true(fputs("5", f) >= 0);
+  assert_int_equal(fclose(f), 0);
+}
+
+/* Bundles 256 MiB apart (a sparse file): opening, listing and reading every
+ * code object one at a time, through wrappers and by walking, stays within
+ * a few MiB of memory however large .hip_fatbin is. */
+static void test_large_fat_binary_is_read_without_holding_it(void** state) {
+  (void)state;
+  fx_buf bundles[3] = {numbered_bundle(0, 0, 0), numbered_bundle(1, 0, 0),
+                       numbered_bundle(2, 3, FX_ZSTD)};
+  size_t order[3] = {0, 1, 2};
+  fx_wrapper* w = hipf_wrappers(order, NULL, 3);
+  char* dir = kt_tmpdir();
+  char* path = kt_path(dir, "huge.so");
+  for (int walk = 0; walk <= 1; walk++) {
+    fx_elf_opts o = {.bundles = bundles,
+                     .bundle_count = 3,
+                     .bundle_align = (size_t)256 << 20,
+                     .wrappers = w,
+                     .wrapper_count = walk ? 0 : 3};
+    fx_write_elf(path, &o);
+    reset_peak_rss();
+    long before = peak_rss_kib();
+    kpack_fatbin_t* fb;
+    kpack_fatbin_info_t info;
+    assert_int_equal(kpack_fatbin_open(path, &fb), KPACK_SUCCESS);
+    assert_int_equal(kpack_fatbin_get_info(fb, &info), KPACK_SUCCESS);
+    assert_true(info.fatbin_size > (uint64_t)512 << 20);
+    assert_int_equal(info.bundle_count, 3);
+    for (size_t co = 0; co < 3; co++) {
+      kpack_bundle_t* b;
+      kpack_bundle_entry_t e;
+      uint8_t buf[1100];
+      assert_int_equal(kpack_fatbin_list_bundle(fb, co, &b), KPACK_SUCCESS);
+      assert_int_equal(kpack_bundle_get_entry(b, 1, &e), KPACK_SUCCESS);
+      assert_int_equal(kpack_bundle_read_entry(b, 1, buf, sizeof(buf)),
+                       KPACK_SUCCESS);
+      void* want = kt_pattern(1000 + co, 100 + (uint32_t)co);
+      assert_memory_equal(buf, want, e.size);
+      free(want);
+      kpack_bundle_free(b);
+      expect_bundle(fb, co, co);
+    }
+    kpack_fatbin_close(fb);
+    long grown = peak_rss_kib() - before;
+    if (grown > 16 * 1024)
+      fail_msg("reading a %llu MiB .hip_fatbin grew the peak RSS by %ld KiB",
+               (unsigned long long)(info.fatbin_size >> 20), grown);
+  }
+  free(w);
+  kt_rmtree(dir);
+  free(dir);
+  free(path);
+  free_bundles(bundles, 3);
+}
+
 /* ---- real data ------------------------------------------------------------
  */
 
@@ -795,6 +1121,13 @@ int main(void) {
       cmocka_unit_test(test_not_an_elf_is_invalid),
       cmocka_unit_test(test_damaged_elf_never_crashes),
       cmocka_unit_test(test_open_file_matches_memory_and_reports_errors),
+      cmocka_unit_test(test_listed_bundles_read_entries_like_parsed_ones),
+      cmocka_unit_test(test_read_entry_arguments_are_checked),
+      cmocka_unit_test(
+          test_compressed_bundle_shorter_than_declared_fails_on_read),
+      cmocka_unit_test(test_file_truncated_after_listing_is_io_error),
+      cmocka_unit_test(test_entries_of_one_bundle_read_from_several_threads),
+      cmocka_unit_test(test_large_fat_binary_is_read_without_holding_it),
       cmocka_unit_test(test_real_librocrand_fat_binary),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

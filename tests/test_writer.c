@@ -5,19 +5,37 @@
  * (64-byte aligned blobs, frame table at offset 64, key order).
  */
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "support.h"
 
+/* This executable's fsync() stands in for libc's, also for the writer
+ * linked into it: it records the directories synced. */
+static dev_t synced_dev;
+static ino_t synced_ino;
+
+int fsync(int fd) {
+  struct stat st;
+  if (fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    synced_dev = st.st_dev;
+    synced_ino = st.st_ino;
+  }
+  return (int)syscall(SYS_fsync, fd);
+}
+
+/* Entries of a directory, hidden ones (the temporary file) included. */
 static size_t entries_in(const char* dir) {
   size_t n = 0;
   DIR* d = opendir(dir);
   assert_non_null(d);
   for (struct dirent* e; (e = readdir(d)) != NULL;)
-    n += e->d_name[0] != '.';
+    n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
   closedir(d);
   return n;
 }
@@ -213,6 +231,427 @@ static void test_finish_replaces_existing_file_with_ordinary_mode(
   free(path);
 }
 
+/* ---- metadata maps ----------------------------------------------------------
+ */
+
+/* {"tuning": {"wg": int16 256, "fast": true}, "id": bin "\x01\x02",
+ * "name": str8 "x"}: non-minimal encodings that a re-encoding would change,
+ * so only a byte-for-byte copy gives them back. */
+static const uint8_t sample_map[] = {
+    0x83, 0xa6, 't',  'u',  'n',  'i', 'n', 'g', 0x82, 0xa2, 'w',  'g',
+    0xd1, 0x01, 0x00, 0xa4, 'f',  'a', 's', 't', 0xc3, 0xa2, 'i',  'd',
+    0xc4, 0x02, 0x01, 0x02, 0xa4, 'n', 'a', 'm', 'e',  0xd9, 0x01, 'x'};
+
+static void test_metadata_map_is_stored_byte_for_byte(void** state) {
+  (void)state;
+  for (int s = 0; s < 2; s++) {
+    kpack_writer_options_t o = {.scheme = s};
+    char* path = kt_path(kt_tmp, "meta.kpack");
+    kpack_writer_t* w;
+    assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+    assert_int_equal(
+        kpack_writer_add_kernel_with_metadata(w, "b#0", "gfx90a", "abc", 3,
+                                              sample_map, sizeof(sample_map)),
+        KPACK_SUCCESS);
+    assert_int_equal(kpack_writer_add_kernel(w, "b#0", "gfx942", "de", 2),
+                     KPACK_SUCCESS);
+    assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+
+    kpack_archive_t a;
+    const void* m;
+    size_t n;
+    char* json;
+    assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+    assert_int_equal(kpack_get_entry_metadata(a, "b#0", "gfx90a", &m, &n),
+                     KPACK_SUCCESS);
+    assert_int_equal(n, sizeof(sample_map));
+    assert_memory_equal(m, sample_map, n);
+    assert_int_equal(kpack_get_entry_metadata_json(a, "b#0", "gfx90a", &json),
+                     KPACK_SUCCESS);
+    assert_string_equal(json,
+                        "{\"tuning\":{\"wg\":256,\"fast\":true},"
+                        "\"id\":\"0102\",\"name\":\"x\"}");
+    free(json);
+    /* no metadata: success with nothing */
+    assert_int_equal(kpack_get_entry_metadata(a, "b#0", "gfx942", &m, &n),
+                     KPACK_SUCCESS);
+    assert_null(m);
+    assert_int_equal(n, 0);
+    json = (char*)1;
+    assert_int_equal(kpack_get_entry_metadata_json(a, "b#0", "gfx942", &json),
+                     KPACK_SUCCESS);
+    assert_null(json);
+    assert_int_equal(kpack_get_entry_metadata(a, "b#0", "gfx1", &m, &n),
+                     KPACK_ERROR_KERNEL_NOT_FOUND);
+    assert_int_equal(kpack_get_entry_metadata(a, "b#0", "gfx90a", NULL, &n),
+                     KPACK_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(kpack_get_entry_metadata_json(NULL, "b#0", "x", &json),
+                     KPACK_ERROR_INVALID_ARGUMENT);
+    kpack_close(a);
+    free(path);
+  }
+}
+
+static void test_metadata_that_is_not_one_map_is_invalid_argument(
+    void** state) {
+  (void)state;
+  static const uint8_t array[] = {0x91, 0x01};
+  static const uint8_t trailing[] = {0x80, 0x00};
+  static const uint8_t truncated[] = {0x81, 0xa1, 'k'};
+  static const uint8_t bad_tag[] = {0x81, 0xa1, 'k', 0xc1};
+  uint8_t deep[70];
+  deep[0] = 0x81;
+  deep[1] = 0xa1;
+  deep[2] = 'k';
+  for (int i = 3; i < 69; i++)
+    deep[i] = 0x91; /* 66 nested arrays */
+  deep[69] = 0x01;
+  const struct {
+    const void* data;
+    size_t size;
+  } bad[] = {{array, sizeof array},
+             {trailing, sizeof trailing},
+             {truncated, sizeof truncated},
+             {bad_tag, sizeof bad_tag},
+             {deep, sizeof deep},
+             {NULL, 3},
+             {sample_map, 0}};
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_NOOP};
+  char* path = kt_path(kt_tmp, "badmeta.kpack");
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+    assert_int_equal(kpack_writer_add_kernel_with_metadata(
+                         w, "b#0", "gfx90a", "x", 1, bad[i].data, bad[i].size),
+                     KPACK_ERROR_INVALID_ARGUMENT);
+  /* refused maps leave the writer usable, the name still free */
+  static const uint8_t empty_map[] = {0x80};
+  assert_int_equal(kpack_writer_add_kernel_with_metadata(w, "b#0", "gfx90a",
+                                                         "x", 1, empty_map, 1),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  kpack_archive_t a;
+  const void* m;
+  size_t n;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_entry_metadata(a, "b#0", "gfx90a", &m, &n),
+                   KPACK_SUCCESS);
+  assert_int_equal(n, 1);
+  assert_memory_equal(m, empty_map, 1);
+  kpack_close(a);
+  free(path);
+}
+
+/* ---- copying kernels from archives ------------------------------------------
+ */
+
+/* 40 kernels, every fifth with the sample metadata map. */
+static void write_source(const char* path, kpack_compression_scheme_t scheme,
+                         int level) {
+  kpack_writer_options_t o = {.scheme = scheme, .zstd_level = level};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  for (unsigned i = 0; i < 40; i++) {
+    char bin[32];
+    size_t n = 1000 + i * 1231;
+    void* data = kt_pattern(n, i);
+    snprintf(bin, sizeof bin, "lib/l%u.so#0", i);
+    assert_int_equal(
+        kpack_writer_add_kernel_with_metadata(
+            w, bin, i % 2 ? "gfx90a" : "gfx942", data, n,
+            i % 5 ? NULL : sample_map, i % 5 ? 0 : sizeof(sample_map)),
+        KPACK_SUCCESS);
+    free(data);
+  }
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+}
+
+/* Copies every kernel of src into dst; returns dst's bytes. */
+static void* copy_all(const char* src, const char* dst,
+                      kpack_compression_scheme_t scheme, unsigned threads,
+                      unsigned flags, int level, size_t* size) {
+  kpack_archive_t a;
+  kpack_writer_options_t o = {
+      .scheme = scheme, .threads = threads, .zstd_level = level};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_open(src, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_create(dst, &o, &w), KPACK_SUCCESS);
+  size_t binaries;
+  assert_int_equal(kpack_get_binary_count(a, &binaries), KPACK_SUCCESS);
+  for (size_t b = 0; b < binaries; b++) {
+    const char *bin, *arch;
+    size_t arches;
+    assert_int_equal(kpack_get_binary(a, b, &bin), KPACK_SUCCESS);
+    assert_int_equal(kpack_get_binary_arch_count(a, bin, &arches),
+                     KPACK_SUCCESS);
+    for (size_t i = 0; i < arches; i++) {
+      assert_int_equal(kpack_get_binary_arch(a, bin, i, &arch), KPACK_SUCCESS);
+      assert_int_equal(kpack_writer_copy_kernel(w, a, bin, arch, flags),
+                       KPACK_SUCCESS);
+    }
+  }
+  kpack_close(a); /* before finish: nothing refers to it any more */
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  void* bytes = kt_read_file(dst, size);
+  assert_non_null(bytes);
+  return bytes;
+}
+
+/* Same kernels and metadata; `same_frames`: every stored frame identical. */
+static void assert_same_archive_content(const char* x, const char* y,
+                                        bool same_frames) {
+  kpack_archive_t a, b;
+  size_t na, nb;
+  assert_int_equal(kpack_open(x, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_open(y, &b), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel_count(a, &na), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel_count(b, &nb), KPACK_SUCCESS);
+  assert_int_equal(na, nb);
+  size_t xs, ys;
+  uint8_t* xb = kt_read_file(x, &xs);
+  uint8_t* yb = kt_read_file(y, &ys);
+  for (unsigned i = 0; i < 40; i++) {
+    char bin[32];
+    const char* arch = i % 2 ? "gfx90a" : "gfx942";
+    snprintf(bin, sizeof bin, "lib/l%u.so#0", i);
+    void *da, *db;
+    size_t sa, sb;
+    assert_int_equal(kpack_get_kernel(a, bin, arch, &da, &sa), KPACK_SUCCESS);
+    assert_int_equal(kpack_get_kernel(b, bin, arch, &db, &sb), KPACK_SUCCESS);
+    assert_int_equal(sa, sb);
+    assert_memory_equal(da, db, sa);
+    kpack_free_kernel(da);
+    kpack_free_kernel(db);
+    const void *ma, *mb;
+    size_t la, lb;
+    assert_int_equal(kpack_get_entry_metadata(a, bin, arch, &ma, &la),
+                     KPACK_SUCCESS);
+    assert_int_equal(kpack_get_entry_metadata(b, bin, arch, &mb, &lb),
+                     KPACK_SUCCESS);
+    assert_int_equal(la, lb);
+    if (la > 0)
+      assert_memory_equal(ma, mb, la);
+    kpack_kernel_info_t ia, ib;
+    assert_int_equal(kpack_get_kernel_info(a, bin, arch, &ia), KPACK_SUCCESS);
+    assert_int_equal(kpack_get_kernel_info(b, bin, arch, &ib), KPACK_SUCCESS);
+    if (same_frames) {
+      assert_int_equal(ia.stored_size, ib.stored_size);
+      assert_memory_equal(xb + ia.offset, yb + ib.offset, ia.stored_size);
+    }
+  }
+  free(xb);
+  free(yb);
+  kpack_close(a);
+  kpack_close(b);
+}
+
+static void test_copy_carries_zstd_frames_and_metadata_over(void** state) {
+  (void)state;
+  char* src = kt_path(kt_tmp, "src19.kpack");
+  char* d1 = kt_path(kt_tmp, "copy1.kpack");
+  char* d2 = kt_path(kt_tmp, "copy2.kpack");
+  /* level 19 frames: a writer at the default level 3 would make others */
+  write_source(src, KPACK_COMPRESSION_ZSTD_PER_KERNEL, 19);
+  size_t n1, n2;
+  void* a = copy_all(src, d1, KPACK_COMPRESSION_ZSTD_PER_KERNEL, 0, 0, 0, &n1);
+  void* b = copy_all(src, d2, KPACK_COMPRESSION_ZSTD_PER_KERNEL, 3, 0, 0, &n2);
+  assert_int_equal(n1, n2); /* deterministic whatever the threads */
+  assert_memory_equal(a, b, n1);
+  assert_same_archive_content(src, d1, true);
+  /* the copy of a copy is the same archive */
+  free(b);
+  b = copy_all(d1, d2, KPACK_COMPRESSION_ZSTD_PER_KERNEL, 2, 0, 0, &n2);
+  assert_int_equal(n1, n2);
+  assert_memory_equal(a, b, n1);
+  free(a);
+  free(b);
+  /* recompressing at level 1 changes the frames, not the kernels */
+  a = copy_all(src, d1, KPACK_COMPRESSION_ZSTD_PER_KERNEL, 2,
+               KPACK_WRITER_RECOMPRESS, 1, &n1);
+  free(a);
+  assert_same_archive_content(src, d1, false);
+  kpack_archive_t x, y;
+  kpack_kernel_info_t ix, iy;
+  assert_int_equal(kpack_open(src, &x), KPACK_SUCCESS);
+  assert_int_equal(kpack_open(d1, &y), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel_info(x, "lib/l39.so#0", "gfx90a", &ix),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel_info(y, "lib/l39.so#0", "gfx90a", &iy),
+                   KPACK_SUCCESS);
+  assert_int_not_equal(ix.stored_size, iy.stored_size);
+  kpack_close(x);
+  kpack_close(y);
+  free(src);
+  free(d1);
+  free(d2);
+}
+
+static void test_copy_between_schemes_converts_kernels(void** state) {
+  (void)state;
+  char* none = kt_path(kt_tmp, "src-none.kpack");
+  char* zstd = kt_path(kt_tmp, "to-zstd.kpack");
+  char* back = kt_path(kt_tmp, "back-none.kpack");
+  write_source(none, KPACK_COMPRESSION_NOOP, 0);
+  size_t n;
+  free(copy_all(none, zstd, KPACK_COMPRESSION_ZSTD_PER_KERNEL, 2, 0, 0, &n));
+  assert_same_archive_content(none, zstd, false);
+  void* b = copy_all(zstd, back, KPACK_COMPRESSION_NOOP, 0, 0, 0, &n);
+  size_t m;
+  /* none -> zstd -> none is none -> none (kernels in the same order) */
+  void* a = copy_all(none, zstd, KPACK_COMPRESSION_NOOP, 0, 0, 0, &m);
+  assert_int_equal(n, m);
+  assert_memory_equal(a, b, n);
+  free(a);
+  free(b);
+  free(none);
+  free(zstd);
+  free(back);
+}
+
+static void test_copy_refuses_a_frame_that_does_not_read_back(void** state) {
+  (void)state;
+  char* src = kt_path(kt_tmp, "corrupt-src.kpack");
+  char* dst = kt_path(kt_tmp, "corrupt-dst.kpack");
+  write_source(src, KPACK_COMPRESSION_ZSTD_PER_KERNEL, 0);
+  kpack_archive_t a;
+  kpack_kernel_info_t info;
+  assert_int_equal(kpack_open(src, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel_info(a, "lib/l3.so#0", "gfx90a", &info),
+                   KPACK_SUCCESS);
+  kpack_close(a);
+  size_t n;
+  uint8_t* bytes = kt_read_file(src, &n);
+  bytes[info.offset + info.stored_size / 2] ^= 0x55; /* checksum catches it */
+  kt_write_file(src, bytes, n);
+  free(bytes);
+  for (unsigned threads = 0; threads <= 2; threads += 2) {
+    kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                                .threads = threads};
+    kpack_writer_t* w;
+    assert_int_equal(kpack_open(src, &a), KPACK_SUCCESS);
+    assert_int_equal(kpack_writer_create(dst, &o, &w), KPACK_SUCCESS);
+    assert_int_equal(kpack_writer_copy_kernel(w, a, "lib/l3.so#0", "gfx90a", 0),
+                     KPACK_ERROR_DECOMPRESSION_FAILED);
+    assert_int_equal(kpack_writer_copy_kernel(w, a, "lib/l3.so#0", "gfx1", 0),
+                     KPACK_ERROR_KERNEL_NOT_FOUND);
+    assert_int_equal(kpack_writer_copy_kernel(w, a, "lib/l3.so#0", "gfx90a", 2),
+                     KPACK_ERROR_INVALID_ARGUMENT);
+    /* the writer is still usable, the name still free */
+    assert_int_equal(kpack_writer_copy_kernel(w, a, "lib/l4.so#0", "gfx942", 0),
+                     KPACK_SUCCESS);
+    assert_int_equal(
+        kpack_writer_add_kernel(w, "lib/l3.so#0", "gfx90a", "x", 1),
+        KPACK_SUCCESS);
+    assert_int_equal(kpack_writer_copy_kernel(w, a, "lib/l4.so#0", "gfx942", 0),
+                     KPACK_ERROR_INVALID_ARGUMENT); /* already added */
+    assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+    kpack_close(a);
+  }
+  free(src);
+  free(dst);
+}
+
+/* ---- destination: long names, symbolic links, durability --------------------
+ */
+
+static void write_one(const char* path) {
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel(w, "b#0", "gfx90a", "abc", 3),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+}
+
+static void assert_is_archive(const char* path) {
+  kpack_archive_t a;
+  size_t n;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel_count(a, &n), KPACK_SUCCESS);
+  assert_int_equal(n, 1);
+  kpack_close(a);
+}
+
+static void test_names_up_to_name_max_can_be_written(void** state) {
+  (void)state;
+  char name[256];
+  for (size_t len = 250; len <= 255; len += 5) {
+    memset(name, 'k', len);
+    memcpy(name + len - 6, ".kpack", 6);
+    name[len] = '\0';
+    char* path = kt_path(kt_tmp, name);
+    write_one(path);
+    assert_is_archive(path);
+    unlink(path);
+    free(path);
+  }
+}
+
+static void test_symlink_destination_replaces_its_target(void** state) {
+  (void)state;
+  char* sub = kt_path(kt_tmp, "links");
+  char* real_dir = kt_path(sub, "real");
+  assert_int_equal(mkdir(sub, 0755), 0);
+  assert_int_equal(mkdir(real_dir, 0755), 0);
+  char* target = kt_path(real_dir, "t.kpack");
+  char* hop = kt_path(sub, "hop.kpack");
+  char* link = kt_path(sub, "link.kpack");
+  kt_write_file(target, "old", 3);
+  /* link -> hop -> real/t.kpack, both relative */
+  assert_int_equal(symlink("real/t.kpack", hop), 0);
+  assert_int_equal(symlink("hop.kpack", link), 0);
+  write_one(link);
+  struct stat st;
+  assert_int_equal(lstat(link, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_int_equal(lstat(hop, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_is_archive(target);
+  /* the temporary file lived beside the target, and is gone */
+  assert_int_equal(entries_in(real_dir), 1);
+  assert_int_equal(entries_in(sub), 3);
+
+  /* a dangling link: its target is created */
+  char* dangling = kt_path(sub, "dangling.kpack");
+  char* created = kt_path(real_dir, "new.kpack");
+  assert_int_equal(symlink(created, dangling), 0); /* absolute */
+  write_one(dangling);
+  assert_int_equal(lstat(dangling, &st), 0);
+  assert_true(S_ISLNK(st.st_mode));
+  assert_is_archive(created);
+
+  /* a loop is an I/O error, and nothing is created */
+  char* loop = kt_path(sub, "loop.kpack");
+  assert_int_equal(symlink("loop.kpack", loop), 0);
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_NOOP};
+  kpack_writer_t* w = (kpack_writer_t*)1;
+  assert_int_equal(kpack_writer_create(loop, &o, &w), KPACK_ERROR_IO_ERROR);
+  assert_null(w);
+  free(loop);
+  free(dangling);
+  free(created);
+  free(target);
+  free(hop);
+  free(link);
+  free(real_dir);
+  free(sub);
+}
+
+static void test_finish_syncs_the_directory_after_the_rename(void** state) {
+  (void)state;
+  char* sub = kt_path(kt_tmp, "durable");
+  assert_int_equal(mkdir(sub, 0755), 0);
+  char* path = kt_path(sub, "d.kpack");
+  struct stat st;
+  assert_int_equal(stat(sub, &st), 0);
+  synced_ino = 0;
+  write_one(path);
+  assert_int_equal(synced_dev, st.st_dev);
+  assert_int_equal(synced_ino, st.st_ino);
+  free(path);
+  free(sub);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_output_is_identical_for_identical_input),
@@ -221,6 +660,14 @@ int main(void) {
       cmocka_unit_test(test_bad_options_are_rejected),
       cmocka_unit_test(test_abort_leaves_destination_untouched),
       cmocka_unit_test(test_finish_replaces_existing_file_with_ordinary_mode),
+      cmocka_unit_test(test_names_up_to_name_max_can_be_written),
+      cmocka_unit_test(test_symlink_destination_replaces_its_target),
+      cmocka_unit_test(test_finish_syncs_the_directory_after_the_rename),
+      cmocka_unit_test(test_metadata_map_is_stored_byte_for_byte),
+      cmocka_unit_test(test_metadata_that_is_not_one_map_is_invalid_argument),
+      cmocka_unit_test(test_copy_carries_zstd_frames_and_metadata_over),
+      cmocka_unit_test(test_copy_between_schemes_converts_kernels),
+      cmocka_unit_test(test_copy_refuses_a_frame_that_does_not_read_back),
   };
   return cmocka_run_group_tests_name("writer", tests, kt_tmp_setup,
                                      kt_tmp_teardown);

@@ -75,10 +75,27 @@ KPACK_API kpack_error_t kpack_bundle_get_info(const kpack_bundle_t* bundle,
                                               kpack_bundle_info_t* info);
 
 /* Entry `index` in stored order; strings and data live as long as the
- * bundle. INVALID_ARGUMENT if a pointer is NULL or index >= entry_count. */
+ * bundle. data is NULL in a bundle from kpack_fatbin_list_bundle().
+ * INVALID_ARGUMENT if a pointer is NULL or index >= entry_count. */
 KPACK_API kpack_error_t kpack_bundle_get_entry(const kpack_bundle_t* bundle,
                                                size_t index,
                                                kpack_bundle_entry_t* entry);
+
+/* Copies the code object of entry `index` into `buffer` (`size` bytes, at
+ * least the entry's size). For a bundle listed by kpack_fatbin_list_bundle()
+ * the bytes are read from the fat binary's file now: one read when the
+ * bundle is plain; when it is compressed, its payload is decompressed from
+ * the start to the entry's end through a small window (to read every entry
+ * of a compressed bundle, kpack_fatbin_get_bundle() decompresses it once).
+ * Safe to call from several threads on one bundle.
+ *   INVALID_ARGUMENT      a pointer is NULL, index >= entry_count or `size`
+ *                         is smaller than the entry
+ *   IO_ERROR              the file cannot be read (or shrank)
+ *   DECOMPRESSION_FAILED  the payload is corrupt or ends before the entry
+ *   OUT_OF_MEMORY         allocation failed */
+KPACK_API kpack_error_t kpack_bundle_read_entry(const kpack_bundle_t* bundle,
+                                                size_t index, void* buffer,
+                                                size_t size);
 
 /* NULL is a no-op. */
 KPACK_API void kpack_bundle_free(kpack_bundle_t* bundle);
@@ -95,12 +112,16 @@ typedef struct kpack_fatbin_info {
   size_t bundle_count;  /* code objects: index N is co_index N */
 } kpack_fatbin_info_t;
 
-/* Reads the ELF's section table and its .hip_fatbin section and locates the
- * bundles: through the wrappers in .hipFatBinSegment when present (a wrapper
- * address of 0 in the file is taken from its RELATIVE or ABS64 relocation on
- * x86-64 and AArch64), else by walking the bundles that follow each other,
- * zero-padded, in .hip_fatbin. An ELF without .hip_fatbin opens with no
- * bundles. Bundles are parsed by kpack_fatbin_get_bundle(), not here.
+/* Reads the ELF's section table and locates the bundles of .hip_fatbin:
+ * through the wrappers in .hipFatBinSegment when present (a wrapper address
+ * of 0 in the file is taken from its RELATIVE or ABS64 relocation on x86-64
+ * and AArch64), else by walking the bundles that follow each other,
+ * zero-padded, in .hip_fatbin (reading each bundle's header and entry
+ * table; a version 1 CCOB envelope, which records no size, is decompressed
+ * to find its end). An ELF without .hip_fatbin opens with no bundles.
+ * Memory does not grow with the file: the handle keeps the section table's
+ * findings and one offset per bundle, and keeps the file open to read
+ * bundles later, in pieces, with pread.
  *   INVALID_ARGUMENT  a pointer is NULL
  *   FILE_NOT_FOUND    no file at path
  *   IO_ERROR          the file cannot be read
@@ -120,14 +141,28 @@ KPACK_API kpack_error_t kpack_fatbin_open_memory(const void* data, size_t size,
 KPACK_API kpack_error_t kpack_fatbin_get_info(const kpack_fatbin_t* fatbin,
                                               kpack_fatbin_info_t* info);
 
-/* Parses bundle `index` (co_index) as kpack_bundle_parse() does. The bundle
- * may point into the fatbin and must be freed before it is closed. Safe to
- * call from several threads on one handle.
+/* Parses bundle `index` (co_index) as kpack_bundle_parse() does: the whole
+ * bundle is read (and decompressed) into memory the bundle owns, or points
+ * into a memory image. Bundles must be freed before the fatbin is closed.
+ * Safe to call from several threads on one handle.
  *   INVALID_ARGUMENT  a pointer is NULL or index >= bundle_count
+ *   IO_ERROR          the file cannot be read (or shrank)
  *   any kpack_bundle_parse() error */
 KPACK_API kpack_error_t kpack_fatbin_get_bundle(const kpack_fatbin_t* fatbin,
                                                 size_t index,
                                                 kpack_bundle_t** bundle);
+
+/* Lists bundle `index` without reading its code objects: info, entry IDs,
+ * arches and sizes, with data NULL in every entry; the code objects are
+ * read one at a time by kpack_bundle_read_entry(). A plain bundle costs
+ * reads of its header and entry table; a compressed one is decompressed as
+ * far as its table (version 1 to its end, to find where it stops), so a
+ * corrupt payload past the table shows only when an entry is read. In info,
+ * bundle_size is the declared decompressed size. Free the bundle before
+ * closing the fatbin. Errors as kpack_fatbin_get_bundle(). */
+KPACK_API kpack_error_t kpack_fatbin_list_bundle(const kpack_fatbin_t* fatbin,
+                                                 size_t index,
+                                                 kpack_bundle_t** bundle);
 
 /* NULL is a no-op. */
 KPACK_API void kpack_fatbin_close(kpack_fatbin_t* fatbin);

@@ -17,10 +17,13 @@ extern "C" {
 
 /* Streams an archive to disk: kpack_writer_create(), kpack_writer_add_kernel()
  * for each kernel, then kpack_writer_finish() or kpack_writer_abort(). Data
- * goes to a temporary file beside the destination, renamed over it only by a
- * successful finish, so readers never see a partial archive. The output is a
- * function of the options and the sequence of added kernels alone:
- * identical inputs give identical bytes, whatever the thread count. */
+ * goes to a temporary file beside the destination (".kpack-<pid>-<n>.tmp" in
+ * its directory), renamed over it only by a successful finish, so readers
+ * never see a partial archive. A destination that is a symbolic link is
+ * followed: its final target is the file replaced (and created if the link
+ * dangles), the link itself is kept. The output is a function of the
+ * options and the sequence of added kernels alone: identical inputs give
+ * identical bytes, whatever the thread count. */
 typedef struct kpack_writer kpack_writer_t;
 
 typedef struct kpack_writer_options {
@@ -37,7 +40,8 @@ typedef struct kpack_writer_options {
 
 /* Starts an archive at `path` (created or replaced at finish).
  *   INVALID_ARGUMENT  a pointer is NULL, unknown scheme or bad level
- *   IO_ERROR          the temporary file cannot be created
+ *   IO_ERROR          the temporary file cannot be created, or a symbolic
+ *                     link on the way cannot be read (or loops)
  *   OUT_OF_MEMORY     allocation failed */
 KPACK_API kpack_error_t
 kpack_writer_create(const char* path, const kpack_writer_options_t* options,
@@ -54,8 +58,54 @@ KPACK_API kpack_error_t kpack_writer_add_kernel(kpack_writer_t* writer,
                                                 const char* arch,
                                                 const void* data, size_t size);
 
-/* Writes the TOC and header, syncs and renames the file into place, then
- * frees the writer (also on failure, after removing the temporary file). */
+/* As kpack_writer_add_kernel(), with the entry's "metadata" map: `metadata`
+ * holds `metadata_size` bytes of exactly one MessagePack map, written into
+ * the TOC entry byte for byte (readers return the same bytes; see
+ * kpack_entry_metadata.h). NULL (with size 0) writes no metadata. The bytes
+ * are copied before this returns.
+ *   INVALID_ARGUMENT  as kpack_writer_add_kernel(), or metadata that is not
+ *                     one well-formed map (trailing bytes, truncated, another
+ *                     type, nesting deeper than 64 levels); the writer stays
+ *                     usable
+ *   IO_ERROR, OUT_OF_MEMORY, or an error left by an earlier failure */
+KPACK_API kpack_error_t kpack_writer_add_kernel_with_metadata(
+    kpack_writer_t* writer, const char* binary_name, const char* arch,
+    const void* data, size_t size, const void* metadata, size_t metadata_size);
+
+/* kpack_writer_copy_kernel() flag: compress again with the writer's level
+ * rather than carrying a zstd frame over. */
+#define KPACK_WRITER_RECOMPRESS 1u
+
+/* Adds one kernel of an open archive under the same names, with its type
+ * and metadata map. When both archives are zstd-per-kernel (and `flags`
+ * lacks KPACK_WRITER_RECOMPRESS) the stored frame is copied byte for byte,
+ * after it has been read back as the kernel (size field, content size,
+ * checksum); otherwise the kernel is decompressed and stored as an added
+ * one would be. Either way the output depends only on the input archives'
+ * bytes and the order of calls. The archive must stay open until this
+ * returns; it may be closed before kpack_writer_finish().
+ *   INVALID_ARGUMENT      a pointer is NULL, an empty name, unknown flags, or
+ *                         the (binary, arch) pair was already added
+ *   KERNEL_NOT_FOUND      the archive has no such kernel
+ *   DECOMPRESSION_FAILED  its stored bytes do not read back as the kernel
+ *   INVALID_METADATA      its metadata map is one this writer would refuse
+ *   IO_ERROR, OUT_OF_MEMORY
+ * A failure to read the source (the first four, or IO_ERROR reading it)
+ * leaves the writer usable; a failure to write poisons it as
+ * kpack_writer_add_kernel() does. */
+KPACK_API kpack_error_t kpack_writer_copy_kernel(kpack_writer_t* writer,
+                                                 kpack_archive_t archive,
+                                                 const char* binary_name,
+                                                 const char* arch,
+                                                 unsigned flags);
+
+/* Writes the TOC and header, syncs the file, renames it into place and
+ * syncs the directory (so a crash leaves the old archive or the new one,
+ * for good), then frees the writer, also on failure, after removing the
+ * temporary file.
+ *   IO_ERROR  a write, sync or the rename failed (the destination is then
+ *             left as it was, except when only the directory sync failed)
+ *   or an error left by an earlier failure */
 KPACK_API kpack_error_t kpack_writer_finish(kpack_writer_t* writer);
 
 /* Removes the temporary file and frees the writer. NULL is a no-op. */

@@ -45,8 +45,16 @@ void kf_hipk_teardown(void);
 
 /* Offload bundle / fat binary entry point: the input is parsed both as a
  * bundle (plain or CCOB) and as an ELF image; every entry's bytes are
- * touched. Returns how many entries were walked. */
+ * touched, and every bundle is also listed and read an entry at a time,
+ * which must agree with the whole parse. Returns how many entries were
+ * walked. */
 size_t kf_bundle_input(const uint8_t* data, size_t size);
+
+/* Host binary entry point: the input is read as a HIP host ELF by
+ * kpack_host_open_memory(); every record is fetched and its status checked
+ * against its problem, and the search paths of HIPK records are resolved.
+ * Returns how many records read without a problem. */
+size_t kf_host_input(const uint8_t* data, size_t size);
 
 /* Code object entry point: the input is parsed as an AMDGPU code object;
  * every kernel, the target and the note's JSON (pretty and compact) are

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Bounded reads from a buffer or a file (see input.h).
+ */
+#include "input.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "archive.h"
+
+kpack_error_t kp_input_slice(const kp_input* in, uint64_t offset, uint64_t size,
+                             kp_input* out) {
+  if (offset > in->size || size > in->size - offset)
+    return KPACK_ERROR_INVALID_FORMAT;
+  *out = *in;
+  if (in->mem != NULL)
+    out->mem = in->mem + offset;
+  else
+    out->base = in->base + offset;
+  out->size = size;
+  return KPACK_SUCCESS;
+}
+
+kpack_error_t kp_input_read(const kp_input* in, uint64_t offset, void* buf,
+                            size_t size) {
+  if (offset > in->size || size > in->size - offset)
+    return KPACK_ERROR_INVALID_FORMAT;
+  if (size == 0)
+    return KPACK_SUCCESS;
+  if (in->mem != NULL) {
+    memcpy(buf, in->mem + offset, size);
+    return KPACK_SUCCESS;
+  }
+  return kp_pread_all(in->fd, buf, size, in->base + offset);
+}
+
+kpack_error_t kp_input_view(const kp_input* in, uint64_t offset, size_t size,
+                            kp_scratch* scratch, const uint8_t** view) {
+  if (offset > in->size || size > in->size - offset)
+    return KPACK_ERROR_INVALID_FORMAT;
+  if (in->mem != NULL) {
+    *view = in->mem + offset;
+    return KPACK_SUCCESS;
+  }
+  if (size > scratch->cap) {
+    uint8_t* p = realloc(scratch->data, size);
+    if (p == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    scratch->data = p;
+    scratch->cap = size;
+  }
+  kpack_error_t err = kp_input_read(in, offset, scratch->data, size);
+  if (err == KPACK_SUCCESS)
+    *view = scratch->data;
+  return err;
+}
+
+void kp_scratch_free(kp_scratch* scratch) {
+  free(scratch->data);
+  scratch->data = NULL;
+  scratch->cap = 0;
+}

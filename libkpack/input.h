@@ -1,0 +1,59 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Untrusted bytes read by the host-binary readers (elf.c, fatbin.c,
+ * offload_bundle.c, host.c): a caller's buffer, or a file read with pread in
+ * small pieces so that a gigabyte library is never held whole and a file
+ * that changes underneath is an IO_ERROR rather than a SIGBUS. Stateless: a
+ * kp_input is a value that may be copied, sliced and shared by threads.
+ */
+#ifndef KPACK_INPUT_H
+#define KPACK_INPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rocm_kpack/kpack_types.h"
+
+typedef struct kp_input {
+  const uint8_t* mem; /* the bytes, or NULL to read `fd` */
+  int fd;
+  uint64_t base; /* file offset of byte 0 (fd only) */
+  uint64_t size; /* readable bytes */
+} kp_input;
+
+/* Bytes [offset, offset + size) of `in` as an input of their own.
+ *   INVALID_FORMAT  the range does not lie within `in` */
+kpack_error_t kp_input_slice(const kp_input* in, uint64_t offset, uint64_t size,
+                             kp_input* out);
+
+/* Copies `size` bytes at `offset` into buf.
+ *   INVALID_FORMAT  the range does not lie within `in`
+ *   IO_ERROR        the read failed or came up short (the file shrank) */
+kpack_error_t kp_input_read(const kp_input* in, uint64_t offset, void* buf,
+                            size_t size);
+
+/* A reusable buffer for kp_input_view(); zero-initialise, kp_scratch_free()
+ * when done. */
+typedef struct kp_scratch {
+  uint8_t* data;
+  size_t cap;
+} kp_scratch;
+
+/* Points *view at `size` bytes at `offset`: into the caller's buffer for a
+ * memory input (no copy), else read into `scratch` (grown as needed; the
+ * view lasts until its next use). Errors as kp_input_read(), and
+ * OUT_OF_MEMORY. */
+kpack_error_t kp_input_view(const kp_input* in, uint64_t offset, size_t size,
+                            kp_scratch* scratch, const uint8_t** view);
+
+void kp_scratch_free(kp_scratch* scratch);
+
+/* Little-endian loads; the caller has checked the bounds. */
+static inline uint64_t kp_load_le(const uint8_t* p, unsigned n) {
+  uint64_t v = 0;
+  for (unsigned i = n; i-- > 0;)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+#endif /* KPACK_INPUT_H */
