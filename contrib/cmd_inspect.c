@@ -16,6 +16,7 @@ static const char list_manual[] =
     "\n"
     "SYNOPSIS\n"
     "    kpack list [--json] ARCHIVE...\n"
+    "    kpack list --kernels [--json] [--kernel GLOB]... ARCHIVE...\n"
     "\n"
     "DESCRIPTION\n"
     "    One row per kernel: the binary it belongs to (an install-tree path\n"
@@ -25,45 +26,90 @@ static const char list_manual[] =
     "    With several archives a first column names the archive. Only the\n"
     "    table of contents is read; nothing is decompressed.\n"
     "\n"
+    "    With --kernels, each code object (type hsaco) is decompressed and\n"
+    "    its metadata note read instead: one row per binary, architecture\n"
+    "    and GPU kernel, with the resources the note gives: VGPR, SGPR and\n"
+    "    AGPR counts, LDS (group segment) and scratch (private segment,\n"
+    "    per work-item) bytes, wavefront size, maximum flat workgroup size\n"
+    "    and kernarg bytes; \"-\" where the note has no value (no AGPRs\n"
+    "    before gfx908). The kernel's name (usually a mangled C++ name) is\n"
+    "    the last column. A code object that cannot be read is reported on\n"
+    "    standard error and the others are still listed.\n"
+    "\n"
     "OPTIONS\n"
-    "    --json      print one JSON array of objects {archive, binary, arch,\n"
-    "                type, size, stored_size, ordinal}, with \"metadata\"\n"
-    "                holding the TOC entry's metadata map, when it has one\n"
-    "    -h, --help  print this manual\n"
+    "    --json         print one JSON array of objects {archive, binary,\n"
+    "                   arch, type, size, stored_size, ordinal}, with\n"
+    "                   \"metadata\" holding the TOC entry's metadata map,\n"
+    "                   when it has one; with --kernels, objects {archive,\n"
+    "                   binary, arch, target, name, symbol, vgpr_count,\n"
+    "                   sgpr_count, agpr_count, group_segment_fixed_size,\n"
+    "                   private_segment_fixed_size, kernarg_segment_size,\n"
+    "                   wavefront_size, max_flat_workgroup_size,\n"
+    "                   vgpr_spill_count, sgpr_spill_count} (null when the\n"
+    "                   note has no value)\n"
+    "    --kernels      list the GPU kernels inside the code objects\n"
+    "    --kernel GLOB  with --kernels (implied), only kernels whose name\n"
+    "                   matches the shell pattern GLOB; may be repeated\n"
+    "    -h, --help     print this manual\n"
     "\n"
     "EXAMPLES\n"
     "    kpack list .kpack/blas_lib_gfx942.kpack\n"
     "    kpack list --json .kpack/*.kpack\n"
+    "    kpack list --kernels --kernel '*gemm*' .kpack/*.kpack\n"
+    "    kpack list --kernels --json rand.kpack | jq '.[] | "
+    "select(.sgpr_count\n"
+    "        > 64) | .name'\n"
     "\n"
     "EXIT STATUS\n"
-    "    0 all archives listed; 1 an archive could not be opened (the\n"
-    "    others are still listed); 2 bad command line.\n";
+    "    0 all archives listed; 1 an archive (or, with --kernels, a code\n"
+    "    object) could not be read (the others are still listed); 2 bad\n"
+    "    command line; 130 interrupted.\n";
 
 static const char info_manual[] =
     "NAME\n"
-    "    kpack info - show the header of kpack archives and their totals\n"
+    "    kpack info - show the header of kpack archives and their totals, or\n"
+    "    what a code object holds\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack info [--json] ARCHIVE...\n"
+    "    kpack info [--json] FILE...\n"
+    "    kpack info --metadata CODE_OBJECT\n"
     "\n"
     "DESCRIPTION\n"
-    "    Prints the table of contents header of each archive (format version,\n"
+    "    For an archive: the table of contents header (format version,\n"
     "    group name, architecture family, declared architectures in order,\n"
     "    compression scheme) and totals: binaries, kernels, decompressed and\n"
     "    stored bytes, file size. Nothing is decompressed.\n"
     "\n"
+    "    For an AMDGPU code object (an ELF file with e_machine 224, such as\n"
+    "    `kpack cat` writes or kpackfs shows as kernel.hsaco): its code\n"
+    "    object version and e_flags, its target ID (processor and the xnack\n"
+    "    and sramecc settings the ELF header records, e.g. gfx90a:xnack-),\n"
+    "    the target its metadata note names, and one row per GPU kernel with\n"
+    "    the resources `kpack list --kernels` shows.\n"
+    "\n"
     "OPTIONS\n"
-    "    --json      print one JSON array with an object per archive:\n"
-    "                {archive, format_version, group_name, gfx_arch_family,\n"
-    "                gfx_arches, compression_scheme, binaries, kernels,\n"
-    "                size, stored_size, file_size}\n"
+    "    --json      print one JSON array with an object per FILE: for an\n"
+    "                archive {archive, format_version, group_name,\n"
+    "                gfx_arch_family, gfx_arches, compression_scheme,\n"
+    "                binaries, kernels, size, stored_size, file_size}; for a\n"
+    "                code object {file, code_object_version, e_flags,\n"
+    "                target, processor, xnack, sramecc, metadata_target,\n"
+    "                kernels: [{name, symbol, vgpr_count, ...}]} with the\n"
+    "                kernel members of `kpack list --kernels --json`\n"
+    "    --metadata  print the whole metadata note (NT_AMDGPU_METADATA) of\n"
+    "                one code object as indented JSON, as kpackfs shows it\n"
+    "                in metadata.json (null when there is no note)\n"
     "    -h, --help  print this manual\n"
     "\n"
     "EXAMPLES\n"
     "    kpack info .kpack/rand_lib_gfx90a.kpack\n"
+    "    kpack cat rand.kpack 'lib/librocrand.so.1#0' gfx90a:xnack- > k.hsaco\n"
+    "    kpack info k.hsaco\n"
+    "    kpack info --metadata k.hsaco | jq '.\"amdhsa.kernels\" | length'\n"
     "\n"
     "EXIT STATUS\n"
-    "    0 success; 1 an archive could not be opened; 2 bad command line.\n";
+    "    0 success; 1 a FILE could not be opened or read; 2 bad command\n"
+    "    line.\n";
 
 static const char cat_manual[] =
     "NAME\n"
@@ -94,19 +140,21 @@ static int info_run(int argc, char** argv);
 static int cat_run(int argc, char** argv);
 
 const cli_command cli_list_command = {
-    "list", "list the kernels of archives (binary, arch, sizes, ratio)",
+    "list", "list archives' kernels (sizes; --kernels: GPU kernels inside)",
     list_manual, list_run};
 const cli_command cli_info_command = {
-    "info", "show an archive's header (group, family, arches, scheme), totals",
+    "info", "show an archive's header, or a code object's target, kernels",
     info_manual, info_run};
 const cli_command cli_cat_command = {
     "cat", "write one kernel's bytes to standard output", cat_manual, cat_run};
 
-/* Parses the options shared by list and info: --json and --help. Returns
- * -1 to go on, or the exit status. */
+/* Parses the options shared by list and info: --json and --help, and
+ * info's --metadata (`metadata` is NULL for list). Returns -1 to go on, or
+ * the exit status. */
 static int parse_json_flag(const cli_command* cmd, int argc, char** argv,
-                           bool* json) {
+                           bool* json, bool* metadata) {
   static const struct option options[] = {{"json", no_argument, NULL, 'J'},
+                                          {"metadata", no_argument, NULL, 'M'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   int c;
@@ -115,6 +163,11 @@ static int parse_json_flag(const cli_command* cmd, int argc, char** argv,
     switch (c) {
       case 'J':
         *json = true;
+        break;
+      case 'M':
+        if (metadata == NULL)
+          return cli_usage_error(cmd, "unknown option");
+        *metadata = true;
         break;
       case 'h':
         return cli_print_manual(cmd);
@@ -196,7 +249,11 @@ static int list_run(int argc, char** argv) {
   size_t listed = 0;
   char a[32], b[32], r[32];
 
-  int early = parse_json_flag(&cli_list_command, argc, argv, &s.json);
+  /* --kernels reads the code objects: a command of its own. */
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strncmp(argv[i], "--kernel", 8) == 0)
+      return cli_list_kernels(argc, argv);
+  int early = parse_json_flag(&cli_list_command, argc, argv, &s.json, NULL);
   if (early >= 0)
     return early;
   s.many = argc - optind > 1;
@@ -326,16 +383,32 @@ static kpack_error_t print_info(const char* path, kpack_archive_t archive,
 }
 
 static int info_run(int argc, char** argv) {
-  bool json;
+  bool json, metadata = false;
   int status = CLI_OK;
   bool first = true;
-  int early = parse_json_flag(&cli_info_command, argc, argv, &json);
+  int early = parse_json_flag(&cli_info_command, argc, argv, &json, &metadata);
   if (early >= 0)
     return early;
+  if (metadata) {
+    if (json || argc - optind != 1)
+      return cli_usage_error(&cli_info_command,
+                             "--metadata takes one code object FILE");
+    if (!cli_is_code_object(argv[optind])) {
+      cli_error("%s: not an AMDGPU code object (--metadata)", argv[optind]);
+      return CLI_FAIL;
+    }
+    return cli_code_object_metadata(argv[optind]);
+  }
   if (json)
     fputs("[", stdout);
   for (int i = optind; i < argc; i++) {
     kpack_archive_t archive;
+    if (cli_is_code_object(argv[i])) {
+      if (cli_code_object_info(argv[i], json, first) != CLI_OK)
+        status = CLI_FAIL;
+      first = false;
+      continue;
+    }
     kpack_error_t err = kpack_open(argv[i], &archive);
     if (err == KPACK_SUCCESS) {
       err = print_info(argv[i], archive, json, first);
