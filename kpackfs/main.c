@@ -85,15 +85,16 @@ static void usage(void) {
       "    Shows every kernel of the archives as a read-only file\n"
       "    MOUNTPOINT/<binary>/<arch>/kernel.<type> (kernel.hsaco for code\n"
       "    objects), decompressed on first read and kept in a bounded\n"
-      "    cache. MOUNTPOINT/.kpackfs/stats counts kernels, reads\n"
-      "    and cache use; MOUNTPOINT/.kpackfs/archives lists the archives.\n"
-      "    Extended attributes user.kpack.* on each kernel name its archive,\n"
-      "    binary, arch, sizes and compression.\n"
+      "    cache. Beside each code object, `kernels` lists its GPU kernels\n"
+      "    (one line each: name, registers, LDS, scratch...) and\n"
+      "    `metadata.json` holds its metadata note. MOUNTPOINT/.kpackfs/stats\n"
+      "    counts kernels, reads and cache use; MOUNTPOINT/.kpackfs/archives\n"
+      "    lists the archives. Extended attributes user.kpack.* on each\n"
+      "    kernel name its archive, binary, arch, sizes and compression.\n"
       "\n"
       "    A SOURCE is a .kpack file or a directory searched recursively for\n"
       "    *.kpack; it may also be a ':'-separated list, as /etc/fstab needs.\n"
-      "    When two sources hold the same binary and arch, the first one "
-      "wins.\n"
+      "    When two sources hold the same binary and arch, the first wins.\n"
       "    Every source is opened before anything is mounted: a bad one stops\n"
       "    kpackfs with the file and the error. One file descriptor stays\n"
       "    open per archive; the soft RLIMIT_NOFILE is raised to the hard\n"
@@ -302,6 +303,7 @@ static int run_session(kfs_fs* fs, struct fuse_args* args,
   se = fuse_session_new(args, &kfs_ops, sizeof(kfs_ops), fs);
   if (se == NULL)
     return 1;
+  fs->session = se;
   if (fuse_set_signal_handlers(se) != 0)
     goto destroy;
   if (fuse_session_mount(se, opts->mountpoint) != 0)
