@@ -74,7 +74,9 @@ static void usage(const char* prog) {
       "\n"
       "Mounts kpack archives read-only: "
       "MOUNTPOINT/<binary>/<arch>/kernel.hsaco\n"
-      "for every kernel, plus .kpackfs/stats and .kpackfs/archives. A SOURCE\n"
+      "for every kernel, and beside each code object `kernels` (one line per\n"
+      "GPU kernel: name, registers, LDS, scratch...) and `metadata.json` (its\n"
+      "metadata note), plus .kpackfs/stats and .kpackfs/archives. A SOURCE\n"
       "is a .kpack file or a directory searched recursively for *.kpack;\n"
       "SOURCE may also be a ':'-separated list (for /etc/fstab). When two\n"
       "sources hold the same binary and arch, the first one wins.\n"
@@ -254,6 +256,7 @@ static int run_session(kfs_fs* fs, struct fuse_args* args,
   se = fuse_session_new(args, &kfs_ops, sizeof(kfs_ops), fs);
   if (se == NULL)
     return 1;
+  fs->session = se;
   if (fuse_set_signal_handlers(se) != 0)
     goto destroy;
   if (fuse_session_mount(se, opts->mountpoint) != 0)
