@@ -33,7 +33,7 @@ quietly() {
   shift
   mkdir -p "$cache"
   log="$cache/$what.log"
-  printf '%s: %s ... ' "$what" "$*"
+  printf '%s (%s, log in .cache/%s.log) ... ' "$what" "$(basename "$1")" "$what"
   if "$@" >"$log" 2>&1; then
     echo "done"
   else
