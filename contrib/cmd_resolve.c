@@ -86,7 +86,8 @@ typedef struct rs_event {
   char** arches;
   size_t arch_count;
   size_t size;
-  bool exists, is_directory, opened;
+  int error_number;
+  bool exists, is_directory, opened, transient;
 } rs_event;
 
 typedef struct rs_trace {
@@ -128,6 +129,8 @@ static void record(const kpack_trace_event_t* ev, void* user) {
   e->exists = ev->exists;
   e->is_directory = ev->is_directory;
   e->opened = ev->opened;
+  e->error_number = ev->error_number;
+  e->transient = ev->transient;
   if (ev->arch_count > 0 &&
       (e->arches = calloc(ev->arch_count, sizeof(*e->arches))) != NULL) {
     e->arch_count = ev->arch_count;
@@ -228,8 +231,14 @@ static void print_human(const rs_request* r, const rs_trace* t,
             fprintf(f, "%s%s", j ? " " : "", e->arches[j]);
           fclose(f);
         }
-        cli_table_row(&archives, "%s\t%s\t%s", e->path,
-                      kpack_error_string(e->status),
+        char reason[160] = "";
+        if (e->error_number != 0 || e->transient)
+          snprintf(reason, sizeof(reason), " (%s%s%s)",
+                   e->error_number ? strerror(e->error_number) : "",
+                   e->error_number && e->transient ? ", " : "",
+                   e->transient ? "transient: tried again next load" : "");
+        cli_table_row(&archives, "%s\t%s%s\t%s", e->path,
+                      kpack_error_string(e->status), reason,
                       declares && *declares ? declares : "-");
         free(declares);
         break;
@@ -342,6 +351,9 @@ static void print_json(const rs_request* r, const rs_trace* t,
     first = false;
     json_field("path", e->path, false);
     json_field("status", kpack_error_string(e->status), true);
+    json_field("error", e->error_number ? strerror(e->error_number) : NULL,
+               true);
+    printf(", \"transient\": %s", e->transient ? "true" : "false");
     printf(", \"opened\": %s, \"arches\": ", e->opened ? "true" : "false");
     json_string_array(e->arches, e->arch_count);
     fputc('}', stdout);

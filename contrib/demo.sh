@@ -14,7 +14,10 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cache="$root/.cache"
 build="$root/${BUILD:-build}"
 make_cmd=${MAKE:-make}
-packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils"
+# Build and test dependencies (make check); cmake and man-db are for make
+# install-check (CMake consumer, man pages), groff-base for the man page
+# suite.
+packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils groff-base cmake man-db"
 
 if [ -t 1 ]; then bold='\033[1m' plain='\033[0m'; else bold='' plain=''; fi
 say() { printf "\n${bold}== %s${plain}\n" "$*"; }
@@ -22,6 +25,24 @@ die() { printf 'demo: %s\n' "$*" >&2; exit 1; }
 show() { printf '$ %s\n' "$*"; "$@"; }
 
 is_root() { [ "$(id -u)" = 0 ]; }
+
+# quietly WHAT COMMAND...: one line on the screen, the command's output in
+# .cache/WHAT.log; on failure that log is shown in full.
+quietly() {
+  what=$1
+  shift
+  mkdir -p "$cache"
+  log="$cache/$what.log"
+  printf '%s (%s, log in .cache/%s.log) ... ' "$what" "$(basename "$1")" "$what"
+  if "$@" >"$log" 2>&1; then
+    echo "done"
+  else
+    status=$?
+    echo "failed (exit $status); its output:"
+    cat "$log"
+    exit "$status"
+  fi
+}
 
 # The unpacked librocrand.so.1.1, if a previous run left it.
 cached_library() {
@@ -73,9 +94,10 @@ install_packages() {
     echo "all build dependencies are installed"
   elif is_root; then
     export DEBIAN_FRONTEND=noninteractive
-    show apt-get -q update
+    echo "installing:$missing"
+    quietly apt-update apt-get update
     # shellcheck disable=SC2086
-    show apt-get install -y -q --no-install-recommends $missing
+    quietly apt-install apt-get install -y --no-install-recommends $missing
   else
     die "missing packages:$missing (run 'make demo' as root to install them)"
   fi
@@ -93,7 +115,7 @@ demo() {
   install_packages
 
   say "2. build"
-  (cd "$root" && $make_cmd BUILD="${BUILD:-build}")
+  quietly build $make_cmd -C "$root" --no-print-directory BUILD="${BUILD:-build}"
   kpack="$build/bin/kpack"
   kpackfs="$build/bin/kpackfs"
   [ -x "$kpack" ] || die "$kpack was not built"

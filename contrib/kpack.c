@@ -49,7 +49,20 @@ static void print_overview(FILE* out) {
       "\n"
       "EXIT STATUS\n"
       "    0 success, 1 failure (the message names the file and the kpack\n"
-      "    status), 2 bad command line, 130 interrupted.\n",
+      "    status, or standard output could not be written), 2 bad command\n"
+      "    line, 130 interrupted.\n"
+      "\n"
+      "ENVIRONMENT\n"
+      "    ROCM_KPACK_PATH         ':'-separated archives (or directories of\n"
+      "                            them) searched instead of embedded paths\n"
+      "    ROCM_KPACK_PATH_PREFIX  searched before the embedded paths\n"
+      "    ROCM_KPACK_DISABLE      the loader finds nothing\n"
+      "    ROCM_KPACK_DEBUG        the loader logs each step on standard error\n"
+      "\n"
+      "    kpack resolve searches as the HIP runtime would with them.\n"
+      "\n"
+      "SEE ALSO\n"
+      "    kpackfs(8)\n",
       out);
 }
 

@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT
  *
  * kpackfs internals. sources.c turns SOURCE arguments into archive paths,
- * tree.c opens the archives and builds the immutable inode table, ops.c
- * answers the FUSE low-level requests from that table and the shared kernel
- * cache, and main.c parses options and runs the session.
+ * tree.c opens the archives and builds the immutable inode table, render.c
+ * turns a kernel's code object into the text of its `kernels` and
+ * `metadata.json` files, ops.c answers the FUSE low-level requests from the
+ * table, the shared kernel cache and the renders, and main.c parses options
+ * and runs the session.
  */
 #ifndef KPACKFS_H
 #define KPACKFS_H
@@ -47,6 +49,8 @@ typedef enum kfs_kind {
   KFS_KERNEL,
   KFS_STATS,    /* .kpackfs/stats: rendered at each open */
   KFS_ARCHIVES, /* .kpackfs/archives: fixed at mount */
+  KFS_KERNELS,  /* <arch>/kernels: rendered from the code object */
+  KFS_METADATA, /* <arch>/metadata.json: likewise */
 } kfs_kind;
 
 /* Fixed inode numbers; everything else follows in build order. */
@@ -62,7 +66,9 @@ typedef struct kfs_source {
   const char* scheme; /* "none" or "zstd-per-kernel" */
 } kfs_source;
 
-/* One inode. Kernel nodes point at strings the archive owns. */
+/* One inode. Kernel nodes point at strings the archive owns; the text
+ * files beside a kernel (`kernels`, `metadata.json`) carry its source,
+ * binary, arch and render slot. */
 typedef struct kfs_node {
   const char* name;
   fuse_ino_t parent;
@@ -72,6 +78,7 @@ typedef struct kfs_node {
   uint32_t nlink;       /* dirs: 2 + subdirectories */
   uint32_t child_first; /* dirs: children[child_first ..] sorted by name */
   uint32_t child_count;
+  uint32_t render;    /* kernels and their text files: render slot */
   const char* binary; /* kernels: TOC binary name */
   const char* arch;   /* kernels: TOC arch */
   uint64_t size;      /* kernels: decompressed size from the TOC */
@@ -79,8 +86,49 @@ typedef struct kfs_node {
 
 typedef struct kfs_arena_chunk kfs_arena_chunk;
 
+/* ---- render.c --------------------------------------------------------------
+ */
+
+/* What a kernel's code object shows as files and attributes, built on the
+ * first request that needs it and immutable afterwards. */
+typedef struct kfs_render {
+  char* kernels; /* the `kernels` text: one line per kernel */
+  size_t kernels_size;
+  char* json; /* the `metadata.json` text: the note, pretty, + "\n" */
+  size_t json_size;
+  char* target; /* user.kpack.target */
+  size_t kernel_count;
+  /* render.c's bookkeeping, under kfs_renders.lock */
+  uint32_t refs;
+  uint32_t slot;
+  size_t bytes;
+  struct kfs_render* lru_prev;
+  struct kfs_render* lru_next;
+} kfs_render;
+
+typedef struct kfs_render_slot kfs_render_slot;
+
+/* The renders of every kernel, kept within a byte budget: released ones
+ * stay in LRU order until the budget is exceeded (the page cache keeps what
+ * was read anyway; this bridges closes, xattr lookups and evicted pages).
+ * Sizes, once known, are remembered for good, so `stat` never renders. */
+typedef struct kfs_renders {
+  pthread_mutex_t lock; /* protects everything below and each slot */
+  pthread_cond_t done;  /* a render finished (single flight per kernel) */
+  kfs_render_slot* slots;
+  size_t count;
+  kfs_render* lru; /* released renders, most recent first (circular) */
+  uint64_t budget;
+  uint64_t bytes;    /* held, pinned or not */
+  uint64_t renders;  /* renders built */
+  uint64_t failures; /* renders that failed (not a code object, EIO...) */
+} kfs_renders;
+
+#define KFS_RENDER_BUDGET (8ull << 20)
+
 /* Built once before mounting, read-only afterwards: requests read it from
- * any thread without a lock. */
+ * any thread without a lock. The exception is `renders`, which has its own
+ * lock (render.c). */
 typedef struct kfs_tree {
   kfs_source* sources;
   size_t source_count;
@@ -97,8 +145,9 @@ typedef struct kfs_tree {
   uint64_t kernel_bytes; /* sum of kernel sizes, for statfs */
   size_t binaries;
   size_t kernels;
-  size_t skipped;  /* unsafe or conflicting names */
-  size_t shadowed; /* hidden by an earlier source (first source wins) */
+  size_t skipped;      /* unsafe or conflicting names */
+  size_t shadowed;     /* hidden by an earlier source (first source wins) */
+  kfs_renders renders; /* one slot per kernel file */
 } kfs_tree;
 
 /* Opens every archive and builds the tree. A source that does not open is
@@ -129,8 +178,9 @@ typedef struct kfs_fs {
   struct kfs_handle* handles;
   uid_t uid;
   gid_t gid;
-  bool no_opendir;            /* set once by init: the kernel skips OPENDIR */
-  atomic_uint_fast64_t opens; /* kernel files opened */
+  struct fuse_session* session; /* for invalidations; set before mounting */
+  bool no_opendir;              /* set once by init: the kernel skips OPENDIR */
+  atomic_uint_fast64_t opens;   /* kernel files opened */
   atomic_uint_fast64_t read_requests; /* kernel reads the daemon served */
   atomic_uint_fast64_t read_errors;   /* first reads refused (EIO...) */
 } kfs_fs;
@@ -140,5 +190,40 @@ extern const struct fuse_lowlevel_ops kfs_ops;
 /* After the session loop has returned: closes every file the kernel never
  * released, unpinning its kernel, so the cache can be destroyed. */
 void kfs_close_open_files(kfs_fs* fs);
+
+/* ---- render.c, continued ---------------------------------------------------
+ */
+
+/* One slot per kernel file; called by kfs_tree_build once the tree is
+ * complete, and by kfs_tree_free. 0 or -ENOMEM. */
+int kfs_renders_init(kfs_renders* renders, size_t count, uint64_t budget);
+void kfs_renders_free(kfs_renders* renders);
+
+/* The size of text file `n` (KFS_KERNELS or KFS_METADATA) if its kernel was
+ * ever rendered; false otherwise. Never renders. */
+bool kfs_render_size(kfs_renders* renders, const kfs_node* n, uint64_t* size);
+
+/* The render of the kernel behind node `n` (a kernel or one of its text
+ * files), built on a miss: the kernel is taken from the shared kernel cache
+ * (decompressed at most once however many threads ask) and read with
+ * kpack_code_object_parse(). Concurrent misses for one kernel build it
+ * once. Pinned until kfs_render_release(). Statuses: the kernel cache's
+ * (the kernel cannot be read), kpack_code_object_parse()'s (it is not a code
+ * object), OUT_OF_MEMORY; a failure is not remembered. */
+kpack_error_t kfs_render_acquire(kfs_fs* fs, const kfs_node* n,
+                                 kfs_render** render);
+void kfs_render_release(kfs_renders* renders, kfs_render* render);
+
+/* Telling the kernel the real size of text file `n` (ops.c, open_text),
+ * once per file. begin returns false when that is done, after waiting for
+ * another thread that is doing it; true makes the caller the one to do it,
+ * who then calls end with whether it succeeded (if not, a later caller
+ * tries again). */
+bool kfs_render_announce_begin(kfs_renders* renders, const kfs_node* n);
+void kfs_render_announce_end(kfs_renders* renders, const kfs_node* n,
+                             bool announced);
+
+/* Appends "renders=N\nrender_bytes=N\n" style lines for .kpackfs/stats. */
+int kfs_render_stats(kfs_renders* renders, char** text);
 
 #endif /* KPACKFS_H */

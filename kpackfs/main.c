@@ -21,13 +21,12 @@
 #include "kpackfs.h"
 
 /* The page cache keeps what was read across opens, and an open kernel is
- * pinned whatever the budget, so the cache only has to bridge a kernel's
- * closes: a tool that reads the ELF header, closes and comes back for the
- * sections, `kernels` rendered right after `kernel.hsaco` was read, pages
- * the kernel dropped under memory pressure. A dozen recent kernels of a
- * real library (1-2 MB each) is enough; more only duplicates the page cache
- * (README, "How reads work"). */
-#define KFS_DEFAULT_CACHE (16ull << 20)
+ * pinned whatever the budget, so the cache only bridges a kernel's closes:
+ * `kernels` and `metadata.json` rendered right after `kernel.hsaco` was
+ * read (they sort next to each other), a tool that reads the ELF header,
+ * closes and comes back for the sections. That is the last kernel or two;
+ * more only duplicates the page cache (README, "How reads work"). */
+#define KFS_DEFAULT_CACHE (4ull << 20)
 
 typedef struct kfs_config {
   char** positional; /* SOURCE... MOUNTPOINT */
@@ -69,30 +68,79 @@ static const struct fuse_opt kfs_opts[] = {
     FUSE_OPT_END,
 };
 
-static void usage(const char* prog) {
-  printf(
-      "usage: %s [options] SOURCE... MOUNTPOINT\n"
+/* The manual: --help prints it, and the build makes kpackfs(8) from it
+ * (contrib/manpage.sh), so the two cannot drift apart. Sections and
+ * layout follow the kpack tool's manuals; libfuse prints its own options. */
+static void usage(void) {
+  fputs(
+      "NAME\n"
+      "    kpackfs - mount kpack archives of GPU code objects as a read-only\n"
+      "    file tree\n"
       "\n"
-      "Mounts kpack archives read-only: "
-      "MOUNTPOINT/<binary>/<arch>/kernel.hsaco\n"
-      "for every kernel, plus .kpackfs/stats and .kpackfs/archives. A SOURCE\n"
-      "is a .kpack file or a directory searched recursively for *.kpack;\n"
-      "SOURCE may also be a ':'-separated list (for /etc/fstab). When two\n"
-      "sources hold the same binary and arch, the first one wins.\n"
+      "SYNOPSIS\n"
+      "    kpackfs [-f] [-o OPTION[,OPTION]...] SOURCE... MOUNTPOINT\n"
+      "    mount -t fuse.kpackfs SOURCE[:SOURCE]... MOUNTPOINT\n"
       "\n"
-      "kpackfs options:\n"
+      "DESCRIPTION\n"
+      "    Shows every kernel of the archives as a read-only file\n"
+      "    MOUNTPOINT/<binary>/<arch>/kernel.<type> (kernel.hsaco for code\n"
+      "    objects), decompressed on first read and kept in a bounded\n"
+      "    cache. Beside each code object, `kernels` lists its GPU kernels\n"
+      "    (one line each: name, registers, LDS, scratch...) and\n"
+      "    `metadata.json` holds its metadata note. MOUNTPOINT/.kpackfs/stats\n"
+      "    counts kernels, reads and cache use; MOUNTPOINT/.kpackfs/archives\n"
+      "    lists the archives. Extended attributes user.kpack.* on each\n"
+      "    kernel name its archive, binary, arch, sizes and compression.\n"
+      "\n"
+      "    A SOURCE is a .kpack file or a directory searched recursively for\n"
+      "    *.kpack; it may also be a ':'-separated list, as /etc/fstab needs.\n"
+      "    When two sources hold the same binary and arch, the first wins.\n"
+      "    Every source is opened before anything is mounted: a bad one stops\n"
+      "    kpackfs with the file and the error. One file descriptor stays\n"
+      "    open per archive; the soft RLIMIT_NOFILE is raised to the hard\n"
+      "    limit at start.\n"
+      "\n"
+      "    Unmount with fusermount3 -u MOUNTPOINT (or umount as root); SIGINT\n"
+      "    and SIGTERM unmount cleanly too.\n"
+      "\n"
+      "OPTIONS\n"
       "    -o cache_size=SIZE     decompressed-kernel cache budget, with an\n"
-      "                           optional K, M or G suffix (default 16M)\n"
+      "                           optional K, M or G suffix (default 4M)\n"
       "    -o uid=N,gid=N         owner of every file (default: the mounting\n"
       "                           user)\n"
-      "    -h, --help             this help\n"
-      "    -V, --version          versions of kpackfs and libfuse\n"
+      "    -h, --help             print this manual\n"
+      "    -V, --version          print the versions of kpackfs and libfuse\n"
       "\n"
-      "Unmount with `fusermount3 -u MOUNTPOINT` (or SIGINT/SIGTERM).\n"
-      "\n",
-      prog);
+      "    The options mount(8) passes from /etc/fstab (ro, rw, defaults,\n"
+      "    noauto, user, nofail, _netdev, x-*...) are accepted; the mount is\n"
+      "    read-only whatever they say.\n"
+      "\n"
+      "FUSE OPTIONS\n",
+      stdout);
+  /* libfuse's own text, with the same layout. */
+  fflush(stdout);
   fuse_cmdline_help();
   fuse_lowlevel_help();
+  fputs(
+      "\n"
+      "EXAMPLES\n"
+      "    kpackfs /opt/rocm/lib/.kpack /mnt/kernels\n"
+      "    kpackfs -o cache_size=512M,allow_other a.kpack b.kpack "
+      "/mnt/kernels\n"
+      "    fusermount3 -u /mnt/kernels\n"
+      "\n"
+      "    An /etc/fstab line (several sources join with ':'):\n"
+      "\n"
+      "        /opt/rocm/lib/.kpack  /mnt/kernels  fuse.kpackfs  "
+      "noauto,allow_other  0  0\n"
+      "\n"
+      "EXIT STATUS\n"
+      "    0 after a clean unmount (or for --help and --version); 1 when a\n"
+      "    source cannot be opened, an option is wrong or the mount fails.\n"
+      "\n"
+      "SEE ALSO\n"
+      "    kpack(1), fusermount3(1), mount.fuse3(8), fstab(5)\n",
+      stdout);
 }
 
 /* SIZE with an optional K, M, G or T suffix (powers of 1024). */
@@ -255,6 +303,7 @@ static int run_session(kfs_fs* fs, struct fuse_args* args,
   se = fuse_session_new(args, &kfs_ops, sizeof(kfs_ops), fs);
   if (se == NULL)
     return 1;
+  fs->session = se;
   if (fuse_set_signal_handlers(se) != 0)
     goto destroy;
   if (fuse_session_mount(se, opts->mountpoint) != 0)
@@ -313,7 +362,7 @@ int main(int argc, char* argv[]) {
   if (fuse_opt_parse(&args, &cfg, kfs_opts, kfs_opt_proc) != 0 || cfg.bad)
     goto out;
   if (cfg.help) {
-    usage(argv[0]);
+    usage();
     rc = 0;
     goto out;
   }

@@ -20,7 +20,8 @@
  * attributes and negative lookups for as long as it likes. */
 #define KFS_TIMEOUT 86400.0
 
-/* An open file: a kernel, the archives list, or a stats snapshot.
+/* An open file: a kernel, one of its text files, the archives list, or a
+ * stats snapshot.
  * The open holds one reference and each read in progress another. The
  * kernel can deliver RELEASE while a read's writev() is still returning
  * (it completes the request, and so may let the file close, before the
@@ -36,6 +37,7 @@ typedef struct kfs_handle {
   const kfs_node* node;        /* kernels only */
   pthread_mutex_t pin_lock;    /* serialises the first pin of `entry` */
   kpack_kcache_entry_t* entry; /* set once pinned; then `data` is valid */
+  kfs_render* render;          /* text files: the pinned render, likewise */
   int pin_error;               /* a failed pin is not retried per READ */
   const char* data;
   size_t size;
@@ -83,8 +85,18 @@ static char* render_stats(kfs_fs* fs, size_t* size) {
       (uint64_t)atomic_load(&fs->read_requests));
   if (n < 0)
     return NULL;
-  *size = (size_t)n;
-  return text;
+  /* The renders' counters follow (render.c). */
+  char* renders = NULL;
+  char* all = NULL;
+  if (kfs_render_stats(&fs->tree.renders, &renders) >= 0) {
+    if (asprintf(&all, "%s%s", text, renders) < 0)
+      all = NULL;
+    free(renders);
+  }
+  free(text);
+  if (all != NULL)
+    *size = strlen(all);
+  return all;
 }
 
 static void fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
@@ -99,7 +111,8 @@ static void fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
   /* A directory or kernel carries the time of the archive that made it;
    * the synthetic entries that of the newest archive. */
   struct timespec time = t->newest_mtime;
-  if ((n->kind == KFS_DIR && ino > KFS_INO_META) || n->kind == KFS_KERNEL)
+  if ((n->kind == KFS_DIR && ino > KFS_INO_META) || n->kind == KFS_KERNEL ||
+      n->kind == KFS_KERNELS || n->kind == KFS_METADATA)
     time = t->sources[n->source].mtime;
   st->st_atim = st->st_mtim = st->st_ctim = time;
   switch (n->kind) {
@@ -115,6 +128,16 @@ static void fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
       st->st_mode = S_IFREG | 0444;
       st->st_size = (off_t)t->archives_size;
       break;
+    case KFS_KERNELS:
+    case KFS_METADATA: {
+      /* 0 until the kernel is first rendered (stat must not decompress),
+       * then the exact size; kfs_open tells the kernel when it changes. */
+      uint64_t size = 0;
+      kfs_render_size(&fs->tree.renders, n, &size);
+      st->st_mode = S_IFREG | 0444;
+      st->st_size = (off_t)size;
+      break;
+    }
     case KFS_STATS: {
       size_t size = 0;
       free(render_stats(fs, &size));
@@ -314,6 +337,7 @@ static void free_handle(kfs_fs* fs, kfs_handle* h) {
     h->next->prev = h->prev;
   pthread_mutex_unlock(&fs->handles_lock);
   kpack_kcache_release(fs->cache, h->entry);
+  kfs_render_release(&fs->tree.renders, h->render);
   pthread_mutex_destroy(&h->pin_lock);
   free(h->owned);
   free(h);
@@ -353,6 +377,55 @@ static int pin_kernel(kfs_fs* fs, kfs_handle* h) {
   return err;
 }
 
+/* Pins the render behind a text file on first use; 0 or an errno. */
+static int pin_text(kfs_fs* fs, kfs_handle* h) {
+  int err = 0;
+  pthread_mutex_lock(&h->pin_lock);
+  if (h->render == NULL && h->pin_error == 0) {
+    kpack_error_t kerr = kfs_render_acquire(fs, h->node, &h->render);
+    if (kerr == KPACK_SUCCESS) {
+      bool json = h->node->kind == KFS_METADATA;
+      h->data = json ? h->render->json : h->render->kernels;
+      h->size = json ? h->render->json_size : h->render->kernels_size;
+    } else {
+      h->pin_error = kfs_errno(kerr);
+    }
+  }
+  err = h->pin_error;
+  pthread_mutex_unlock(&h->pin_lock);
+  return err;
+}
+
+/* A text file's size is unknown until its kernel is first rendered, and the
+ * kernel keeps the 0 it was told until then for as long as it likes (long
+ * attribute timeouts keep `ls -l` and `find` cheap). So the first open of
+ * each text file renders it, then invalidates the kernel's attributes for
+ * the inode before replying: the first read past the stale end of file
+ * makes the kernel ask again (FUSE refreshes the size on a read past EOF),
+ * gets the real size, and from then on the page cache serves the text like
+ * any file. Later opens render nothing until a READ reaches the daemon.
+ *
+ * The invalidation is sent once per file, and opens that arrive meanwhile
+ * wait for it: it also makes the kernel drop attribute replies in flight,
+ * so a reader's refresh racing a second invalidation would keep size 0 and
+ * read an empty file. If it cannot be sent, that open reads with direct
+ * I/O, which ignores the size. */
+static int open_text(kfs_fs* fs, fuse_ino_t ino, kfs_handle* h,
+                     struct fuse_file_info* fi) {
+  fi->keep_cache = 1;
+  if (!kfs_render_announce_begin(&fs->tree.renders, h->node))
+    return 0;
+  int err = pin_text(fs, h);
+  bool told = err == 0 && fs->session != NULL &&
+              fuse_lowlevel_notify_inval_inode(fs->session, ino, -1, 0) == 0;
+  kfs_render_announce_end(&fs->tree.renders, h->node, told);
+  if (err == 0 && !told) {
+    fi->keep_cache = 0;
+    fi->direct_io = 1;
+  }
+  return err;
+}
+
 static void kfs_open(fuse_req_t req, fuse_ino_t ino,
                      struct fuse_file_info* fi) {
   kfs_fs* fs = fs_of(req);
@@ -381,6 +454,10 @@ static void kfs_open(fuse_req_t req, fuse_ino_t ino,
     h->size = n->size; /* from the TOC; the pinned kernel has the same */
     atomic_fetch_add(&fs->opens, 1);
     fi->keep_cache = 1; /* the page cache outlives this open */
+  } else if (n->kind == KFS_KERNELS || n->kind == KFS_METADATA) {
+    h->node = n;
+    if ((err = open_text(fs, ino, h, fi)) != 0)
+      goto fail;
   } else if (n->kind == KFS_ARCHIVES) {
     h->data = fs->tree.archives_text;
     h->size = fs->tree.archives_size;
@@ -413,9 +490,13 @@ static void kfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
   kfs_handle* h = (kfs_handle*)(uintptr_t)fi->fh;
   (void)ino;
   atomic_fetch_add(&h->refs, 1);
-  int err = h->node != NULL ? pin_kernel(fs, h) : 0;
-  if (h->node != NULL)
+  int err = 0;
+  if (h->node != NULL && h->node->kind == KFS_KERNEL) {
+    err = pin_kernel(fs, h);
     atomic_fetch_add(&fs->read_requests, 1);
+  } else if (h->node != NULL) {
+    err = pin_text(fs, h);
+  }
   if (err != 0) {
     fuse_reply_err(req, err);
   } else if (off < 0 || (uint64_t)off >= h->size) {
@@ -511,6 +592,47 @@ static void reply_xattr_bytes(fuse_req_t req, const char* value, size_t len,
     fuse_reply_buf(req, value, len);
 }
 
+/* Attributes read from the code object itself (render.c): listed for every
+ * code object (type "hsaco"), computed only when asked for. */
+static const char* const code_object_xattrs[] = {
+    "user.kpack.target",
+    "user.kpack.kernels",
+};
+#define CODE_OBJECT_XATTR_COUNT \
+  (sizeof(code_object_xattrs) / sizeof(code_object_xattrs[0]))
+
+static bool is_code_object(const kfs_fs* fs, const kfs_node* n) {
+  kpack_kernel_info_t info;
+  return n->kind == KFS_KERNEL &&
+         kpack_get_kernel_info(fs->tree.sources[n->source].archive, n->binary,
+                               n->arch, &info) == KPACK_SUCCESS &&
+         strcmp(info.type, "hsaco") == 0;
+}
+
+/* Kernel bytes that are not a code object have no such attribute
+ * (ENODATA); a kernel that cannot be read is EIO like its reads. */
+static void reply_code_object_xattr(fuse_req_t req, kfs_fs* fs,
+                                    const kfs_node* n, size_t index,
+                                    size_t size) {
+  kfs_render* r;
+  char count[32];
+  kpack_error_t err = kfs_render_acquire(fs, n, &r);
+  if (err == KPACK_ERROR_INVALID_FORMAT ||
+      err == KPACK_ERROR_MSGPACK_PARSE_FAILED ||
+      err == KPACK_ERROR_INVALID_METADATA) {
+    fuse_reply_err(req, ENODATA);
+    return;
+  }
+  if (err != KPACK_SUCCESS) {
+    fuse_reply_err(req, kfs_errno(err));
+    return;
+  }
+  snprintf(count, sizeof(count), "%zu", r->kernel_count);
+  const char* value = index == 0 ? r->target : count;
+  reply_xattr_bytes(req, value, strlen(value), size);
+  kfs_render_release(&fs->tree.renders, r);
+}
+
 static void kfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
                          size_t size) {
   kfs_fs* fs = fs_of(req);
@@ -518,6 +640,12 @@ static void kfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
   if (n == NULL) {
     fuse_reply_err(req, ENOENT);
     return;
+  }
+  for (size_t i = 0; i < CODE_OBJECT_XATTR_COUNT; i++) {
+    if (strcmp(name, code_object_xattrs[i]) == 0 && is_code_object(fs, n)) {
+      reply_code_object_xattr(req, fs, n, i, size);
+      return;
+    }
   }
   for (size_t i = 0; n->kind == KFS_KERNEL && i < XATTR_COUNT; i++) {
     if (strcmp(name, xattr_names[i]) == 0 && xattr_present(fs, n, i)) {
@@ -550,6 +678,12 @@ static void kfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
       continue;
     size_t add = strlen(xattr_names[i]) + 1; /* names are NUL-separated */
     memcpy(list + len, xattr_names[i], add);
+    len += add;
+  }
+  for (size_t i = 0; i < CODE_OBJECT_XATTR_COUNT && is_code_object(fs, n);
+       i++) {
+    size_t add = strlen(code_object_xattrs[i]) + 1;
+    memcpy(list + len, code_object_xattrs[i], add);
     len += add;
   }
   reply_xattr_bytes(req, list, len, size);

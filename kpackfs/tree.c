@@ -197,6 +197,35 @@ static void warn_skip(const kfs_tree* t, uint32_t source, const char* binary,
 
 /* ---- building ------------------------------------------------------------ */
 
+/* Beside a code object, the text files rendered from it (render.c). A name
+ * another entry already took (a directory, from a binary "x#0/gfx90a" with
+ * arch "kernels") stays that entry's, with a warning. */
+static int add_text_files(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel) {
+  static const struct {
+    const char* name;
+    kfs_kind kind;
+  } files[] = {{"kernels", KFS_KERNELS}, {"metadata.json", KFS_METADATA}};
+  for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+    const kfs_node* k = &t->nodes[kernel];
+    if (kfs_tree_lookup(t, dir, files[i].name) != 0) {
+      fprintf(stderr,
+              "kpackfs: warning: %s: '%s' arch '%s': no '%s' file, the name "
+              "is taken\n",
+              t->sources[k->source].path, k->binary, k->arch, files[i].name);
+      continue;
+    }
+    fuse_ino_t ino = node_add(t, dir, files[i].name, files[i].kind, k->source);
+    if (ino == 0)
+      return -ENOMEM;
+    k = &t->nodes[kernel]; /* node_add may have moved the table */
+    kfs_node* n = &t->nodes[ino];
+    n->binary = k->binary;
+    n->arch = k->arch;
+    n->render = k->render;
+  }
+  return 0;
+}
+
 static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
                       const char* arch) {
   kpack_archive_t a = t->sources[source].archive;
@@ -252,13 +281,14 @@ static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
   n->binary = binary;
   n->arch = arch;
   n->size = info.size;
+  n->render = (uint32_t)t->kernels;
   t->kernel_bytes += info.size;
   t->kernels++;
   if (!t->nodes[binary_dir].holds_kernels) {
     t->nodes[binary_dir].holds_kernels = true;
     t->binaries++;
   }
-  return 0;
+  return strcmp(info.type, "hsaco") == 0 ? add_text_files(t, dir, ino) : 0;
 
 conflict_or_oom:
   if (!conflict)
@@ -423,7 +453,8 @@ int kfs_tree_build(kfs_tree* t, const kfs_paths* paths) {
   for (uint32_t i = 0; i < t->source_count; i++)
     if ((rc = add_source(t, i)) != 0)
       goto fail;
-  if ((rc = index_children(t)) != 0 || (rc = render_archives(t)) != 0)
+  if ((rc = index_children(t)) != 0 || (rc = render_archives(t)) != 0 ||
+      (rc = kfs_renders_init(&t->renders, t->kernels, KFS_RENDER_BUDGET)) != 0)
     goto fail;
   return 0;
 
@@ -444,6 +475,7 @@ void kfs_tree_free(kfs_tree* t) {
   free(t->children);
   free(t->slots);
   free(t->archives_text);
+  kfs_renders_free(&t->renders);
   while (t->arena != NULL) {
     kfs_arena_chunk* next = t->arena->next;
     free(t->arena);

@@ -107,7 +107,6 @@ KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
   if (a == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   a->fd = -1;
-  pthread_mutex_init(&a->pool_lock, NULL);
 
   if ((err = open_file(path, &a->fd, &a->file_size)))
     goto fail;
@@ -151,7 +150,6 @@ KPACK_API void kpack_close(kpack_archive_t archive) {
   if (archive == NULL)
     return;
   kp_reader_pool_free(archive);
-  pthread_mutex_destroy(&archive->pool_lock);
   kp_toc_free(&archive->toc);
   free(archive->walked);
   if (archive->fd >= 0)

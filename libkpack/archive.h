@@ -4,12 +4,12 @@
  * (toc.c parses, frame_table.c indexes zstd frames, archive.c validates and
  * owns the handle) and those that read it (kernel_read.c, the loader, the
  * kernel cache). Everything here is immutable once kpack_open() returns,
- * except the decompression context pool, which has its own lock.
+ * except the decompression context pool, whose slots are atomic.
  */
 #ifndef KPACK_ARCHIVE_H
 #define KPACK_ARCHIVE_H
 
-#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -69,8 +69,8 @@ typedef struct kp_toc {
 
 /* A decompression context and a scratch buffer for compressed bytes; the
  * pool hands each thread its own for the duration of one read. */
+#define KP_READER_SLOTS 32
 typedef struct kp_reader {
-  struct kp_reader* next;
   void* dctx; /* ZSTD_DCtx* */
   void* scratch;
   size_t scratch_cap;
@@ -81,8 +81,10 @@ struct kpack_archive {
   uint64_t file_size;
   char* path;
   kp_toc toc;
-  pthread_mutex_t pool_lock; /* protects `pool` (the free list) only */
-  kp_reader* pool;
+  /* Idle readers. Taken and returned by atomic exchange, without a lock,
+   * so that a process that forks in the middle of a read leaves its child
+   * nothing to wait for (the reader in flight is only lost to the child). */
+  _Atomic(kp_reader*) pool[KP_READER_SLOTS];
   /* The frame table walked from the region, published (atomically, once)
    * by the first read that found the TOC's frame-size table wrong; from
    * then on it replaces toc.extents. Freed by kpack_close. */

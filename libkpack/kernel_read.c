@@ -3,9 +3,9 @@
  * Reading kernels: raw blobs are pread straight into the caller's buffer;
  * zstd frames are pread (with their size field, checked against the frame
  * table) into a per-thread scratch buffer and decompressed straight into
- * the caller's. A small pool of (ZSTD_DCtx, scratch) pairs lets any
- * number of threads decompress at once; its lock covers only list pushes
- * and pops, never a read or a decompression.
+ * the caller's. A small pool of (ZSTD_DCtx, scratch) pairs lets any number
+ * of threads decompress at once: a thread takes a pair from one of its
+ * slots (or makes one) by atomic exchange, with no lock to wait on.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,13 +18,11 @@
 #define KP_ZSTD_MAX_RATIO (128u * 1024u / 4u)
 
 static kp_reader* reader_get(kpack_archive_t a) {
-  pthread_mutex_lock(&a->pool_lock);
-  kp_reader* r = a->pool;
-  if (r != NULL)
-    a->pool = r->next;
-  pthread_mutex_unlock(&a->pool_lock);
-  if (r != NULL)
-    return r;
+  kp_reader* r;
+  for (size_t i = 0; i < KP_READER_SLOTS; i++)
+    if ((r = atomic_exchange_explicit(&a->pool[i], NULL,
+                                      memory_order_acquire)) != NULL)
+      return r;
   r = calloc(1, sizeof(*r));
   if (r == NULL)
     return NULL;
@@ -36,23 +34,31 @@ static kp_reader* reader_get(kpack_archive_t a) {
   return r;
 }
 
+static void reader_free(kp_reader* r) {
+  ZSTD_freeDCtx(r->dctx);
+  free(r->scratch);
+  free(r);
+}
+
+/* Back into a free slot; with more threads reading than slots, freed. */
 static void reader_put(kpack_archive_t a, kp_reader* r) {
-  pthread_mutex_lock(&a->pool_lock);
-  r->next = a->pool;
-  a->pool = r;
-  pthread_mutex_unlock(&a->pool_lock);
+  for (size_t i = 0; i < KP_READER_SLOTS; i++) {
+    kp_reader* empty = NULL;
+    if (atomic_compare_exchange_strong_explicit(&a->pool[i], &empty, r,
+                                                memory_order_release,
+                                                memory_order_relaxed))
+      return;
+  }
+  reader_free(r);
 }
 
 void kp_reader_pool_free(kpack_archive_t a) {
-  kp_reader* r = a->pool;
-  while (r != NULL) {
-    kp_reader* next = r->next;
-    ZSTD_freeDCtx(r->dctx);
-    free(r->scratch);
-    free(r);
-    r = next;
+  for (size_t i = 0; i < KP_READER_SLOTS; i++) {
+    kp_reader* r =
+        atomic_exchange_explicit(&a->pool[i], NULL, memory_order_acquire);
+    if (r != NULL)
+      reader_free(r);
   }
-  a->pool = NULL;
 }
 
 static kpack_error_t ensure_buffer(void** dst, size_t size) {

@@ -19,12 +19,17 @@
 #include "search_path.h"
 #include "target.h"
 
-/* An archive the cache has tried to open, under its canonical path. Never
- * changes after it is added to the table. */
+/* An archive the cache has tried to open, under its canonical path. While
+ * `opening` (read and written under the cache's lock) one thread opens it
+ * and others wait; after that the slot never changes. A failure that may
+ * pass (too many open files, out of memory, interrupted) is never stored:
+ * its slot leaves the table, and the next search opens the archive again. */
 typedef struct archive_slot {
   char* canonical;
   kpack_archive_t archive; /* NULL when the open failed */
   kpack_error_t open_status;
+  int open_errno; /* errno of a failed open, 0 if none */
+  bool opening;
 } archive_slot;
 
 struct kpack_cache {
@@ -36,13 +41,16 @@ struct kpack_cache {
   kpack_trace_fn_t trace;
   void* trace_user;
 
-  /* `lock` protects the archive table (slots, slot_count, slot_cap). It is
-   * held across kpack_open() so that threads racing for one archive open it
-   * once; opens happen once per archive, so serialising them is cheap. A
-   * slot is immutable once added and lives until kpack_cache_destroy(), so
-   * it is used without the lock, and kernel reads (kpack_get_kernel() is
-   * thread-safe) never hold it. */
+  /* `lock` protects the archive table (slots, slot_count, slot_cap, and
+   * each slot's `opening`). It is never held across a system call: a
+   * thread marks a new slot `opening`, opens the archive unlocked, and the
+   * threads racing for it wait on `opened` meanwhile, so an archive is
+   * opened once, and fork() never has to wait for an open (see the fork
+   * handlers below). A slot that is no longer opening is immutable and
+   * lives until kpack_cache_destroy(), so it is used without the lock;
+   * kernel reads (kpack_get_kernel() is thread-safe) never hold it. */
   pthread_mutex_t lock;
+  pthread_cond_t opened; /* broadcast when a slot stops `opening` */
   archive_slot** slots;
   size_t slot_count;
   size_t slot_cap;
@@ -54,12 +62,28 @@ struct kpack_cache {
   struct path_alias* aliases;
   size_t alias_count;
   size_t alias_cap;
+  /* Also under `lock`, in the same spirit: how an embedded search path of
+   * a binary resolved (kp_path_resolve: a stat() per existing component
+   * and a realpath()), once the answer led to an archive that opened. */
+  struct resolution* resolutions;
+  size_t resolution_count;
+  size_t resolution_cap;
+
+  /* Every live cache is on one list, under registry_lock, for fork. */
+  struct kpack_cache* next;
+  struct kpack_cache* prev;
 };
 
 typedef struct path_alias {
   char* path;
   const archive_slot* slot;
 } path_alias;
+
+typedef struct resolution {
+  char* binary_path;
+  char* search_path; /* as embedded */
+  char* resolved;
+} resolution;
 
 /* A concrete archive path of one search, in search order. */
 typedef struct candidate {
@@ -116,6 +140,13 @@ static void debug_log(const kpack_trace_event_t* ev) {
         fputs(", arches", f);
         for (size_t i = 0; i < ev->arch_count; i++)
           fprintf(f, " %s", ev->arches[i]);
+      } else {
+        if (ev->error_number != 0)
+          fprintf(f, ", %s", strerror(ev->error_number));
+        if (ev->transient)
+          fputs(": transient, not remembered (tried again next load)", f);
+        else if (ev->opened)
+          fputs(": remembered, not tried again", f);
       }
       break;
     case KPACK_TRACE_TARGET:
@@ -158,50 +189,120 @@ static kpack_error_t finish(kpack_cache_t cache, const char* kernel,
 
 /* ---- archive table ------------------------------------------------------- */
 
-/* The slot for `canonical`, opening the archive if the cache has not tried
- * yet. Takes ownership of `canonical`. An open that ran out of memory is
- * not remembered (it may succeed later) and fails the search. */
-static kpack_error_t table_get(kpack_cache_t cache, char* canonical,
-                               const archive_slot** out, bool* opened) {
-  kpack_error_t err = KPACK_SUCCESS;
-  archive_slot* slot = NULL;
-  *opened = false;
-  pthread_mutex_lock(&cache->lock);
+/* A failed open that may succeed later: the process ran out of file
+ * descriptors or memory, or a signal interrupted it. Anything else (no such
+ * file, not an archive, no permission...) stays as it is. */
+static bool is_transient(kpack_error_t status, int sys_errno) {
+  if (status == KPACK_ERROR_OUT_OF_MEMORY)
+    return true;
+  if (status != KPACK_ERROR_IO_ERROR)
+    return false;
+  switch (sys_errno) {
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+    case ENOBUFS:
+    case EINTR:
+    case EAGAIN:
+      return true;
+    default:
+      return false;
+  }
+}
+
+/* What table_get() found or did. */
+typedef struct table_result {
+  const archive_slot* slot; /* NULL after a transient failure */
+  kpack_error_t status;     /* of the open (or the cached one) */
+  int sys_errno;            /* errno of a failed open, 0 if none */
+  bool opened;              /* this call opened it */
+} table_result;
+
+static archive_slot* table_find(kpack_cache_t cache, const char* canonical) {
+  for (size_t i = 0; i < cache->slot_count; i++)
+    if (strcmp(cache->slots[i]->canonical, canonical) == 0)
+      return cache->slots[i];
+  return NULL;
+}
+
+static void table_remove(kpack_cache_t cache, const archive_slot* slot) {
   for (size_t i = 0; i < cache->slot_count; i++) {
-    if (strcmp(cache->slots[i]->canonical, canonical) == 0) {
-      *out = cache->slots[i];
-      goto unlock;
+    if (cache->slots[i] == slot) {
+      memmove(&cache->slots[i], &cache->slots[i + 1],
+              (cache->slot_count - i - 1) * sizeof(*cache->slots));
+      cache->slot_count--;
+      return;
     }
+  }
+}
+
+/* The slot for `canonical`, opening the archive if the cache has not tried
+ * yet, or waiting for the thread that is opening it. Only an allocation
+ * failure of the table itself is an error. */
+static kpack_error_t table_get(kpack_cache_t cache, const char* canonical,
+                               table_result* out) {
+  archive_slot* slot;
+  *out = (table_result){0};
+  pthread_mutex_lock(&cache->lock);
+  while ((slot = table_find(cache, canonical)) != NULL && slot->opening)
+    pthread_cond_wait(&cache->opened, &cache->lock);
+  if (slot != NULL) {
+    out->slot = slot;
+    out->status = slot->open_status;
+    out->sys_errno = slot->open_errno;
+    pthread_mutex_unlock(&cache->lock);
+    return KPACK_SUCCESS;
   }
   if (cache->slot_count == cache->slot_cap) {
     size_t cap = cache->slot_cap ? cache->slot_cap * 2 : 8;
     archive_slot** grown = realloc(cache->slots, cap * sizeof(*grown));
     if (grown == NULL) {
-      err = KPACK_ERROR_OUT_OF_MEMORY;
-      goto unlock;
+      pthread_mutex_unlock(&cache->lock);
+      return KPACK_ERROR_OUT_OF_MEMORY;
     }
     cache->slots = grown;
     cache->slot_cap = cap;
   }
-  if ((slot = calloc(1, sizeof(*slot))) == NULL) {
-    err = KPACK_ERROR_OUT_OF_MEMORY;
-    goto unlock;
-  }
-  slot->open_status = kpack_open(canonical, &slot->archive);
-  if (slot->open_status == KPACK_ERROR_OUT_OF_MEMORY) {
-    err = KPACK_ERROR_OUT_OF_MEMORY;
+  if ((slot = calloc(1, sizeof(*slot))) == NULL ||
+      (slot->canonical = strdup(canonical)) == NULL) {
     free(slot);
-    goto unlock;
+    pthread_mutex_unlock(&cache->lock);
+    return KPACK_ERROR_OUT_OF_MEMORY;
   }
-  slot->canonical = canonical;
-  canonical = NULL;
+  slot->opening = true;
   cache->slots[cache->slot_count++] = slot;
-  *out = slot;
-  *opened = true;
-unlock:
   pthread_mutex_unlock(&cache->lock);
-  free(canonical);
-  return err;
+
+  kpack_archive_t archive = NULL;
+  kpack_error_t status = kpack_open(canonical, &archive);
+  /* errno is the system's reason only for a failed system call. */
+  int sys_errno =
+      status == KPACK_ERROR_IO_ERROR || status == KPACK_ERROR_FILE_NOT_FOUND
+          ? errno
+          : 0;
+  bool transient = is_transient(status, sys_errno);
+
+  pthread_mutex_lock(&cache->lock);
+  if (transient) {
+    table_remove(cache, slot);
+  } else {
+    slot->archive = archive;
+    slot->open_status = status;
+    slot->open_errno = sys_errno;
+    slot->opening = false;
+  }
+  pthread_cond_broadcast(&cache->opened);
+  pthread_mutex_unlock(&cache->lock);
+  if (transient) {
+    free(slot->canonical);
+    free(slot);
+    slot = NULL;
+  }
+  out->slot = slot;
+  out->status = status;
+  out->sys_errno = sys_errno;
+  out->opened = true;
+  return KPACK_SUCCESS;
 }
 
 static const archive_slot* alias_find(kpack_cache_t cache, const char* path) {
@@ -236,6 +337,49 @@ unlock:
   free(copy);
 }
 
+/* A copy of what `search_path` of `binary_path` resolved to, if known. */
+static char* resolution_find(kpack_cache_t cache, const char* binary_path,
+                             const char* search_path) {
+  char* resolved = NULL;
+  pthread_mutex_lock(&cache->lock);
+  for (size_t i = 0; i < cache->resolution_count; i++) {
+    const resolution* r = &cache->resolutions[i];
+    if (strcmp(r->search_path, search_path) == 0 &&
+        strcmp(r->binary_path, binary_path) == 0) {
+      resolved = strdup(r->resolved);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&cache->lock);
+  return resolved;
+}
+
+/* Remembers a resolution; a failure only costs the shortcut. */
+static void resolution_add(kpack_cache_t cache, const char* binary_path,
+                           const char* search_path, const char* resolved) {
+  resolution r = {strdup(binary_path), strdup(search_path), strdup(resolved)};
+  if (r.binary_path == NULL || r.search_path == NULL || r.resolved == NULL)
+    goto fail;
+  pthread_mutex_lock(&cache->lock);
+  if (cache->resolution_count == cache->resolution_cap) {
+    size_t cap = cache->resolution_cap ? cache->resolution_cap * 2 : 8;
+    resolution* grown = realloc(cache->resolutions, cap * sizeof(*grown));
+    if (grown == NULL) {
+      pthread_mutex_unlock(&cache->lock);
+      goto fail;
+    }
+    cache->resolutions = grown;
+    cache->resolution_cap = cap;
+  }
+  cache->resolutions[cache->resolution_count++] = r;
+  pthread_mutex_unlock(&cache->lock);
+  return;
+fail:
+  free(r.binary_path);
+  free(r.search_path);
+  free(r.resolved);
+}
+
 /* ---- candidates ---------------------------------------------------------- */
 
 static bool has_candidate(const search* s, const char* path) {
@@ -263,14 +407,17 @@ static kpack_error_t push_candidate(search* s, char* path, const char* source,
   return KPACK_SUCCESS;
 }
 
-/* Adds one concrete path: a directory stands for the *.kpack inside it. */
-static kpack_error_t add_path(search* s, const char* path, const char* source) {
+/* Adds one concrete path: a directory stands for the *.kpack inside it.
+ * *known tells whether the path led to an opened archive before. */
+static kpack_error_t add_path(search* s, const char* path, const char* source,
+                              bool* known_out) {
   kpack_error_t err = KPACK_SUCCESS;
   kp_strlist entries = {0};
   struct stat st;
   if (has_candidate(s, path))
     return KPACK_SUCCESS;
   bool known = alias_find(s->cache, path) != NULL;
+  *known_out = *known_out || known;
   bool exists = known || stat(path, &st) == 0;
   bool is_dir = !known && exists && S_ISDIR(st.st_mode);
   kpack_trace_event_t ev = {.kind = KPACK_TRACE_PATH,
@@ -313,20 +460,32 @@ static kpack_error_t add_items(search* s, const char* const* items, size_t n,
   for (size_t i = 0; err == KPACK_SUCCESS && i < n; i++) {
     if (items[i][0] == '\0')
       continue;
-    char* base = relative_to_binary ? kp_path_resolve(s->binary_path, items[i])
-                                    : kp_path_normalize(items[i]);
+    char* base = NULL;
+    bool remembered = false, known = false;
+    if (relative_to_binary) {
+      base = resolution_find(s->cache, s->binary_path, items[i]);
+      remembered = base != NULL;
+      if (base == NULL)
+        base = kp_path_resolve(s->binary_path, items[i]);
+    } else {
+      base = kp_path_normalize(items[i]);
+    }
     if (base == NULL) {
       err = KPACK_ERROR_OUT_OF_MEMORY;
       break;
     }
     err = kp_path_expand_gfxarch(base, s->targets, s->arch_count, &expanded);
-    free(base);
     for (size_t j = 0; err == KPACK_SUCCESS && j < expanded.count; j++) {
       /* Substituted targets may hold ".." or "//" again. */
       char* norm = kp_path_normalize(expanded.items[j]);
-      err = norm ? add_path(s, norm, source) : KPACK_ERROR_OUT_OF_MEMORY;
+      err = norm ? add_path(s, norm, source, &known)
+                 : KPACK_ERROR_OUT_OF_MEMORY;
       free(norm);
     }
+    /* Led to an archive that opened: the next search skips the stat()s. */
+    if (err == KPACK_SUCCESS && relative_to_binary && known && !remembered)
+      resolution_add(s->cache, s->binary_path, items[i], base);
+    free(base);
     kp_strlist_free(&expanded);
   }
   kp_strlist_free(&expanded);
@@ -349,13 +508,12 @@ static kpack_error_t build_candidates(search* s, const char* const* embedded,
 
 /* First use of a candidate in this search: find or open its archive. */
 static kpack_error_t visit(search* s, candidate* c) {
-  const archive_slot* slot = NULL;
-  bool opened = false;
+  table_result found = {0};
   c->visited = true;
   kpack_trace_event_t ev = {
       .kind = KPACK_TRACE_ARCHIVE, .kernel = s->kernel, .path = c->path};
-  if ((slot = alias_find(s->cache, c->path)) != NULL)
-    goto found;
+  if ((found.slot = alias_find(s->cache, c->path)) != NULL)
+    goto emit;
   char* canonical = realpath(c->path, NULL);
   if (canonical == NULL) {
     if (errno == ENOMEM)
@@ -364,18 +522,37 @@ static kpack_error_t visit(search* s, candidate* c) {
      * no archive, and nothing to remember. */
     ev.status = errno == ENOENT || errno == ENOTDIR ? KPACK_ERROR_FILE_NOT_FOUND
                                                     : KPACK_ERROR_IO_ERROR;
+    ev.error_number = errno;
     emit(s->cache, &ev);
     return KPACK_SUCCESS;
   }
-  kpack_error_t err = table_get(s->cache, canonical, &slot, &opened);
-  if (err != KPACK_SUCCESS)
+  kpack_error_t err = table_get(s->cache, canonical, &found);
+  if (err != KPACK_SUCCESS) {
+    free(canonical);
     return err;
-  if (slot->archive != NULL)
-    alias_add(s->cache, c->path, slot);
-found:
+  }
+  if (found.slot == NULL) {
+    /* Not remembered: this search goes on without it, the next tries it
+     * again. Out of memory ends the search, as anywhere else. */
+    ev.path = canonical;
+    ev.status = found.status;
+    ev.error_number = found.sys_errno;
+    ev.opened = true;
+    ev.transient = true;
+    emit(s->cache, &ev);
+    free(canonical);
+    return found.status == KPACK_ERROR_OUT_OF_MEMORY ? found.status
+                                                     : KPACK_SUCCESS;
+  }
+  free(canonical);
+  if (found.slot->archive != NULL)
+    alias_add(s->cache, c->path, found.slot);
+emit:;
+  const archive_slot* slot = found.slot;
   ev.status = slot->open_status;
+  ev.error_number = slot->open_errno;
   ev.path = slot->canonical;
-  ev.opened = opened;
+  ev.opened = found.opened;
   if (slot->archive != NULL) {
     ev.arches = slot->archive->toc.arches;
     ev.arch_count = slot->archive->toc.arch_count;
@@ -501,6 +678,61 @@ done:
   return err;
 }
 
+/* ---- fork ---------------------------------------------------------------- */
+
+/* A HIP process may fork while other threads load (a Python worker pool
+ * over a GPU library). The child has only the forking thread, so a lock
+ * that another thread held, an archive another thread was opening, or a
+ * condition variable it waited on would stay that way in the child forever.
+ * Before fork() the forking thread takes every cache's lock (held only
+ * for table updates, never across an open, so this waits for no I/O); the
+ * parent releases them after; the child releases them too, forgets the
+ * opens that were in progress (their threads do not exist in the child, so
+ * it will open those archives itself) and starts with fresh condition
+ * variables, whose waiters did not come along. Archives that were open stay
+ * open and usable: their reads share no lock (kernel_read.c). */
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct kpack_cache* registry; /* every live cache */
+static pthread_once_t fork_handlers_once = PTHREAD_ONCE_INIT;
+static int fork_handlers_error;
+
+static void before_fork(void) {
+  pthread_mutex_lock(&registry_lock);
+  for (kpack_cache_t c = registry; c != NULL; c = c->next)
+    pthread_mutex_lock(&c->lock);
+}
+
+static void after_fork_in_parent(void) {
+  for (kpack_cache_t c = registry; c != NULL; c = c->next)
+    pthread_mutex_unlock(&c->lock);
+  pthread_mutex_unlock(&registry_lock);
+}
+
+static void after_fork_in_child(void) {
+  for (kpack_cache_t c = registry; c != NULL; c = c->next) {
+    size_t kept = 0;
+    for (size_t i = 0; i < c->slot_count; i++) {
+      archive_slot* slot = c->slots[i];
+      if (slot->opening) {
+        free(slot->canonical);
+        free(slot);
+      } else {
+        c->slots[kept++] = slot;
+      }
+    }
+    c->slot_count = kept;
+    pthread_cond_init(&c->opened, NULL);
+    pthread_mutex_unlock(&c->lock);
+  }
+  pthread_mutex_unlock(&registry_lock);
+}
+
+static void register_fork_handlers(void) {
+  fork_handlers_error =
+      pthread_atfork(before_fork, after_fork_in_parent, after_fork_in_child);
+}
+
 /* ---- public API ---------------------------------------------------------- */
 
 /* A flag is on when set, non-empty and not starting with '0'. */
@@ -529,10 +761,26 @@ KPACK_API kpack_error_t kpack_cache_create(kpack_cache_t* cache) {
     goto fail;
   c->disabled = env_flag("ROCM_KPACK_DISABLE");
   c->debug = env_flag("ROCM_KPACK_DEBUG");
+  pthread_once(&fork_handlers_once, register_fork_handlers);
+  if (fork_handlers_error != 0) {
+    err = KPACK_ERROR_OUT_OF_MEMORY;
+    goto fail;
+  }
   if (pthread_mutex_init(&c->lock, NULL) != 0) {
     err = KPACK_ERROR_OUT_OF_MEMORY;
     goto fail;
   }
+  if (pthread_cond_init(&c->opened, NULL) != 0) {
+    pthread_mutex_destroy(&c->lock);
+    err = KPACK_ERROR_OUT_OF_MEMORY;
+    goto fail;
+  }
+  pthread_mutex_lock(&registry_lock);
+  c->next = registry;
+  if (registry != NULL)
+    registry->prev = c;
+  registry = c;
+  pthread_mutex_unlock(&registry_lock);
   *cache = c;
   return KPACK_SUCCESS;
 
@@ -546,6 +794,14 @@ fail:
 KPACK_API void kpack_cache_destroy(kpack_cache_t cache) {
   if (cache == NULL)
     return;
+  pthread_mutex_lock(&registry_lock);
+  if (cache->prev != NULL)
+    cache->prev->next = cache->next;
+  else
+    registry = cache->next;
+  if (cache->next != NULL)
+    cache->next->prev = cache->prev;
+  pthread_mutex_unlock(&registry_lock);
   for (size_t i = 0; i < cache->slot_count; i++) {
     kpack_close(cache->slots[i]->archive);
     free(cache->slots[i]->canonical);
@@ -555,6 +811,13 @@ KPACK_API void kpack_cache_destroy(kpack_cache_t cache) {
   for (size_t i = 0; i < cache->alias_count; i++)
     free(cache->aliases[i].path);
   free(cache->aliases);
+  for (size_t i = 0; i < cache->resolution_count; i++) {
+    free(cache->resolutions[i].binary_path);
+    free(cache->resolutions[i].search_path);
+    free(cache->resolutions[i].resolved);
+  }
+  free(cache->resolutions);
+  pthread_cond_destroy(&cache->opened);
   pthread_mutex_destroy(&cache->lock);
   kp_strlist_free(&cache->override_paths);
   kp_strlist_free(&cache->prefix_paths);

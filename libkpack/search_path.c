@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT
  *
  * Turns search path specifications into concrete archive paths: list
- * parsing, lexical normalisation, resolution relative to the binary,
- * @GFXARCH@ substitution and directory listing. Pure string work except
- * kp_path_list_dir, which reads one directory.
+ * parsing, lexical normalisation, resolution relative to the binary (the
+ * part of a path that exists with its symlinks followed, as ROCm's loader
+ * does), @GFXARCH@ substitution and directory listing. Only the resolution
+ * and kp_path_list_dir look at the file system.
  */
 #include "search_path.h"
 
@@ -13,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 kpack_error_t kp_strlist_push_owned(kp_strlist* list, char* str) {
   if (str == NULL)
@@ -114,9 +116,66 @@ char* kp_path_normalize(const char* path) {
   return out;
 }
 
+char* kp_path_weakly_canonical(const char* path) {
+  char* buf = strdup(path);
+  char* out = NULL;
+  if (buf == NULL)
+    return NULL;
+  /* The longest leading run of components that exists: buf[0, good).
+   * stat() is asked about the path as written, so ".." after a symlink
+   * goes to the parent of the symlink's target, as the kernel would go. */
+  size_t len = strlen(buf), good = 0, end = 0;
+  bool any = false;
+  struct stat st;
+  if (buf[0] == '/') {
+    good = end = 1;
+    any = true;
+  }
+  while (end < len) {
+    while (end < len && buf[end] == '/')
+      end++;
+    size_t next = end;
+    while (next < len && buf[next] != '/')
+      next++;
+    if (next == end)
+      break;
+    char saved = buf[next];
+    buf[next] = '\0';
+    bool exists = stat(buf, &st) == 0;
+    buf[next] = saved;
+    if (!exists)
+      break; /* missing, a dangling or looping symlink, unreadable */
+    good = end = next;
+    any = true;
+  }
+  if (!any)
+    goto lexical; /* a relative path of which nothing exists stays so */
+  buf[good] = '\0';
+  char* canonical = realpath(buf, NULL);
+  buf[good] = path[good];
+  if (canonical == NULL) {
+    if (errno == ENOMEM)
+      goto done;
+    goto lexical; /* changed under us: no better answer than the text */
+  }
+  char* joined = NULL;
+  int n = asprintf(&joined, "%s/%s", canonical, path + good);
+  free(canonical);
+  if (n < 0)
+    goto done;
+  out = kp_path_normalize(joined);
+  free(joined);
+  goto done;
+lexical:
+  out = kp_path_normalize(path);
+done:
+  free(buf);
+  return out;
+}
+
 char* kp_path_resolve(const char* binary_path, const char* path) {
   if (path[0] == '/')
-    return kp_path_normalize(path);
+    return kp_path_weakly_canonical(path);
   const char* slash = strrchr(binary_path, '/');
   char* joined;
   if (slash == NULL) {
@@ -133,9 +192,9 @@ char* kp_path_resolve(const char* binary_path, const char* path) {
   }
   if (joined == NULL)
     return NULL;
-  char* norm = kp_path_normalize(joined);
+  char* resolved = kp_path_weakly_canonical(joined);
   free(joined);
-  return norm;
+  return resolved;
 }
 
 /* `path` with every placeholder replaced by `value`; NULL if out of memory. */

@@ -39,8 +39,19 @@ kpack_error_t kp_path_list_parse(const char* spec, kp_strlist* out);
  * memory. */
 char* kp_path_normalize(const char* path);
 
-/* `path` as is when absolute, else joined to the directory of `binary_path`
- * ("." when it has no '/'); normalised. NULL if out of memory. */
+/* std::filesystem::weakly_canonical, which ROCm's loader applies: the
+ * longest leading part of `path` that exists (stat() follows symlinks, and
+ * ".." after one goes to its target's parent) becomes its realpath(); the
+ * rest (missing, a dangling or looping symlink, unreadable) is appended and
+ * the whole normalised lexically. A relative path none of which exists
+ * stays relative. One stat() per existing component plus a realpath():
+ * callers on a hot path remember the answer. NULL if out of memory. */
+char* kp_path_weakly_canonical(const char* path);
+
+/* The search path ROCm's loader derives from an embedded one:
+ * weakly_canonical(dirname(binary_path) / path). An absolute `path` is not
+ * joined; a `binary_path` without '/' lies in the current directory. NULL
+ * if out of memory. */
 char* kp_path_resolve(const char* binary_path, const char* path);
 
 /* Appends `path` with every @GFXARCH@ replaced by each target of each list,

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <msgpack.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -1179,6 +1179,35 @@ static void test_resolve_success_explains_the_match(void** state) {
   free(archive);
 }
 
+/* kpack resolve gives the loader's answer for a library opened through a
+ * symlinked directory: root/view/lib -> ../lib, so ../.kpack from
+ * root/view/lib/libx.so is root/.kpack. */
+static void test_resolve_follows_a_symlinked_library_directory(void** state) {
+  (void)state;
+  static const char* const arches[] = {"gfx90a"};
+  char* archive =
+      resolve_tree("x_gfx90a.kpack", arches, 1, "gfx90a", "lib/libx.so#0");
+  char* real = realpath(archive, NULL);
+  char* view = path_in("root/view");
+  char* view_lib = path_in("root/view/lib");
+  char* binary = path_in("root/view/lib/libx.so");
+  assert_int_equal(mkdir(view, 0755), 0);
+  assert_int_equal(symlink("../lib", view_lib), 0);
+  char* out;
+  assert_int_equal(
+      KP(&out, NULL, "resolve", "--binary", binary, "--kernel", "lib/libx.so",
+         "--search-path", "../.kpack/x_@GFXARCH@.kpack", "--arch", "gfx90a"),
+      0);
+  assert_true(ROW(out, "embedded", real, "exists"));
+  assert_true(ROW(out, "gfx90a", "gfx90a", real, "found"));
+  free(out);
+  free(binary);
+  free(view_lib);
+  free(view);
+  free(real);
+  free(archive);
+}
+
 static void test_resolve_reports_each_failure_by_name(void** state) {
   (void)state;
   static const char* const arches[] = {"gfx1100"};
@@ -1697,6 +1726,8 @@ int main(void) {
           teardown),
       cmocka_unit_test_setup_teardown(test_resolve_success_explains_the_match,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_resolve_follows_a_symlinked_library_directory, setup, teardown),
       cmocka_unit_test_setup_teardown(test_resolve_reports_each_failure_by_name,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(

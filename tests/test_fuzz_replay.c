@@ -102,6 +102,29 @@ static void test_bundle_seeds_and_past_crashes_replay_cleanly(void** state) {
   replay("bundle", kf_bundle_input, true);
 }
 
+static void test_host_seeds_and_past_crashes_replay_cleanly(void** state) {
+  (void)state;
+  replay("host", kf_host_input, false); /* some seeds are malformed */
+}
+
+/* The well-formed seeds reach every record: the fuzzer starts from
+ * binaries the reader accepts. */
+static void test_host_seeds_read_every_record(void** state) {
+  (void)state;
+  static const char* const seeds[] = {
+      "kpackified-relative.so", "kpackified-exec", "kpackified-abs64.so",
+      "kpackified-aarch64.so", "kpackified-object.rel"};
+  for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+    char* path = kt_path("tests/fuzz/corpus/host", seeds[i]);
+    size_t size;
+    void* data = kt_read_file(path, &size);
+    assert_non_null(data);
+    assert_int_equal(kf_host_input(data, size), 3);
+    free(data);
+    free(path);
+  }
+}
+
 static void test_code_object_seeds_and_past_crashes_replay_cleanly(
     void** state) {
   (void)state;
@@ -118,6 +141,8 @@ int main(void) {
           test_hipk_basic_seed_loads_a_fixture_kernel, hipk_setup,
           hipk_teardown),
       cmocka_unit_test(test_bundle_seeds_and_past_crashes_replay_cleanly),
+      cmocka_unit_test(test_host_seeds_and_past_crashes_replay_cleanly),
+      cmocka_unit_test(test_host_seeds_read_every_record),
       cmocka_unit_test(test_code_object_seeds_and_past_crashes_replay_cleanly),
   };
   return cmocka_run_group_tests_name("fuzz replay", tests, NULL, NULL);

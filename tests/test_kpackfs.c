@@ -26,6 +26,7 @@
 #include <unistd.h>
 #include <msgpack.h>
 
+#include "fixture_code_object.h"
 #include "support.h"
 
 /* ---- processes and mounts ------------------------------------------------ */
@@ -239,7 +240,23 @@ static char* path_b;      /* none, gfx1100; one duplicate of a */
 static char* path_dir;    /* dir/sub/.kpack/c.kpack and a stray file */
 static char* path_c;      /* the archive inside path_dir */
 static char* path_unsafe; /* names that cannot be paths, and "ok#0" */
+static char* path_co;     /* AMDGPU code objects: lib/libgemm.so#0 */
+static char* path_co_odd; /* one without a note, one that is no code object */
 static mnt main_mount;    /* a, b, dir, unsafe */
+
+/* The code objects of path_co, built byte by byte. */
+static const fx_co_kernel gemm_gfx90a[] = {
+    {"gemm_f32", 128, 96, 64, 16384, 272, 96, 64, 256, 3, 1, 0},
+    {"_Z6reducePfi", 24, 18, 0, 0, 0, 16, 32, 1024, 0, 0,
+     KPACK_CO_AGPR_COUNT | KPACK_CO_VGPR_SPILL_COUNT |
+         KPACK_CO_SGPR_SPILL_COUNT},
+};
+static const fx_co_kernel gemm_gfx942[] = {
+    {"gemm_f16", 256, 102, 128, 65536, 0, 104, 64, 512, 0, 0, 0},
+    {"_Z6reducePfi", 20, 16, 0, 0, 0, 16, 64, 1024, 0, 0, 0},
+    {"odd\tname\\", 1, 2, 0, 0, 0, 0, 64, 64, 0, 0, 0},
+};
+static fx_buf co_gfx90a, co_gfx942;
 
 #define UNSAFE_SKIPPED 9
 
@@ -404,6 +421,36 @@ static int group_setup(void** state) {
   write_fixture(path_unsafe, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, 11);
   free_patterned(k, 11);
 
+  /* Code objects for the inspection files: two in path_co; in path_co_odd
+   * one without a metadata note and one that is pattern bytes. */
+  path_co = kt_path(tmp, "gemm_lib.kpack");
+  path_co_odd = kt_path(tmp, "odd_lib.kpack");
+  co_gfx90a =
+      fx_code_object_for(FX_MACH_GFX90A, KPACK_FEATURE_OFF, KPACK_FEATURE_ANY,
+                         "amdgcn-amd-amdhsa--gfx90a:xnack-", gemm_gfx90a, 2);
+  co_gfx942 =
+      fx_code_object_for(FX_MACH_GFX942, KPACK_FEATURE_ANY, KPACK_FEATURE_ANY,
+                         "amdgcn-amd-amdhsa--gfx942", gemm_gfx942, 3);
+  static const char* arches_co[] = {"gfx90a:xnack-", "gfx942"};
+  const kt_kernel co[] = {
+      {"lib/libgemm.so#0", "gfx90a:xnack-", co_gfx90a.data, co_gfx90a.size},
+      {"lib/libgemm.so#0", "gfx942", co_gfx942.data, co_gfx942.size},
+  };
+  write_fixture(path_co, KPACK_COMPRESSION_ZSTD_PER_KERNEL, arches_co, 2, co,
+                2);
+  fx_co_spec bare = {.e_flags =
+                         fx_co_flags(FX_MACH_GFX1100, KPACK_FEATURE_UNSUPPORTED,
+                                     KPACK_FEATURE_UNSUPPORTED)};
+  fx_buf no_note = fx_code_object(&bare);
+  void* junk = kt_pattern(5000, 77);
+  const kt_kernel odd[] = {
+      {"lib/libodd.so#0", "gfx1100", no_note.data, no_note.size},
+      {"lib/libodd.so#0", "gfx90a", junk, 5000},
+  };
+  write_fixture(path_co_odd, KPACK_COMPRESSION_NOOP, NULL, 0, odd, 2);
+  fx_free(&no_note);
+  free(junk);
+
   const char* sources[] = {path_a, path_b, path_c, path_unsafe};
   collect_expected(sources, 4);
   /* collect_expected() kept both tricky#0 entries; only the first shows. */
@@ -444,6 +491,10 @@ static int group_teardown(void** state) {
   free(path_c);
   free(path_dir);
   free(path_unsafe);
+  free(path_co);
+  free(path_co_odd);
+  fx_free(&co_gfx90a);
+  fx_free(&co_gfx942);
   /* The shared daemon must have exited cleanly too. */
   return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
 }
@@ -607,12 +658,13 @@ static void test_every_kernel_reads_back_byte_for_byte(void** state) {
   (void)state;
   for (size_t i = 0; i < file_count; i++)
     assert_file_equals(&main_mount, &files[i]);
-  /* Nothing else is there: the kernels plus stats and archives. */
+  /* Nothing else is there: the kernels with their `kernels` and
+   * `metadata.json`, plus stats and archives. */
   walked_files = walked_dirs = 0;
   walk_ok = true;
   assert_int_equal(nftw(main_mount.dir, count_entry, 16, FTW_PHYS), 0);
   assert_true(walk_ok);
-  assert_int_equal(walked_files, file_count + 2);
+  assert_int_equal(walked_files, 3 * file_count + 2);
 }
 
 static void test_per_arch_archives_merge_under_one_binary_directory(
@@ -634,7 +686,7 @@ static void test_per_arch_archives_merge_under_one_binary_directory(
   assert_string_equal(s, "archives, stats");
   free(s);
   s = list_dir(&main_mount, "lib/deep/nested/libx.so#2/gfx942");
-  assert_string_equal(s, "kernel.hsaco");
+  assert_string_equal(s, "kernel.hsaco, kernels, metadata.json");
   free(s);
 }
 
@@ -691,7 +743,8 @@ static void test_xattrs_name_archive_binary_arch_and_storage(void** state) {
   char list[1024];
   static const char names[] =
       "user.kpack.archive\0user.kpack.binary\0user.kpack.arch\0"
-      "user.kpack.compression\0user.kpack.stored_size\0user.kpack.ordinal";
+      "user.kpack.compression\0user.kpack.stored_size\0user.kpack.ordinal\0"
+      "user.kpack.target\0user.kpack.kernels";
   ssize_t len = listxattr(path, NULL, 0);
   assert_int_equal(len, (ssize_t)sizeof(names));
   assert_int_equal(listxattr(path, list, sizeof(list)), len);
@@ -717,6 +770,10 @@ static void test_xattrs_name_archive_binary_arch_and_storage(void** state) {
   expect_xattr(path, "user.kpack.ordinal", number);
   errno = 0;
   assert_int_equal(getxattr(path, "user.kpack.nope", list, sizeof(list)), -1);
+  assert_int_equal(errno, ENODATA);
+  /* Pattern bytes are no code object: no target to tell. */
+  errno = 0;
+  assert_int_equal(getxattr(path, "user.kpack.target", list, sizeof(list)), -1);
   assert_int_equal(errno, ENODATA);
   free(path);
 
@@ -759,7 +816,7 @@ static void test_archives_and_stats_describe_the_mount(void** state) {
   assert_int_equal(stat_value(&main_mount, "binaries"), 9);
   assert_int_equal(stat_value(&main_mount, "skipped"), UNSAFE_SKIPPED);
   assert_int_equal(stat_value(&main_mount, "shadowed"), 1);
-  assert_int_equal(stat_value(&main_mount, "cache_capacity"), 16u << 20);
+  assert_int_equal(stat_value(&main_mount, "cache_capacity"), 4u << 20);
   static const char* keys[] = {"cache_bytes",    "hits",
                                "misses",         "evictions",
                                "decompressions", "bytes_decompressed"};
@@ -1856,6 +1913,446 @@ static void test_mounted_tree_packs_back_into_the_same_archive(void** state) {
   free(again);
 }
 
+/* ---- code objects: `kernels`, `metadata.json`, their xattrs ----------------
+ */
+
+/* The `kernels` text the SPEC describes, written here from the fixture's
+ * kernels: name (tab and backslash escaped), a tab, the resources, "-" for a
+ * field the note leaves out. */
+static char* expected_kernels(const fx_co_kernel* k, size_t n) {
+  char* text = strdup("");
+  for (size_t i = 0; i < n; i++) {
+    char name[256] = "";
+    size_t len = 0;
+    for (const char* p = k[i].name; *p; p++) {
+      if (*p == '\t' || *p == '\\')
+        name[len++] = '\\';
+      name[len++] = *p == '\t' ? 't' : *p;
+    }
+    name[len] = '\0';
+    char agpr[32];
+    if (k[i].omit & KPACK_CO_AGPR_COUNT)
+      strcpy(agpr, "-");
+    else
+      snprintf(agpr, sizeof(agpr), "%" PRIu64, k[i].agpr);
+    char* next;
+    assert_true(asprintf(&next,
+                         "%s%s\tvgpr=%" PRIu64 " sgpr=%" PRIu64
+                         " agpr=%s lds=%" PRIu64 " scratch=%" PRIu64
+                         " wave=%" PRIu64 " wg=%" PRIu64 " kernarg=%" PRIu64
+                         "\n",
+                         text, name, k[i].vgpr, k[i].sgpr, agpr, k[i].lds,
+                         k[i].scratch, k[i].wave, k[i].wg, k[i].kernarg) > 0);
+    free(text);
+    text = next;
+  }
+  return text;
+}
+
+/* What `metadata.json` must hold: the reader's pretty JSON and a newline. */
+static char* expected_json(const void* code_object, size_t size) {
+  kpack_code_object_t* co;
+  char *json, *text;
+  size_t len;
+  assert_int_equal(kpack_code_object_parse(code_object, size, &co),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_code_object_metadata_json(co, true, &json, &len),
+                   KPACK_SUCCESS);
+  assert_true(asprintf(&text, "%s\n", json) > 0);
+  free(json);
+  kpack_code_object_free(co);
+  return text;
+}
+
+/* A file of the mount as a string, read 4 KiB at a time to EOF. */
+static char* read_text(const mnt* m, const char* rel) {
+  char* path = in_mount(m, rel);
+  size_t size;
+  char* data = read_path(path, 4096, &size, 0);
+  if (data == NULL)
+    fail_msg("%s: %s", path, strerror(errno));
+  data = realloc(data, size + 1);
+  data[size] = '\0';
+  free(path);
+  return data;
+}
+
+static off_t size_of(const mnt* m, const char* rel) {
+  char* path = in_mount(m, rel);
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  free(path);
+  return st.st_size;
+}
+
+/* Runs a command with its output in `log` (truncated first); its exit
+ * status, or -1. */
+static int run_logged(char* const argv[], const char* log) {
+  unlink(log);
+  int status = run(argv, log);
+  return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+#define GEMM90 "lib/libgemm.so#0/gfx90a:xnack-/"
+#define GEMM942 "lib/libgemm.so#0/gfx942/"
+
+static void test_listing_code_objects_renders_and_decompresses_nothing(
+    void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "co-list");
+  const char* args[] = {path_co, path_co_odd, NULL};
+  mnt_start(m, args);
+  char* log = kt_path(tmp, "co-list.out");
+  char* find[] = {"find", m->dir, NULL};
+  char* ls[] = {"ls", "-lR", m->dir, NULL};
+  char* du[] = {"du", "-a", m->dir, NULL};
+  assert_int_equal(run_logged(find, log), 0);
+  char* out = slurp(log);
+  assert_non_null(strstr(out, GEMM90 "kernels\n"));
+  assert_non_null(strstr(out, GEMM942 "metadata.json\n"));
+  free(out);
+  assert_int_equal(run_logged(ls, log), 0);
+  assert_int_equal(run_logged(du, log), 0);
+  char* hsaco = in_mount(m, GEMM90 "kernel.hsaco");
+  char names[512];
+  assert_true(listxattr(hsaco, names, sizeof(names)) > 0);
+  free(hsaco);
+  /* Unknown until rendered, so 0; nothing was decompressed to say it. */
+  assert_int_equal(size_of(m, GEMM90 "kernels"), 0);
+  assert_int_equal(size_of(m, GEMM90 "metadata.json"), 0);
+  assert_int_equal(stat_value(m, "decompressions"), 0);
+  assert_int_equal(stat_value(m, "renders"), 0);
+  free(log);
+  mnt_stop_clean(m);
+}
+
+static void test_kernels_and_metadata_json_show_the_code_object(void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "co-text");
+  const char* args[] = {path_co, NULL};
+  mnt_start(m, args);
+
+  char* want = expected_kernels(gemm_gfx90a, 2);
+  char* got = read_text(m, GEMM90 "kernels");
+  assert_string_equal(got, want);
+  /* Now known: the exact size, without rendering again. */
+  assert_int_equal(size_of(m, GEMM90 "kernels"), strlen(want));
+  free(got);
+  char* json = expected_json(co_gfx90a.data, co_gfx90a.size);
+  got = read_text(m, GEMM90 "metadata.json");
+  assert_string_equal(got, json);
+  assert_int_equal(size_of(m, GEMM90 "metadata.json"), strlen(json));
+  free(got);
+  /* One decompression and one render served both files. */
+  assert_int_equal(stat_value(m, "decompressions"), 1);
+  assert_int_equal(stat_value(m, "renders"), 1);
+  /* Later opens are served from what was kept. */
+  for (int i = 0; i < 3; i++) {
+    got = read_text(m, GEMM90 "kernels");
+    assert_string_equal(got, want);
+    free(got);
+  }
+  assert_int_equal(stat_value(m, "renders"), 1);
+  assert_int_equal(stat_value(m, "decompressions"), 1);
+  free(want);
+  free(json);
+
+  /* A name with a tab and a backslash cannot break its line. */
+  want = expected_kernels(gemm_gfx942, 3);
+  got = read_text(m, GEMM942 "kernels");
+  assert_string_equal(got, want);
+  assert_non_null(strstr(got, "odd\\tname\\\\\tvgpr=1 "));
+  free(got);
+  free(want);
+  assert_int_equal(stat_value(m, "renders"), 2);
+  mnt_stop_clean(m);
+}
+
+static void test_cat_grep_wc_and_read_see_the_whole_text(void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "co-tools");
+  const char* args[] = {path_co, NULL};
+  mnt_start(m, args);
+  char* log = kt_path(tmp, "co-tools.out");
+
+  /* grep -r over a fresh mount: every `kernels` is opened unrendered. */
+  char* grep[] = {"grep", "-r", "gemm_f32", m->dir, "--include=kernels", NULL};
+  assert_int_equal(run_logged(grep, log), 0);
+  char* out = slurp(log);
+  char* line;
+  assert_true(
+      asprintf(&line, "%s/" GEMM90 "kernels:gemm_f32\tvgpr=128 ", m->dir) > 0);
+  if (strncmp(out, line, strlen(line)) != 0 ||
+      strchr(out, '\n') != out + strlen(out) - 1)
+    fail_msg("grep -r found:\n%s", out);
+  free(line);
+  free(out);
+
+  char* path = in_mount(m, GEMM942 "kernels");
+  char* wc[] = {"wc", "-l", path, NULL};
+  assert_int_equal(run_logged(wc, log), 0);
+  out = slurp(log);
+  assert_int_equal(strtoul(out, NULL, 10), 3);
+  free(out);
+  free(path);
+
+  path = in_mount(m, GEMM942 "metadata.json");
+  char* cat[] = {"cat", path, NULL};
+  assert_int_equal(run_logged(cat, log), 0);
+  out = slurp(log);
+  char* json = expected_json(co_gfx942.data, co_gfx942.size);
+  assert_string_equal(out, json);
+  free(out);
+
+  /* One read() into a large buffer, as open().read() does. */
+  int fd = open(path, O_RDONLY);
+  assert_true(fd >= 0);
+  size_t cap = strlen(json) + 4096;
+  char* buf = malloc(cap);
+  assert_int_equal(read(fd, buf, cap), (ssize_t)strlen(json));
+  assert_memory_equal(buf, json, strlen(json));
+  assert_int_equal(read(fd, buf, cap), 0);
+  close(fd);
+  free(buf);
+  free(json);
+  free(path);
+  free(log);
+  mnt_stop_clean(m);
+}
+
+static void test_code_object_xattrs_and_kernels_that_are_not_code_objects(
+    void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "co-xattr");
+  const char* args[] = {path_co, path_co_odd, NULL};
+  mnt_start(m, args);
+
+  char* path = in_mount(m, GEMM90 "kernel.hsaco");
+  char list[1024];
+  ssize_t len = listxattr(path, list, sizeof(list));
+  assert_true(len > 0);
+  assert_true(memmem(list, (size_t)len, "user.kpack.target", 18) != NULL);
+  assert_true(memmem(list, (size_t)len, "user.kpack.kernels", 19) != NULL);
+  assert_int_equal(stat_value(m, "renders"), 0); /* listing renders nothing */
+  expect_xattr(path, "user.kpack.target", "gfx90a:xnack-");
+  expect_xattr(path, "user.kpack.kernels", "2");
+  free(path);
+  path = in_mount(m, GEMM942 "kernel.hsaco");
+  expect_xattr(path, "user.kpack.target", "gfx942");
+  expect_xattr(path, "user.kpack.kernels", "3");
+  free(path);
+  assert_int_equal(stat_value(m, "renders"), 2);
+
+  /* No metadata note: no kernels, and a JSON null. */
+  path = in_mount(m, "lib/libodd.so#0/gfx1100/kernel.hsaco");
+  expect_xattr(path, "user.kpack.target", "gfx1100");
+  expect_xattr(path, "user.kpack.kernels", "0");
+  free(path);
+  char* text = read_text(m, "lib/libodd.so#0/gfx1100/kernels");
+  assert_string_equal(text, "");
+  free(text);
+  text = read_text(m, "lib/libodd.so#0/gfx1100/metadata.json");
+  assert_string_equal(text, "null\n");
+  free(text);
+
+  /* Bytes that are no code object: no such attributes, and their text
+   * files fail with EIO; the kernel itself still reads. */
+  path = in_mount(m, "lib/libodd.so#0/gfx90a/kernel.hsaco");
+  errno = 0;
+  assert_int_equal(getxattr(path, "user.kpack.target", list, sizeof(list)), -1);
+  assert_int_equal(errno, ENODATA);
+  size_t size;
+  void* data = read_path(path, 65536, &size, 0);
+  assert_non_null(data);
+  assert_int_equal(size, 5000);
+  free(data);
+  free(path);
+  const char* texts[] = {"lib/libodd.so#0/gfx90a/kernels",
+                         "lib/libodd.so#0/gfx90a/metadata.json"};
+  for (int i = 0; i < 2; i++) {
+    path = in_mount(m, texts[i]);
+    errno = 0;
+    assert_int_equal(open(path, O_RDONLY), -1);
+    assert_int_equal(errno, EIO);
+    free(path);
+  }
+  assert_true(stat_value(m, "render_failures") >= 3);
+  mnt_stop_clean(m);
+}
+
+typedef struct text_reader {
+  const mnt* m;
+  const char* rel;
+  const char* want;
+  pthread_barrier_t* start;
+  bool ok;
+} text_reader;
+
+static void* read_text_concurrently(void* arg) {
+  text_reader* r = arg;
+  pthread_barrier_wait(r->start);
+  char* path = in_mount(r->m, r->rel);
+  size_t size;
+  char* data = read_path(path, 1000, &size, 0);
+  r->ok = data != NULL && size == strlen(r->want) &&
+          memcmp(data, r->want, size) == 0;
+  free(data);
+  free(path);
+  return NULL;
+}
+
+/* Eight readers open both text files of a kernel at once on a fresh mount:
+ * one render, one decompression, and every reader sees the whole text. A
+ * reader whose size refresh raced a second invalidation of the same file
+ * once read it as empty, so this runs a few rounds. */
+static void test_parallel_first_reads_render_once(void** state) {
+  (void)state;
+  const char* dirs[] = {GEMM90, GEMM942};
+  char* json[2] = {expected_json(co_gfx90a.data, co_gfx90a.size),
+                   expected_json(co_gfx942.data, co_gfx942.size)};
+  char* kernels[2] = {expected_kernels(gemm_gfx90a, 2),
+                      expected_kernels(gemm_gfx942, 3)};
+  for (int round = 0; round < 3; round++) {
+    mnt* m = &scratch[0];
+    mnt_init(m, "co-parallel");
+    const char* args[] = {path_co, NULL};
+    mnt_start(m, args);
+    for (int d = 0; d < 2; d++) {
+      enum { TEXT_READERS = 8 };
+      pthread_t threads[TEXT_READERS];
+      text_reader readers[TEXT_READERS];
+      char rel[2][128];
+      snprintf(rel[0], sizeof(rel[0]), "%smetadata.json", dirs[d]);
+      snprintf(rel[1], sizeof(rel[1]), "%skernels", dirs[d]);
+      pthread_barrier_t start;
+      pthread_barrier_init(&start, NULL, TEXT_READERS);
+      for (int i = 0; i < TEXT_READERS; i++) {
+        readers[i] = (text_reader){m, rel[i % 2], i % 2 ? kernels[d] : json[d],
+                                   &start, false};
+        assert_int_equal(pthread_create(&threads[i], NULL,
+                                        read_text_concurrently, &readers[i]),
+                         0);
+      }
+      for (int i = 0; i < TEXT_READERS; i++) {
+        pthread_join(threads[i], NULL);
+        if (!readers[i].ok)
+          fail_msg("round %d: a reader of %s saw other bytes", round,
+                   readers[i].rel);
+      }
+      pthread_barrier_destroy(&start);
+    }
+    assert_int_equal(stat_value(m, "renders"), 2);
+    assert_int_equal(stat_value(m, "decompressions"), 2);
+    mnt_stop_clean(m);
+    mnt_free(m);
+  }
+  for (int d = 0; d < 2; d++) {
+    free(json[d]);
+    free(kernels[d]);
+  }
+}
+
+/* Debian's librocrand1 packed by the kpack tool, once per run. */
+static char* real_archive(void) {
+  static char* path;
+  if (path != NULL)
+    return path;
+  char* lib = kt_librocrand();
+  char* kpack = kt_path(bin_dir(), "kpack");
+  char* input;
+  path = kt_path(tmp, "rand_real.kpack");
+  assert_true(asprintf(&input, "%s=lib/librocrand.so.1", lib) > 0);
+  char* argv[] = {kpack, "create",   "-o",  path, "-l",
+                  "1",   "--fatbin", input, NULL};
+  char* log = kt_path(tmp, "rand_real.log");
+  if (run_logged(argv, log) != 0) {
+    char* text = slurp(log);
+    fail_msg("kpack create failed:\n%s", text);
+  }
+  free(log);
+  free(input);
+  free(kpack);
+  free(lib);
+  return path;
+}
+
+static void test_real_library_files_match_the_reader(void** state) {
+  (void)state;
+  const char* archive = real_archive();
+  mnt* m = &scratch[0];
+  mnt_init(m, "co-real");
+  const char* args[] = {archive, NULL};
+  mnt_start(m, args);
+  char* log = kt_path(tmp, "co-real.out");
+  char* grep[] = {"grep",
+                  "-rl",
+                  "^_ZN12rocrand_host6detailL19init_engines_kernelEPN14rocrand_"
+                  "device13xorwow_engineEjyy\t",
+                  m->dir,
+                  "--include=kernels",
+                  NULL};
+  assert_int_equal(run_logged(grep, log), 0);
+  char* out = slurp(log);
+  size_t lines = 0;
+  for (char* p = out; (p = strchr(p, '\n')) != NULL; p++)
+    lines++;
+  assert_int_equal(lines, 7); /* in every arch */
+  free(out);
+
+  kpack_archive_t a;
+  assert_int_equal(kpack_open(archive, &a), KPACK_SUCCESS);
+  char* arches = list_dir(m, "lib/librocrand.so.1#0");
+  size_t checked = 0;
+  for (char* arch = strtok(arches, ", "); arch != NULL;
+       arch = strtok(NULL, ", ")) {
+    void* code;
+    size_t size;
+    assert_int_equal(
+        kpack_get_kernel(a, "lib/librocrand.so.1#0", arch, &code, &size),
+        KPACK_SUCCESS);
+    kpack_code_object_t* co;
+    kpack_code_object_info_t info;
+    assert_int_equal(kpack_code_object_parse(code, size, &co), KPACK_SUCCESS);
+    kpack_code_object_get_info(co, &info);
+    char rel[256];
+    snprintf(rel, sizeof(rel), "lib/librocrand.so.1#0/%s/kernels", arch);
+    char* text = read_text(m, rel);
+    char* line = text;
+    for (size_t i = 0; i < info.kernel_count; i++) {
+      kpack_co_kernel_t k;
+      kpack_code_object_get_kernel(co, i, &k);
+      char prefix[512];
+      snprintf(prefix, sizeof(prefix), "%s\tvgpr=%" PRIu64 " sgpr=%" PRIu64,
+               k.name, k.vgpr_count, k.sgpr_count);
+      if (strncmp(line, prefix, strlen(prefix)) != 0)
+        fail_msg("%s line %zu: %.200s", rel, i, line);
+      line = strchr(line, '\n') + 1;
+    }
+    assert_string_equal(line, "");
+    free(text);
+    char* json = expected_json(code, size);
+    snprintf(rel, sizeof(rel), "lib/librocrand.so.1#0/%s/metadata.json", arch);
+    text = read_text(m, rel);
+    assert_string_equal(text, json);
+    free(text);
+    free(json);
+    kpack_code_object_free(co);
+    kpack_free_kernel(code);
+    checked++;
+  }
+  assert_int_equal(checked, 7);
+  /* One decompression per code object, whatever read it. */
+  assert_int_equal(stat_value(m, "decompressions"), 7);
+  free(arches);
+  kpack_close(a);
+  free(log);
+  mnt_stop_clean(m);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -1886,6 +2383,12 @@ int main(void) {
       T(test_hundreds_of_sources_in_one_fstab_list_mount),
       T(test_more_archives_than_the_soft_fd_limit_mount),
       T(test_kernel_file_names_over_255_bytes_are_skipped),
+      T(test_listing_code_objects_renders_and_decompresses_nothing),
+      T(test_kernels_and_metadata_json_show_the_code_object),
+      T(test_cat_grep_wc_and_read_see_the_whole_text),
+      T(test_code_object_xattrs_and_kernels_that_are_not_code_objects),
+      T(test_parallel_first_reads_render_once),
+      T(test_real_library_files_match_the_reader),
 #undef T
   };
   return cmocka_run_group_tests_name("kpackfs", tests, group_setup,

@@ -5,15 +5,22 @@
  * of failure, debug logging, trace events and concurrent use of one cache.
  * Archives are written by the project's writer into a fresh directory:
  * TMP/lib/libx.so is the (never created) binary, TMP/.kpack the archives.
+ * The suite is linked with --wrap=kpack_open, so that a test can hold a
+ * load inside an open (see "fork" below); every other open passes through.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <msgpack.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "support.h"
@@ -44,8 +51,11 @@ static int setup(void** state) {
   return 0;
 }
 
+static void give_back_descriptors(void);
+
 static int teardown(void** state) {
   (void)state;
+  give_back_descriptors();
   for (size_t i = 0; i < sizeof(env_vars) / sizeof(*env_vars); i++)
     unsetenv(env_vars[i]);
   kt_rmtree(tmp);
@@ -184,6 +194,35 @@ static void expect_status_n(kpack_cache_t cache, const void* meta,
 #define EXPECT_STATUS(cache, meta, want, ...) \
   expect_status_n(cache, meta, ARCHES(__VA_ARGS__), want)
 
+/* Descriptors held by use_up_descriptors(); teardown gives them back if a
+ * test failed before it did. */
+static int held_fds[64];
+static size_t held_count;
+static struct rlimit saved_limit;
+static bool limit_lowered;
+
+/* Leaves no free file descriptor, under a soft limit of 64. */
+static void use_up_descriptors(void) {
+  struct rlimit low;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &saved_limit), 0);
+  low = saved_limit;
+  low.rlim_cur = 64;
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+  limit_lowered = true;
+  int fd;
+  while (held_count < 64 && (fd = dup(STDERR_FILENO)) >= 0)
+    held_fds[held_count++] = fd;
+  assert_int_equal(errno, EMFILE);
+}
+
+static void give_back_descriptors(void) {
+  while (held_count > 0)
+    close(held_fds[--held_count]);
+  if (limit_lowered)
+    setrlimit(RLIMIT_NOFILE, &saved_limit);
+  limit_lowered = false;
+}
+
 /* ---- trace recording ----------------------------------------------------- */
 
 /* Events as text lines, e.g. "KERNEL gfx90a /t/.kpack/a.kpack
@@ -223,8 +262,9 @@ static void record(const kpack_trace_event_t* ev, void* user) {
         strncat(arches, " ", sizeof(arches) - strlen(arches) - 1);
         strncat(arches, ev->arches[i], sizeof(arches) - strlen(arches) - 1);
       }
-      n = asprintf(&line, "ARCHIVE %s %s %s%s", shorten(ev->path), status,
-                   ev->opened ? "opened" : "cached", arches);
+      n = asprintf(&line, "ARCHIVE %s %s %s%s%s", shorten(ev->path), status,
+                   ev->opened ? "opened" : "cached", arches,
+                   ev->transient ? " transient" : "");
       break;
     }
     case KPACK_TRACE_TARGET:
@@ -430,6 +470,77 @@ static void test_relative_search_path_resolves_against_binary_directory(
   void* meta = HIPK("lib/libx.so", "../.kpack/a.kpack");
   EXPECT_SEED(cache, meta, 0, 1, "gfx90a");
   free(meta);
+  kpack_cache_destroy(cache);
+}
+
+/* A library loaded through a symlinked directory (a "view" of an install
+ * tree, as ROCm's packaging makes them) finds the archives of the real
+ * tree, as ROCm's loader does: TMP/view/lib -> ../lib, so the binary
+ * TMP/view/lib/libx.so has ../.kpack = TMP/.kpack, not TMP/view/.kpack. */
+static void test_symlinked_library_directory_finds_the_real_archives(
+    void** state) {
+  (void)state;
+  archive(".kpack/x_gfx90a.kpack", ARCHES("gfx90a"),
+          KERNELS({"lib/libx.so#0", "gfx90a", 1}));
+  char* view = at("view");
+  char* view_binary = at("view/lib/libx.so");
+  assert_int_equal(mkdir(view, 0755), 0);
+  char* lib = at("view/lib");
+  assert_int_equal(symlink("../lib", lib), 0);
+  kpack_cache_t cache = new_cache();
+  recorder r;
+  recorder_init(&r, cache);
+  void* meta = HIPK("lib/libx.so", "../.kpack/x_@GFXARCH@.kpack");
+  const char* arches[] = {"gfx90a:xnack-"};
+  void* data;
+  size_t size;
+  for (int round = 0; round < 3; round++) { /* cold, then remembered */
+    assert_int_equal(kpack_load_code_object(cache, meta, view_binary, 0, arches,
+                                            1, &data, &size),
+                     KPACK_SUCCESS);
+    assert_int_equal(size, seed_size(1));
+    kpack_free_code_object(data);
+    expect_lines(&r, "PATH",
+                 "PATH /.kpack/x_gfx90a:xnack-.kpack embedded missing\n"
+                 "PATH /.kpack/x_gfx90a.kpack embedded exists\n");
+    recorder_clear(&r);
+  }
+  free(meta);
+  free(lib);
+  free(view_binary);
+  free(view);
+  recorder_free(&r);
+  kpack_cache_destroy(cache);
+}
+
+/* Only a resolution that led to an archive is remembered: an archive that
+ * appears later, where the path leads, is found. */
+static void test_resolution_that_led_nowhere_is_done_again(void** state) {
+  (void)state;
+  char* view = at("view");
+  char* view_binary = at("view/lib/libx.so");
+  assert_int_equal(mkdir(view, 0755), 0);
+  char* lib = at("view/lib");
+  assert_int_equal(symlink("../lib", lib), 0);
+  kpack_cache_t cache = new_cache();
+  void* meta = HIPK("lib/libx.so", "../.kpack/late.kpack");
+  const char* arches[] = {"gfx90a"};
+  void* data;
+  size_t size;
+  assert_int_equal(kpack_load_code_object(cache, meta, view_binary, 0, arches,
+                                          1, &data, &size),
+                   KPACK_ERROR_ARCHIVE_NOT_FOUND);
+  archive(".kpack/late.kpack", ARCHES("gfx90a"),
+          KERNELS({"lib/libx.so#0", "gfx90a", 2}));
+  assert_int_equal(kpack_load_code_object(cache, meta, view_binary, 0, arches,
+                                          1, &data, &size),
+                   KPACK_SUCCESS);
+  assert_int_equal(size, seed_size(2));
+  kpack_free_code_object(data);
+  free(meta);
+  free(lib);
+  free(view_binary);
+  free(view);
   kpack_cache_destroy(cache);
 }
 
@@ -761,6 +872,36 @@ static void test_failed_open_is_remembered(void** state) {
   kpack_cache_destroy(cache);
 }
 
+/* A HIP process that briefly ran out of file descriptors must not lose its
+ * kernels for the rest of its life: EMFILE is not remembered. */
+static void test_open_failing_for_lack_of_descriptors_is_tried_again(
+    void** state) {
+  (void)state;
+  archive(".kpack/a.kpack", ARCHES("gfx90a"),
+          KERNELS({"lib/libx.so#0", "gfx90a", 1}));
+  kpack_cache_t cache = new_cache();
+  recorder r;
+  recorder_init(&r, cache);
+  void* meta = HIPK("lib/libx.so", "../.kpack/a.kpack");
+  use_up_descriptors();
+  void* data = NULL;
+  size_t size = 0;
+  kpack_error_t err = LOAD(cache, meta, 0, &data, &size, "gfx90a");
+  give_back_descriptors();
+  assert_int_equal(err, KPACK_ERROR_ARCHIVE_NOT_FOUND);
+  expect_lines(&r, "ARCHIVE",
+               "ARCHIVE /.kpack/a.kpack KPACK_ERROR_IO_ERROR opened "
+               "transient\n");
+  recorder_clear(&r);
+  /* Descriptors are free again: the same cache opens it this time. */
+  EXPECT_SEED(cache, meta, 0, 1, "gfx90a");
+  expect_lines(&r, "ARCHIVE",
+               "ARCHIVE /.kpack/a.kpack KPACK_SUCCESS opened gfx90a\n");
+  free(meta);
+  recorder_free(&r);
+  kpack_cache_destroy(cache);
+}
+
 static void test_no_declared_compatible_target_is_arch_not_found(void** state) {
   (void)state;
   archive(".kpack/a.kpack", ARCHES("gfx90a", "gfx942:xnack+"),
@@ -941,9 +1082,8 @@ static void test_trace_reports_early_failures_as_results(void** state) {
   kpack_cache_destroy(cache);
 }
 
-/* Runs one load with stderr sent to a file; returns what was written. */
-static char* load_capturing_stderr(kpack_cache_t cache, const void* meta,
-                                   kpack_error_t want) {
+/* Sends stderr to TMP/stderr.log; returns the descriptor to restore. */
+static int capture_stderr(void) {
   char* log_path = at("stderr.log");
   fflush(stderr);
   int saved = dup(STDERR_FILENO);
@@ -952,20 +1092,35 @@ static char* load_capturing_stderr(kpack_cache_t cache, const void* meta,
   assert_true(fd >= 0);
   assert_true(dup2(fd, STDERR_FILENO) >= 0);
   close(fd);
-  void* data;
-  size_t size;
-  kpack_error_t err = LOAD(cache, meta, 0, &data, &size, "gfx90a");
+  free(log_path);
+  return saved;
+}
+
+/* Restores stderr; returns what was written to it meanwhile. */
+static char* captured_stderr(int saved) {
+  char* log_path = at("stderr.log");
   fflush(stderr);
   dup2(saved, STDERR_FILENO);
   close(saved);
-  assert_int_equal(err, want);
-  kpack_free_code_object(data);
   size_t n;
   char* text = kt_read_file(log_path, &n);
   assert_non_null(text);
   char* out = strndup(text, n);
   free(text);
   free(log_path);
+  return out;
+}
+
+/* Runs one load with stderr sent to a file; returns what was written. */
+static char* load_capturing_stderr(kpack_cache_t cache, const void* meta,
+                                   kpack_error_t want) {
+  int saved = capture_stderr();
+  void* data;
+  size_t size;
+  kpack_error_t err = LOAD(cache, meta, 0, &data, &size, "gfx90a");
+  char* out = captured_stderr(saved);
+  assert_int_equal(err, want);
+  kpack_free_code_object(data);
   return out;
 }
 
@@ -1022,6 +1177,41 @@ static void test_debug_is_silent_when_off(void** state) {
     kpack_cache_destroy(cache);
   }
   free(meta);
+}
+
+/* ROCM_KPACK_DEBUG says which failures are remembered and why. */
+static void test_debug_tells_transient_from_remembered_failures(void** state) {
+  (void)state;
+  archive(".kpack/a.kpack", ARCHES("gfx90a"),
+          KERNELS({"lib/libx.so#0", "gfx90a", 1}));
+  char* bad = at(".kpack/bad.kpack");
+  kt_write_file(bad, "nonsense", 8);
+  void* a = HIPK("lib/libx.so", "../.kpack/a.kpack");
+  void* b = HIPK("lib/libx.so", "../.kpack/bad.kpack");
+  kpack_cache_t cache = cache_with_env("ROCM_KPACK_DEBUG", "1");
+  void* data;
+  size_t size;
+  int saved = capture_stderr();
+  use_up_descriptors();
+  kpack_error_t err_a = LOAD(cache, a, 0, &data, &size, "gfx90a");
+  give_back_descriptors();
+  kpack_error_t err_b = LOAD(cache, b, 0, &data, &size, "gfx90a");
+  char* log = captured_stderr(saved);
+  assert_int_equal(err_a, KPACK_ERROR_ARCHIVE_NOT_FOUND);
+  assert_int_equal(err_b, KPACK_ERROR_ARCHIVE_NOT_FOUND);
+  if (strstr(log,
+             "a.kpack: KPACK_ERROR_IO_ERROR (opened), Too many open "
+             "files: transient, not remembered (tried again next "
+             "load)\n") == NULL ||
+      strstr(log,
+             "bad.kpack: KPACK_ERROR_INVALID_FORMAT (opened): "
+             "remembered, not tried again\n") == NULL)
+    fail_msg("unexpected log:\n%s", log);
+  free(log);
+  free(a);
+  free(b);
+  free(bad);
+  kpack_cache_destroy(cache);
 }
 
 /* ---- kpack_resolve_code_object ------------------------------------------- */
@@ -1164,6 +1354,238 @@ static void test_concurrent_loads_open_each_archive_once(void** state) {
   kpack_cache_destroy(cache);
 }
 
+/* ---- fork ---------------------------------------------------------------- */
+
+/* The loader's opens come here first. Once armed, the first open of a path
+ * ending in `suffix` in this process says so on `entered` and waits for a
+ * byte on `release` before it goes on: a test can then fork, or load, while
+ * a thread is inside that open. Pipes, not a condition variable, because a
+ * forked child must be able to use them too. */
+kpack_error_t __real_kpack_open(const char* path, kpack_archive_t* archive);
+
+static struct {
+  const char* suffix;
+  pid_t pid;
+  int entered[2];
+  int release[2];
+  atomic_bool armed;
+  atomic_uint opens; /* opens of `suffix` paths, held or not */
+} gate;
+
+kpack_error_t __wrap_kpack_open(const char* path, kpack_archive_t* archive);
+kpack_error_t __wrap_kpack_open(const char* path, kpack_archive_t* archive) {
+  size_t n = strlen(path), m = gate.suffix ? strlen(gate.suffix) : 0;
+  if (m > 0 && n >= m && strcmp(path + n - m, gate.suffix) == 0) {
+    atomic_fetch_add(&gate.opens, 1);
+    if (getpid() == gate.pid && atomic_exchange(&gate.armed, false)) {
+      char byte = 1;
+      if (write(gate.entered[1], &byte, 1) != 1 ||
+          read(gate.release[0], &byte, 1) != 1)
+        abort();
+    }
+  }
+  return __real_kpack_open(path, archive);
+}
+
+static void gate_arm(const char* suffix) {
+  assert_int_equal(pipe(gate.entered), 0);
+  assert_int_equal(pipe(gate.release), 0);
+  gate.suffix = suffix;
+  gate.pid = getpid();
+  atomic_store(&gate.opens, 0);
+  atomic_store(&gate.armed, true);
+}
+
+static void gate_wait_entered(void) {
+  char byte;
+  assert_int_equal(read(gate.entered[0], &byte, 1), 1);
+}
+
+static void gate_release(void) {
+  char byte = 1;
+  assert_int_equal(write(gate.release[1], &byte, 1), 1);
+}
+
+static void gate_close(void) {
+  gate.suffix = NULL;
+  close(gate.entered[0]);
+  close(gate.entered[1]);
+  close(gate.release[0]);
+  close(gate.release[1]);
+}
+
+typedef struct loader_thread {
+  pthread_t thread;
+  kpack_cache_t cache;
+  const void* meta;
+  uint32_t seed; /* what the load must return */
+  bool ok;
+} loader_thread;
+
+/* One load that must return kernel #0 for gfx90a, with the bytes of seed. */
+static bool load_ok(kpack_cache_t cache, const void* meta, uint32_t seed) {
+  const char* arches[] = {"gfx90a"};
+  void* data = NULL;
+  size_t size = 0;
+  if (kpack_load_code_object(cache, meta, binary, 0, arches, 1, &data, &size) !=
+      KPACK_SUCCESS)
+    return false;
+  void* want = kt_pattern(seed_size(seed), seed);
+  bool ok = size == seed_size(seed) && memcmp(data, want, size) == 0;
+  free(want);
+  kpack_free_code_object(data);
+  return ok;
+}
+
+static void* loader_main(void* arg) {
+  loader_thread* t = arg;
+  t->ok = load_ok(t->cache, t->meta, t->seed);
+  return NULL;
+}
+
+static void start_loader(loader_thread* t, kpack_cache_t cache,
+                         const void* meta, uint32_t seed) {
+  *t = (loader_thread){.cache = cache, .meta = meta, .seed = seed};
+  assert_int_equal(pthread_create(&t->thread, NULL, loader_main, t), 0);
+}
+
+/* What a forked child reported: 'y' every load returned its kernel, 'n'
+ * one did not, 0 nothing (it was stuck on a lock until its alarm). */
+typedef char child_report;
+
+/* Forks; the child loads `metas` (the archive of each holds seed 1 + i)
+ * and reports on a pipe. It then kills itself instead of exiting: memory
+ * of the parent's other threads is unreachable in a child by the nature of
+ * fork, and valgrind's leak check at exit would count it against us. */
+static child_report load_in_child(kpack_cache_t cache, void* const* metas,
+                                  size_t n) {
+  int report[2];
+  assert_int_equal(pipe(report), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(report[0]);
+    alarm(60);
+    bool ok = true;
+    for (size_t i = 0; i < n; i++)
+      ok = load_ok(cache, metas[i], 1 + (uint32_t)i) && ok;
+    child_report r = ok ? 'y' : 'n';
+    if (write(report[1], &r, 1) != 1)
+      _exit(1);
+    raise(SIGKILL);
+  }
+  close(report[1]);
+  child_report r = 0;
+  if (read(report[0], &r, 1) != 1)
+    r = 0;
+  close(report[0]);
+  assert_int_equal(waitpid(pid, NULL, 0), pid);
+  return r;
+}
+
+static void expect_child_loaded(child_report r) {
+  if (r == 0)
+    fail_msg("the forked child never finished its loads: stuck on a lock");
+  if (r != 'y')
+    fail_msg("a load in the forked child failed");
+}
+
+/* A HIP process forks (a Python worker pool) while another thread is inside
+ * the loader, opening an archive. The child gets the cache as it was, with
+ * only the forking thread: it must still load, from that archive (which it
+ * opens itself) and from others. */
+static void test_child_forked_during_an_open_can_load(void** state) {
+  (void)state;
+  archive(".kpack/a.kpack", ARCHES("gfx90a"),
+          KERNELS({"lib/libx.so#0", "gfx90a", 1}));
+  archive(".kpack/b.kpack", ARCHES("gfx90a"),
+          KERNELS({"lib/libx.so#0", "gfx90a", 2}));
+  void* metas[] = {HIPK("lib/libx.so", "../.kpack/a.kpack"),
+                   HIPK("lib/libx.so", "../.kpack/b.kpack")};
+  kpack_cache_t cache = new_cache();
+  loader_thread t;
+  gate_arm("/.kpack/a.kpack");
+  start_loader(&t, cache, metas[0], 1);
+  gate_wait_entered();
+  child_report status = load_in_child(cache, metas, 2);
+  gate_release();
+  pthread_join(t.thread, NULL);
+  gate_close();
+  expect_child_loaded(status);
+  assert_true(t.ok);
+  free(metas[0]);
+  free(metas[1]);
+  kpack_cache_destroy(cache);
+}
+
+/* Threads waiting for another's open of the same archive are not in the
+ * child either; the child must not wait for them, and in the parent the
+ * archive is still opened once for all of them. */
+static void test_child_forked_while_threads_wait_for_an_open_can_load(
+    void** state) {
+  (void)state;
+  archive(".kpack/a.kpack", ARCHES("gfx90a"),
+          KERNELS({"lib/libx.so#0", "gfx90a", 1}));
+  void* meta = HIPK("lib/libx.so", "../.kpack/a.kpack");
+  kpack_cache_t cache = new_cache();
+  loader_thread opener, waiters[3];
+  gate_arm("/.kpack/a.kpack");
+  start_loader(&opener, cache, meta, 1);
+  gate_wait_entered();
+  for (size_t i = 0; i < 3; i++)
+    start_loader(&waiters[i], cache, meta, 1);
+  /* Likely, not certainly, waiting by now; the checks hold either way. */
+  kt_sleep_ms(50);
+  child_report status = load_in_child(cache, &meta, 1);
+  gate_release();
+  pthread_join(opener.thread, NULL);
+  for (size_t i = 0; i < 3; i++) {
+    pthread_join(waiters[i].thread, NULL);
+    assert_true(waiters[i].ok);
+  }
+  gate_close();
+  expect_child_loaded(status);
+  assert_true(opener.ok);
+  assert_int_equal(atomic_load(&gate.opens), 1);
+  free(meta);
+  kpack_cache_destroy(cache);
+}
+
+/* An open in progress (a slow file system) holds up only the loads that
+ * need that archive, not loads through the same cache from others. */
+static void test_slow_open_holds_up_no_other_archive(void** state) {
+  (void)state;
+  archive(".kpack/a.kpack", ARCHES("gfx90a"),
+          KERNELS({"lib/libx.so#0", "gfx90a", 1}));
+  archive(".kpack/b.kpack", ARCHES("gfx90a"),
+          KERNELS({"lib/libx.so#0", "gfx90a", 2}));
+  void* a = HIPK("lib/libx.so", "../.kpack/a.kpack");
+  void* b = HIPK("lib/libx.so", "../.kpack/b.kpack");
+  kpack_cache_t cache = new_cache();
+  loader_thread slow, other;
+  gate_arm("/.kpack/a.kpack");
+  start_loader(&slow, cache, a, 1);
+  gate_wait_entered();
+  start_loader(&other, cache, b, 2);
+  /* A deadline only to end the test if the load waits for the held open;
+   * it finishes in milliseconds otherwise. */
+  struct timespec deadline;
+  clock_gettime(CLOCK_REALTIME, &deadline);
+  deadline.tv_sec += 60;
+  int joined = pthread_timedjoin_np(other.thread, NULL, &deadline);
+  gate_release();
+  pthread_join(slow.thread, NULL);
+  if (joined != 0)
+    pthread_join(other.thread, NULL);
+  gate_close();
+  assert_int_equal(joined, 0);
+  assert_true(other.ok);
+  assert_true(slow.ok);
+  free(a);
+  free(b);
+  kpack_cache_destroy(cache);
+}
+
 /* ---- kpack_enumerate_architectures --------------------------------------- */
 
 typedef struct arch_log {
@@ -1239,6 +1661,8 @@ int main(void) {
       T(test_malformed_metadata_is_invalid_metadata),
       T(test_metadata_pointer_in_no_mapping_is_invalid_metadata),
       T(test_relative_search_path_resolves_against_binary_directory),
+      T(test_symlinked_library_directory_finds_the_real_archives),
+      T(test_resolution_that_led_nowhere_is_done_again),
       T(test_absolute_search_path_is_used_as_is),
       T(test_co_index_selects_the_kernel),
       T(test_gfxarch_placeholder_selects_the_arch_archive),
@@ -1256,6 +1680,7 @@ int main(void) {
       T(test_no_existing_archive_is_archive_not_found),
       T(test_archive_that_fails_to_open_is_skipped),
       T(test_failed_open_is_remembered),
+      T(test_open_failing_for_lack_of_descriptors_is_tried_again),
       T(test_no_declared_compatible_target_is_arch_not_found),
       T(test_declared_target_without_the_kernel_is_kernel_not_found),
       T(test_corrupt_kernel_is_the_last_real_error),
@@ -1267,9 +1692,13 @@ int main(void) {
       T(test_trace_reports_early_failures_as_results),
       T(test_debug_logs_each_decision_with_kpack_prefix),
       T(test_debug_is_silent_when_off),
+      T(test_debug_tells_transient_from_remembered_failures),
       T(test_resolve_searches_given_paths_like_load),
       T(test_resolve_without_paths_uses_rocm_kpack_path),
       T(test_concurrent_loads_open_each_archive_once),
+      T(test_child_forked_during_an_open_can_load),
+      T(test_child_forked_while_threads_wait_for_an_open_can_load),
+      T(test_slow_open_holds_up_no_other_archive),
       T(test_enumerate_calls_back_in_declared_order),
       T(test_enumerate_stops_when_callback_returns_false),
       T(test_enumerate_reports_argument_and_open_errors),

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: MIT
  *
  * Search path handling (SPEC §2.2): ':'-lists, lexical normalisation,
- * resolution against the binary's directory, @GFXARCH@ expansion and
- * directories of *.kpack.
+ * resolution against the binary's directory (lexical where nothing exists,
+ * symlinks followed against a real tree where it does), @GFXARCH@
+ * expansion and directories of *.kpack.
  */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "search_path.h"
 #include "support.h"
@@ -103,24 +106,142 @@ static void test_normalize_empty_path_is_dot(void** state) {
   expect_normal(".", ".");
 }
 
+/* Paths under a directory that does not exist resolve lexically. */
+#define NOWHERE "/kpack-test-no-such-dir"
+
 static void test_relative_path_resolves_against_binary_directory(void** state) {
   (void)state;
-  expect_resolved("/opt/rocm/lib/librocblas.so.5", "../.kpack/blas.kpack",
-                  "/opt/rocm/.kpack/blas.kpack");
-  expect_resolved("/opt/lib/libx.so", "x.kpack", "/opt/lib/x.kpack");
+  expect_resolved(NOWHERE "/rocm/lib/librocblas.so.5", "../.kpack/blas.kpack",
+                  NOWHERE "/rocm/.kpack/blas.kpack");
+  expect_resolved(NOWHERE "/lib/libx.so", "x.kpack", NOWHERE "/lib/x.kpack");
 }
 
 static void test_absolute_path_is_kept_and_normalised(void** state) {
   (void)state;
-  expect_resolved("/opt/rocm/lib/libx.so", "/srv//k/./a.kpack",
-                  "/srv/k/a.kpack");
+  expect_resolved(NOWHERE "/rocm/lib/libx.so", NOWHERE "//k/./a.kpack",
+                  NOWHERE "/k/a.kpack");
 }
 
 static void test_binary_in_root_or_without_directory(void** state) {
   (void)state;
-  expect_resolved("/libx.so", "../k.kpack", "/k.kpack");
-  expect_resolved("libx.so", "k.kpack", "k.kpack");
-  expect_resolved("lib/libx.so", "../k.kpack", "k.kpack");
+  expect_resolved("/libx.so", "../kpack-test-no-such.kpack",
+                  "/kpack-test-no-such.kpack");
+  expect_resolved("libx.so", "kpack-test-no-such.kpack",
+                  "kpack-test-no-such.kpack");
+  expect_resolved("kpack-test-no-such-dir/libx.so", "../k.kpack", "k.kpack");
+}
+
+/* ---- resolution through a real tree with symlinks ---------------------------
+ *
+ * kt_tmp (canonical: real)/
+ *   install/lib/libx.so   install/.kpack/x_gfx90a.kpack
+ *   view/lib -> ../install/lib          (ROCm's "view" of an install)
+ *   deep/a/b/, hop -> deep/a/b          (".." after a symlink)
+ *   loop1 -> loop2, loop2 -> loop1      (a symlink loop)
+ *   dangling -> nowhere
+ *   last.kpack -> install/.kpack/x_gfx90a.kpack
+ */
+static char* real;
+
+static void make_tree(void) {
+  real = realpath(kt_tmp, NULL);
+  assert_non_null(real);
+  assert_int_equal(chdir(real), 0);
+  assert_int_equal(system("mkdir -p install/lib install/.kpack view deep/a/b "
+                          "&& touch install/lib/libx.so "
+                          "install/.kpack/x_gfx90a.kpack "
+                          "&& ln -s ../install/lib view/lib "
+                          "&& ln -s deep/a/b hop && ln -s loop2 loop1 "
+                          "&& ln -s loop1 loop2 && ln -s nowhere dangling "
+                          "&& ln -s install/.kpack/x_gfx90a.kpack last.kpack"),
+                   0);
+}
+
+static int tree_setup(void** state) {
+  kt_tmp_setup(state);
+  make_tree();
+  return 0;
+}
+
+static int tree_teardown(void** state) {
+  assert_int_equal(chdir("/"), 0);
+  free(real);
+  return kt_tmp_teardown(state);
+}
+
+/* kp_path_resolve(real/binary, path) must be real/want (or want when it
+ * is absolute). */
+static void expect_in_tree(const char* binary, const char* path,
+                           const char* want) {
+  char *b, *w;
+  assert_true(asprintf(&b, "%s/%s", real, binary) > 0);
+  assert_true(asprintf(&w, "%s%s%s", want[0] == '/' ? "" : real,
+                       want[0] == '/' ? "" : "/", want) > 0);
+  expect_resolved(b, path, w);
+  free(b);
+  free(w);
+}
+
+static void test_symlinked_library_directory_finds_the_real_tree(void** state) {
+  (void)state;
+  /* The archive for any arch, before @GFXARCH@ is expanded. */
+  expect_in_tree("view/lib/libx.so", "../.kpack/x_@GFXARCH@.kpack",
+                 "install/.kpack/x_@GFXARCH@.kpack");
+  expect_in_tree("view/lib/libx.so", "../.kpack/x_gfx90a.kpack",
+                 "install/.kpack/x_gfx90a.kpack");
+  /* Not through the symlink: as before. */
+  expect_in_tree("install/lib/libx.so", "../.kpack/x_gfx90a.kpack",
+                 "install/.kpack/x_gfx90a.kpack");
+}
+
+static void test_dotdot_after_a_symlink_goes_to_the_target_parent(
+    void** state) {
+  (void)state;
+  expect_in_tree("libx.so", "hop/../c.kpack", "deep/a/c.kpack");
+  expect_in_tree("libx.so", "hop/../../b/../../install/lib", "install/lib");
+}
+
+static void test_missing_tail_is_normalised_lexically(void** state) {
+  (void)state;
+  expect_in_tree("view/lib/libx.so", "missing/deeper/../../x.kpack",
+                 "install/lib/x.kpack");
+  expect_in_tree("view/lib/libx.so", "missing/../../.kpack/y.kpack",
+                 "install/.kpack/y.kpack");
+}
+
+static void test_loops_and_dangling_links_end_the_real_part(void** state) {
+  (void)state;
+  expect_in_tree("libx.so", "loop1/../x.kpack", "x.kpack");
+  expect_in_tree("libx.so", "dangling/../x.kpack", "x.kpack");
+  expect_in_tree("libx.so", "dangling/y.kpack", "dangling/y.kpack");
+}
+
+static void test_absolute_path_follows_symlinks_too(void** state) {
+  (void)state;
+  char* abs;
+  assert_true(asprintf(&abs, "%s/view/lib/../.kpack/x_gfx90a.kpack", real) > 0);
+  expect_in_tree("view/lib/libx.so", abs, "install/.kpack/x_gfx90a.kpack");
+  free(abs);
+}
+
+static void test_existing_path_is_fully_canonical(void** state) {
+  (void)state;
+  expect_in_tree("libx.so", "last.kpack", "install/.kpack/x_gfx90a.kpack");
+  char* binary;
+  assert_true(asprintf(&binary, "%s/libx.so", real) > 0);
+  expect_resolved(binary, ".", real);
+  free(binary);
+}
+
+/* A binary named relative to the current directory (real/) resolves to an
+ * absolute path once any of it exists. */
+static void test_relative_binary_resolves_from_the_current_directory(
+    void** state) {
+  (void)state;
+  char* want;
+  assert_true(asprintf(&want, "%s/install/.kpack/x.kpack", real) > 0);
+  expect_resolved("view/lib/libx.so", "../.kpack/x.kpack", want);
+  free(want);
 }
 
 static void test_gfxarch_expands_for_each_arch_and_target(void** state) {
@@ -252,5 +373,17 @@ int main(void) {
       cmocka_unit_test(test_directory_with_trailing_slash_has_no_double_slash),
       cmocka_unit_test(test_missing_directory_is_an_io_error),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  const struct CMUnitTest tree_tests[] = {
+      cmocka_unit_test(test_symlinked_library_directory_finds_the_real_tree),
+      cmocka_unit_test(test_dotdot_after_a_symlink_goes_to_the_target_parent),
+      cmocka_unit_test(test_missing_tail_is_normalised_lexically),
+      cmocka_unit_test(test_loops_and_dangling_links_end_the_real_part),
+      cmocka_unit_test(test_absolute_path_follows_symlinks_too),
+      cmocka_unit_test(test_existing_path_is_fully_canonical),
+      cmocka_unit_test(
+          test_relative_binary_resolves_from_the_current_directory),
+  };
+  int failed = cmocka_run_group_tests(tests, NULL, NULL);
+  return failed + cmocka_run_group_tests_name("symlinked trees", tree_tests,
+                                              tree_setup, tree_teardown);
 }

@@ -10,6 +10,7 @@
  *   kpack_trace.h   the loader's search as events (kpack resolve)
  *   kpack_kcache.h  the shared decompressed-kernel cache (kpackfs)
  *   kpack_bundle.h  clang offload bundles and HIP fat binaries
+ *   kpack_host.h    HIP host binaries: HIPF/HIPK records, search paths
  *   kpack_code_object.h  an AMDGPU code object's target and kernels
  * Status values are those of kpack_types.h.
  */
@@ -97,6 +98,7 @@ KPACK_API const char* kpack_get_path(kpack_archive_t archive);
 #endif
 
 #include "kpack_bundle.h"
+#include "kpack_host.h"
 #include "kpack_code_object.h"
 #include "kpack_entry_metadata.h"
 #include "kpack_kcache.h"

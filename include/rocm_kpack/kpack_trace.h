@@ -22,9 +22,10 @@ typedef enum kpack_trace_kind {
   KPACK_TRACE_PATH,    /* a candidate path: path, source, exists,
                           is_directory (a directory's *.kpack follow) */
   KPACK_TRACE_ARCHIVE, /* an existing candidate: path (canonical), status of
-                          its open (a failure is remembered, not retried);
-                          arches on success; opened if this call opened it
-                          rather than finding it in the cache */
+                          its open and error_number; arches on success;
+                          opened if this call opened it rather than finding
+                          it in the cache. A failure is remembered and not
+                          tried again, unless transient (see below) */
   KPACK_TRACE_TARGET,  /* a compatible target is searched: arch, target */
   KPACK_TRACE_KERNEL,  /* an archive declaring `target` was tried: path,
                           arch, target, kernel; status SUCCESS (hit),
@@ -50,6 +51,12 @@ typedef struct kpack_trace_event {
   bool exists;
   bool is_directory;
   bool opened;
+  /* ARCHIVE: the errno of a failed open (0 if none), and whether the
+   * failure may pass (EMFILE, ENFILE, ENOMEM, ENOBUFS, EINTR, EAGAIN, or
+   * OUT_OF_MEMORY): such a failure is not remembered, and the next search
+   * opens the archive again. */
+  int error_number;
+  bool transient;
 } kpack_trace_event_t;
 
 typedef void (*kpack_trace_fn_t)(const kpack_trace_event_t* event,

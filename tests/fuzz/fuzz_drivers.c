@@ -788,3 +788,76 @@ size_t kf_code_object_input(const uint8_t* data, size_t size) {
   kpack_code_object_free(co);
   return 1 + info.kernel_count;
 }
+
+/* ---- host binaries ---------------------------------------------------------
+ */
+
+static kpack_error_t status_of(kpack_host_problem_t problem) {
+  switch (problem) {
+    case KPACK_HOST_OK:
+      return KPACK_SUCCESS;
+    case KPACK_HOST_BAD_METADATA:
+      return KPACK_ERROR_INVALID_METADATA;
+    case KPACK_HOST_BAD_MAGIC:
+    case KPACK_HOST_NULL_POINTER:
+    case KPACK_HOST_UNDEFINED_SYMBOL:
+    case KPACK_HOST_OUTSIDE_SECTIONS:
+    case KPACK_HOST_OUTSIDE_KPACK_REF:
+      return KPACK_ERROR_INVALID_FORMAT;
+  }
+  require(false, "a problem outside kpack_host_problem_t");
+  return KPACK_ERROR_INVALID_FORMAT;
+}
+
+size_t kf_host_input(const uint8_t* data, size_t size) {
+  kpack_host_t* h = NULL;
+  kpack_host_info_t info;
+  kpack_host_wrapper_t w;
+  size_t good = 0;
+  kpack_error_t err = kpack_host_open_memory(data, size, &h);
+  require_status(err);
+  if (err != KPACK_SUCCESS) {
+    require(h == NULL, "failed host open left a handle");
+    require(
+        err == KPACK_ERROR_INVALID_FORMAT || err == KPACK_ERROR_OUT_OF_MEMORY,
+        "host open failed with a status its header does not list");
+    return 0;
+  }
+  require(kpack_host_get_info(h, &info) == KPACK_SUCCESS, "host info");
+  require(info.kind <= KPACK_HOST_KPACKIFIED, "kind outside the enum");
+  bool any_hipk = false, any_hipf = false;
+  for (size_t i = 0; i < info.wrapper_count; i++) {
+    err = kpack_host_get_wrapper(h, i, &w);
+    require(err == w.status && err == status_of(w.problem),
+            "record status and problem disagree");
+    require(kpack_host_problem_string(w.problem) != NULL, "problem string");
+    any_hipk |= w.magic == KPACK_HOST_HIPK_MAGIC;
+    any_hipf |= w.magic == KPACK_HOST_HIPF_MAGIC;
+    if (w.magic == KPACK_HOST_HIPK_MAGIC && err == KPACK_SUCCESS) {
+      require(w.kernel_name != NULL && *w.kernel_name != '\0' &&
+                  w.search_path_count > 0,
+              "a usable HIPK record without kernel name or search paths");
+      for (size_t j = 0; j < w.search_path_count; j++) {
+        char* resolved = NULL;
+        require(kpack_resolve_search_path("/opt/fuzz/lib/libx.so",
+                                          w.search_paths[j],
+                                          &resolved) == KPACK_SUCCESS &&
+                    resolved != NULL,
+                "a search path does not resolve");
+        free(resolved);
+      }
+    } else if (w.magic != KPACK_HOST_HIPK_MAGIC) {
+      require(w.kernel_name == NULL, "a kernel name on a non-HIPK record");
+    }
+    good += err == KPACK_SUCCESS;
+  }
+  require(kpack_host_get_wrapper(h, info.wrapper_count, &w) ==
+              KPACK_ERROR_INVALID_ARGUMENT,
+          "record index past the end");
+  require(any_hipk == (info.kind == KPACK_HOST_KPACKIFIED),
+          "kind disagrees with the records");
+  require(!any_hipf || info.kind != KPACK_HOST_NONE,
+          "HIPF records in a binary without device code");
+  kpack_host_close(h);
+  return good;
+}

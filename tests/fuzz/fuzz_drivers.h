@@ -50,6 +50,12 @@ void kf_hipk_teardown(void);
  * walked. */
 size_t kf_bundle_input(const uint8_t* data, size_t size);
 
+/* Host binary entry point: the input is read as a HIP host ELF by
+ * kpack_host_open_memory(); every record is fetched and its status checked
+ * against its problem, and the search paths of HIPK records are resolved.
+ * Returns how many records read without a problem. */
+size_t kf_host_input(const uint8_t* data, size_t size);
+
 /* Code object entry point: the input is parsed as an AMDGPU code object;
  * every kernel, the target and the note's JSON (pretty and compact) are
  * walked, and what the header promises is checked. Returns 0 if it does

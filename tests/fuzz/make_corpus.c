@@ -515,6 +515,84 @@ static void code_object_seeds(void) {
   fx_free(&meta);
 }
 
+/* ---- kpack-ified host binaries ------------------------------------------- */
+
+/* HIPK records pointing into .rocm_kpack_ref, in each linked form, plus a
+ * few broken ones so the fuzzer starts next to every problem. */
+static void host_seeds(void) {
+  const char* pattern[] = {KF_ARCHIVE_PATTERN};
+  const char* several[] = {"../.kpack/other_@GFXARCH@.kpack",
+                           "/opt/rocm/.kpack/foo_gfx942.kpack"};
+  fx_buf refs[2] = {fx_hipk_metadata(KF_KERNEL_NAME, pattern, 1),
+                    fx_hipk_metadata("lib/libbar.so", several, 2)};
+  static const struct {
+    const char* name;
+    uint16_t type, machine;
+    fx_ptr how;
+  } forms[] = {
+      {"kpackified-relative.so", FX_ET_DYN, FX_EM_X86_64, FX_PTR_RELATIVE},
+      {"kpackified-exec", FX_ET_EXEC, FX_EM_X86_64, FX_PTR_FILE},
+      {"kpackified-abs64.so", FX_ET_DYN, FX_EM_X86_64, FX_PTR_ABS64},
+      {"kpackified-aarch64.so", FX_ET_DYN, FX_EM_AARCH64, FX_PTR_ABS64_SECTION},
+      {"kpackified-object.rel", FX_ET_REL, FX_EM_X86_64, FX_PTR_ABS64},
+  };
+  for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+    fx_wrapper w[3] = {{FX_HIPK_MAGIC, 1, 0, forms[i].how, 0},
+                       {FX_HIPK_MAGIC, 1, 1, forms[i].how, 1},
+                       {FX_HIPK_MAGIC, 1, 0, forms[i].how, 2}};
+    fx_elf_opts o = {.type = forms[i].type,
+                     .machine = forms[i].machine,
+                     .no_fatbin = true,
+                     .refs = refs,
+                     .ref_count = 2,
+                     .wrappers = w,
+                     .wrapper_count = 3};
+    fx_buf elf = fx_elf(&o);
+    save_buf("host", forms[i].name, &elf);
+  }
+
+  /* Broken: a zero pointer nothing relocates, a pointer outside
+   * .rocm_kpack_ref, metadata cut short, a bad magic. */
+  fx_elf_layout L;
+  fx_wrapper w[2] = {{FX_HIPK_MAGIC, 1, 0, FX_PTR_RELATIVE, 0},
+                     {FX_HIPK_MAGIC, 1, 1, FX_PTR_RELATIVE, 1}};
+  fx_elf_opts o = {.no_fatbin = true,
+                   .refs = refs,
+                   .ref_count = 2,
+                   .wrappers = w,
+                   .wrapper_count = 2,
+                   .layout = &L};
+  fx_buf elf = fx_elf(&o);
+  fx_set_le(&elf, L.rela_offset + 8, 0, 8); /* R_X86_64_NONE */
+  save_buf("host", "bad-null-pointer.so", &elf);
+  elf = fx_elf(&o);
+  fx_set_le(&elf, L.rela_offset + 16, FX_VADDR + L.segment_offset, 8);
+  save_buf("host", "bad-outside-kpack-ref.so", &elf);
+  elf = fx_elf(&o);
+  fx_set_le(&elf, L.shoff + L.refs_index * 64 + 32, L.refs_size - 4, 8);
+  save_buf("host", "bad-truncated-metadata.so", &elf);
+  elf = fx_elf(&o);
+  fx_set_le(&elf, L.segment_offset, 0x46495048, 4);
+  save_buf("host", "bad-magic.so", &elf);
+
+  /* A fat binary's HIPF records, for the reader's other kind. */
+  uint8_t* code = kernel_bytes(200, 5);
+  fx_entry e[] = {{"hipv4-amdgcn-amd-amdhsa--gfx90a", code, 200}};
+  fx_buf bundle = fx_bundle(e, 1);
+  fx_wrapper f = {FX_HIPF_MAGIC, 1, 0, FX_PTR_RELATIVE, 0};
+  fx_elf_opts fat = {.bundles = &bundle,
+                     .bundle_count = 1,
+                     .bundle_align = 64,
+                     .wrappers = &f,
+                     .wrapper_count = 1};
+  elf = fx_elf(&fat);
+  save_buf("host", "fat-hipf.so", &elf);
+  fx_free(&bundle);
+  free(code);
+  fx_free(&refs[0]);
+  fx_free(&refs[1]);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: make_corpus OUTPUT_DIR\n");
@@ -527,5 +605,6 @@ int main(int argc, char** argv) {
   hipk_seeds();
   bundle_seeds();
   code_object_seeds();
+  host_seeds();
   return 0;
 }

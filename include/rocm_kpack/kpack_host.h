@@ -1,0 +1,135 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * libkpack extension: HIP host binaries as the HIP runtime sees them. Every
+ * translation unit of a HIP binary registers one 24-byte record of the ELF
+ * section .hipFatBinSegment: u32 magic, u32 version, u64 pointer, u64
+ * reserved. A binary that still carries its device code has "HIPF" records
+ * pointing at clang offload bundles in .hip_fatbin (kpack_bundle.h reads
+ * them). A kpack-ified binary has "HIPK" records instead: the pointer leads
+ * to msgpack metadata {kernel_name, kpack_search_paths} in .rocm_kpack_ref
+ * and `reserved` holds the code object index the runtime passes to
+ * kpack_load_code_object(). In shared objects and PIE the pointer field is 0
+ * in the file and set by an R_*_RELATIVE relocation (or R_*_64 against a
+ * symbol); this reader applies them, for x86-64 and AArch64. Status values
+ * are those of kpack_types.h.
+ */
+#ifndef ROCM_KPACK_HOST_H
+#define ROCM_KPACK_HOST_H
+
+#include "kpack.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KPACK_HOST_HIPF_MAGIC 0x48495046u /* "HIPF": device code inside */
+#define KPACK_HOST_HIPK_MAGIC 0x4B504948u /* "HIPK": device code in archives \
+                                           */
+
+typedef struct kpack_host kpack_host_t;
+
+typedef enum kpack_host_kind {
+  KPACK_HOST_NONE = 0, /* no .hipFatBinSegment and no .hip_fatbin: no HIP
+                          device code at all */
+  KPACK_HOST_FAT = 1,  /* HIPF records or a .hip_fatbin: device code inside */
+  KPACK_HOST_KPACKIFIED = 2, /* HIPK records: device code in kpack archives */
+} kpack_host_kind_t;
+
+typedef struct kpack_host_info {
+  kpack_host_kind_t kind;
+  uint16_t elf_type;    /* ET_REL 1, ET_EXEC 2, ET_DYN 3 */
+  uint16_t machine;     /* e_machine: 62 x86-64, 183 AArch64 */
+  size_t wrapper_count; /* records in .hipFatBinSegment */
+  bool has_fatbin;      /* a .hip_fatbin section is present */
+  bool has_kpack_ref;   /* a .rocm_kpack_ref section is present */
+} kpack_host_info_t;
+
+/* Why one record cannot be used. Each maps to one status (in brackets). */
+typedef enum kpack_host_problem {
+  KPACK_HOST_OK = 0,
+  KPACK_HOST_BAD_MAGIC,         /* neither HIPF nor HIPK [INVALID_FORMAT] */
+  KPACK_HOST_NULL_POINTER,      /* HIPK pointer 0 in the file and no
+                                   relocation sets it [INVALID_FORMAT] */
+  KPACK_HOST_UNDEFINED_SYMBOL,  /* HIPK pointer relocated against an
+                                   undefined symbol [INVALID_FORMAT] */
+  KPACK_HOST_OUTSIDE_SECTIONS,  /* HIPK pointer in no section of the file
+                                   [INVALID_FORMAT] */
+  KPACK_HOST_OUTSIDE_KPACK_REF, /* HIPK pointer into a section other than
+                                   .rocm_kpack_ref [INVALID_FORMAT] */
+  KPACK_HOST_BAD_METADATA,      /* not a HIPK map within .rocm_kpack_ref:
+                                   truncated, malformed, a key missing or of
+                                   the wrong type [INVALID_METADATA] */
+} kpack_host_problem_t;
+
+/* One .hipFatBinSegment record. Strings and arrays belong to the handle. */
+typedef struct kpack_host_wrapper {
+  uint32_t magic;    /* as stored */
+  uint32_t version;  /* as stored */
+  uint64_t pointer;  /* the pointer field once relocated: an address, or in
+                        a relocatable object an offset in its section */
+  uint64_t reserved; /* HIPK: the code object index (co_index) */
+  kpack_host_problem_t problem;
+  kpack_error_t status; /* SUCCESS, or the status of `problem` */
+  /* HIPK records whose metadata parsed; NULL / 0 otherwise. */
+  uint64_t metadata_offset; /* where the map starts in .rocm_kpack_ref */
+  const char* kernel_name;
+  const char* const* search_paths; /* as written, in order */
+  size_t search_path_count;
+} kpack_host_wrapper_t;
+
+/* Reads a host binary's records and the metadata of its HIPK records; the
+ * file is closed again before this returns. Device code is not read (see
+ * kpack_fatbin_open()). A record that cannot be used does not fail the
+ * open: kpack_host_get_wrapper() reports it.
+ *   INVALID_ARGUMENT  a pointer is NULL
+ *   FILE_NOT_FOUND    no file at path
+ *   IO_ERROR          the file cannot be read, or is not a regular file
+ *   INVALID_FORMAT    not a 64-bit little-endian ELF; the section table,
+ *                     .hipFatBinSegment, .rocm_kpack_ref (when a HIPK record
+ *                     exists) or a relocation section outside the file;
+ *                     .hipFatBinSegment not whole 24-byte records; a
+ *                     relocation naming a symbol its table does not have
+ *   OUT_OF_MEMORY     allocation failed */
+KPACK_API kpack_error_t kpack_host_open(const char* path, kpack_host_t** host);
+
+/* The same for an ELF image in memory (the entry point for fuzzing); the
+ * image may be freed once this returns. */
+KPACK_API kpack_error_t kpack_host_open_memory(const void* data, size_t size,
+                                               kpack_host_t** host);
+
+/* INVALID_ARGUMENT if a pointer is NULL. */
+KPACK_API kpack_error_t kpack_host_get_info(const kpack_host_t* host,
+                                            kpack_host_info_t* info);
+
+/* Record `index`, in segment order, into *wrapper. Returns the record's own
+ * status (wrapper->status: SUCCESS, INVALID_FORMAT or INVALID_METADATA,
+ * with wrapper->problem saying why), having filled *wrapper either way.
+ *   INVALID_ARGUMENT  a pointer is NULL or index >= wrapper_count */
+KPACK_API kpack_error_t kpack_host_get_wrapper(const kpack_host_t* host,
+                                               size_t index,
+                                               kpack_host_wrapper_t* wrapper);
+
+/* A short English description of a problem, e.g. "the metadata pointer is
+ * 0 and no relocation sets it"; never NULL. */
+KPACK_API const char* kpack_host_problem_string(kpack_host_problem_t problem);
+
+/* NULL is a no-op. */
+KPACK_API void kpack_host_close(kpack_host_t* host);
+
+/* The path the loader tries for `search_path`, an entry of a binary's
+ * kpack_search_paths, when the binary was opened as `binary_path`: an
+ * absolute path as it is; a relative one against the binary's directory as
+ * ROCm's loader resolves it (symlinks followed where the path exists,
+ * lexical normalisation for the rest). @GFXARCH@ stays in place: the loader
+ * expands it per target. *resolved is malloc'ed; free() it.
+ *   INVALID_ARGUMENT  a pointer is NULL
+ *   OUT_OF_MEMORY     allocation failed */
+KPACK_API kpack_error_t kpack_resolve_search_path(const char* binary_path,
+                                                  const char* search_path,
+                                                  char** resolved);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* ROCM_KPACK_HOST_H */

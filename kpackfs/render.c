@@ -1,0 +1,326 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * What a kernel's code object shows beside it: the `kernels` and
+ * `metadata.json` files and the user.kpack.target and user.kpack.kernels
+ * attributes, rendered once from libkpack's code object reader and kept
+ * within a byte budget. Owns kfs_renders; ops.c pins a render while a file
+ * or request needs it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "kpackfs.h"
+
+enum {
+  SLOT_KNOWN = 1,     /* the sizes below are valid, for good */
+  SLOT_RENDERING = 2, /* a thread is building the render */
+  /* Per text file: a thread is telling the kernel its size, or has. */
+  SLOT_ANNOUNCING_KERNELS = 4,
+  SLOT_ANNOUNCED_KERNELS = 8,
+  SLOT_ANNOUNCING_JSON = 16,
+  SLOT_ANNOUNCED_JSON = 32,
+};
+
+struct kfs_render_slot {
+  kfs_render* render; /* held (pinned or in the LRU), or NULL */
+  uint64_t kernels_size;
+  uint64_t json_size;
+  uint8_t flags;
+};
+
+int kfs_renders_init(kfs_renders* rs, size_t count, uint64_t budget) {
+  rs->slots = calloc(count ? count : 1, sizeof(*rs->slots));
+  if (rs->slots == NULL)
+    return -ENOMEM;
+  rs->count = count;
+  rs->budget = budget;
+  pthread_mutex_init(&rs->lock, NULL);
+  pthread_cond_init(&rs->done, NULL);
+  return 0;
+}
+
+static void free_render(kfs_render* r) {
+  if (r == NULL)
+    return;
+  free(r->kernels);
+  free(r->json);
+  free(r->target);
+  free(r);
+}
+
+void kfs_renders_free(kfs_renders* rs) {
+  if (rs->slots == NULL)
+    return; /* never initialised */
+  for (size_t i = 0; i < rs->count; i++)
+    free_render(rs->slots[i].render);
+  free(rs->slots);
+  pthread_mutex_destroy(&rs->lock);
+  pthread_cond_destroy(&rs->done);
+  memset(rs, 0, sizeof(*rs));
+}
+
+/* ---- the LRU of released renders (under the lock) --------------------------
+ */
+
+static void lru_remove(kfs_renders* rs, kfs_render* r) {
+  if (r->lru_next == r) {
+    rs->lru = NULL;
+  } else {
+    r->lru_prev->lru_next = r->lru_next;
+    r->lru_next->lru_prev = r->lru_prev;
+    if (rs->lru == r)
+      rs->lru = r->lru_next;
+  }
+  r->lru_prev = r->lru_next = NULL;
+}
+
+static void lru_push_front(kfs_renders* rs, kfs_render* r) {
+  if (rs->lru == NULL) {
+    r->lru_prev = r->lru_next = r;
+  } else {
+    r->lru_next = rs->lru;
+    r->lru_prev = rs->lru->lru_prev;
+    r->lru_prev->lru_next = r;
+    rs->lru->lru_prev = r;
+  }
+  rs->lru = r;
+}
+
+/* Drops the least recently released renders while over budget; pinned ones
+ * are not in the list and stay. Their sizes stay known. */
+static void evict_over_budget(kfs_renders* rs) {
+  while (rs->bytes > rs->budget && rs->lru != NULL) {
+    kfs_render* victim = rs->lru->lru_prev;
+    lru_remove(rs, victim);
+    rs->slots[victim->slot].render = NULL;
+    rs->bytes -= victim->bytes;
+    free_render(victim);
+  }
+}
+
+/* ---- rendering -------------------------------------------------------------
+ */
+
+/* A kernel name on one line: C escapes for the backslash and for control
+ * bytes, so that a name can neither split its line nor its fields. */
+static void put_name(FILE* f, const char* s) {
+  for (const unsigned char* p = (const unsigned char*)s; *p; p++) {
+    if (*p == '\\')
+      fputs("\\\\", f);
+    else if (*p == '\t')
+      fputs("\\t", f);
+    else if (*p == '\n')
+      fputs("\\n", f);
+    else if (*p == '\r')
+      fputs("\\r", f);
+    else if (*p < 0x20 || *p == 0x7f)
+      fprintf(f, "\\x%02x", *p);
+    else
+      fputc(*p, f);
+  }
+}
+
+/* " key=N", or " key=-" when the note leaves the field out. */
+static void put_count(FILE* f, const char* sep, const char* key,
+                      const kpack_co_kernel_t* k, uint32_t bit,
+                      uint64_t value) {
+  if (k->present & bit)
+    fprintf(f, "%s%s=%" PRIu64, sep, key, value);
+  else
+    fprintf(f, "%s%s=-", sep, key);
+}
+
+/* The `kernels` text: per kernel, its name, a tab, and its resources. */
+static kpack_error_t render_kernels(const kpack_code_object_t* co, size_t count,
+                                    char** text, size_t* size) {
+  FILE* f = open_memstream(text, size);
+  if (f == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  for (size_t i = 0; i < count; i++) {
+    kpack_co_kernel_t k;
+    kpack_code_object_get_kernel(co, i, &k);
+    put_name(f, k.name);
+    put_count(f, "\t", "vgpr", &k, KPACK_CO_VGPR_COUNT, k.vgpr_count);
+    put_count(f, " ", "sgpr", &k, KPACK_CO_SGPR_COUNT, k.sgpr_count);
+    put_count(f, " ", "agpr", &k, KPACK_CO_AGPR_COUNT, k.agpr_count);
+    put_count(f, " ", "lds", &k, KPACK_CO_GROUP_SEGMENT_FIXED_SIZE,
+              k.group_segment_fixed_size);
+    put_count(f, " ", "scratch", &k, KPACK_CO_PRIVATE_SEGMENT_FIXED_SIZE,
+              k.private_segment_fixed_size);
+    put_count(f, " ", "wave", &k, KPACK_CO_WAVEFRONT_SIZE, k.wavefront_size);
+    put_count(f, " ", "wg", &k, KPACK_CO_MAX_FLAT_WORKGROUP_SIZE,
+              k.max_flat_workgroup_size);
+    put_count(f, " ", "kernarg", &k, KPACK_CO_KERNARG_SEGMENT_SIZE,
+              k.kernarg_segment_size);
+    fputc('\n', f);
+  }
+  bool failed = ferror(f) != 0;
+  if (fclose(f) != 0 || failed) {
+    free(*text);
+    *text = NULL;
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  }
+  return KPACK_SUCCESS;
+}
+
+static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render** out) {
+  const kfs_source* src = &fs->tree.sources[n->source];
+  kpack_kcache_entry_t* entry = NULL;
+  kpack_code_object_t* co = NULL;
+  kpack_code_object_info_t info;
+  kfs_render* r = NULL;
+  const void* data;
+  size_t size;
+  char* json = NULL;
+  size_t json_len;
+
+  kpack_error_t err = kpack_kcache_acquire(fs->cache, src->archive, n->binary,
+                                           n->arch, &entry, &data, &size);
+  if (err != KPACK_SUCCESS)
+    goto fail;
+  err = kpack_code_object_parse(data, size, &co);
+  kpack_kcache_release(fs->cache, entry); /* the code object has copies */
+  if (err != KPACK_SUCCESS)
+    goto fail;
+  kpack_code_object_get_info(co, &info);
+  err = KPACK_ERROR_OUT_OF_MEMORY;
+  if ((r = calloc(1, sizeof(*r))) == NULL ||
+      (r->target = strdup(info.target)) == NULL)
+    goto fail;
+  r->kernel_count = info.kernel_count;
+  if ((err = render_kernels(co, info.kernel_count, &r->kernels,
+                            &r->kernels_size)) != KPACK_SUCCESS ||
+      (err = kpack_code_object_metadata_json(co, true, &json, &json_len)) !=
+          KPACK_SUCCESS)
+    goto fail;
+  /* A text file ends with a newline. */
+  err = KPACK_ERROR_OUT_OF_MEMORY;
+  if ((r->json = realloc(json, json_len + 2)) == NULL)
+    goto fail;
+  json = NULL;
+  memcpy(r->json + json_len, "\n", 2);
+  r->json_size = json_len + 1;
+  r->bytes = sizeof(*r) + r->kernels_size + r->json_size + strlen(r->target);
+  kpack_code_object_free(co);
+  *out = r;
+  return KPACK_SUCCESS;
+
+fail:
+  free(json);
+  free_render(r);
+  kpack_code_object_free(co);
+  return err;
+}
+
+kpack_error_t kfs_render_acquire(kfs_fs* fs, const kfs_node* n,
+                                 kfs_render** out) {
+  kfs_renders* rs = &fs->tree.renders;
+  kfs_render_slot* slot = &rs->slots[n->render];
+  kfs_render* r = NULL;
+  *out = NULL;
+
+  pthread_mutex_lock(&rs->lock);
+  for (;;) {
+    if (slot->render != NULL) {
+      r = slot->render;
+      if (r->refs++ == 0)
+        lru_remove(rs, r);
+      pthread_mutex_unlock(&rs->lock);
+      *out = r;
+      return KPACK_SUCCESS;
+    }
+    if (!(slot->flags & SLOT_RENDERING))
+      break;
+    /* Another thread is building it: take its result. If it failed, the
+     * loop finds neither and this thread tries for itself. */
+    pthread_cond_wait(&rs->done, &rs->lock);
+  }
+  slot->flags |= SLOT_RENDERING;
+  pthread_mutex_unlock(&rs->lock);
+
+  kpack_error_t err = build(fs, n, &r);
+
+  pthread_mutex_lock(&rs->lock);
+  slot->flags &= (uint8_t)~SLOT_RENDERING;
+  pthread_cond_broadcast(&rs->done);
+  if (err != KPACK_SUCCESS) {
+    rs->failures++;
+  } else {
+    r->slot = n->render;
+    r->refs = 1;
+    slot->render = r;
+    slot->kernels_size = r->kernels_size;
+    slot->json_size = r->json_size;
+    slot->flags |= SLOT_KNOWN;
+    rs->bytes += r->bytes;
+    rs->renders++;
+    evict_over_budget(rs);
+    *out = r;
+  }
+  pthread_mutex_unlock(&rs->lock);
+  return err;
+}
+
+void kfs_render_release(kfs_renders* rs, kfs_render* r) {
+  if (r == NULL)
+    return;
+  pthread_mutex_lock(&rs->lock);
+  if (--r->refs == 0) {
+    lru_push_front(rs, r);
+    evict_over_budget(rs);
+  }
+  pthread_mutex_unlock(&rs->lock);
+}
+
+bool kfs_render_size(kfs_renders* rs, const kfs_node* n, uint64_t* size) {
+  pthread_mutex_lock(&rs->lock);
+  const kfs_render_slot* slot = &rs->slots[n->render];
+  bool known = (slot->flags & SLOT_KNOWN) != 0;
+  if (known)
+    *size = n->kind == KFS_METADATA ? slot->json_size : slot->kernels_size;
+  pthread_mutex_unlock(&rs->lock);
+  return known;
+}
+
+bool kfs_render_announce_begin(kfs_renders* rs, const kfs_node* n) {
+  bool json = n->kind == KFS_METADATA;
+  uint8_t announcing = json ? SLOT_ANNOUNCING_JSON : SLOT_ANNOUNCING_KERNELS;
+  uint8_t announced = json ? SLOT_ANNOUNCED_JSON : SLOT_ANNOUNCED_KERNELS;
+  kfs_render_slot* slot = &rs->slots[n->render];
+  bool mine = false;
+  pthread_mutex_lock(&rs->lock);
+  while ((slot->flags & announcing) && !(slot->flags & announced))
+    pthread_cond_wait(&rs->done, &rs->lock);
+  if (!(slot->flags & announced)) {
+    slot->flags |= announcing;
+    mine = true;
+  }
+  pthread_mutex_unlock(&rs->lock);
+  return mine;
+}
+
+void kfs_render_announce_end(kfs_renders* rs, const kfs_node* n,
+                             bool announced) {
+  bool json = n->kind == KFS_METADATA;
+  kfs_render_slot* slot = &rs->slots[n->render];
+  pthread_mutex_lock(&rs->lock);
+  slot->flags &=
+      (uint8_t) ~(json ? SLOT_ANNOUNCING_JSON : SLOT_ANNOUNCING_KERNELS);
+  if (announced)
+    slot->flags |= json ? SLOT_ANNOUNCED_JSON : SLOT_ANNOUNCED_KERNELS;
+  pthread_cond_broadcast(&rs->done);
+  pthread_mutex_unlock(&rs->lock);
+}
+
+int kfs_render_stats(kfs_renders* rs, char** text) {
+  pthread_mutex_lock(&rs->lock);
+  uint64_t renders = rs->renders, failures = rs->failures, bytes = rs->bytes;
+  pthread_mutex_unlock(&rs->lock);
+  return asprintf(text,
+                  "renders=%" PRIu64 "\nrender_failures=%" PRIu64
+                  "\nrender_bytes=%" PRIu64 "\n",
+                  renders, failures, bytes);
+}
