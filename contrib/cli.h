@@ -113,6 +113,25 @@ typedef bool (*cli_kernel_fn)(kpack_archive_t archive, const char* binary,
 kpack_error_t cli_for_each_kernel(kpack_archive_t archive, cli_kernel_fn fn,
                                   void* user);
 
+/* ---- host binaries (cmd_host.c) ---------------------------------------- */
+
+/* A 64-bit little-endian ELF that is not an AMDGPU code object: a HIP host
+ * binary, fat or kpack-ified, for info, list and resolve. */
+bool cli_is_host_binary(const char* path);
+/* `kpack info` on a host binary: fat (bundles, arches, sizes, compression)
+ * or kpack-ified (per record: kernel, search paths written and resolved);
+ * one object of info's JSON array with `json`. Returns an exit status. */
+int cli_host_info(const char* path, bool json, bool first);
+/* `kpack list` on a host binary: one row (or JSON object) per code object
+ * of a fat binary; *first tracks the JSON array. Returns an exit status. */
+int cli_host_list(const char* path, bool json, bool* first);
+/* Rows RECORD, MAGIC, KERNEL, SEARCH PATH, RESOLVED for every record. */
+void cli_host_record_rows(cli_table* t, const char* path,
+                          const kpack_host_t* host);
+/* "none" or e.g. "zstd (CCOB v3)". */
+const char* cli_bundle_compression(const kpack_bundle_info_t* info,
+                                   char buf[32]);
+
 /* ---- interruption ------------------------------------------------------ */
 
 /* Installs SIGINT/SIGTERM/SIGHUP handlers that only set a flag, so that a

@@ -12,10 +12,10 @@
 
 static const char list_manual[] =
     "NAME\n"
-    "    kpack list - list the kernels of kpack archives\n"
+    "    kpack list - list the kernels of kpack archives and HIP fat binaries\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack list [--json] ARCHIVE...\n"
+    "    kpack list [--json] ARCHIVE|HOST-BINARY...\n"
     "\n"
     "DESCRIPTION\n"
     "    One row per kernel: the binary it belongs to (an install-tree path\n"
@@ -25,26 +25,40 @@ static const char list_manual[] =
     "    With several archives a first column names the archive. Only the\n"
     "    table of contents is read; nothing is decompressed.\n"
     "\n"
+    "    A HIP host binary (executable, shared library or object; ELF) that\n"
+    "    still carries its device code gets a table of its own, printed as\n"
+    "    it is read: one row per GPU code object in its .hip_fatbin, named\n"
+    "    as `kpack create --fatbin` would name it (file name#N, N the\n"
+    "    co_index), with its architecture, size and the compression of its\n"
+    "    bundle (none, or zlib/zstd in a CCOB envelope). Only entry tables\n"
+    "    are read, so memory does not grow with the binary. A kpack-ified\n"
+    "    binary holds no code objects: a note says so (see kpack info).\n"
+    "\n"
     "OPTIONS\n"
     "    --json      print one JSON array of objects {archive, binary, arch,\n"
     "                type, size, stored_size, ordinal}, with \"metadata\"\n"
-    "                holding the TOC entry's metadata map, when it has one\n"
+    "                holding the TOC entry's metadata map, when it has one;\n"
+    "                a host binary's code objects as {file, binary,\n"
+    "                co_index, arch, id, size, compression}\n"
     "    -h, --help  print this manual\n"
     "\n"
     "EXAMPLES\n"
     "    kpack list .kpack/blas_lib_gfx942.kpack\n"
     "    kpack list --json .kpack/*.kpack\n"
+    "    kpack list /usr/lib/x86_64-linux-gnu/librocrand.so.1\n"
     "\n"
     "EXIT STATUS\n"
-    "    0 all archives listed; 1 an archive could not be opened (the\n"
-    "    others are still listed); 2 bad command line.\n";
+    "    0 all inputs listed; 1 an input could not be read, or a host binary\n"
+    "    holds no HIP device code (the others are still listed); 2 bad\n"
+    "    command line.\n";
 
 static const char info_manual[] =
     "NAME\n"
-    "    kpack info - show the header of kpack archives and their totals\n"
+    "    kpack info - show the header of kpack archives and their totals, or\n"
+    "    what a HIP host binary carries\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack info [--json] ARCHIVE...\n"
+    "    kpack info [--json] ARCHIVE|HOST-BINARY...\n"
     "\n"
     "DESCRIPTION\n"
     "    Prints the table of contents header of each archive (format version,\n"
@@ -52,18 +66,41 @@ static const char info_manual[] =
     "    compression scheme) and totals: binaries, kernels, decompressed and\n"
     "    stored bytes, file size. Nothing is decompressed.\n"
     "\n"
+    "    For a HIP host binary (ELF executable, shared library or object),\n"
+    "    what the HIP runtime registers from its .hipFatBinSegment:\n"
+    "      - a fat binary (HIPF records, device code in .hip_fatbin): its\n"
+    "        bundles by code object index, each with its compression (none,\n"
+    "        or zlib/zstd in a CCOB envelope), stored and decompressed size\n"
+    "        and architectures; only entry tables are read;\n"
+    "      - a kpack-ified binary (HIPK records): per record the kernel the\n"
+    "        loader looks up (kernel_name#co_index) and each search path as\n"
+    "        written in .rocm_kpack_ref and as the loader resolves it\n"
+    "        against the binary's directory (symlinks followed; @GFXARCH@\n"
+    "        is expanded per target at load time). A record the runtime\n"
+    "        could not use is reported with the reason, and info exits 1.\n"
+    "    `kpack resolve --binary` runs the search itself.\n"
+    "\n"
     "OPTIONS\n"
     "    --json      print one JSON array with an object per archive:\n"
     "                {archive, format_version, group_name, gfx_arch_family,\n"
     "                gfx_arches, compression_scheme, binaries, kernels,\n"
-    "                size, stored_size, file_size}\n"
+    "                size, stored_size, file_size}; per host binary\n"
+    "                {binary, kind (\"fat\", \"kpack-ified\" or \"none\"),\n"
+    "                elf_type, machine} with, for a fat binary,\n"
+    "                fatbin_size, numbered_by and bundles: [{co_index,\n"
+    "                compression, ccob_version, stored_size, size, entries:\n"
+    "                [{id, arch, size}]}], for a kpack-ified one records:\n"
+    "                [{index, magic, version, co_index, status, problem,\n"
+    "                kernel_name, search_paths: [{written, resolved}]}]\n"
     "    -h, --help  print this manual\n"
     "\n"
     "EXAMPLES\n"
     "    kpack info .kpack/rand_lib_gfx90a.kpack\n"
+    "    kpack info /opt/rocm/lib/librocblas.so.5\n"
     "\n"
     "EXIT STATUS\n"
-    "    0 success; 1 an archive could not be opened; 2 bad command line.\n";
+    "    0 success; 1 an input could not be read, or a host binary has an\n"
+    "    unusable record or no HIP device code; 2 bad command line.\n";
 
 static const char cat_manual[] =
     "NAME\n"
@@ -94,10 +131,12 @@ static int info_run(int argc, char** argv);
 static int cat_run(int argc, char** argv);
 
 const cli_command cli_list_command = {
-    "list", "list the kernels of archives (binary, arch, sizes, ratio)",
+    "list",
+    "list the kernels of archives or fat binaries (binary, arch, sizes)",
     list_manual, list_run};
 const cli_command cli_info_command = {
-    "info", "show an archive's header (group, family, arches, scheme), totals",
+    "info",
+    "show an archive's header and totals, or what a host binary carries",
     info_manual, info_run};
 const cli_command cli_cat_command = {
     "cat", "write one kernel's bytes to standard output", cat_manual, cat_run};
@@ -208,6 +247,11 @@ static int list_run(int argc, char** argv) {
     fputs("[", stdout);
   for (int i = optind; i < argc; i++) {
     kpack_archive_t archive;
+    if (cli_is_host_binary(argv[i])) { /* its own table, printed now */
+      if (cli_host_list(argv[i], s.json, &s.first) != CLI_OK)
+        status = CLI_FAIL;
+      continue;
+    }
     kpack_error_t err = kpack_open(argv[i], &archive);
     if (err != KPACK_SUCCESS) {
       cli_kerror(argv[i], err);
@@ -226,6 +270,8 @@ static int list_run(int argc, char** argv) {
   if (s.json) {
     fputs(s.first ? "]\n" : "\n]\n", stdout);
   } else if (listed > 0) {
+    if (!s.first) /* after a host binary's table */
+      putchar('\n');
     cli_table_print(&s.table, stdout);
     printf("%zu kernel%s, %s, stored %s (%s)\n", s.kernels,
            s.kernels == 1 ? "" : "s", cli_human_size(a, s.size),
@@ -336,6 +382,12 @@ static int info_run(int argc, char** argv) {
     fputs("[", stdout);
   for (int i = optind; i < argc; i++) {
     kpack_archive_t archive;
+    if (cli_is_host_binary(argv[i])) {
+      if (cli_host_info(argv[i], json, first) != CLI_OK)
+        status = CLI_FAIL;
+      first = false;
+      continue;
+    }
     kpack_error_t err = kpack_open(argv[i], &archive);
     if (err == KPACK_SUCCESS) {
       err = print_info(argv[i], archive, json, first);
