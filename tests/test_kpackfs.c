@@ -1874,6 +1874,45 @@ static void test_kernel_file_names_over_255_bytes_are_skipped(void** state) {
   free(archive);
 }
 
+/* A mounted tree is a `kpack create` input like an extracted one: it packs
+ * back into the same archive, whatever else the mount shows beside the
+ * kernels. */
+static void test_mounted_tree_packs_back_into_the_same_archive(void** state) {
+  (void)state;
+  char* src = kt_path(tmp, "repack-src.kpack");
+  char* again = kt_path(tmp, "repack-again.kpack");
+  char* tool = kt_path(bin_dir(), "kpack");
+  void* a = kt_pattern(30000, 61);
+  void* b = kt_pattern(20000, 62);
+  kt_kernel k[] = {{"lib/r.so#0", "gfx90a:xnack-", a, 30000},
+                   {"lib/r.so#0", "gfx942", b, 20000},
+                   {"lib/sub/q.so#1", "gfx942", a, 30000}};
+  static const char* const arches[] = {"gfx90a:xnack-", "gfx942"};
+  write_fixture(src, KPACK_COMPRESSION_ZSTD_PER_KERNEL, arches, 2, k, 3);
+  mnt* m = &scratch[0];
+  mnt_init(m, "repack");
+  const char* args[] = {src, NULL};
+  mnt_start(m, args);
+  char* argv[] = {tool,      "create", "-q",  "--group", "test", "--family",
+                  "gfxtest", "-o",     again, m->dir,    NULL}; /* the header
+                                                                   kt_write_archive
+                                                                   writes */
+  assert_int_equal(run(argv, NULL), 0);
+  mnt_stop_clean(m);
+  size_t n1, n2;
+  void* x = kt_read_file(src, &n1);
+  void* y = kt_read_file(again, &n2);
+  assert_int_equal(n1, n2);
+  assert_memory_equal(x, y, n1);
+  free(x);
+  free(y);
+  free(a);
+  free(b);
+  free(tool);
+  free(src);
+  free(again);
+}
+
 /* ---- code objects: `kernels`, `metadata.json`, their xattrs ----------------
  */
 
@@ -2362,6 +2401,7 @@ int main(void) {
       T(test_modes_owner_times_and_sizes_follow_the_archives),
       T(test_xattrs_name_archive_binary_arch_and_storage),
       T(test_metadata_map_is_a_json_xattr),
+      T(test_mounted_tree_packs_back_into_the_same_archive),
       T(test_archives_and_stats_describe_the_mount),
       T(test_unsafe_toc_names_are_skipped_with_a_warning),
       T(test_every_write_is_refused_with_erofs),
