@@ -18,6 +18,8 @@ static const char resolve_manual[] =
     "SYNOPSIS\n"
     "    kpack resolve [--json] [-o FILE] [--binary PATH] --kernel NAME[#N]\n"
     "                  [--co-index N] [--search-path PATH]... --arch ARCH...\n"
+    "    kpack resolve [--json | --summary] [--co-index N [-o FILE]]\n"
+    "                  --binary PATH --arch ARCH...\n"
     "\n"
     "DESCRIPTION\n"
     "    Runs the search kpack_load_code_object() runs for a HIP binary whose\n"
@@ -39,23 +41,54 @@ static const char resolve_manual[] =
     "      - the outcome, by status name (what kpack_load_code_object()\n"
     "        returns), with a hint when it failed.\n"
     "\n"
+    "    Given --binary alone (no --kernel, no --search-path), the request\n"
+    "    comes from the binary itself, as when the HIP runtime loads it: each\n"
+    "    HIPK record of its .hipFatBinSegment names a kernel, search paths\n"
+    "    (msgpack metadata in .rocm_kpack_ref) and a code object index. The\n"
+    "    search runs for every record, or for the one whose index is\n"
+    "    --co-index N, through one loader cache, with relative search paths\n"
+    "    resolved against the directory of PATH as given (symlinks followed,\n"
+    "    as ROCm's loader does). Each record gets its search paths, as\n"
+    "    written and as resolved, and the explanation above; a summary\n"
+    "    table ends the output (RECORD, KERNEL, RESULT, CODE OBJECT). A\n"
+    "    record the runtime could not use (an unknown magic, a pointer that\n"
+    "    is 0 without a relocation or lies outside .rocm_kpack_ref, metadata\n"
+    "    that does not parse) is reported with its reason. A binary that\n"
+    "    still carries its device code (HIPF records and .hip_fatbin) never\n"
+    "    reaches the kpack loader: resolve says so and lists the\n"
+    "    architectures each of its bundles holds.\n"
+    "\n"
     "OPTIONS\n"
     "    --kernel NAME[#N]   the HIPK kernel_name; a #N suffix sets the code\n"
     "                        object index unless --co-index is given\n"
-    "    --co-index N        code object index (default 0)\n"
+    "    --co-index N        code object index (default 0); with --binary\n"
+    "                        alone, only the record with this index\n"
     "    --search-path PATH  a HIPK kpack_search_paths entry, relative to the\n"
     "                        binary's directory (repeatable, in order)\n"
     "    --binary PATH       the host binary (default: none; relative search\n"
-    "                        paths then start from the current directory)\n"
+    "                        paths then start from the current directory);\n"
+    "                        alone, the binary's own HIPK records are used\n"
     "    --arch ARCH         an agent ISA name, e.g. gfx942:sramecc+:xnack-\n"
     "                        or amdgcn-amd-amdhsa--gfx1100 (repeatable, in\n"
     "                        priority order)\n"
-    "    -o, --output FILE   write the code object found to FILE\n"
+    "    -o, --output FILE   write the code object found to FILE (with\n"
+    "                        --binary alone, needs --co-index)\n"
     "    --json              print one JSON object {kernel, binary, arches,\n"
-    "                        paths, archives, search, result}\n"
+    "                        paths, archives, search, result}; with --binary\n"
+    "                        alone {binary, kind, arches, records: [{record,\n"
+    "                        kernel, co_index, search_paths, paths, archives,\n"
+    "                        search, result} or {record, status, problem}]},\n"
+    "                        or for a fat binary {binary, kind, arches,\n"
+    "                        bundles: [{co_index, arches}]}\n"
+    "    --summary           with --binary alone, print the summary table\n"
+    "                        only\n"
     "    -h, --help          print this manual\n"
     "\n"
     "EXAMPLES\n"
+    "    kpack resolve --binary /opt/rocm/lib/librocblas.so.5 \\\n"
+    "        --arch gfx942:sramecc+:xnack- --summary\n"
+    "    kpack resolve --binary /opt/rocm/lib/librocblas.so.5 --co-index 3 \\\n"
+    "        --arch gfx90a:sramecc+:xnack-\n"
     "    kpack resolve --binary /opt/rocm/lib/librocrand.so.1 \\\n"
     "        --kernel lib/librocrand.so.1 --search-path "
     "../.kpack/rand_lib_@GFXARCH@.kpack \\\n"
@@ -64,8 +97,10 @@ static const char resolve_manual[] =
     "'lib/libfoo.so#2' --arch gfx1100\n"
     "\n"
     "EXIT STATUS\n"
-    "    0 a code object was found; 1 the search failed (the status name is\n"
-    "    printed); 2 bad command line.\n";
+    "    0 a code object was found (with --binary alone: for every record\n"
+    "    explained, or the binary is a fat binary); 1 a search failed (the\n"
+    "    status name is printed), a record is unusable, or the binary cannot\n"
+    "    be read or holds no HIP device code; 2 bad command line.\n";
 
 static int resolve_run(int argc, char** argv);
 
@@ -192,20 +227,8 @@ static const char* hint_for(kpack_error_t status) {
   }
 }
 
-static void print_human(const rs_request* r, const rs_trace* t,
-                        const char* kernel, kpack_error_t status) {
-  static const char* const path_headers[] = {"SOURCE", "PATH", "STATE"};
-  static const char* const archive_headers[] = {"ARCHIVE", "STATUS",
-                                                "DECLARES"};
-  static const char* const search_headers[] = {"ARCH", "TARGET", "ARCHIVE",
-                                               "RESULT"};
-  cli_table paths = {.cols = 3, .headers = path_headers};
-  cli_table archives = {.cols = 3, .headers = archive_headers};
-  cli_table search = {.cols = 4, .headers = search_headers};
-  const rs_event* result = NULL;
-
-  printf("kernel   %s\n", kernel);
-  printf("binary   %s\n", r->binary ? r->binary : "(none)");
+/* The agent and the loader's environment variables that are set. */
+static void print_agent(const rs_request* r) {
   printf("agent   ");
   for (size_t i = 0; i < r->arch_count; i++)
     printf(" %s", r->arches[i]);
@@ -215,6 +238,20 @@ static void print_human(const rs_request* r, const rs_trace* t,
   for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
     if (getenv(env[i]) != NULL)
       printf("env      %s=%s\n", env[i], getenv(env[i]));
+}
+
+/* The search a trace recorded: candidate paths, archives, targets tried and
+ * the outcome. */
+static void print_search(const rs_trace* t, kpack_error_t status) {
+  static const char* const path_headers[] = {"SOURCE", "PATH", "STATE"};
+  static const char* const archive_headers[] = {"ARCHIVE", "STATUS",
+                                                "DECLARES"};
+  static const char* const search_headers[] = {"ARCH", "TARGET", "ARCHIVE",
+                                               "RESULT"};
+  cli_table paths = {.cols = 3, .headers = path_headers};
+  cli_table archives = {.cols = 3, .headers = archive_headers};
+  cli_table search = {.cols = 4, .headers = search_headers};
+  const rs_event* result = NULL;
 
   for (size_t i = 0; i < t->count; i++) {
     const rs_event* e = &t->events[i];
@@ -301,6 +338,14 @@ static void print_human(const rs_request* r, const rs_trace* t,
   cli_table_free(&search);
 }
 
+static void print_human(const rs_request* r, const rs_trace* t,
+                        const char* kernel, kpack_error_t status) {
+  printf("kernel   %s\n", kernel);
+  printf("binary   %s\n", r->binary ? r->binary : "(none)");
+  print_agent(r);
+  print_search(t, status);
+}
+
 static void json_string_array(char* const* items, size_t count) {
   fputc('[', stdout);
   for (size_t i = 0; i < count; i++) {
@@ -318,16 +363,11 @@ static void json_field(const char* key, const char* value, bool comma) {
     fputs("null", stdout);
 }
 
-static void print_json(const rs_request* r, const rs_trace* t,
-                       const char* kernel, kpack_error_t status) {
+/* The fields "paths", "archives", "search" and "result" of a search, each
+ * preceded by a comma. */
+static void print_json_search(const rs_trace* t, kpack_error_t status) {
   const rs_event* result = NULL;
   bool first;
-  printf("{");
-  json_field("kernel", kernel, false);
-  json_field("binary", r->binary, true);
-  fputs(", \"arches\": ", stdout);
-  json_string_array((char* const*)r->arches, r->arch_count);
-
   fputs(",\n \"paths\": [", stdout);
   first = true;
   for (size_t i = 0; i < t->count; i++) {
@@ -393,7 +433,302 @@ static void print_json(const rs_request* r, const rs_trace* t,
     json_field("target", result->target, true);
     printf(", \"size\": %zu", result->size);
   }
-  fputs("}}\n", stdout);
+  fputs("}", stdout);
+}
+
+static void print_json(const rs_request* r, const rs_trace* t,
+                       const char* kernel, kpack_error_t status) {
+  printf("{");
+  json_field("kernel", kernel, false);
+  json_field("binary", r->binary, true);
+  fputs(", \"arches\": ", stdout);
+  json_string_array((char* const*)r->arches, r->arch_count);
+  print_json_search(t, status);
+  fputs("}\n", stdout);
+}
+
+/* ---- the binary's own records ----------------------------------------------
+ */
+
+/* A fat binary never reaches the kpack loader: say so and show what it
+ * carries. */
+static int explain_fat(const char* path, const rs_request* r, bool json) {
+  kpack_fatbin_t* fb;
+  kpack_fatbin_info_t info;
+  kpack_error_t err = kpack_fatbin_open(path, &fb);
+  if (err != KPACK_SUCCESS) {
+    cli_kerror(path, err);
+    return CLI_FAIL;
+  }
+  kpack_fatbin_get_info(fb, &info);
+  static const char* const headers[] = {"CO", "BUNDLE", "ARCHES"};
+  cli_table t = {.cols = 3, .headers = headers};
+  int status = CLI_OK;
+  if (json) {
+    printf("{");
+    json_field("binary", path, false);
+    fputs(", \"kind\": \"fat\", \"arches\": ", stdout);
+    json_string_array((char* const*)r->arches, r->arch_count);
+    fputs(", \"bundles\": [", stdout);
+  } else {
+    printf("binary   %s\n", path);
+    print_agent(r);
+    printf(
+        "\nThis is a fat binary: its device code is inside it (%zu code "
+        "object%s in\n.hip_fatbin, HIPF records), so the HIP runtime loads "
+        "it from there and\nnever asks the kpack loader. Its bundles hold:\n\n",
+        info.bundle_count, info.bundle_count == 1 ? "" : "s");
+  }
+  for (size_t co = 0; co < info.bundle_count; co++) {
+    kpack_bundle_t* b;
+    kpack_bundle_info_t bi;
+    char comp[32];
+    if ((err = kpack_fatbin_list_bundle(fb, co, &b)) != KPACK_SUCCESS) {
+      cli_error("%s: code object %zu: %s (%s)", path, co,
+                kpack_error_string(err), cli_error_text(err));
+      status = CLI_FAIL;
+      break;
+    }
+    kpack_bundle_get_info(b, &bi);
+    char* arches = NULL;
+    size_t len = 0, n = 0;
+    FILE* f = open_memstream(&arches, &len);
+    if (json)
+      printf("%s{\"co_index\": %zu, \"arches\": [", co ? ", " : "", co);
+    for (size_t i = 0; i < bi.entry_count; i++) {
+      kpack_bundle_entry_t e;
+      kpack_bundle_get_entry(b, i, &e);
+      if (e.arch == NULL)
+        continue;
+      if (json) {
+        fputs(n ? ", " : "", stdout);
+        cli_json_string(stdout, e.arch);
+      }
+      if (f != NULL)
+        fprintf(f, "%s%s", n ? " " : "", e.arch);
+      n++;
+    }
+    if (f != NULL)
+      fclose(f);
+    if (json)
+      fputs("]}", stdout);
+    else
+      cli_table_row(&t, "%zu\t%s\t%s", co, cli_bundle_compression(&bi, comp),
+                    arches && *arches ? arches : "(no GPU code)");
+    free(arches);
+    kpack_bundle_free(b);
+  }
+  if (json)
+    fputs("]}\n", stdout);
+  else
+    cli_table_print(&t, stdout);
+  cli_table_free(&t);
+  kpack_fatbin_close(fb);
+  return status;
+}
+
+/* One row of the closing summary. */
+static void summary_row(cli_table* sum, size_t index, const char* kernel,
+                        kpack_error_t status, const rs_trace* t) {
+  const rs_event* result = NULL;
+  for (size_t i = 0; t != NULL && i < t->count; i++)
+    if (t->events[i].kind == KPACK_TRACE_RESULT)
+      result = &t->events[i];
+  if (status == KPACK_SUCCESS && result != NULL)
+    cli_table_row(sum, "%zu\t%s\t%s\t%s from %s", index, kernel,
+                  kpack_error_string(status), result->target, result->path);
+  else
+    cli_table_row(sum, "%zu\t%s\t%s\t%s", index, kernel,
+                  kpack_error_string(status), cli_error_text(status));
+}
+
+/* Runs the loader's search for every HIPK record of a kpack-ified binary
+ * (those whose co_index is `only`, when given), as the HIP runtime would:
+ * one loader cache for the process, the binary as opened, the record's own
+ * kernel name, search paths and index. */
+static int explain_records(const char* path, const kpack_host_t* host,
+                           const rs_request* r, bool json, bool summary,
+                           bool one_index, uint32_t only, const char* output) {
+  static const char* const sum_headers[] = {"RECORD", "KERNEL", "RESULT",
+                                            "CODE OBJECT"};
+  kpack_host_info_t info;
+  kpack_cache_t cache = NULL;
+  rs_trace trace = {0};
+  cli_table sum = {.cols = 4, .headers = sum_headers};
+  size_t explained = 0, found = 0;
+  int status = CLI_FAIL;
+  void* code = NULL;
+  size_t code_size = 0;
+
+  kpack_host_get_info(host, &info);
+  kpack_error_t err = kpack_cache_create(&cache);
+  if (err == KPACK_SUCCESS)
+    err = kpack_cache_set_trace(cache, record, &trace);
+  if (err != KPACK_SUCCESS) {
+    cli_kerror("loader cache", err);
+    goto done;
+  }
+  if (json) {
+    printf("{");
+    json_field("binary", path, false);
+    fputs(", \"kind\": \"kpack-ified\", \"arches\": ", stdout);
+    json_string_array((char* const*)r->arches, r->arch_count);
+    fputs(", \"records\": [", stdout);
+  } else {
+    printf("binary   %s (kpack-ified: %zu record%s in .hipFatBinSegment)\n",
+           path, info.wrapper_count, info.wrapper_count == 1 ? "" : "s");
+    print_agent(r);
+  }
+  for (size_t i = 0; i < info.wrapper_count; i++) {
+    kpack_host_wrapper_t w;
+    char* kernel = NULL;
+    kpack_host_get_wrapper(host, i, &w);
+    bool hipk = w.magic == KPACK_HOST_HIPK_MAGIC;
+    if (one_index && (!hipk || w.reserved != only))
+      continue;
+    if (hipk && w.status == KPACK_SUCCESS &&
+        asprintf(&kernel, "%s#%llu", w.kernel_name,
+                 (unsigned long long)w.reserved) < 0) {
+      cli_error("out of memory");
+      goto done;
+    }
+    explained++;
+    /* With --summary, the records' sections are not printed. */
+    FILE* out = summary ? NULL : stdout;
+    if (json)
+      printf("%s\n {\"record\": %zu", explained > 1 ? "," : "", i);
+    else if (out != NULL)
+      printf("\n== record %zu%s%s\n", i, kernel ? ": kernel " : "",
+             kernel ? kernel : "");
+
+    /* A record the runtime could not use, or one that is not HIPK. */
+    kpack_error_t outcome = w.status;
+    if (outcome == KPACK_SUCCESS && (!hipk || w.reserved > UINT32_MAX))
+      outcome = KPACK_ERROR_INVALID_FORMAT;
+    if (outcome != KPACK_SUCCESS) {
+      const char* why =
+          w.status != KPACK_SUCCESS ? kpack_host_problem_string(w.problem)
+          : !hipk ? "a HIPF record: its device code is in .hip_fatbin"
+                  : "the code object index does not fit the loader's "
+                    "32-bit argument";
+      if (json) {
+        fputs(", \"status\": ", stdout);
+        cli_json_string(stdout, kpack_error_string(outcome));
+        fputs(", \"problem\": ", stdout);
+        cli_json_string(stdout, why);
+        fputc('}', stdout);
+      } else if (out != NULL) {
+        printf("magic 0x%08x, version %u\n", (unsigned)w.magic,
+               (unsigned)w.version);
+        printf("RESULT   %s: %s\n", kpack_error_string(outcome), why);
+      }
+      summary_row(&sum, i, kernel ? kernel : "-", outcome, NULL);
+      free(kernel);
+      continue;
+    }
+
+    if (json) {
+      fputs(", ", stdout);
+      json_field("kernel", kernel, false);
+      printf(", \"co_index\": %llu, \"search_paths\": [",
+             (unsigned long long)w.reserved);
+    } else if (out != NULL) {
+      printf("search paths (as written -> as the loader resolves them)\n");
+    }
+    for (size_t j = 0; j < w.search_path_count; j++) {
+      char* resolved = NULL;
+      kpack_resolve_search_path(path, w.search_paths[j], &resolved);
+      if (json) {
+        fputs(j ? ", {" : "{", stdout);
+        json_field("written", w.search_paths[j], false);
+        json_field("resolved", resolved, true);
+        fputc('}', stdout);
+      } else if (out != NULL) {
+        printf("  %s -> %s\n", w.search_paths[j],
+               resolved ? resolved : "(out of memory)");
+      }
+      free(resolved);
+    }
+    if (json)
+      fputc(']', stdout);
+
+    kpack_free_code_object(code);
+    code = NULL;
+    err = kpack_resolve_code_object(
+        cache, w.kernel_name, w.search_paths, w.search_path_count, path,
+        (uint32_t)w.reserved, r->arches, r->arch_count, &code, &code_size);
+    if (trace.failed) {
+      cli_error("out of memory while recording the search");
+      free(kernel);
+      goto done;
+    }
+    if (json) {
+      print_json_search(&trace, err);
+      fputc('}', stdout);
+    } else if (out != NULL) {
+      print_search(&trace, err);
+    }
+    found += err == KPACK_SUCCESS;
+    summary_row(&sum, i, kernel, err, &trace);
+    free_trace(&trace);
+    memset(&trace, 0, sizeof(trace));
+    free(kernel);
+  }
+  if (json) {
+    fputs("]}\n", stdout);
+  } else if (explained == 0) {
+    printf("\n(no HIPK record with co_index %u)\n", (unsigned)only);
+  } else {
+    printf("\nSUMMARY: %zu of %zu found\n", found, explained);
+    cli_table_print(&sum, stdout);
+  }
+  if (explained == 0 || found != explained)
+    goto done;
+  if (output != NULL) {
+    FILE* f = fopen(output, "wb");
+    bool ok = f != NULL && fwrite(code, 1, code_size, f) == code_size;
+    if (f != NULL && fclose(f) != 0)
+      ok = false;
+    if (!ok) {
+      cli_error("%s: cannot write the code object", output);
+      goto done;
+    }
+  }
+  status = CLI_OK;
+done:
+  kpack_free_code_object(code);
+  kpack_cache_destroy(cache);
+  free_trace(&trace);
+  cli_table_free(&sum);
+  return status;
+}
+
+/* --binary without --kernel: the records of the binary itself. */
+static int resolve_binary(const rs_request* r, bool json, bool summary,
+                          bool one_index, const char* output) {
+  kpack_host_t* host;
+  kpack_host_info_t info;
+  kpack_error_t err = kpack_host_open(r->binary, &host);
+  if (err != KPACK_SUCCESS) {
+    cli_kerror(r->binary, err);
+    return CLI_FAIL;
+  }
+  kpack_host_get_info(host, &info);
+  int status;
+  if (info.kind == KPACK_HOST_KPACKIFIED) {
+    status = explain_records(r->binary, host, r, json, summary, one_index,
+                             r->co_index, output);
+  } else if (info.kind == KPACK_HOST_FAT) {
+    status = explain_fat(r->binary, r, json);
+  } else {
+    cli_error(
+        "%s: no HIP device code (no .hipFatBinSegment, no .hip_fatbin): "
+        "the HIP runtime registers nothing from it",
+        r->binary);
+    status = CLI_FAIL;
+  }
+  kpack_host_close(host);
+  return status;
 }
 
 /* "name#N" -> name and N, when N is all digits and fits. */
@@ -414,7 +749,8 @@ static int resolve_run(int argc, char** argv) {
     OPT_SEARCH,
     OPT_BINARY,
     OPT_ARCH,
-    OPT_JSON
+    OPT_JSON,
+    OPT_SUMMARY
   };
   static const struct option options[] = {
       {"kernel", required_argument, NULL, OPT_KERNEL},
@@ -424,6 +760,7 @@ static int resolve_run(int argc, char** argv) {
       {"arch", required_argument, NULL, OPT_ARCH},
       {"output", required_argument, NULL, 'o'},
       {"json", no_argument, NULL, OPT_JSON},
+      {"summary", no_argument, NULL, OPT_SUMMARY},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const cli_command* cmd = &cli_resolve_command;
@@ -431,7 +768,7 @@ static int resolve_run(int argc, char** argv) {
   rs_trace trace = {0};
   const char* kernel_arg = NULL;
   const char* output = NULL;
-  bool json = false, index_given = false;
+  bool json = false, index_given = false, summary = false;
   unsigned long value;
   int c, status = CLI_FAIL;
   kpack_cache_t cache = NULL;
@@ -473,6 +810,9 @@ static int resolve_run(int argc, char** argv) {
       case OPT_JSON:
         json = true;
         break;
+      case OPT_SUMMARY:
+        summary = true;
+        break;
       case 'h':
         status = cli_print_manual(cmd);
         goto done;
@@ -485,10 +825,32 @@ static int resolve_run(int argc, char** argv) {
     status = cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
     goto done;
   }
-  if (kernel_arg == NULL || r.arch_count == 0) {
+  if (r.arch_count == 0) {
+    status = cli_usage_error(cmd, "at least one --arch is required");
+    goto done;
+  }
+  bool from_binary =
+      kernel_arg == NULL && r.search_count == 0 && r.binary != NULL;
+  if (summary && (!from_binary || json)) {
     status = cli_usage_error(cmd,
-                             "--kernel and at least one --arch are "
-                             "required");
+                             "--summary goes with --binary alone, without "
+                             "--json");
+    goto done;
+  }
+  if (from_binary) {
+    if (output != NULL && !index_given) {
+      status = cli_usage_error(cmd,
+                               "-o with --binary alone needs --co-index: "
+                               "which record's code object?");
+      goto done;
+    }
+    status = resolve_binary(&r, json, summary, index_given, output);
+    goto done;
+  }
+  if (kernel_arg == NULL) {
+    status = cli_usage_error(cmd,
+                             "--kernel is required, unless --binary alone "
+                             "names a kpack-ified binary to read it from");
     goto done;
   }
   if (index_given || !split_index(kernel_arg, &r.kernel, &r.co_index))

@@ -380,7 +380,11 @@ static void write_elf(fx_sink* s, const fx_elf_opts* o, fx_bundle_fn bundle,
     uint64_t* target_off = xmalloc(sizeof(uint64_t) * o->wrapper_count);
     for (size_t w = 0; w < o->wrapper_count; w++) {
       const fx_wrapper* wr = &o->wrappers[w];
-      bool hipk = wr->magic == FX_HIPK_MAGIC;
+      /* Any other magic (a damaged record) points like a HIPK record when
+       * there is metadata, else like a HIPF one. */
+      bool hipk =
+          wr->magic == FX_HIPK_MAGIC ||
+          (wr->magic != FX_HIPF_MAGIC && wr->magic != 0 && o->ref_count > 0);
       size_t count = hipk ? o->ref_count : o->bundle_count;
       if (wr->target >= count || (hipk ? !L.refs_index : !L.fatbin_index))
         die("fx_elf: a wrapper points at nothing", NULL);

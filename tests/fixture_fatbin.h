@@ -108,7 +108,9 @@ typedef enum fx_ptr {
 
 /* One 24-byte record of .hipFatBinSegment. */
 typedef struct fx_wrapper {
-  uint32_t magic;    /* FX_HIPF_MAGIC or FX_HIPK_MAGIC; 0 means HIPF */
+  uint32_t magic;    /* FX_HIPF_MAGIC or FX_HIPK_MAGIC; 0 means HIPF; any
+                        other value (a damaged record) points into refs
+                        when there are any, else into bundles */
   uint32_t version;  /* 0 means 1 */
   size_t target;     /* HIPF: index in bundles; HIPK: index in refs */
   fx_ptr how;        /* how the pointer field is filled */

@@ -135,6 +135,25 @@ static bool has_row(const char* text, const char* const* words) {
 
 #define ROW(text, ...) has_row(text, (const char* const[]){__VA_ARGS__, NULL})
 
+/* True if some line of `text` contains every one of the substrings. */
+static bool has_line(const char* text, const char* const* parts) {
+  for (const char* line = text; *line;) {
+    const char* end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char* copy = strndup(line, len);
+    bool all = true;
+    for (size_t i = 0; all && parts[i] != NULL; i++)
+      all = strstr(copy, parts[i]) != NULL;
+    free(copy);
+    if (all)
+      return true;
+    line += len + (end != NULL);
+  }
+  return false;
+}
+
+#define LINE(text, ...) has_line(text, (const char* const[]){__VA_ARGS__, NULL})
+
 static size_t count_lines(const char* text) {
   size_t n = 0;
   for (; *text; text++)
@@ -1672,6 +1691,349 @@ static void test_create_output_follows_symlinks_and_takes_long_names(
   free_sample();
 }
 
+/* ---- host binaries: info, list, resolve --binary ----------------------------
+ */
+
+/* A kpack-ified lib/libfoo.so under `root` (made if needed): three HIPK
+ * records of kernel lib/libfoo.so with co_index 0, 1, 2 and search path
+ * ../.kpack/foo_@GFXARCH@.kpack, pointers filled as `how` says, and
+ * archives beside it: foo_gfx942.kpack with #0 and #1 and
+ * foo_gfx90a.kpack with #2 only. Returns the binary's path. */
+static char* kpackified_tree(const char* root, uint16_t type, fx_ptr how,
+                             void* kernels[3]) {
+  const char* paths[] = {"../.kpack/foo_@GFXARCH@.kpack"};
+  fx_buf refs[1] = {fx_hipk_metadata("lib/libfoo.so", paths, 1)};
+  fx_wrapper w[3];
+  for (size_t i = 0; i < 3; i++)
+    w[i] = (fx_wrapper){FX_HIPK_MAGIC, 1, 0, how, i};
+  fx_elf_opts o = {.type = type,
+                   .no_fatbin = true,
+                   .refs = refs,
+                   .ref_count = 1,
+                   .wrappers = w,
+                   .wrapper_count = 3};
+  char* cmd;
+  assert_true(asprintf(&cmd, "mkdir -p '%s/lib' '%s/.kpack'", root, root) > 0);
+  assert_int_equal(system(cmd), 0);
+  free(cmd);
+  char* binary = kt_path(root, "lib/libfoo.so");
+  fx_write_elf(binary, &o);
+  fx_free(&refs[0]);
+  for (size_t i = 0; i < 3; i++)
+    kernels[i] = kt_pattern(3000 + 100 * i, 40 + (uint32_t)i);
+  static const char* const a942[] = {"gfx942"};
+  static const char* const a90a[] = {"gfx90a"};
+  kt_kernel k942[2] = {{"lib/libfoo.so#0", "gfx942", kernels[0], 3000},
+                       {"lib/libfoo.so#1", "gfx942", kernels[1], 3100}};
+  kt_kernel k90a[1] = {{"lib/libfoo.so#2", "gfx90a", kernels[2], 3200}};
+  char* a = kt_path(root, ".kpack/foo_gfx942.kpack");
+  char* b = kt_path(root, ".kpack/foo_gfx90a.kpack");
+  kt_write_archive(a, KPACK_COMPRESSION_ZSTD_PER_KERNEL, a942, 1, k942, 2);
+  kt_write_archive(b, KPACK_COMPRESSION_NOOP, a90a, 1, k90a, 1);
+  free(a);
+  free(b);
+  return binary;
+}
+
+static void free_kernels3(void* k[3]) {
+  for (int i = 0; i < 3; i++)
+    free(k[i]);
+}
+
+static void test_info_shows_what_a_host_binary_carries(void** state) {
+  (void)state;
+  void* k[3][2];
+  char* fat = sample_fatbin("libthing.so.2", k);
+  char *out, *err;
+  /* Fat: bundles by co_index, compression, sizes, arches. */
+  assert_int_equal(KP(&out, NULL, "info", fat), 0);
+  assert_contains(out, "fat binary: device code inside");
+  assert_contains(out, "numbered by .hipFatBinSegment");
+  /* co_index 1 is the compressed bundle (wrapper 1 -> bundle 2). */
+  assert_true(LINE(out, "0  none ", "  gfx942:sramecc+:xnack- gfx1100"));
+  assert_true(
+      LINE(out, "1  zstd (CCOB v3) ", " gfx942:sramecc+:xnack- gfx1100"));
+  assert_true(LINE(out, "2  none ", "  gfx942:sramecc+:xnack- gfx1100"));
+  assert_contains(out, "3 code objects");
+  free(out);
+  assert_int_equal(KP(&out, NULL, "info", "--json", fat), 0);
+  assert_contains(out, "\"kind\": \"fat\"");
+  assert_contains(out, "\"numbered_by\": \"wrappers\"");
+  assert_contains(out, "\"compression\": \"zstd\", \"ccob_version\": 3");
+  assert_contains(out, "\"arch\": \"gfx1100\", \"size\": 2001");
+  free(out);
+  /* list: one row per code object, named as create --fatbin names it. */
+  assert_int_equal(KP(&out, NULL, "list", fat), 0);
+  assert_true(
+      ROW(out, "libthing.so.2#0", "gfx942:sramecc+:xnack-", "4001", "none"));
+  assert_true(
+      ROW(out, "libthing.so.2#1", "gfx1100", "2002", "zstd", "(CCOB", "v3)"));
+  assert_contains(out, "6 code objects");
+  free(out);
+
+  /* kpack-ified: each record's kernel and search path, as written and as
+   * resolved against the binary's directory. */
+  char* root = path_in("kp");
+  void* kk[3];
+  char* binary = kpackified_tree(root, FX_ET_DYN, FX_PTR_RELATIVE, kk);
+  char* real = realpath(root, NULL);
+  char* resolved;
+  assert_true(asprintf(&resolved, "%s/.kpack/foo_@GFXARCH@.kpack", real) > 0);
+  assert_int_equal(KP(&out, NULL, "info", binary), 0);
+  assert_contains(out, "kpack-ified: device code in kpack archives");
+  assert_contains(out, "ET_DYN");
+  for (int i = 0; i < 3; i++) {
+    char rec[8], kernel[32];
+    snprintf(rec, sizeof rec, "%d", i);
+    snprintf(kernel, sizeof kernel, "lib/libfoo.so#%d", i);
+    assert_true(ROW(out, rec, "HIPK", kernel, "../.kpack/foo_@GFXARCH@.kpack",
+                    resolved));
+  }
+  free(out);
+  assert_int_equal(KP(&out, NULL, "info", "--json", binary), 0);
+  assert_contains(out, "\"kind\": \"kpack-ified\"");
+  assert_contains(out, "\"co_index\": 2");
+  assert_contains(out, resolved);
+  free(out);
+  /* list has no code objects to show there. */
+  assert_int_equal(KP(&out, &err, "list", binary), 0);
+  assert_contains(err, "kpack-ified");
+  free(out);
+  free(err);
+
+  /* A record the runtime cannot use: named with its reason, exit 1. */
+  fx_buf meta = fx_hipk_metadata("lib/libbad.so", (const char*[]){"x"}, 1);
+  meta.size -= 2; /* cut the last string short */
+  fx_wrapper w[2] = {{FX_HIPK_MAGIC, 1, 0, FX_PTR_FILE, 0},
+                     {0x12345678, 1, 0, FX_PTR_FILE, 1}};
+  fx_elf_opts o = {.type = FX_ET_EXEC,
+                   .no_fatbin = true,
+                   .refs = &meta,
+                   .ref_count = 1,
+                   .wrappers = w,
+                   .wrapper_count = 2};
+  char* bad = path_in("libbad.so");
+  fx_write_elf(bad, &o);
+  fx_free(&meta);
+  assert_int_equal(KP(&out, &err, "info", bad), 1);
+  assert_contains(err, bad);
+  assert_contains(err, "record 0");
+  assert_contains(err, "KPACK_ERROR_INVALID_METADATA");
+  assert_contains(err, "record 1 (magic 0x12345678)");
+  assert_contains(err, "neither HIPF nor HIPK");
+  assert_contains(out, "KPACK_ERROR_INVALID_METADATA");
+  free(out);
+  free(err);
+
+  /* No HIP device code at all. */
+  fx_elf_opts plain = {.no_fatbin = true};
+  fx_write_elf(bad, &plain);
+  assert_int_equal(KP(&out, NULL, "info", bad), 0);
+  assert_contains(out, "no HIP device code");
+  free(out);
+  assert_int_equal(KP(NULL, &err, "list", bad), 1);
+  assert_contains(err, "no HIP device code");
+  free(err);
+
+  free(bad);
+  free(resolved);
+  free(real);
+  free(binary);
+  free(root);
+  free_kernels3(kk);
+  for (int i = 0; i < 3; i++) {
+    free(k[i][0]);
+    free(k[i][1]);
+  }
+  free(fat);
+}
+
+/* resolve --binary alone runs the loader's search for every HIPK record of
+ * the binary, as the HIP runtime would, in both linked forms: a shared
+ * object (pointers from RELATIVE relocations) and an executable (pointers
+ * stored). */
+static void test_resolve_binary_explains_every_record(void** state) {
+  (void)state;
+  static const struct {
+    const char* dir;
+    uint16_t type;
+    fx_ptr how;
+  } forms[] = {{"dyn", FX_ET_DYN, FX_PTR_RELATIVE},
+               {"exec", FX_ET_EXEC, FX_PTR_FILE}};
+  for (size_t f = 0; f < 2; f++) {
+    char* root = path_in(forms[f].dir);
+    void* k[3];
+    char* binary = kpackified_tree(root, forms[f].type, forms[f].how, k);
+    char* real = realpath(root, NULL);
+    char *out, *err, *found942, *found90a, *resolved;
+    assert_true(asprintf(&found942, "gfx942 from %s/.kpack/foo_gfx942.kpack",
+                         real) > 0);
+    assert_true(asprintf(&found90a, "gfx90a from %s/.kpack/foo_gfx90a.kpack",
+                         real) > 0);
+    assert_true(asprintf(&resolved,
+                         "../.kpack/foo_@GFXARCH@.kpack -> "
+                         "%s/.kpack/foo_@GFXARCH@.kpack",
+                         real) > 0);
+
+    /* A gfx942 agent: #0 and #1 are there, #2 only in the gfx90a archive. */
+    assert_int_equal(KP(&out, NULL, "resolve", "--binary", binary, "--arch",
+                        "gfx942:sramecc+:xnack-"),
+                     1);
+    assert_contains(out, "kpack-ified: 3 records");
+    assert_contains(out, "== record 0: kernel lib/libfoo.so#0");
+    assert_contains(out, "== record 2: kernel lib/libfoo.so#2");
+    assert_contains(out, resolved);
+    assert_contains(out, "SUMMARY: 2 of 3 found");
+    assert_true(ROW(out, "0", "lib/libfoo.so#0", "KPACK_SUCCESS", "gfx942",
+                    "from", found942 + strlen("gfx942 from ")));
+    assert_true(ROW(out, "2", "lib/libfoo.so#2", "KPACK_ERROR_KERNEL_NOT_FOUND",
+                    "no", "such", "kernel"));
+    free(out);
+
+    /* Agent with both: every record found, from the right archive. */
+    assert_int_equal(KP(&out, NULL, "resolve", "--summary", "--binary", binary,
+                        "--arch", "gfx942", "--arch", "gfx90a"),
+                     0);
+    assert_contains(out, "SUMMARY: 3 of 3 found");
+    assert_contains(out, found942);
+    assert_contains(out, found90a);
+    assert_null(strstr(out, "CANDIDATE PATHS")); /* --summary */
+    free(out);
+
+    /* One record, its code object written out. */
+    char* code = path_in("code.hsaco");
+    assert_int_equal(KP(&out, NULL, "resolve", "--binary", binary, "--co-index",
+                        "1", "--arch", "gfx942", "-o", code),
+                     0);
+    assert_contains(out, "== record 1: kernel lib/libfoo.so#1");
+    assert_null(strstr(out, "== record 0"));
+    size_t n;
+    void* got = kt_read_file(code, &n);
+    assert_int_equal(n, 3100);
+    assert_memory_equal(got, k[1], n);
+    free(got);
+    free(out);
+
+    /* JSON: one object per record. */
+    assert_int_equal(KP(&out, NULL, "resolve", "--json", "--binary", binary,
+                        "--arch", "gfx90a"),
+                     1);
+    assert_contains(out, "\"kind\": \"kpack-ified\"");
+    assert_contains(out, "\"kernel\": \"lib/libfoo.so#2\"");
+    /* #0 and #1 are not in the gfx90a archive; #2 is. */
+    assert_contains(out,
+                    "\"result\": {\"status\": "
+                    "\"KPACK_ERROR_KERNEL_NOT_FOUND\"}");
+    assert_contains(out, "\"result\": {\"status\": \"KPACK_SUCCESS\"");
+    free(out);
+
+    /* Without the archives: ARCHIVE_NOT_FOUND for each, with a hint. */
+    char* kp = kt_path(root, ".kpack");
+    kt_rmtree(kp);
+    assert_int_equal(
+        KP(&out, NULL, "resolve", "--binary", binary, "--arch", "gfx942"), 1);
+    assert_true(ROW(out, "1", "lib/libfoo.so#1",
+                    "KPACK_ERROR_ARCHIVE_NOT_FOUND", "no", "archive", "could",
+                    "be", "opened"));
+    assert_contains(out, "hint: no candidate path led to an archive");
+    free(out);
+
+    /* Usage: -o needs --co-index; --summary goes with --binary alone. */
+    assert_int_equal(KP(NULL, &err, "resolve", "--binary", binary, "--arch",
+                        "gfx942", "-o", code),
+                     2);
+    assert_contains(err, "--co-index");
+    free(err);
+    assert_int_equal(KP(NULL, &err, "resolve", "--summary", "--kernel", "x",
+                        "--arch", "gfx942"),
+                     2);
+    assert_contains(err, "--summary");
+    free(err);
+    free(kp);
+    free(code);
+    free(found942);
+    free(found90a);
+    free(resolved);
+    free(real);
+    free(binary);
+    free(root);
+    free_kernels3(k);
+  }
+}
+
+/* A binary that still carries its fat binary never reaches the loader:
+ * resolve says so and lists the bundles' arches. */
+static void test_resolve_binary_on_a_fat_binary_lists_its_arches(void** state) {
+  (void)state;
+  void* k[3][2];
+  char* fat = sample_fatbin("libthing.so.2", k);
+  char *out, *err;
+  assert_int_equal(
+      KP(&out, NULL, "resolve", "--binary", fat, "--arch", "gfx1100"), 0);
+  assert_contains(out, "This is a fat binary");
+  assert_contains(out, "never asks the kpack loader");
+  assert_true(ROW(out, "0", "none", "gfx942:sramecc+:xnack-", "gfx1100"));
+  assert_true(ROW(out, "1", "zstd", "(CCOB", "v3)", "gfx942:sramecc+:xnack-",
+                  "gfx1100"));
+  free(out);
+  assert_int_equal(
+      KP(&out, NULL, "resolve", "--json", "--binary", fat, "--arch", "gfx1100"),
+      0);
+  assert_contains(out, "\"kind\": \"fat\"");
+  assert_contains(out,
+                  "{\"co_index\": 2, \"arches\": [\"gfx942:sramecc+:"
+                  "xnack-\", \"gfx1100\"]}");
+  free(out);
+  /* Not an ELF at all. */
+  char* junk = path_in("junk.so");
+  kt_write_file(junk, "\177ELF\2\1\1\0garbage", 16);
+  assert_int_equal(
+      KP(NULL, &err, "resolve", "--binary", junk, "--arch", "gfx1100"), 1);
+  assert_contains(err, junk);
+  assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
+  free(err);
+  free(junk);
+  for (int i = 0; i < 3; i++) {
+    free(k[i][0]);
+    free(k[i][1]);
+  }
+  free(fat);
+}
+
+/* The real librocrand: info and list read its fat binary, resolve --binary
+ * says it is one. */
+static void test_real_librocrand_host_binary(void** state) {
+  (void)state;
+  static const char* const arches[] = {
+      "gfx1030",       "gfx803",        "gfx900:xnack-", "gfx906:xnack-",
+      "gfx908:xnack-", "gfx90a:xnack+", "gfx90a:xnack-"};
+  char* lib = librocrand();
+  char* out;
+  assert_int_equal(KP(&out, NULL, "info", lib), 0);
+  assert_contains(out, "fat binary: device code inside");
+  assert_contains(out, "ET_DYN");
+  assert_contains(out, "code objects: 1, numbered by .hipFatBinSegment");
+  assert_contains(out,
+                  "gfx1030 gfx803 gfx900:xnack- gfx906:xnack- "
+                  "gfx908:xnack- gfx90a:xnack+ gfx90a:xnack-");
+  free(out);
+  assert_int_equal(KP(&out, NULL, "list", lib), 0);
+  for (size_t i = 0; i < 7; i++) {
+    char arch[32];
+    snprintf(arch, sizeof arch, "  %s  ", arches[i]);
+    assert_true(LINE(out, "librocrand.so.1.1#0", arch, "  none"));
+  }
+  assert_contains(out, "7 code objects");
+  free(out);
+  assert_int_equal(KP(&out, NULL, "resolve", "--binary", lib, "--arch",
+                      "gfx90a:sramecc+:xnack-"),
+                   0);
+  assert_contains(out, "This is a fat binary");
+  assert_contains(out, "gfx90a:xnack-");
+  free(out);
+  free(lib);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_version_help_and_manuals, setup,
@@ -1736,6 +2098,15 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           test_real_librocrand_packs_lists_verifies_and_resolves, setup,
           teardown),
+      cmocka_unit_test_setup_teardown(
+          test_info_shows_what_a_host_binary_carries, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_resolve_binary_explains_every_record,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_resolve_binary_on_a_fat_binary_lists_its_arches, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(test_real_librocrand_host_binary, setup,
+                                      teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
