@@ -271,6 +271,18 @@ static bool scan_tree_file(cr_state* s, size_t source, const char* full,
                                .source = source});
 }
 
+/* The type of a directory entry into st->st_mode: from readdir where the
+ * filesystem says (a tree of thousands of kernels then costs no stat per
+ * entry), else by stat, which also follows symbolic links. */
+static bool entry_type(const struct dirent* e, const char* path,
+                       struct stat* st) {
+  if (e->d_type == DT_DIR || e->d_type == DT_REG) {
+    st->st_mode = e->d_type == DT_DIR ? S_IFDIR : S_IFREG;
+    return true;
+  }
+  return stat(path, st) == 0;
+}
+
 /* Walks a tree; `rel` is the path below its root ("" at the top). Symlinks
  * are followed, to a bounded depth. */
 static bool scan_tree(cr_state* s, size_t source, const char* full,
@@ -300,7 +312,7 @@ static bool scan_tree(cr_state* s, size_t source, const char* full,
     if (child == NULL || child_rel == NULL) {
       cli_error("out of memory");
       ok = false;
-    } else if (stat(child, &st) != 0) {
+    } else if (!entry_type(e, child, &st)) {
       cli_error("%s: %s", child, strerror(errno));
       ok = false;
     } else if (S_ISDIR(st.st_mode)) {

@@ -18,10 +18,12 @@
 #define KP_ZSTD_HEADER_MAX 18
 
 /* The walk reads this much of the region at once while frames are small:
- * one pread then serves many size fields instead of one each. Past
- * KP_SMALL_FRAME, copying the frames costs more than the calls it saves. */
-#define KP_WALK_CHUNK (64u * 1024u)
-#define KP_SMALL_FRAME (KP_WALK_CHUNK / 8)
+ * one pread then serves many size fields instead of one each (larger reads
+ * also take the page cache's batched path). Past KP_SMALL_FRAME, copying
+ * a frame out of the page cache costs more than a call to read its size
+ * field alone (about 0.5 us, or 6 KB of copying, here). */
+#define KP_WALK_CHUNK (256u * 1024u)
+#define KP_SMALL_FRAME (4u * 1024u)
 
 static uint32_t load_le32(const uint8_t* p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |

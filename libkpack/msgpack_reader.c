@@ -278,11 +278,6 @@ mp_status mp_skip(mp_cursor* c) {
   return MP_OK;
 }
 
-bool mp_str_eq(const char* str, uint32_t len, const char* lit) {
-  size_t n = strlen(lit);
-  return n == len && memcmp(str, lit, n) == 0;
-}
-
 static bool is_container(uint8_t tag) {
   return (tag >= 0x80 && tag <= 0x9f) || (tag >= 0xdc && tag <= 0xdf);
 }

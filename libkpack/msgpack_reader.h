@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 typedef struct mp_cursor {
   const uint8_t* pos;
@@ -51,8 +52,12 @@ mp_status mp_skip(mp_cursor* c);
 /* True if the next value is nil (does not consume it). */
 bool mp_peek_nil(const mp_cursor* c);
 
-/* Convenience: does the str (str, len) equal the C string `lit`? */
-bool mp_str_eq(const char* str, uint32_t len, const char* lit);
+/* Convenience: does the str (str, len) equal the C string `lit`? Inline,
+ * so that a literal's length is known at compile time. */
+static inline bool mp_str_eq(const char* str, uint32_t len, const char* lit) {
+  size_t n = strlen(lit);
+  return n == len && memcmp(str, lit, n) == 0;
+}
 
 /* Like mp_skip(), but also refuses (MP_MALFORMED) a container nested deeper
  * than `max_depth` (at most MP_MAX_DEPTH): the top-level value has depth 0,

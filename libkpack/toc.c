@@ -17,6 +17,7 @@ typedef struct toc_fields {
       zstd_offset, zstd_size, zstd_frame_sizes;
   bool has_format_version, has_group_name, has_family, has_arches, has_scheme,
       has_toc, has_blobs, has_zstd_offset, has_zstd_size, has_zstd_frame_sizes;
+  kpack_error_t toc_err; /* from parsing "toc", reported after the header */
 } toc_fields;
 
 typedef struct toc_builder {
@@ -71,7 +72,17 @@ static kpack_error_t read_uint(mp_cursor c, uint64_t* value) {
   return from_mp(mp_read_uint(&c, value));
 }
 
-static kpack_error_t locate_fields(mp_cursor* c, toc_fields* f) {
+static kpack_error_t parse_binaries(toc_builder* b, mp_cursor* c);
+static void reset_binaries(toc_builder* b);
+
+/* One pass over the top-level map: each field's value is located for
+ * parsing in a fixed order afterwards, except "toc", by far the largest,
+ * which is parsed where it stands (walking it twice cost a quarter of an
+ * open). Its error is kept for kp_toc_parse to report in turn, so the
+ * status does not depend on where the key sits; a "toc" that fails to
+ * parse is skipped like any value, to find the fields after it. */
+static kpack_error_t locate_fields(toc_builder* b, mp_cursor* c,
+                                   toc_fields* f) {
   uint32_t n;
   kpack_error_t err = from_mp(mp_read_map(c, &n));
   for (uint32_t i = 0; err == KPACK_SUCCESS && i < n; i++) {
@@ -81,6 +92,15 @@ static kpack_error_t locate_fields(mp_cursor* c, toc_fields* f) {
     if (err != KPACK_SUCCESS)
       break;
     mp_cursor value = *c;
+    if (mp_str_eq(key, len, "toc")) {
+      f->toc = value;
+      f->has_toc = true;
+      reset_binaries(b); /* the last duplicate wins */
+      f->toc_err = parse_binaries(b, c);
+      if (f->toc_err == KPACK_SUCCESS)
+        continue;
+      *c = value;
+    }
 #define KP_FIELD(name, field)      \
   if (mp_str_eq(key, len, name)) { \
     f->field = value;              \
@@ -91,7 +111,6 @@ static kpack_error_t locate_fields(mp_cursor* c, toc_fields* f) {
     KP_FIELD("gfx_arch_family", family)
     KP_FIELD("gfx_arches", arches)
     KP_FIELD("compression_scheme", scheme)
-    KP_FIELD("toc", toc)
     KP_FIELD("blobs", blobs)
     KP_FIELD("zstd_offset", zstd_offset)
     KP_FIELD("zstd_size", zstd_size)
@@ -173,6 +192,16 @@ static void sort_unless_sorted(void* base, size_t n, size_t size,
       return;
     }
   }
+}
+
+static void reset_binaries(toc_builder* b) {
+  kp_toc* t = b->toc;
+  free(t->binaries);
+  free(t->kernels);
+  t->binaries = NULL;
+  t->kernels = NULL;
+  t->binary_count = t->kernel_count = 0;
+  b->kernel_cap = 0;
 }
 
 static kpack_error_t parse_binaries(toc_builder* b, mp_cursor* c) {
@@ -319,7 +348,7 @@ kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
     return KPACK_ERROR_OUT_OF_MEMORY;
   b.arena_pos = toc->arena;
 
-  if ((err = locate_fields(&c, &f)) != KPACK_SUCCESS)
+  if ((err = locate_fields(&b, &c, &f)) != KPACK_SUCCESS)
     goto fail;
   if (f.has_format_version) {
     uint64_t v;
@@ -343,7 +372,7 @@ kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
     err = KPACK_ERROR_INVALID_FORMAT;
     goto fail;
   }
-  if ((err = parse_binaries(&b, &f.toc)))
+  if ((err = f.toc_err))
     goto fail;
 
   if (toc->scheme == KPACK_COMPRESSION_NOOP) {

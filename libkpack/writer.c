@@ -16,6 +16,7 @@
 #include <string.h>
 #include <limits.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 #include <zstd.h>
 
@@ -62,11 +63,12 @@ struct kpack_writer {
   size_t entry_count, entry_cap;
   uint32_t* index; /* open-addressing set of entry ordinals + 1, by name */
   size_t index_cap;
-  uint64_t* stored;  /* stored size by ordinal: blob or frame */
-  uint64_t pos;      /* next payload offset */
-  kpack_error_t err; /* first failure; sticky */
-  ZSTD_CCtx* cctx;   /* inline compression, into `frame` */
-  void* frame;       /* also holds frames copied from other archives */
+  uint64_t* stored;   /* stored size by ordinal: blob or frame */
+  uint64_t pos;       /* next payload offset */
+  uint64_t writeback; /* start_writeback() has covered [0, writeback) */
+  kpack_error_t err;  /* first failure; sticky */
+  ZSTD_CCtx* cctx;    /* inline compression, into `frame` */
+  void* frame;        /* also holds frames copied from other archives */
   size_t frame_cap;
 
   /* Compression threads. `lock` protects the ring (head, tail, next_job)
@@ -154,6 +156,52 @@ static kpack_error_t index_grow(kpack_writer_t* w) {
 /* ---- payload ----------------------------------------------------------------
  */
 
+/* Writes `head` then `data` at offset with one call where the kernel
+ * takes both (a frame's size field and the frame). */
+static kpack_error_t write_pair(int fd, const void* head, size_t head_size,
+                                const void* data, size_t size,
+                                uint64_t offset) {
+  struct iovec iov[2] = {{(void*)head, head_size}, {(void*)data, size}};
+  struct iovec* v = iov;
+  int count = 2;
+  while (count > 0) {
+    ssize_t n = pwritev(fd, v, count, (off_t)offset);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return KPACK_ERROR_IO_ERROR;
+    offset += (uint64_t)n;
+    size_t done = (size_t)n;
+    while (count > 0 && done >= v->iov_len) {
+      done -= v->iov_len;
+      v++;
+      count--;
+    }
+    if (count > 0) { /* partly written: the rest of this vector next */
+      v->iov_base = (uint8_t*)v->iov_base + done;
+      v->iov_len -= done;
+    }
+  }
+  return KPACK_SUCCESS;
+}
+
+/* Starts writeback of what has been written since the last call, every
+ * KP_WRITEBACK_STEP bytes, so that the disk works while kernels are still
+ * being compressed and finish's fdatasync waits for the tail only. A hint:
+ * failures are left for fdatasync to report. */
+#define KP_WRITEBACK_STEP (8u << 20)
+static void start_writeback(kpack_writer_t* w) {
+#ifdef SYNC_FILE_RANGE_WRITE
+  if (w->pos - w->writeback < KP_WRITEBACK_STEP)
+    return;
+  sync_file_range(w->fd, (off_t)w->writeback, (off_t)(w->pos - w->writeback),
+                  SYNC_FILE_RANGE_WRITE);
+  w->writeback = w->pos;
+#else
+  (void)w;
+#endif
+}
+
 /* Appends ordinal's stored bytes: a 64-byte aligned blob, or a u32 frame size
  * and the frame. Called in ordinal order only. */
 static kpack_error_t append_stored(kpack_writer_t* w, size_t ordinal,
@@ -162,19 +210,20 @@ static kpack_error_t append_stored(kpack_writer_t* w, size_t ordinal,
   if (w->scheme == KPACK_COMPRESSION_NOOP) {
     /* Padding is left as a hole: it reads back as zeros. */
     w->pos = (w->pos + KP_BLOB_ALIGN - 1) & ~(uint64_t)(KP_BLOB_ALIGN - 1);
+    err = write_all(w->fd, data, size, w->pos);
   } else {
     uint8_t word[4];
     if (size > UINT32_MAX)
       return KPACK_ERROR_INVALID_ARGUMENT;
     store_le(word, size, 4);
-    if ((err = write_all(w->fd, word, sizeof(word), w->pos)))
-      return err;
+    err = write_pair(w->fd, word, sizeof(word), data, size, w->pos);
     w->pos += sizeof(word);
   }
-  if ((err = write_all(w->fd, data, size, w->pos)))
+  if (err != KPACK_SUCCESS)
     return err;
   w->stored[ordinal] = size;
   w->pos += size;
+  start_writeback(w);
   return KPACK_SUCCESS;
 }
 

@@ -1874,6 +1874,45 @@ static void test_kernel_file_names_over_255_bytes_are_skipped(void** state) {
   free(archive);
 }
 
+/* A mounted tree is a `kpack create` input like an extracted one: it packs
+ * back into the same archive, whatever else the mount shows beside the
+ * kernels. */
+static void test_mounted_tree_packs_back_into_the_same_archive(void** state) {
+  (void)state;
+  char* src = kt_path(tmp, "repack-src.kpack");
+  char* again = kt_path(tmp, "repack-again.kpack");
+  char* tool = kt_path(bin_dir(), "kpack");
+  void* a = kt_pattern(30000, 61);
+  void* b = kt_pattern(20000, 62);
+  kt_kernel k[] = {{"lib/r.so#0", "gfx90a:xnack-", a, 30000},
+                   {"lib/r.so#0", "gfx942", b, 20000},
+                   {"lib/sub/q.so#1", "gfx942", a, 30000}};
+  static const char* const arches[] = {"gfx90a:xnack-", "gfx942"};
+  write_fixture(src, KPACK_COMPRESSION_ZSTD_PER_KERNEL, arches, 2, k, 3);
+  mnt* m = &scratch[0];
+  mnt_init(m, "repack");
+  const char* args[] = {src, NULL};
+  mnt_start(m, args);
+  char* argv[] = {tool,      "create", "-q",  "--group", "test", "--family",
+                  "gfxtest", "-o",     again, m->dir,    NULL}; /* the header
+                                                                   kt_write_archive
+                                                                   writes */
+  assert_int_equal(run(argv, NULL), 0);
+  mnt_stop_clean(m);
+  size_t n1, n2;
+  void* x = kt_read_file(src, &n1);
+  void* y = kt_read_file(again, &n2);
+  assert_int_equal(n1, n2);
+  assert_memory_equal(x, y, n1);
+  free(x);
+  free(y);
+  free(a);
+  free(b);
+  free(tool);
+  free(src);
+  free(again);
+}
+
 /* ---- code objects: `kernels`, `metadata.json`, their xattrs ----------------
  */
 
@@ -2246,7 +2285,9 @@ static void test_real_library_files_match_the_reader(void** state) {
   const char* archive = real_archive();
   mnt* m = &scratch[0];
   mnt_init(m, "co-real");
-  const char* args[] = {archive, NULL};
+  /* A cache that holds all seven, so that reading kernel.hsaco after its
+   * text files decompresses nothing more. */
+  const char* args[] = {"-o", "cache_size=64M", archive, NULL};
   mnt_start(m, args);
   char* log = kt_path(tmp, "co-real.out");
   char* grep[] = {"grep",
@@ -2263,6 +2304,13 @@ static void test_real_library_files_match_the_reader(void** state) {
     lines++;
   assert_int_equal(lines, 7); /* in every arch */
   free(out);
+
+  /* What the kpack tool says, for comparison: `list --kernels`, one row
+   * per arch and kernel, reformatted the way `kernels` writes it. */
+  char* kpack = kt_path(bin_dir(), "kpack");
+  char* list[] = {kpack, "list", "--kernels", (char*)archive, NULL};
+  char* table;
+  assert_int_equal(kt_run(list, 120, &table, NULL), 0);
 
   kpack_archive_t a;
   assert_int_equal(kpack_open(archive, &a), KPACK_SUCCESS);
@@ -2294,11 +2342,40 @@ static void test_real_library_files_match_the_reader(void** state) {
       line = strchr(line, '\n') + 1;
     }
     assert_string_equal(line, "");
+    char* tool_text = strdup("");
+    for (char* row = strchr(table, '\n') + 1; *row;) {
+      char b[64], ar[64], v[24], sg[24], ag[24], l[24], sc[24], w[24], g[24],
+          ka[24], name[512];
+      char* end = strchr(row, '\n');
+      if (sscanf(row, "%63s %63s %23s %23s %23s %23s %23s %23s %23s %23s %511s",
+                 b, ar, v, sg, ag, l, sc, w, g, ka, name) == 11 &&
+          strcmp(ar, arch) == 0) {
+        char* next;
+        assert_true(asprintf(&next,
+                             "%s%s\tvgpr=%s sgpr=%s agpr=%s lds=%s scratch=%s "
+                             "wave=%s wg=%s kernarg=%s\n",
+                             tool_text, name, v, sg, ag, l, sc, w, g, ka) > 0);
+        free(tool_text);
+        tool_text = next;
+      }
+      row = end + 1;
+    }
+    assert_string_equal(text, tool_text);
+    free(tool_text);
     free(text);
     char* json = expected_json(code, size);
     snprintf(rel, sizeof(rel), "lib/librocrand.so.1#0/%s/metadata.json", arch);
     text = read_text(m, rel);
     assert_string_equal(text, json);
+    /* ... and `kpack info --metadata` on the kernel.hsaco beside it. */
+    snprintf(rel, sizeof(rel), "lib/librocrand.so.1#0/%s/kernel.hsaco", arch);
+    char* hsaco = in_mount(m, rel);
+    char* show[] = {kpack, "info", "--metadata", hsaco, NULL};
+    char* tool_json;
+    assert_int_equal(kt_run(show, 120, &tool_json, NULL), 0);
+    assert_string_equal(text, tool_json);
+    free(tool_json);
+    free(hsaco);
     free(text);
     free(json);
     kpack_code_object_free(co);
@@ -2308,6 +2385,8 @@ static void test_real_library_files_match_the_reader(void** state) {
   assert_int_equal(checked, 7);
   /* One decompression per code object, whatever read it. */
   assert_int_equal(stat_value(m, "decompressions"), 7);
+  free(table);
+  free(kpack);
   free(arches);
   kpack_close(a);
   free(log);
@@ -2322,6 +2401,7 @@ int main(void) {
       T(test_modes_owner_times_and_sizes_follow_the_archives),
       T(test_xattrs_name_archive_binary_arch_and_storage),
       T(test_metadata_map_is_a_json_xattr),
+      T(test_mounted_tree_packs_back_into_the_same_archive),
       T(test_archives_and_stats_describe_the_mount),
       T(test_unsafe_toc_names_are_skipped_with_a_warning),
       T(test_every_write_is_refused_with_erofs),
