@@ -113,6 +113,24 @@ typedef bool (*cli_kernel_fn)(kpack_archive_t archive, const char* binary,
 kpack_error_t cli_for_each_kernel(kpack_archive_t archive, cli_kernel_fn fn,
                                   void* user);
 
+/* ---- code objects (cmd_code_object.c) ---------------------------------- */
+
+/* The file starts like an AMDGPU code object: ELF64, little-endian,
+ * e_machine 224 (what `kpack cat` writes and kpackfs shows as
+ * kernel.hsaco). */
+bool cli_is_code_object(const char* path);
+/* `kpack info` on a code object file: target, version and the kernel table,
+ * or one object of info's JSON array with `json`. Returns an exit status. */
+int cli_code_object_info(const char* path, bool json, bool first);
+/* `kpack info --metadata FILE`: the metadata note as indented JSON and a
+ * newline, as kpackfs shows it in metadata.json. Returns an exit status. */
+int cli_code_object_metadata(const char* path);
+/* `kpack list --kernels ...`: the whole command, with its own options. */
+int cli_list_kernels(int argc, char** argv);
+/* What a kpack_code_object_parse() status means for a code object, e.g.
+ * "metadata note of the wrong shape" (cli_error_text() speaks of archives). */
+const char* cli_code_object_error_text(kpack_error_t err);
+
 /* ---- host binaries (cmd_host.c) ---------------------------------------- */
 
 /* A 64-bit little-endian ELF that is not an AMDGPU code object: a HIP host

@@ -16,6 +16,7 @@ static const char list_manual[] =
     "\n"
     "SYNOPSIS\n"
     "    kpack list [--json] ARCHIVE|HOST-BINARY...\n"
+    "    kpack list --kernels [--json] [--kernel GLOB]... ARCHIVE...\n"
     "\n"
     "DESCRIPTION\n"
     "    One row per kernel: the binary it belongs to (an install-tree path\n"
@@ -34,37 +35,70 @@ static const char list_manual[] =
     "    are read, so memory does not grow with the binary. A kpack-ified\n"
     "    binary holds no code objects: a note says so (see kpack info).\n"
     "\n"
+    "    With --kernels, each code object (type hsaco) of the archives is\n"
+    "    decompressed and its metadata note read instead: one row per\n"
+    "    binary, architecture and GPU kernel, with the resources the note\n"
+    "    gives: VGPR, SGPR and AGPR counts, LDS (group segment) and scratch\n"
+    "    (private segment, per work-item) bytes, wavefront size, maximum\n"
+    "    flat workgroup size and kernarg bytes; \"-\" where the note has no\n"
+    "    value (no AGPRs before gfx908). The kernel's name (usually a\n"
+    "    mangled C++ name) is the last column. A code object that cannot be\n"
+    "    read is reported on standard error and the others are still\n"
+    "    listed.\n"
+    "\n"
     "OPTIONS\n"
-    "    --json      print one JSON array of objects {archive, binary, arch,\n"
-    "                type, size, stored_size, ordinal}, with \"metadata\"\n"
-    "                holding the TOC entry's metadata map, when it has one;\n"
-    "                a host binary's code objects as {file, binary,\n"
-    "                co_index, arch, id, size, compression}\n"
-    "    -h, --help  print this manual\n"
+    "    --json         print one JSON array of objects {archive, binary,\n"
+    "                   arch, type, size, stored_size, ordinal}, with\n"
+    "                   \"metadata\" holding the TOC entry's metadata map,\n"
+    "                   when it has one; a host binary's code objects as\n"
+    "                   {file, binary, co_index, arch, id, size,\n"
+    "                   compression}; with --kernels, objects {archive,\n"
+    "                   binary, arch, target, name, symbol, vgpr_count,\n"
+    "                   sgpr_count, agpr_count, group_segment_fixed_size,\n"
+    "                   private_segment_fixed_size, kernarg_segment_size,\n"
+    "                   wavefront_size, max_flat_workgroup_size,\n"
+    "                   vgpr_spill_count, sgpr_spill_count} (null when the\n"
+    "                   note has no value)\n"
+    "    --kernels      list the GPU kernels inside the code objects\n"
+    "    --kernel GLOB  with --kernels (implied), only kernels whose name\n"
+    "                   matches the shell pattern GLOB; may be repeated\n"
+    "    -h, --help     print this manual\n"
     "\n"
     "EXAMPLES\n"
     "    kpack list .kpack/blas_lib_gfx942.kpack\n"
     "    kpack list --json .kpack/*.kpack\n"
     "    kpack list /usr/lib/x86_64-linux-gnu/librocrand.so.1\n"
+    "    kpack list --kernels --kernel '*gemm*' .kpack/*.kpack\n"
+    "    kpack list --kernels --json rand.kpack | jq '.[] | "
+    "select(.sgpr_count\n"
+    "        > 64) | .name'\n"
     "\n"
     "EXIT STATUS\n"
-    "    0 all inputs listed; 1 an input could not be read, or a host binary\n"
-    "    holds no HIP device code (the others are still listed); 2 bad\n"
-    "    command line.\n";
+    "    0 all inputs listed; 1 an input (or, with --kernels, a code object)\n"
+    "    could not be read, or a host binary holds no HIP device code (the\n"
+    "    others are still listed); 2 bad command line; 130 interrupted.\n";
 
 static const char info_manual[] =
     "NAME\n"
     "    kpack info - show the header of kpack archives and their totals, or\n"
-    "    what a HIP host binary carries\n"
+    "    what a code object or a HIP host binary holds\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack info [--json] ARCHIVE|HOST-BINARY...\n"
+    "    kpack info [--json] ARCHIVE|CODE-OBJECT|HOST-BINARY...\n"
+    "    kpack info --metadata CODE-OBJECT\n"
     "\n"
     "DESCRIPTION\n"
-    "    Prints the table of contents header of each archive (format version,\n"
+    "    For an archive: the table of contents header (format version,\n"
     "    group name, architecture family, declared architectures in order,\n"
     "    compression scheme) and totals: binaries, kernels, decompressed and\n"
     "    stored bytes, file size. Nothing is decompressed.\n"
+    "\n"
+    "    For an AMDGPU code object (an ELF file with e_machine 224, such as\n"
+    "    `kpack cat` writes or kpackfs shows as kernel.hsaco): its code\n"
+    "    object version and e_flags, its target ID (processor and the xnack\n"
+    "    and sramecc settings the ELF header records, e.g. gfx90a:xnack-),\n"
+    "    the target its metadata note names, and one row per GPU kernel with\n"
+    "    the resources `kpack list --kernels` shows.\n"
     "\n"
     "    For a HIP host binary (ELF executable, shared library or object),\n"
     "    what the HIP runtime registers from its .hipFatBinSegment:\n"
@@ -81,21 +115,31 @@ static const char info_manual[] =
     "    `kpack resolve --binary` runs the search itself.\n"
     "\n"
     "OPTIONS\n"
-    "    --json      print one JSON array with an object per archive:\n"
-    "                {archive, format_version, group_name, gfx_arch_family,\n"
-    "                gfx_arches, compression_scheme, binaries, kernels,\n"
-    "                size, stored_size, file_size}; per host binary\n"
-    "                {binary, kind (\"fat\", \"kpack-ified\" or \"none\"),\n"
-    "                elf_type, machine} with, for a fat binary,\n"
+    "    --json      print one JSON array with an object per input: per\n"
+    "                archive {archive, format_version, group_name,\n"
+    "                gfx_arch_family, gfx_arches, compression_scheme,\n"
+    "                binaries, kernels, size, stored_size, file_size}; per\n"
+    "                code object {file, code_object_version, e_flags,\n"
+    "                target, processor, xnack, sramecc, metadata_target,\n"
+    "                kernels: [{name, symbol, vgpr_count, ...}]} with the\n"
+    "                kernel members of `kpack list --kernels --json`; per\n"
+    "                host binary {binary, kind (\"fat\", \"kpack-ified\" or\n"
+    "                \"none\"), elf_type, machine} with, for a fat binary,\n"
     "                fatbin_size, numbered_by and bundles: [{co_index,\n"
     "                compression, ccob_version, stored_size, size, entries:\n"
     "                [{id, arch, size}]}], for a kpack-ified one records:\n"
     "                [{index, magic, version, co_index, status, problem,\n"
     "                kernel_name, search_paths: [{written, resolved}]}]\n"
+    "    --metadata  print the whole metadata note (NT_AMDGPU_METADATA) of\n"
+    "                one code object as indented JSON, as kpackfs shows it\n"
+    "                in metadata.json (null when there is no note)\n"
     "    -h, --help  print this manual\n"
     "\n"
     "EXAMPLES\n"
     "    kpack info .kpack/rand_lib_gfx90a.kpack\n"
+    "    kpack cat rand.kpack 'lib/librocrand.so.1#0' gfx90a:xnack- > k.hsaco\n"
+    "    kpack info k.hsaco\n"
+    "    kpack info --metadata k.hsaco | jq '.\"amdhsa.kernels\" | length'\n"
     "    kpack info /opt/rocm/lib/librocblas.so.5\n"
     "\n"
     "EXIT STATUS\n"
@@ -131,21 +175,21 @@ static int info_run(int argc, char** argv);
 static int cat_run(int argc, char** argv);
 
 const cli_command cli_list_command = {
-    "list",
-    "list the kernels of archives or fat binaries (binary, arch, sizes)",
+    "list", "list archives' kernels (sizes; --kernels: GPU kernels inside)",
     list_manual, list_run};
 const cli_command cli_info_command = {
-    "info",
-    "show an archive's header and totals, or what a host binary carries",
+    "info", "show an archive's header, a code object's kernels, a host binary",
     info_manual, info_run};
 const cli_command cli_cat_command = {
     "cat", "write one kernel's bytes to standard output", cat_manual, cat_run};
 
-/* Parses the options shared by list and info: --json and --help. Returns
- * -1 to go on, or the exit status. */
+/* Parses the options shared by list and info: --json and --help, and
+ * info's --metadata (`metadata` is NULL for list). Returns -1 to go on, or
+ * the exit status. */
 static int parse_json_flag(const cli_command* cmd, int argc, char** argv,
-                           bool* json) {
+                           bool* json, bool* metadata) {
   static const struct option options[] = {{"json", no_argument, NULL, 'J'},
+                                          {"metadata", no_argument, NULL, 'M'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   int c;
@@ -154,6 +198,11 @@ static int parse_json_flag(const cli_command* cmd, int argc, char** argv,
     switch (c) {
       case 'J':
         *json = true;
+        break;
+      case 'M':
+        if (metadata == NULL)
+          return cli_usage_error(cmd, "unknown option");
+        *metadata = true;
         break;
       case 'h':
         return cli_print_manual(cmd);
@@ -235,7 +284,11 @@ static int list_run(int argc, char** argv) {
   size_t listed = 0;
   char a[32], b[32], r[32];
 
-  int early = parse_json_flag(&cli_list_command, argc, argv, &s.json);
+  /* --kernels reads the code objects: a command of its own. */
+  for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+    if (strncmp(argv[i], "--kernel", 8) == 0)
+      return cli_list_kernels(argc, argv);
+  int early = parse_json_flag(&cli_list_command, argc, argv, &s.json, NULL);
   if (early >= 0)
     return early;
   s.many = argc - optind > 1;
@@ -372,16 +425,32 @@ static kpack_error_t print_info(const char* path, kpack_archive_t archive,
 }
 
 static int info_run(int argc, char** argv) {
-  bool json;
+  bool json, metadata = false;
   int status = CLI_OK;
   bool first = true;
-  int early = parse_json_flag(&cli_info_command, argc, argv, &json);
+  int early = parse_json_flag(&cli_info_command, argc, argv, &json, &metadata);
   if (early >= 0)
     return early;
+  if (metadata) {
+    if (json || argc - optind != 1)
+      return cli_usage_error(&cli_info_command,
+                             "--metadata takes one code object FILE");
+    if (!cli_is_code_object(argv[optind])) {
+      cli_error("%s: not an AMDGPU code object (--metadata)", argv[optind]);
+      return CLI_FAIL;
+    }
+    return cli_code_object_metadata(argv[optind]);
+  }
   if (json)
     fputs("[", stdout);
   for (int i = optind; i < argc; i++) {
     kpack_archive_t archive;
+    if (cli_is_code_object(argv[i])) {
+      if (cli_code_object_info(argv[i], json, first) != CLI_OK)
+        status = CLI_FAIL;
+      first = false;
+      continue;
+    }
     if (cli_is_host_binary(argv[i])) {
       if (cli_host_info(argv[i], json, first) != CLI_OK)
         status = CLI_FAIL;

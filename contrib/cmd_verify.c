@@ -20,10 +20,25 @@ static const char verify_manual[] =
     "    Opens each archive (which validates its header, table of contents\n"
     "    and frame table), decompresses every kernel and checks its size\n"
     "    against the table of contents; a zstd frame's checksum, when it has\n"
-    "    one, is checked by the decompressor. Each problem is one line on\n"
-    "    standard output:\n"
+    "    one, is checked by the decompressor.\n"
+    "\n"
+    "    Each kernel that is an AMDGPU code object is also read and its own\n"
+    "    target (from its ELF header) compared with the architecture it is\n"
+    "    filed under. The loader hands that code object to every agent whose\n"
+    "    search reaches the architecture, so the processors must be equal and\n"
+    "    each xnack or sramecc setting the code object requires must be\n"
+    "    fixed the same way by the architecture; settings it leaves open\n"
+    "    (\"any\") are fine. A gfx908 object under gfx90a:xnack-, or a\n"
+    "    gfx90a:xnack- object under plain gfx90a (which xnack+ agents reach),\n"
+    "    is a problem naming both targets; a code object whose metadata note\n"
+    "    cannot be read is one too.\n"
+    "\n"
+    "    Each problem is one line on standard output, the kpack status of\n"
+    "    a read that failed or a sentence saying what is wrong:\n"
     "\n"
     "        ARCHIVE: BINARY ARCH: KPACK_ERROR_NAME (meaning)\n"
+    "        ARCHIVE: BINARY ARCH: code object built for T is filed under "
+    "A...\n"
     "\n"
     "    followed by one summary line per archive.\n"
     "\n"
@@ -50,8 +65,8 @@ static const char verify_manual[] =
 static int verify_run(int argc, char** argv);
 
 const cli_command cli_verify_command = {
-    "verify", "decompress every kernel and check every size", verify_manual,
-    verify_run};
+    "verify", "decompress every kernel, check its size and its target",
+    verify_manual, verify_run};
 
 typedef struct verify_state {
   const char* path;
@@ -75,6 +90,42 @@ static void problem(verify_state* s, const char* binary, const char* arch,
                     const char* what) {
   printf("%s: %s %s: %s\n", s->path, binary, arch, what);
   s->problems++;
+}
+
+/* The loader serves a code object to every agent whose search reaches the
+ * arch it is filed under, so it must run on all of them: same processor,
+ * and each xnack/sramecc setting it requires fixed the same way by the
+ * arch (kpack_target_serves()). Bytes that are not an AMDGPU code object
+ * have no target to check. */
+static void check_target(verify_state* s, const char* binary, const char* arch,
+                         const void* data, size_t size) {
+  char what[768];
+  kpack_code_object_t* co;
+  kpack_code_object_info_t info;
+  if (!kpack_is_code_object(data, size))
+    return;
+  kpack_error_t err = kpack_code_object_parse(data, size, &co);
+  if (err != KPACK_SUCCESS) {
+    snprintf(what, sizeof(what), "unreadable code object: %s (%s)",
+             kpack_error_string(err), cli_code_object_error_text(err));
+    problem(s, binary, arch, what);
+    return;
+  }
+  kpack_code_object_get_info(co, &info);
+  if (*info.target == '\0') {
+    printf(
+        "%s: %s %s: warning: cannot tell the code object's target "
+        "(EF_AMDGPU_MACH 0x%02x, no amdhsa.target)\n",
+        s->path, binary, arch, (unsigned)info.mach);
+    s->warnings++;
+  } else if (!kpack_target_serves(info.target, arch)) {
+    snprintf(what, sizeof(what),
+             "code object built for %s is filed under %s (agents the loader "
+             "sends to %s cannot all run it)",
+             info.target, arch, arch);
+    problem(s, binary, arch, what);
+  }
+  kpack_code_object_free(co);
 }
 
 static bool verify_kernel(kpack_archive_t archive, const char* binary,
@@ -125,6 +176,8 @@ static bool verify_kernel(kpack_archive_t archive, const char* binary,
              "decompressed to %zu bytes, table of contents says %llu", size,
              (unsigned long long)info->size);
     problem(s, binary, arch, what);
+  } else {
+    check_target(s, binary, arch, s->buffer, size);
   }
   return true;
 }

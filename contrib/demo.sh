@@ -161,13 +161,19 @@ demo() {
   if [ -z "$mnt" ]; then
     show "$kpack" extract -C "$tree" "$archive"
   fi
-  (cd "$tree" && find . -path ./.kpackfs -prune -o -type f -print | LC_ALL=C sort |
-    while read -r f; do printf '%10s  %s\n' "$(wc -c <"$f")" "$f"; done)
+  (cd "$tree" && find . -path ./.kpackfs -prune -o -type f -name 'kernel.*' -print |
+    LC_ALL=C sort | while read -r f; do printf '%10s  %s\n' "$(wc -c <"$f")" "$f"; done)
   one="$tree/lib/librocrand.so.1#0/gfx90a:xnack-/kernel.hsaco"
   show readelf -h "$one"
-  # After one read: that kernel decompressed once, the others not at all.
+  # Beside it, what the code object holds: one line per GPU kernel.
+  if [ -n "$mnt" ]; then
+    show ls "${one%/*}"
+    show head -n 3 "${one%/*}/kernels"
+  fi
+  # After reading one code object two ways: decompressed once, rendered
+  # once, the others not at all.
   if [ -n "$mnt" ] && [ -f "$mnt/.kpackfs/stats" ]; then
-    show grep -E '^(kernels|decompressions|bytes_decompressed|cache_bytes)=' \
+    show grep -E '^(kernels|decompressions|bytes_decompressed|renders)=' \
       "$mnt/.kpackfs/stats"
   fi
 

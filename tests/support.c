@@ -198,6 +198,64 @@ int kt_fusermount(const char* dir, bool lazy, double seconds) {
   return status >= 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
+/* A captured stream as a NUL-terminated string. */
+static char* read_capture(int fd) {
+  size_t cap = 4096, n = 0;
+  char* text = malloc(cap);
+  assert_non_null(text);
+  lseek(fd, 0, SEEK_SET);
+  for (ssize_t got; (got = read(fd, text + n, cap - n - 1)) > 0;) {
+    n += (size_t)got;
+    if (cap - n - 1 == 0) {
+      cap *= 2;
+      text = realloc(text, cap);
+      assert_non_null(text);
+    }
+  }
+  text[n] = '\0';
+  return text;
+}
+
+int kt_run(char* const argv[], double seconds, char** out, char** err) {
+  char* dir = kt_tmpdir();
+  char* out_path = kt_path(dir, "stdout");
+  char* err_path = kt_path(dir, "stderr");
+  int fds[2] = {open(out_path, O_RDWR | O_CREAT | O_TRUNC, 0600),
+                open(err_path, O_RDWR | O_CREAT | O_TRUNC, 0600)};
+  assert_true(fds[0] >= 0 && fds[1] >= 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int in = open("/dev/null", O_RDONLY);
+    if (in < 0)
+      _exit(126);
+    dup2(in, 0);
+    dup2(fds[0], 1);
+    dup2(fds[1], 2);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  int status = kt_wait(pid, seconds);
+  if (status == -1) {
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    fail_msg("%s did not finish within %.0f s", argv[0], seconds);
+  }
+  if (!WIFEXITED(status))
+    fail_msg("%s died of signal %d", argv[0], WTERMSIG(status));
+  if (out != NULL)
+    *out = read_capture(fds[0]);
+  if (err != NULL)
+    *err = read_capture(fds[1]);
+  close(fds[0]);
+  close(fds[1]);
+  kt_rmtree(dir);
+  free(out_path);
+  free(err_path);
+  free(dir);
+  return WEXITSTATUS(status);
+}
+
 uint64_t kt_fnv1a(const void* data, size_t size, uint64_t hash) {
   const uint8_t* b = data;
   for (size_t i = 0; i < size; i++)

@@ -66,6 +66,12 @@ bool kt_is_mountpoint(const char* dir);
 /* fusermount3 -u [-z] dir; its exit code, or -1. */
 int kt_fusermount(const char* dir, bool lazy, double seconds);
 
+/* Runs argv[0] (searched in PATH) with stdin from /dev/null and returns
+ * its exit status; a crash or a hang of more than `seconds` fails the test.
+ * Its stdout and stderr, NUL-terminated, go to *out and *err when those
+ * are not NULL (free() them). */
+int kt_run(char* const argv[], double seconds, char** out, char** err);
+
 /* FNV-1a, for checksumming kernels read through a mount. */
 #define KT_FNV_START 1469598103934665603ull
 uint64_t kt_fnv1a(const void* data, size_t size, uint64_t hash);

@@ -2285,7 +2285,9 @@ static void test_real_library_files_match_the_reader(void** state) {
   const char* archive = real_archive();
   mnt* m = &scratch[0];
   mnt_init(m, "co-real");
-  const char* args[] = {archive, NULL};
+  /* A cache that holds all seven, so that reading kernel.hsaco after its
+   * text files decompresses nothing more. */
+  const char* args[] = {"-o", "cache_size=64M", archive, NULL};
   mnt_start(m, args);
   char* log = kt_path(tmp, "co-real.out");
   char* grep[] = {"grep",
@@ -2302,6 +2304,13 @@ static void test_real_library_files_match_the_reader(void** state) {
     lines++;
   assert_int_equal(lines, 7); /* in every arch */
   free(out);
+
+  /* What the kpack tool says, for comparison: `list --kernels`, one row
+   * per arch and kernel, reformatted the way `kernels` writes it. */
+  char* kpack = kt_path(bin_dir(), "kpack");
+  char* list[] = {kpack, "list", "--kernels", (char*)archive, NULL};
+  char* table;
+  assert_int_equal(kt_run(list, 120, &table, NULL), 0);
 
   kpack_archive_t a;
   assert_int_equal(kpack_open(archive, &a), KPACK_SUCCESS);
@@ -2333,11 +2342,40 @@ static void test_real_library_files_match_the_reader(void** state) {
       line = strchr(line, '\n') + 1;
     }
     assert_string_equal(line, "");
+    char* tool_text = strdup("");
+    for (char* row = strchr(table, '\n') + 1; *row;) {
+      char b[64], ar[64], v[24], sg[24], ag[24], l[24], sc[24], w[24], g[24],
+          ka[24], name[512];
+      char* end = strchr(row, '\n');
+      if (sscanf(row, "%63s %63s %23s %23s %23s %23s %23s %23s %23s %23s %511s",
+                 b, ar, v, sg, ag, l, sc, w, g, ka, name) == 11 &&
+          strcmp(ar, arch) == 0) {
+        char* next;
+        assert_true(asprintf(&next,
+                             "%s%s\tvgpr=%s sgpr=%s agpr=%s lds=%s scratch=%s "
+                             "wave=%s wg=%s kernarg=%s\n",
+                             tool_text, name, v, sg, ag, l, sc, w, g, ka) > 0);
+        free(tool_text);
+        tool_text = next;
+      }
+      row = end + 1;
+    }
+    assert_string_equal(text, tool_text);
+    free(tool_text);
     free(text);
     char* json = expected_json(code, size);
     snprintf(rel, sizeof(rel), "lib/librocrand.so.1#0/%s/metadata.json", arch);
     text = read_text(m, rel);
     assert_string_equal(text, json);
+    /* ... and `kpack info --metadata` on the kernel.hsaco beside it. */
+    snprintf(rel, sizeof(rel), "lib/librocrand.so.1#0/%s/kernel.hsaco", arch);
+    char* hsaco = in_mount(m, rel);
+    char* show[] = {kpack, "info", "--metadata", hsaco, NULL};
+    char* tool_json;
+    assert_int_equal(kt_run(show, 120, &tool_json, NULL), 0);
+    assert_string_equal(text, tool_json);
+    free(tool_json);
+    free(hsaco);
     free(text);
     free(json);
     kpack_code_object_free(co);
@@ -2347,6 +2385,8 @@ static void test_real_library_files_match_the_reader(void** state) {
   assert_int_equal(checked, 7);
   /* One decompression per code object, whatever read it. */
   assert_int_equal(stat_value(m, "decompressions"), 7);
+  free(table);
+  free(kpack);
   free(arches);
   kpack_close(a);
   free(log);
