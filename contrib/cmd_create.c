@@ -46,7 +46,7 @@ static const char create_manual[] =
     "again\n"
     "    at that level, --no-compress stores them raw. Unless --group or\n"
     "    --family are given, the output takes the group_name and\n"
-    "    gfx_arch_family the input archives agree on.\n"
+    "    gfx_arch_family the input archives that set them agree on.\n"
     "\n"
     "    --fatbin ELF reads a HIP host binary (executable, shared library or\n"
     "    object): the clang offload bundles in its .hip_fatbin section, plain\n"
@@ -905,17 +905,19 @@ static bool add_fatbin_source(cr_state* s, char* arg) {
   return add_source(s, arg, name);
 }
 
-/* --group or --family not given: the value every input archive has, or ""
- * (with a warning) when they differ. */
+/* --group or --family not given: the value the input archives that set
+ * one agree on, or "" (with a warning) when they differ. */
 static const char* agreed_header(const cr_state* s, bool family) {
   const char* agreed = NULL;
   const char* first_path = NULL;
   for (size_t i = 0; i < s->source_count; i++) {
     const char* v;
     kpack_archive_t a = s->sources[i].archive;
-    if (a == NULL || (family ? kpack_get_gfx_arch_family(a, &v)
-                             : kpack_get_group_name(a, &v)) != KPACK_SUCCESS)
-      continue;
+    if (a == NULL ||
+        (family ? kpack_get_gfx_arch_family(a, &v)
+                : kpack_get_group_name(a, &v)) != KPACK_SUCCESS ||
+        *v == '\0')
+      continue; /* not an archive, or one that does not say */
     if (agreed == NULL) {
       agreed = v;
       first_path = s->sources[i].path;

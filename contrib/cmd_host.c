@@ -202,7 +202,7 @@ static int info_fat(const char* path, const kpack_host_info_t* host,
     char b[32];
     putchar('\n');
     cli_table_print(&s.table, stdout);
-    printf("%zu code object%s, stored %s, %s unbundled\n", info.bundle_count,
+    printf("%zu code object%s: %s stored, %s decompressed\n", info.bundle_count,
            info.bundle_count == 1 ? "" : "s", cli_human_size(a, s.stored),
            cli_human_size(b, s.size));
   }

@@ -21,7 +21,7 @@
 #define FB_WRAPPER_SIZE 24u
 #define FB_WRAPPER_MAGIC 0x48495046u /* "HIPF" */
 /* Zero padding between walked bundles is scanned this much at a time. */
-#define FB_PAD_READ 4096u
+#define FB_PAD_READ ((size_t)64 * 1024)
 
 struct kpack_fatbin {
   kpack_fatbin_info_t info;
@@ -76,17 +76,15 @@ done:
 }
 
 /* The first non-zero byte at or after `pos`, or the section's size. */
-static kpack_error_t skip_padding(const kp_input* in, uint64_t* pos) {
-  uint8_t buf[FB_PAD_READ];
+static kpack_error_t skip_padding(const kp_input* in, uint64_t* pos,
+                                  kp_scratch* scratch) {
   while (*pos < in->size) {
     uint64_t left = in->size - *pos;
-    size_t n = left < sizeof(buf) ? (size_t)left : sizeof(buf);
-    const uint8_t* p = in->mem != NULL ? in->mem + *pos : buf;
-    if (in->mem == NULL) {
-      kpack_error_t err = kp_input_read(in, *pos, buf, n);
-      if (err != KPACK_SUCCESS)
-        return err;
-    }
+    size_t n = left < FB_PAD_READ ? (size_t)left : FB_PAD_READ;
+    const uint8_t* p;
+    kpack_error_t err = kp_input_view(in, *pos, n, scratch, &p);
+    if (err != KPACK_SUCCESS)
+      return err;
     for (size_t i = 0; i < n; i++)
       if (p[i] != 0) {
         *pos += i;
@@ -100,31 +98,36 @@ static kpack_error_t skip_padding(const kp_input* in, uint64_t* pos) {
 /* Without wrappers, bundles follow each other in the section, each aligned
  * and zero-padded: step over each one, then over the padding. */
 static kpack_error_t locate_by_walking(struct kpack_fatbin* fb) {
+  kpack_error_t err;
+  kp_scratch scratch = {0};
   uint64_t pos = 0;
   size_t cap = 0;
   for (;;) {
-    kpack_error_t err = skip_padding(&fb->fatbin, &pos);
-    if (err != KPACK_SUCCESS)
-      return err;
+    if ((err = skip_padding(&fb->fatbin, &pos, &scratch)) != KPACK_SUCCESS)
+      break;
     if (pos == fb->fatbin.size)
-      return KPACK_SUCCESS;
+      break;
     kp_input rest;
     uint64_t extent;
     if ((err = kp_input_slice(&fb->fatbin, pos, fb->fatbin.size - pos,
                               &rest)) != KPACK_SUCCESS ||
         (err = ob_measure(&rest, &extent)) != KPACK_SUCCESS)
-      return err;
+      break;
     if (fb->info.bundle_count == cap) {
       size_t next = cap ? cap * 2 : 16;
       uint64_t* p = realloc(fb->offsets, next * sizeof(*p));
-      if (p == NULL)
-        return KPACK_ERROR_OUT_OF_MEMORY;
+      if (p == NULL) {
+        err = KPACK_ERROR_OUT_OF_MEMORY;
+        break;
+      }
       fb->offsets = p;
       cap = next;
     }
     fb->offsets[fb->info.bundle_count++] = pos;
     pos += extent; /* extent > 0: the walk always moves on */
   }
+  kp_scratch_free(&scratch);
+  return err;
 }
 
 static kpack_error_t open_input(const kp_input* in, struct kpack_fatbin* fb) {

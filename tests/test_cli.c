@@ -1615,6 +1615,23 @@ static void test_create_merges_archives_and_trees(void** state) {
                    0);
   assert_true(same_file(whole, again));
 
+  /* An archive that sets no group leaves the others' group alone; two
+   * that differ give none, with a warning. */
+  char* plain = path_in("plain.kpack");
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", plain, tree), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", again, plain, shard_b),
+                   0);
+  assert_int_equal(KP(&out, NULL, "info", again), 0);
+  assert_true(ROW(out, "group:", "rand"));
+  free(out);
+  assert_int_equal(
+      KP(NULL, NULL, "create", "-q", "--group", "other", "-o", plain, tree), 0);
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", again, plain, shard_b),
+                   0);
+  assert_contains(err, "group_name differs");
+  free(err);
+  free(plain);
+
   /* -l compresses them again: same kernels, other frames. */
   assert_int_equal(
       KP(NULL, NULL, "create", "-q", "-l", "1", "-o", again, whole), 0);

@@ -37,7 +37,9 @@ KPACK_API kpack_error_t kpack_get_entry_metadata(kpack_archive_t archive,
  * *json NULL.
  *   INVALID_ARGUMENT      a pointer is NULL
  *   KERNEL_NOT_FOUND      no such binary or arch
- *   MSGPACK_PARSE_FAILED  the map nests deeper than 64 levels
+ *   MSGPACK_PARSE_FAILED  the map nests deeper than 64 levels, or has a
+ *                         map or array key inside another such key (a
+ *                         writer here refuses both)
  *   OUT_OF_MEMORY         allocation failed
  * On failure *json is NULL. */
 KPACK_API kpack_error_t kpack_get_entry_metadata_json(kpack_archive_t archive,

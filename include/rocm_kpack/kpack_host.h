@@ -23,8 +23,9 @@ extern "C" {
 #endif
 
 #define KPACK_HOST_HIPF_MAGIC 0x48495046u /* "HIPF": device code inside */
-#define KPACK_HOST_HIPK_MAGIC 0x4B504948u /* "HIPK": device code in archives \
-                                           */
+#define KPACK_HOST_HIPK_MAGIC                    \
+  0x4B504948u /* "HIPK": device code in archives \
+               */
 
 typedef struct kpack_host kpack_host_t;
 

@@ -65,8 +65,9 @@ KPACK_API kpack_error_t kpack_writer_add_kernel(kpack_writer_t* writer,
  * are copied before this returns.
  *   INVALID_ARGUMENT  as kpack_writer_add_kernel(), or metadata that is not
  *                     one well-formed map (trailing bytes, truncated, another
- *                     type, nesting deeper than 64 levels); the writer stays
- *                     usable
+ *                     type) or that readers could not show as JSON (nesting
+ *                     deeper than 64 levels, a map or array key inside
+ *                     another); the writer stays usable
  *   IO_ERROR, OUT_OF_MEMORY, or an error left by an earlier failure */
 KPACK_API kpack_error_t kpack_writer_add_kernel_with_metadata(
     kpack_writer_t* writer, const char* binary_name, const char* arch,
