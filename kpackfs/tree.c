@@ -388,11 +388,18 @@ static int index_children(kfs_tree* t) {
     kfs_node* parent = &t->nodes[t->nodes[ino].parent];
     t->children[parent->child_first + parent->child_count++] = (uint32_t)ino;
   }
+  /* Children come in TOC order, which the writers keep sorted: most
+   * directories need no sort at all. */
   for (size_t ino = 1; ino < count; ino++) {
     kfs_node* n = &t->nodes[ino];
-    if (n->kind == KFS_DIR && n->child_count > 1)
-      qsort_r(&t->children[n->child_first], n->child_count,
-              sizeof(*t->children), by_name, t->nodes);
+    if (n->kind != KFS_DIR || n->child_count < 2)
+      continue;
+    uint32_t* c = &t->children[n->child_first];
+    size_t i = 1;
+    while (i < n->child_count && by_name(&c[i - 1], &c[i], t->nodes) < 0)
+      i++;
+    if (i < n->child_count)
+      qsort_r(c, n->child_count, sizeof(*c), by_name, t->nodes);
   }
   return 0;
 }
@@ -475,10 +482,20 @@ int kfs_tree_build(kfs_tree* t, const kfs_paths* paths) {
   *t = (kfs_tree){0};
   if ((rc = open_sources(t, paths)) != 0)
     goto fail;
+  /* Sized for what the TOCs promise (an arch directory, the kernel and
+   * its two text files per kernel, a directory per binary), so that
+   * neither the table nor its hash grows and rehashes while it fills. */
+  size_t expected = 8;
+  for (size_t i = 0; i < t->source_count; i++) {
+    size_t kernels = 0, binaries = 0;
+    kpack_get_kernel_count(t->sources[i].archive, &kernels);
+    kpack_get_binary_count(t->sources[i].archive, &binaries);
+    expected += 4 * kernels + binaries;
+  }
   /* Node 0 is a placeholder so that nodes[ino] needs no offset. */
-  t->node_cap = 1024;
+  t->node_cap = expected;
   t->nodes = calloc(t->node_cap, sizeof(*t->nodes));
-  if (t->nodes == NULL) {
+  if (t->nodes == NULL || slots_reserve(t, expected) != 0) {
     rc = -ENOMEM;
     goto fail;
   }
