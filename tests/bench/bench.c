@@ -2,8 +2,9 @@
  *
  * `make bench`: generates the data sets once into the cache directory and
  * prints the performance table of SPEC §6 (rows in library.c, create.c and
- * mounts.c). Usage: bench CACHE_DIR [BIN_DIR]; without BIN_DIR (kpack and
- * kpackfs) only the library rows run.
+ * mounts.c). Usage: bench CACHE_DIR [BIN_DIR [GROUPS]]; without BIN_DIR
+ * (kpack and kpackfs) only the library rows run; GROUPS (e.g.
+ * "library,mounts") picks among library, create and mounts.
  *
  * Generated data is reused while it is current: fixture.stamp records the
  * code-object generator and the fat binary's shape, writer.stamp the bytes
@@ -335,9 +336,20 @@ static void prepare(bench_data* d) {
   }
 }
 
+static bool wanted(const char* groups, const char* group) {
+  if (groups == NULL || *groups == '\0')
+    return true;
+  size_t n = strlen(group);
+  for (const char* p = groups; (p = strstr(p, group)) != NULL; p += n)
+    if ((p == groups || p[-1] == ',') && (p[n] == ',' || p[n] == '\0'))
+      return true;
+  return false;
+}
+
 int main(int argc, char** argv) {
   bench_data d = {.dir = argc > 1 ? argv[1] : ".cache/bench",
-                  .bin = argc > 2 ? argv[2] : NULL};
+                  .bin = argc > 2 && *argv[2] ? argv[2] : NULL};
+  const char* groups = argc > 3 ? argv[3] : NULL;
   mkdir(d.dir, 0755);
   double start = bn_now();
   prepare(&d);
@@ -349,11 +361,12 @@ int main(int argc, char** argv) {
             "will not run\n");
 
   bn_table_header();
-  bench_library(&d);
-  if (d.bin != NULL) {
+  if (wanted(groups, "library"))
+    bench_library(&d);
+  if (d.bin != NULL && wanted(groups, "create"))
     bench_create(&d);
+  if (d.bin != NULL && wanted(groups, "mounts"))
     bench_mounts(&d);
-  }
   printf(
       "\nbench: %.0f s (%.0f s generating data into %s); medians; page "
       "cache dropped per file with POSIX_FADV_DONTNEED before cold runs\n",

@@ -255,7 +255,17 @@ static void compare(const bench_data* d, data_set* s, const char* floor_tree) {
   kpack_close(a);
 }
 
+/* A mount left behind by an interrupted run would fail the next one. */
+static void clear_stale_mount(const bench_data* d, const char* name) {
+  char dir[600];
+  snprintf(dir, sizeof(dir), "%s/%s", d->dir, name);
+  char* argv[] = {"fusermount3", "-u", "-q", "-z", dir, NULL};
+  (void)bn_run(argv, NULL);
+}
+
 void bench_mounts(const bench_data* d) {
+  clear_stale_mount(d, "mnt-kpackfs");
+  clear_stale_mount(d, "mnt-squashfuse");
   char fat_name[64];
   snprintf(fat_name, sizeof(fat_name), "fat binary %.2f GB",
            d->fatbin_bytes / 1e9);
