@@ -18,6 +18,8 @@ make_cmd=${MAKE:-make}
 # install-check (CMake consumer, man pages), groff-base for the man page
 # suite.
 packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils groff-base cmake man-db"
+# What `make bench` compares against: squashfuse_ll, mksquashfs, zstd.
+bench_packages="squashfuse squashfs-tools zstd"
 
 if [ -t 1 ]; then bold='\033[1m' plain='\033[0m'; else bold='' plain=''; fi
 say() { printf "\n${bold}== %s${plain}\n" "$*"; }
@@ -100,6 +102,28 @@ install_packages() {
     quietly apt-install apt-get install -y --no-install-recommends $missing
   else
     die "missing packages:$missing (run 'make demo' as root to install them)"
+  fi
+}
+
+# `make bench`: installs what it compares against when root; otherwise
+# says what is missing, and the bench marks those rows as not run.
+install_bench_packages() {
+  missing=""
+  for p in $bench_packages; do
+    dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q 'ok installed' ||
+      missing="$missing $p"
+  done
+  [ -z "$missing" ] && return 0
+  if is_root; then
+    export DEBIAN_FRONTEND=noninteractive
+    echo "bench: installing$missing"
+    apt-get -qq update >/dev/null &&
+      # shellcheck disable=SC2086
+      apt-get install -y -qq --no-install-recommends $missing >/dev/null ||
+      die "could not install$missing"
+  else
+    echo "bench: missing packages:$missing (run 'make bench' as root to" \
+      "install them); the rows that need them will not run" >&2
   fi
 }
 
@@ -194,6 +218,7 @@ demo() {
 case "${1:-demo}" in
   fetch) fetch ;;
   deps) install_packages ;;
+  bench-deps) install_bench_packages ;;
   demo) demo ;;
-  *) die "usage: $0 [demo|fetch|deps]" ;;
+  *) die "usage: $0 [demo|fetch|deps|bench-deps]" ;;
 esac

@@ -71,17 +71,25 @@ typedef struct kfs_source {
  * binary, arch and render slot. */
 typedef struct kfs_node {
   const char* name;
-  fuse_ino_t parent;
-  kfs_kind kind;
-  uint32_t source;      /* kernels: whose kernel; dirs: who created it */
-  bool holds_kernels;   /* a binary directory (counted in stats) */
-  uint32_t nlink;       /* dirs: 2 + subdirectories */
-  uint32_t child_first; /* dirs: children[child_first ..] sorted by name */
-  uint32_t child_count;
+  uint32_t parent;    /* inode numbers fit 32 bits (tree.c node_add) */
+  uint32_t source;    /* kernels: whose kernel; dirs: who created it */
+  uint8_t kind;       /* a kfs_kind */
+  bool holds_kernels; /* a binary directory (counted in stats) */
   uint32_t render;    /* kernels and their text files: render slot */
-  const char* binary; /* kernels: TOC binary name */
-  const char* arch;   /* kernels: TOC arch */
-  uint64_t size;      /* kernels: decompressed size from the TOC */
+  /* What a node needs by kind, overlaid: a large mount has four nodes per
+   * kernel, and the table is most of the daemon's memory. */
+  union {
+    struct {                /* KFS_DIR */
+      uint32_t nlink;       /* 2 + subdirectories */
+      uint32_t child_first; /* children[child_first ..] sorted by name */
+      uint32_t child_count;
+    };
+    struct {              /* KFS_KERNEL, KFS_KERNELS, KFS_METADATA */
+      const char* binary; /* TOC binary name */
+      const char* arch;   /* TOC arch */
+      uint64_t size;      /* kernels: decompressed size from the TOC */
+    };
+  };
 } kfs_node;
 
 typedef struct kfs_arena_chunk kfs_arena_chunk;
@@ -135,7 +143,7 @@ typedef struct kfs_tree {
   kfs_node* nodes; /* nodes[ino]; nodes[0] is unused */
   size_t node_count;
   size_t node_cap;
-  fuse_ino_t* children;
+  uint32_t* children;
   uint32_t* slots; /* open-addressing (parent, name) -> ino; 0 is empty */
   size_t slot_mask;
   kfs_arena_chunk* arena; /* names that are not TOC strings */

@@ -24,9 +24,10 @@
  * pinned whatever the budget, so the cache only bridges a kernel's closes:
  * `kernels` and `metadata.json` rendered right after `kernel.hsaco` was
  * read (they sort next to each other), a tool that reads the ELF header,
- * closes and comes back for the sections. That is the last kernel or two;
- * more only duplicates the page cache (README, "How reads work"). */
-#define KFS_DEFAULT_CACHE (4ull << 20)
+ * closes and comes back for the sections. That is the last kernel closed,
+ * 1-2 MB in a real library; more only duplicates the page cache (README,
+ * "How reads work"). */
+#define KFS_DEFAULT_CACHE (2ull << 20)
 
 typedef struct kfs_config {
   char** positional; /* SOURCE... MOUNTPOINT */
@@ -105,7 +106,7 @@ static void usage(void) {
       "\n"
       "OPTIONS\n"
       "    -o cache_size=SIZE     decompressed-kernel cache budget, with an\n"
-      "                           optional K, M or G suffix (default 4M)\n"
+      "                           optional K, M or G suffix (default 2M)\n"
       "    -o uid=N,gid=N         owner of every file (default: the mounting\n"
       "                           user)\n"
       "    -h, --help             print this manual\n"
@@ -336,7 +337,10 @@ destroy:
  * sizes. The kernel cache hands an evicted kernel's buffer to the kernel
  * that replaces it; what it does allocate stays in one heap (not one arena
  * per FUSE thread, not a fresh mmap per kernel) so freed memory is reused
- * rather than returned to the system and faulted in again, page by page. */
+ * rather than returned to the system and faulted in again, page by page.
+ * Called once the inode table is built: its large arrays, grown by
+ * doubling, are better off mapped (realloc moves them without copying and
+ * leaves no freed holes behind in the heap). */
 static void tune_malloc(void) {
 #ifdef __GLIBC__
   mallopt(M_MMAP_THRESHOLD, 32 << 20);
@@ -358,7 +362,6 @@ int main(int argc, char* argv[]) {
   memset(&opts, 0, sizeof(opts));
   memset(&fs, 0, sizeof(fs));
   pthread_mutex_init(&fs.handles_lock, NULL);
-  tune_malloc();
   if (fuse_opt_parse(&args, &cfg, kfs_opts, kfs_opt_proc) != 0 || cfg.bad)
     goto out;
   if (cfg.help) {
@@ -394,6 +397,7 @@ int main(int argc, char* argv[]) {
   if (kfs_tree_build(&fs.tree, &paths) != 0)
     goto out;
   tree_built = true;
+  tune_malloc();
   kpack_error_t err = kpack_kcache_create(cfg.cache_size, &fs.cache);
   if (err != KPACK_SUCCESS) {
     fprintf(stderr, "kpackfs: kernel cache: %s\n", kpack_error_string(err));

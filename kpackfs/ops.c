@@ -104,7 +104,7 @@ static void fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
   const kfs_tree* t = &fs->tree;
   memset(st, 0, sizeof(*st));
   st->st_ino = ino;
-  st->st_nlink = n->nlink;
+  st->st_nlink = n->kind == KFS_DIR ? n->nlink : 1;
   st->st_uid = fs->uid;
   st->st_gid = fs->gid;
   st->st_blksize = 4096;

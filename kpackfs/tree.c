@@ -116,11 +116,10 @@ static fuse_ino_t node_add(kfs_tree* t, fuse_ino_t parent, const char* name,
   }
   fuse_ino_t ino = t->node_count++;
   kfs_node* n = &t->nodes[ino];
-  *n = (kfs_node){.name = name,
-                  .parent = parent,
-                  .kind = kind,
-                  .source = source,
-                  .nlink = kind == KFS_DIR ? 2 : 1};
+  *n = (kfs_node){
+      .name = name, .parent = (uint32_t)parent, .kind = kind, .source = source};
+  if (kind == KFS_DIR)
+    n->nlink = 2;
   if (ino > KFS_INO_ROOT) {
     if (slots_reserve(t, t->node_count) != 0) {
       t->node_count--;
@@ -133,18 +132,26 @@ static fuse_ino_t node_add(kfs_tree* t, fuse_ino_t parent, const char* name,
 
 /* The directory `name` (n bytes, a checked component of at most 255) under
  * `parent`, created if absent. Returns 0 with *conflict set when a file
- * already has that name, or 0 alone when out of memory. */
+ * already has that name, or 0 alone when out of memory. *fresh says on
+ * entry that `parent` was created by this build step, so it is empty and
+ * has nothing to look up, and on return whether the directory is new. */
 static fuse_ino_t dir_get(kfs_tree* t, fuse_ino_t parent, const char* name,
-                          size_t n, uint32_t source, bool* conflict) {
-  char key[256];
-  memcpy(key, name, n);
-  key[n] = '\0';
-  fuse_ino_t ino = kfs_tree_lookup(t, parent, key);
-  if (ino != 0) {
-    *conflict = t->nodes[ino].kind != KFS_DIR;
-    return *conflict ? 0 : ino;
+                          size_t n, uint32_t source, bool* fresh,
+                          bool* conflict) {
+  if (!*fresh) {
+    char key[256];
+    memcpy(key, name, n);
+    key[n] = '\0';
+    fuse_ino_t ino = kfs_tree_lookup(t, parent, key);
+    if (ino != 0) {
+      *conflict = t->nodes[ino].kind != KFS_DIR;
+      return *conflict ? 0 : ino;
+    }
   }
-  const char* copy = arena_strndup(t, name, n);
+  *fresh = true;
+  /* An arch, or the last component of a binary path, is a whole TOC string
+   * that the archive keeps: only inner components need a copy. */
+  const char* copy = name[n] == '\0' ? name : arena_strndup(t, name, n);
   return copy != NULL ? node_add(t, parent, copy, KFS_DIR, source) : 0;
 }
 
@@ -200,14 +207,15 @@ static void warn_skip(const kfs_tree* t, uint32_t source, const char* binary,
 /* Beside a code object, the text files rendered from it (render.c). A name
  * another entry already took (a directory, from a binary "x#0/gfx90a" with
  * arch "kernels") stays that entry's, with a warning. */
-static int add_text_files(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel) {
+static int add_text_files(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
+                          bool fresh) {
   static const struct {
     const char* name;
     kfs_kind kind;
   } files[] = {{"kernels", KFS_KERNELS}, {"metadata.json", KFS_METADATA}};
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
     const kfs_node* k = &t->nodes[kernel];
-    if (kfs_tree_lookup(t, dir, files[i].name) != 0) {
+    if (!fresh && kfs_tree_lookup(t, dir, files[i].name) != 0) {
       fprintf(stderr,
               "kpackfs: warning: %s: '%s' arch '%s': no '%s' file, the name "
               "is taken\n",
@@ -226,18 +234,47 @@ static int add_text_files(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel) {
   return 0;
 }
 
+/* "kernel." + type: one shared string for the usual type. */
+static const char* kernel_file_name(kfs_tree* t, const char* type) {
+  static const char hsaco[] = "kernel.hsaco";
+  if (strcmp(type, "hsaco") == 0)
+    return hsaco;
+  char name[256];
+  int n = snprintf(name, sizeof(name), "kernel.%s", type);
+  return arena_strndup(t, name, (size_t)n);
+}
+
+/* The directory of `binary`, its path components created as needed; 0 with
+ * *conflict set when a component is already a file, 0 alone when out of
+ * memory. */
+static fuse_ino_t binary_dir_get(kfs_tree* t, uint32_t source,
+                                 const char* binary, bool* conflict) {
+  fuse_ino_t dir = KFS_INO_ROOT;
+  bool fresh = false; /* below a new directory nothing needs looking up */
+  for (const char* p = binary;;) {
+    const char* slash = strchr(p, '/');
+    size_t n = slash ? (size_t)(slash - p) : strlen(p);
+    dir = dir_get(t, dir, p, n, source, &fresh, conflict);
+    if (dir == 0 || slash == NULL)
+      return dir;
+    p = slash + 1;
+  }
+}
+
+/* Adds one kernel of `binary`, whose directory *binary_dir is made by the
+ * first of its kernels that can be added (0 until then), and whose name
+ * problem, if any, is `binary_why`. */
 static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
+                      const char* binary_why, fuse_ino_t* binary_dir,
                       const char* arch) {
   kpack_archive_t a = t->sources[source].archive;
   kpack_kernel_info_t info;
-  const char* why;
-  char file_name[272];
+  const char* why = binary_why;
   bool conflict = false;
-  fuse_ino_t dir = KFS_INO_ROOT;
 
   if (kpack_get_kernel_info(a, binary, arch, &info) != KPACK_SUCCESS)
     return -EIO; /* listed by the archive itself: cannot happen */
-  if ((why = binary_problem(binary)) != NULL ||
+  if (why != NULL ||
       (why = component_problem(arch, "arch is not a file name")) != NULL ||
       (why = component_problem(info.type, "type is not a file name")) != NULL)
     goto skip;
@@ -247,24 +284,21 @@ static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
     why = "file name 'kernel.<type>' longer than 255 bytes";
     goto skip;
   }
-  snprintf(file_name, sizeof(file_name), "kernel.%s", info.type);
-
-  for (const char* p = binary;;) {
-    const char* slash = strchr(p, '/');
-    size_t n = slash ? (size_t)(slash - p) : strlen(p);
-    dir = dir_get(t, dir, p, n, source, &conflict);
-    if (dir == 0)
-      goto conflict_or_oom;
-    if (slash == NULL)
-      break;
-    p = slash + 1;
-  }
-  fuse_ino_t binary_dir = dir;
-  dir = dir_get(t, binary_dir, arch, strlen(arch), source, &conflict);
+  if (*binary_dir == 0 &&
+      (*binary_dir = binary_dir_get(t, source, binary, &conflict)) == 0)
+    goto conflict_or_oom;
+  /* Arches are looked up even in a new binary directory: nothing says a
+   * TOC cannot name one twice. */
+  bool fresh = false;
+  fuse_ino_t dir =
+      dir_get(t, *binary_dir, arch, strlen(arch), source, &fresh, &conflict);
   if (dir == 0)
     goto conflict_or_oom;
 
-  fuse_ino_t existing = kfs_tree_lookup(t, dir, file_name);
+  const char* name = kernel_file_name(t, info.type);
+  if (name == NULL)
+    return -ENOMEM;
+  fuse_ino_t existing = fresh ? 0 : kfs_tree_lookup(t, dir, name);
   if (existing != 0) {
     if (t->nodes[existing].kind == KFS_KERNEL) {
       t->shadowed++; /* an earlier source already has it: first wins */
@@ -273,8 +307,7 @@ static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
     conflict = true;
     goto conflict_or_oom;
   }
-  const char* name = arena_strndup(t, file_name, strlen(file_name));
-  fuse_ino_t ino = name ? node_add(t, dir, name, KFS_KERNEL, source) : 0;
+  fuse_ino_t ino = node_add(t, dir, name, KFS_KERNEL, source);
   if (ino == 0)
     return -ENOMEM;
   kfs_node* n = &t->nodes[ino];
@@ -284,11 +317,12 @@ static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
   n->render = (uint32_t)t->kernels;
   t->kernel_bytes += info.size;
   t->kernels++;
-  if (!t->nodes[binary_dir].holds_kernels) {
-    t->nodes[binary_dir].holds_kernels = true;
+  if (!t->nodes[*binary_dir].holds_kernels) {
+    t->nodes[*binary_dir].holds_kernels = true;
     t->binaries++;
   }
-  return strcmp(info.type, "hsaco") == 0 ? add_text_files(t, dir, ino) : 0;
+  return strcmp(info.type, "hsaco") == 0 ? add_text_files(t, dir, ino, fresh)
+                                         : 0;
 
 conflict_or_oom:
   if (!conflict)
@@ -307,12 +341,14 @@ static int add_source(kfs_tree* t, uint32_t source) {
   for (size_t i = 0; i < binaries; i++) {
     const char* binary;
     size_t arches = 0;
+    fuse_ino_t dir = 0;
     kpack_get_binary(a, i, &binary);
     kpack_get_binary_arch_count(a, binary, &arches);
+    const char* why = binary_problem(binary);
     for (size_t j = 0; j < arches; j++) {
       const char* arch;
       kpack_get_binary_arch(a, binary, j, &arch);
-      int rc = add_kernel(t, source, binary, arch);
+      int rc = add_kernel(t, source, binary, why, &dir, arch);
       if (rc != 0)
         return rc;
     }
@@ -322,7 +358,7 @@ static int add_source(kfs_tree* t, uint32_t source) {
 
 static int by_name(const void* a, const void* b, void* nodes) {
   const kfs_node* n = nodes;
-  return strcmp(n[*(const fuse_ino_t*)a].name, n[*(const fuse_ino_t*)b].name);
+  return strcmp(n[*(const uint32_t*)a].name, n[*(const uint32_t*)b].name);
 }
 
 /* Gives every directory its sorted slice of `children` and its link count. */
@@ -331,6 +367,8 @@ static int index_children(kfs_tree* t) {
   t->children = malloc((count ? count : 1) * sizeof(*t->children));
   if (t->children == NULL)
     return -ENOMEM;
+  /* Only directories have child fields: in other nodes they are kernel
+   * data (kfs_node's union). Every parent is a directory. */
   for (size_t ino = 2; ino < count; ino++) {
     kfs_node* parent = &t->nodes[t->nodes[ino].parent];
     parent->child_count++;
@@ -339,17 +377,20 @@ static int index_children(kfs_tree* t) {
   }
   uint32_t next = 0;
   for (size_t ino = 1; ino < count; ino++) {
-    t->nodes[ino].child_first = next;
-    next += t->nodes[ino].child_count;
-    t->nodes[ino].child_count = 0;
+    kfs_node* n = &t->nodes[ino];
+    if (n->kind != KFS_DIR)
+      continue;
+    n->child_first = next;
+    next += n->child_count;
+    n->child_count = 0;
   }
   for (size_t ino = 2; ino < count; ino++) {
     kfs_node* parent = &t->nodes[t->nodes[ino].parent];
-    t->children[parent->child_first + parent->child_count++] = ino;
+    t->children[parent->child_first + parent->child_count++] = (uint32_t)ino;
   }
   for (size_t ino = 1; ino < count; ino++) {
     kfs_node* n = &t->nodes[ino];
-    if (n->child_count > 1)
+    if (n->kind == KFS_DIR && n->child_count > 1)
       qsort_r(&t->children[n->child_first], n->child_count,
               sizeof(*t->children), by_name, t->nodes);
   }
@@ -453,6 +494,12 @@ int kfs_tree_build(kfs_tree* t, const kfs_paths* paths) {
   for (uint32_t i = 0; i < t->source_count; i++)
     if ((rc = add_source(t, i)) != 0)
       goto fail;
+  /* The table is final: give back what doubling left unused. */
+  kfs_node* exact = realloc(t->nodes, t->node_count * sizeof(*t->nodes));
+  if (exact != NULL) {
+    t->nodes = exact;
+    t->node_cap = t->node_count;
+  }
   if ((rc = index_children(t)) != 0 || (rc = render_archives(t)) != 0 ||
       (rc = kfs_renders_init(&t->renders, t->kernels, KFS_RENDER_BUDGET)) != 0)
     goto fail;

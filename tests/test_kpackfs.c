@@ -816,7 +816,7 @@ static void test_archives_and_stats_describe_the_mount(void** state) {
   assert_int_equal(stat_value(&main_mount, "binaries"), 9);
   assert_int_equal(stat_value(&main_mount, "skipped"), UNSAFE_SKIPPED);
   assert_int_equal(stat_value(&main_mount, "shadowed"), 1);
-  assert_int_equal(stat_value(&main_mount, "cache_capacity"), 4u << 20);
+  assert_int_equal(stat_value(&main_mount, "cache_capacity"), 2u << 20);
   static const char* keys[] = {"cache_bytes",    "hits",
                                "misses",         "evictions",
                                "decompressions", "bytes_decompressed"};

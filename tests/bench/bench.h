@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * `make bench` (SPEC §6): shared helpers of the benchmark. bench.c generates
+ * the data sets and runs the rows; library.c measures libkpack against raw
+ * zstd, pread and msgpack; create.c `kpack create` against `zstd -3 -T1`;
+ * mounts.c kpackfs against squashfuse_ll on the same kernels. Every row is
+ * a ratio of two measurements taken in the same run, so a noisy machine
+ * shifts both sides alike; it reports and never fails.
+ */
+#ifndef KPACK_BENCH_H
+#define KPACK_BENCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "fixture_fatbin.h"
+#include "rocm_kpack/kpack_ext.h"
+
+/* What the rows run on; paths under the cache directory. */
+typedef struct bench_data {
+  const char* dir;       /* .cache/bench */
+  const char* bin;       /* kpack and kpackfs */
+  char zstd_2000[512];   /* 2,000 x 256 KiB, zstd, as the writer writes it */
+  char none_2000[512];   /* the same kernels, scheme none */
+  char zstd_20000[512];  /* 20,000 x 4 KiB, zstd */
+  char plain_20000[512]; /* the same archive without the frame-size table */
+  char tree_2000[512];   /* extracted trees and their squashfs images */
+  char sqfs_2000[512];
+  char tree_20000[512];
+  char sqfs_20000[512];
+  char fatbin[512]; /* >= 1 GB synthetic HIP fat binary */
+  fx_fatbin_spec fatbin_spec;
+  uint64_t fatbin_bytes; /* code object bytes in it */
+  size_t largest_code_object;
+  char fatbin_tree[512];  /* its code objects as a tree */
+  char fatbin_kpack[512]; /* packed from that tree */
+  char fatbin_sqfs[512];  /* the tree as a squashfs image */
+  bool have_squashfuse;   /* squashfuse_ll and mksquashfs found */
+  bool have_zstd;         /* the zstd command */
+} bench_data;
+
+/* ---- time and the table ---- */
+double bn_now(void);
+double bn_median(double* v, int n);
+void bn_table_header(void);
+/* One row: name, measured value, target, PASS or MISS. */
+void bn_row(const char* name, const char* measured, const char* target,
+            bool pass);
+/* A row that could not be measured here (a tool is missing): MISS. */
+void bn_row_not_run(const char* name, const char* target, const char* why);
+void bn_die(const char* fmt, ...)
+    __attribute__((noreturn, format(printf, 1, 2)));
+void bn_die_kpack(const char* what, kpack_error_t err)
+    __attribute__((noreturn));
+
+/* ---- files ---- */
+bool bn_exists(const char* path);
+uint64_t bn_file_size(const char* path);
+/* Drops the file's pages from the page cache (POSIX_FADV_DONTNEED; the
+ * pages must be clean, so it syncs the file first). No root needed. */
+void bn_evict(const char* path);
+/* Reads the file once so that its pages are cached. */
+void bn_warm(const char* path);
+void bn_warm_tree(const char* dir);
+/* Largest value of "Key:" in a /proc file (kB for VmRSS/VmHWM), or -1. */
+long bn_proc_value(const char* file, const char* key);
+
+/* ---- processes ---- */
+typedef struct bn_proc {
+  int status; /* wait status */
+  double seconds;
+  long max_rss_kb; /* of the process tree the command became (wait4) */
+} bn_proc;
+/* Runs argv (PATH searched) with stdout and stderr to /dev/null, or to
+ * `log` when not NULL, and waits for it. */
+bn_proc bn_run(char* const argv[], const char* log);
+/* bn_run that exits the bench when the command fails. */
+bn_proc bn_run_ok(char* const argv[]);
+/* Whether a program is on PATH. */
+bool bn_have(const char* program);
+
+/* ---- kernels of an archive ---- */
+typedef struct bn_kernel {
+  const char* binary;
+  const char* arch;
+  uint64_t size;
+} bn_kernel;
+/* Opens an archive (or exits) and lists its kernels in TOC order. */
+kpack_archive_t bn_open_listed(const char* path, bn_kernel** kernels,
+                               size_t* count);
+
+/* ---- the rows ---- */
+void bench_library(const bench_data* d);
+void bench_create(const bench_data* d);
+void bench_mounts(const bench_data* d);
+
+#endif /* KPACK_BENCH_H */

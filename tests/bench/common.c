@@ -1,0 +1,221 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Helpers shared by the benchmark rows: clocks and medians, the table,
+ * page-cache control, running commands with their peak RSS, and listing an
+ * archive's kernels.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+double bn_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int compare_double(const void* a, const void* b) {
+  double x = *(const double*)a, y = *(const double*)b;
+  return (x > y) - (x < y);
+}
+
+double bn_median(double* v, int n) {
+  qsort(v, (size_t)n, sizeof(*v), compare_double);
+  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+#define NAME_WIDTH 66
+#define VALUE_WIDTH 42
+#define TARGET_WIDTH 22
+
+void bn_table_header(void) {
+  printf("| %-*s | %-*s | %-*s | %-4s |\n", NAME_WIDTH, "row", VALUE_WIDTH,
+         "measured", TARGET_WIDTH, "target", "");
+  printf("|");
+  for (int i = 0; i < NAME_WIDTH + 2; i++)
+    putchar('-');
+  printf("|");
+  for (int i = 0; i < VALUE_WIDTH + 2; i++)
+    putchar('-');
+  printf("|");
+  for (int i = 0; i < TARGET_WIDTH + 2; i++)
+    putchar('-');
+  printf("|------|\n");
+  fflush(stdout);
+}
+
+void bn_row(const char* name, const char* measured, const char* target,
+            bool pass) {
+  printf("| %-*s | %-*s | %-*s | %-4s |\n", NAME_WIDTH, name, VALUE_WIDTH,
+         measured, TARGET_WIDTH, target, pass ? "PASS" : "MISS");
+  fflush(stdout);
+}
+
+void bn_row_not_run(const char* name, const char* target, const char* why) {
+  char value[128];
+  snprintf(value, sizeof(value), "not run: %s", why);
+  bn_row(name, value, target, false);
+}
+
+void bn_die(const char* fmt, ...) {
+  va_list ap;
+  fprintf(stderr, "bench: ");
+  va_start(ap, fmt);
+  vfprintf(stderr, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "\n");
+  exit(1);
+}
+
+void bn_die_kpack(const char* what, kpack_error_t err) {
+  bn_die("%s: %s", what, kpack_error_string(err));
+}
+
+bool bn_exists(const char* path) {
+  return access(path, F_OK) == 0;
+}
+
+uint64_t bn_file_size(const char* path) {
+  struct stat st;
+  if (stat(path, &st) != 0)
+    bn_die("%s: cannot stat", path);
+  return (uint64_t)st.st_size;
+}
+
+void bn_evict(const char* path) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0)
+    bn_die("%s: cannot open", path);
+  (void)fdatasync(fd);
+  (void)posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+  close(fd);
+}
+
+void bn_warm(const char* path) {
+  static char buf[1 << 20];
+  int fd = open(path, O_RDONLY);
+  if (fd < 0)
+    bn_die("%s: cannot open", path);
+  while (read(fd, buf, sizeof(buf)) > 0) {
+  }
+  close(fd);
+}
+
+void bn_warm_tree(const char* dir) {
+  DIR* d = opendir(dir);
+  if (d == NULL)
+    return;
+  char path[4096];
+  for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+    struct stat st;
+    if (lstat(path, &st) != 0)
+      continue;
+    if (S_ISDIR(st.st_mode))
+      bn_warm_tree(path);
+    else if (S_ISREG(st.st_mode))
+      bn_warm(path);
+  }
+  closedir(d);
+}
+
+long bn_proc_value(const char* file, const char* key) {
+  FILE* f = fopen(file, "r");
+  char line[256];
+  long v = -1;
+  size_t k = strlen(key);
+  while (f && fgets(line, sizeof(line), f))
+    if (strncmp(line, key, k) == 0)
+      v = atol(line + k);
+  if (f)
+    fclose(f);
+  return v;
+}
+
+bn_proc bn_run(char* const argv[], const char* log) {
+  bn_proc r = {.status = -1};
+  double t = bn_now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    int out = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out >= 0) {
+      dup2(out, 1);
+      dup2(out, 2);
+    }
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  struct rusage ru;
+  if (pid < 0 || wait4(pid, &r.status, 0, &ru) != pid)
+    bn_die("%s: cannot run", argv[0]);
+  r.seconds = bn_now() - t;
+  r.max_rss_kb = ru.ru_maxrss;
+  return r;
+}
+
+bn_proc bn_run_ok(char* const argv[]) {
+  bn_proc r = bn_run(argv, NULL);
+  if (!WIFEXITED(r.status) || WEXITSTATUS(r.status) != 0) {
+    fprintf(stderr, "bench: command failed:");
+    for (size_t i = 0; argv[i] != NULL; i++)
+      fprintf(stderr, " %s", argv[i]);
+    fprintf(stderr, "\n");
+    exit(1);
+  }
+  return r;
+}
+
+bool bn_have(const char* program) {
+  const char* path = getenv("PATH");
+  char* copy = strdup(path && *path ? path : "/usr/bin:/bin");
+  char* save = NULL;
+  bool found = false;
+  for (char* dir = strtok_r(copy, ":", &save); dir && !found;
+       dir = strtok_r(NULL, ":", &save)) {
+    char full[4096];
+    snprintf(full, sizeof(full), "%s/%s", dir, program);
+    found = access(full, X_OK) == 0;
+  }
+  free(copy);
+  return found;
+}
+
+kpack_archive_t bn_open_listed(const char* path, bn_kernel** kernels,
+                               size_t* count) {
+  kpack_archive_t a;
+  kpack_error_t err = kpack_open(path, &a);
+  size_t binaries, n = 0;
+  if (err != KPACK_SUCCESS)
+    bn_die_kpack(path, err);
+  kpack_get_kernel_count(a, count);
+  bn_kernel* k = calloc(*count ? *count : 1, sizeof(*k));
+  kpack_get_binary_count(a, &binaries);
+  for (size_t i = 0; i < binaries; i++) {
+    const char* b;
+    size_t arches;
+    kpack_get_binary(a, i, &b);
+    kpack_get_binary_arch_count(a, b, &arches);
+    for (size_t j = 0; j < arches && n < *count; j++) {
+      kpack_kernel_info_t info;
+      k[n].binary = b;
+      kpack_get_binary_arch(a, b, j, &k[n].arch);
+      kpack_get_kernel_info(a, b, k[n].arch, &info);
+      k[n].size = info.size;
+      n++;
+    }
+  }
+  *kernels = k;
+  return a;
+}

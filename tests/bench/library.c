@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * libkpack rows: opening an archive (cold and warm) against reading and
+ * parsing its TOC alone, decompression against raw zstd, raw blobs against
+ * a pread of the same bytes, two threads against one, and the loader
+ * against a direct read.
+ */
+#include <fcntl.h>
+#include <msgpack.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "bench.h"
+
+#define REPS 5
+#define OPEN_REPS 9
+
+static uint64_t le64(const uint8_t* p) {
+  uint64_t v = 0;
+  for (int i = 7; i >= 0; i--)
+    v = v << 8 | p[i];
+  return v;
+}
+
+/* What any reader of the format must do at least: read the header and the
+ * TOC, and decode the msgpack (msgpack-c, into one zone). */
+static double toc_read_and_parse(const char* path, uint64_t* toc_size) {
+  double t = bn_now();
+  int fd = open(path, O_RDONLY);
+  uint8_t header[16];
+  struct stat st;
+  if (fd < 0 || fstat(fd, &st) != 0 || pread(fd, header, 16, 0) != 16)
+    bn_die("%s: cannot read the header", path);
+  uint64_t offset = le64(header + 8);
+  size_t size = (size_t)((uint64_t)st.st_size - offset);
+  char* toc = malloc(size);
+  if (toc == NULL || pread(fd, toc, size, (off_t)offset) != (ssize_t)size)
+    bn_die("%s: cannot read the TOC", path);
+  msgpack_zone zone;
+  msgpack_object root;
+  size_t off = 0;
+  msgpack_zone_init(&zone, 1 << 16);
+  if (msgpack_unpack(toc, size, &off, &zone, &root) != MSGPACK_UNPACK_SUCCESS)
+    bn_die("%s: the TOC does not parse", path);
+  msgpack_zone_destroy(&zone);
+  free(toc);
+  close(fd);
+  *toc_size = size;
+  return bn_now() - t;
+}
+
+static double time_open(const char* path) {
+  kpack_archive_t a;
+  double t = bn_now();
+  kpack_error_t err = kpack_open(path, &a);
+  t = bn_now() - t;
+  if (err != KPACK_SUCCESS)
+    bn_die_kpack(path, err);
+  kpack_close(a);
+  return t;
+}
+
+/* Opening reads no payload, and resident memory grows by little more than
+ * the TOC. */
+static void open_footprint(const char* path) {
+  uint8_t header[16];
+  int fd = open(path, O_RDONLY);
+  if (fd < 0 || pread(fd, header, 16, 0) != 16)
+    bn_die("%s: cannot read the header", path);
+  close(fd);
+  uint64_t toc = bn_file_size(path) - le64(header + 8);
+  long rchar0 = bn_proc_value("/proc/self/io", "rchar: ");
+  long rss0 = bn_proc_value("/proc/self/status", "VmRSS:");
+  kpack_archive_t a;
+  kpack_error_t err = kpack_open(path, &a);
+  if (err != KPACK_SUCCESS)
+    bn_die_kpack(path, err);
+  long rchar1 = bn_proc_value("/proc/self/io", "rchar: ");
+  long rss1 = bn_proc_value("/proc/self/status", "VmRSS:");
+  /* The /proc reads themselves count in rchar: about 1.5 KB. */
+  long read_bytes = rchar1 - rchar0;
+  long rss = (rss1 - rss0) * 1024;
+  char value[64], target[64];
+  snprintf(value, sizeof(value), "%ld B read, +%ld KB RSS", read_bytes,
+           rss / 1024);
+  snprintf(target, sizeof(target), "< %llu B, < %llu KB",
+           (unsigned long long)(toc + 16 + 8192),
+           (unsigned long long)(4096 + 2 * toc / 1024));
+  bool pass = (uint64_t)read_bytes < toc + 16 + 8192 &&
+              (uint64_t)rss < (4u << 20) + 2 * toc;
+  char name[128];
+  snprintf(name, sizeof(name),
+           "open 2,000 x 256 KiB (%.0f MB, TOC %.0f KB): bytes read, RSS",
+           bn_file_size(path) / 1e6, toc / 1e3);
+  bn_row(name, value, target, pass);
+  kpack_close(a);
+}
+
+/* kpack_open with the archive's pages evicted, against reading and parsing
+ * the TOC alone, evicted too. */
+static void cold_open(const char* path) {
+  double open_t[OPEN_REPS], toc_t[OPEN_REPS];
+  uint64_t toc = 0;
+  for (int r = 0; r < OPEN_REPS; r++) {
+    bn_evict(path);
+    open_t[r] = time_open(path);
+    bn_evict(path);
+    toc_t[r] = toc_read_and_parse(path, &toc);
+  }
+  double o = bn_median(open_t, OPEN_REPS), p = bn_median(toc_t, OPEN_REPS);
+  char value[64];
+  snprintf(value, sizeof(value), "%.2fx (%.2f vs %.2f ms)", o / p, o * 1e3,
+           p * 1e3);
+  bn_row("cold open 2,000 x 256 KiB vs read + parse its TOC, evicted", value,
+         "<= 4.00x", o / p <= 4.0);
+}
+
+static void warm_open(const char* path, const char* name) {
+  double open_t[OPEN_REPS], toc_t[OPEN_REPS];
+  uint64_t toc = 0;
+  bn_warm(path);
+  (void)time_open(path);
+  for (int r = 0; r < OPEN_REPS; r++) {
+    open_t[r] = time_open(path);
+    toc_t[r] = toc_read_and_parse(path, &toc);
+  }
+  double o = bn_median(open_t, OPEN_REPS), p = bn_median(toc_t, OPEN_REPS);
+  char value[64];
+  snprintf(value, sizeof(value), "%.2fx (%.1f vs %.1f ms)", o / p, o * 1e3,
+           p * 1e3);
+  bn_row(name, value, "<= 2.00x", o / p <= 2.0);
+}
+
+static double time_get_all(kpack_archive_t a, const bn_kernel* k, size_t n,
+                           uint64_t* bytes) {
+  double t = bn_now();
+  *bytes = 0;
+  for (size_t i = 0; i < n; i++) {
+    void* d;
+    size_t s;
+    kpack_error_t err = kpack_get_kernel(a, k[i].binary, k[i].arch, &d, &s);
+    if (err != KPACK_SUCCESS)
+      bn_die_kpack("kpack_get_kernel", err);
+    *bytes += s;
+    kpack_free_kernel(d);
+  }
+  return bn_now() - t;
+}
+
+/* kpack_get_kernel against ZSTD_decompressDCtx of the same frames held in
+ * memory, into one reused buffer: the decompressor's own limit. */
+static void zstd_decode(const char* path) {
+  size_t n;
+  bn_kernel* k;
+  kpack_archive_t a = bn_open_listed(path, &k, &n);
+  int fd = open(path, O_RDONLY);
+  void** frames = calloc(n, sizeof(*frames));
+  size_t* frame_sizes = calloc(n, sizeof(*frame_sizes));
+  size_t max = 0;
+  for (size_t i = 0; i < n; i++) {
+    kpack_kernel_info_t info;
+    kpack_get_kernel_info(a, k[i].binary, k[i].arch, &info);
+    frames[i] = malloc(info.stored_size);
+    frame_sizes[i] = info.stored_size;
+    if (pread(fd, frames[i], info.stored_size, (off_t)info.offset) < 0)
+      bn_die("%s: cannot read", path);
+    if (info.size > max)
+      max = info.size;
+  }
+  close(fd);
+  void* out = malloc(max);
+  ZSTD_DCtx* dctx = ZSTD_createDCtx();
+  double lib[REPS], raw[REPS];
+  uint64_t bytes = 0;
+  for (int r = 0; r < REPS; r++) {
+    lib[r] = time_get_all(a, k, n, &bytes);
+    double t = bn_now();
+    for (size_t i = 0; i < n; i++)
+      if (ZSTD_isError(
+              ZSTD_decompressDCtx(dctx, out, max, frames[i], frame_sizes[i])))
+        bn_die("%s: frame %zu does not decompress", path, i);
+    raw[r] = bn_now() - t;
+  }
+  double l = bn_median(lib, REPS), z = bn_median(raw, REPS);
+  char value[64];
+  snprintf(value, sizeof(value), "%.2fx (%.0f vs %.0f MB/s)", z / l,
+           bytes / l / 1e6, bytes / z / 1e6);
+  bn_row("kpack_get_kernel (zstd) vs raw ZSTD_decompressDCtx", value,
+         ">= 0.90x", z / l >= 0.9);
+  for (size_t i = 0; i < n; i++)
+    free(frames[i]);
+  free(frames);
+  free(frame_sizes);
+  free(out);
+  free(k);
+  ZSTD_freeDCtx(dctx);
+  kpack_close(a);
+}
+
+/* Raw blobs against what any reader must do at least: a pread of the same
+ * bytes (cached) into fresh memory of the kernel's size. */
+static void raw_blobs(const char* path) {
+  size_t n;
+  bn_kernel* k;
+  kpack_archive_t a = bn_open_listed(path, &k, &n);
+  kpack_kernel_info_t* info = calloc(n, sizeof(*info));
+  for (size_t i = 0; i < n; i++)
+    kpack_get_kernel_info(a, k[i].binary, k[i].arch, &info[i]);
+  int fd = open(path, O_RDONLY);
+  bn_warm(path);
+  double lib[REPS], raw[REPS];
+  uint64_t bytes = 0;
+  for (int r = 0; r < REPS; r++) {
+    lib[r] = time_get_all(a, k, n, &bytes);
+    double t = bn_now();
+    for (size_t i = 0; i < n; i++) {
+      void* d = malloc(info[i].size);
+      if (d == NULL || pread(fd, d, info[i].size, (off_t)info[i].offset) !=
+                           (ssize_t)info[i].size)
+        bn_die("%s: cannot read", path);
+      __asm__ volatile("" : : "r"(d) : "memory");
+      free(d);
+    }
+    raw[r] = bn_now() - t;
+  }
+  double l = bn_median(lib, REPS), p = bn_median(raw, REPS);
+  char value[64];
+  snprintf(value, sizeof(value), "%.2fx (%.0f vs %.0f MB/s)", p / l,
+           bytes / l / 1e6, bytes / p / 1e6);
+  bn_row("kpack_get_kernel (none) vs pread into fresh memory", value,
+         ">= 0.90x", p / l >= 0.9);
+  close(fd);
+  free(info);
+  free(k);
+  kpack_close(a);
+}
+
+typedef struct random_reader {
+  kpack_archive_t archive;
+  const bn_kernel* kernels;
+  size_t count;
+  unsigned seed;
+  int calls;
+} random_reader;
+
+static void* random_reads(void* p) {
+  random_reader* r = p;
+  for (int i = 0; i < r->calls; i++) {
+    r->seed = r->seed * 1103515245u + 12345u;
+    const bn_kernel* k = &r->kernels[(r->seed >> 8) % r->count];
+    void* d;
+    size_t s;
+    if (kpack_get_kernel(r->archive, k->binary, k->arch, &d, &s))
+      exit(1);
+    kpack_free_kernel(d);
+  }
+  return NULL;
+}
+
+static double run_threads(kpack_archive_t a, const bn_kernel* k, size_t n,
+                          int threads, int calls) {
+  pthread_t t[2];
+  random_reader r[2];
+  double start = bn_now();
+  for (int i = 0; i < threads; i++) {
+    r[i] = (random_reader){a, k, n, (unsigned)i * 7 + 1, calls};
+    pthread_create(&t[i], NULL, random_reads, &r[i]);
+  }
+  for (int i = 0; i < threads; i++)
+    pthread_join(t[i], NULL);
+  return bn_now() - start;
+}
+
+/* Two threads on one handle against one thread, the same calls each. Run in
+ * a child: the rows before leave glibc's heap thresholds tuned to their own
+ * allocations, which skewed thread scaling. */
+static void two_threads(const char* path) {
+  fflush(stdout);
+  pid_t child = fork();
+  if (child != 0) {
+    waitpid(child, NULL, 0);
+    return;
+  }
+  size_t n;
+  bn_kernel* k;
+  kpack_archive_t a = bn_open_listed(path, &k, &n);
+  double one[REPS], two[REPS];
+  for (int r = 0; r < REPS; r++) {
+    one[r] = run_threads(a, k, n, 1, 1500);
+    two[r] = run_threads(a, k, n, 2, 1500);
+  }
+  double ratio = 2 * bn_median(one, REPS) / bn_median(two, REPS);
+  char value[32];
+  snprintf(value, sizeof(value), "%.2fx", ratio);
+  bn_row("2 threads random kpack_get_kernel vs 1 thread (throughput)", value,
+         ">= 1.70x", ratio >= 1.7);
+  free(k);
+  kpack_close(a);
+  _exit(0);
+}
+
+/* The loader with a warm cache (archive already open) against a direct
+ * kpack_get_kernel of the same kernel: the cost of metadata parsing, path
+ * resolution and target matching per call. */
+static void loader(const char* path) {
+  char abs[4096], binary[4200];
+  if (realpath(path, abs) == NULL)
+    bn_die("%s: no such file", path);
+  snprintf(binary, sizeof(binary), "%s.host", abs);
+  msgpack_sbuffer buf;
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&buf);
+  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 2);
+  msgpack_pack_str_with_body(&pk, "kernel_name", 11);
+  msgpack_pack_str_with_body(&pk, "lib/libbench7.so", 16);
+  msgpack_pack_str_with_body(&pk, "kpack_search_paths", 18);
+  msgpack_pack_array(&pk, 1);
+  msgpack_pack_str_with_body(&pk, abs, strlen(abs));
+
+  kpack_cache_t cache;
+  kpack_archive_t a;
+  kpack_error_t err = kpack_cache_create(&cache);
+  if (!err)
+    err = kpack_open(path, &a);
+  if (err)
+    bn_die_kpack("loader setup", err);
+  const char* arches[] = {"gfx90a:sramecc+:xnack-"};
+  enum { CALLS = 200 };
+  double load[REPS], get[REPS];
+  for (int r = 0; r < REPS; r++) {
+    double t = bn_now();
+    for (int i = 0; i < CALLS; i++) {
+      void* d;
+      size_t s;
+      err =
+          kpack_load_code_object(cache, buf.data, binary, 0, arches, 1, &d, &s);
+      if (err)
+        bn_die_kpack("kpack_load_code_object", err);
+      kpack_free_code_object(d);
+    }
+    load[r] = bn_now() - t;
+    t = bn_now();
+    for (int i = 0; i < CALLS; i++) {
+      void* d;
+      size_t s;
+      err = kpack_get_kernel(a, "lib/libbench7.so#0", "gfx90a", &d, &s);
+      if (err)
+        bn_die_kpack("kpack_get_kernel", err);
+      kpack_free_kernel(d);
+    }
+    get[r] = bn_now() - t;
+  }
+  double ratio = bn_median(load, REPS) / bn_median(get, REPS);
+  char value[64];
+  snprintf(value, sizeof(value), "%.2fx (%.0f vs %.0f us/call)", ratio,
+           bn_median(load, REPS) / CALLS * 1e6,
+           bn_median(get, REPS) / CALLS * 1e6);
+  bn_row("kpack_load_code_object (warm) vs kpack_get_kernel, per call", value,
+         "<= 1.20x", ratio <= 1.2);
+  kpack_close(a);
+  kpack_cache_destroy(cache);
+  msgpack_sbuffer_destroy(&buf);
+}
+
+void bench_library(const bench_data* d) {
+  open_footprint(d->zstd_2000);
+  cold_open(d->zstd_2000);
+  warm_open(d->zstd_20000,
+            "warm open 20,000 x 4 KiB vs parse its TOC (frame-size table)");
+  warm_open(d->plain_20000,
+            "warm open 20,000 x 4 KiB vs parse its TOC (no table: ROCm's)");
+  zstd_decode(d->zstd_2000);
+  raw_blobs(d->none_2000);
+  two_threads(d->zstd_2000);
+  loader(d->zstd_2000);
+}

@@ -1,0 +1,281 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * kpackfs against squashfuse_ll, the FUSE filesystem a user would otherwise
+ * mount the same kernels with: a squashfs image of the extracted tree
+ * (mksquashfs -comp zstd -b 1M). For each data set, fresh mounts of both,
+ * interleaved: mount, first walk, first read of every kernel, re-read, and
+ * the daemon's peak RSS. Before the walk and before the first read the
+ * archive's or image's pages are dropped from the page cache
+ * (POSIX_FADV_DONTNEED on the file: no root needed, nothing else evicted);
+ * the mounted files' own pages start empty with every mount.
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define REPS 5
+
+typedef struct daemon_run {
+  pid_t pid;
+  const char* dir;
+} daemon_run;
+
+/* Starts a FUSE daemon in the foreground; returns the seconds until the
+ * mount appears. */
+static double daemon_start(daemon_run* m, char* const argv[], const char* dir) {
+  struct stat before, st;
+  mkdir(dir, 0755);
+  if (stat(dir, &before) != 0)
+    bn_die("%s: cannot stat", dir);
+  m->dir = dir;
+  double t = bn_now();
+  m->pid = fork();
+  if (m->pid == 0) {
+    int null = open("/dev/null", O_WRONLY);
+    dup2(null, 1);
+    dup2(null, 2);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  for (;;) {
+    if (stat(dir, &st) == 0 && st.st_dev != before.st_dev)
+      return bn_now() - t;
+    if (waitpid(m->pid, NULL, WNOHANG) == m->pid || bn_now() - t > 60)
+      bn_die("%s did not mount %s", argv[0], dir);
+    usleep(200);
+  }
+}
+
+static void daemon_stop(daemon_run* m) {
+  char* argv[] = {"fusermount3", "-u", (char*)m->dir, NULL};
+  bn_proc p = bn_run(argv, NULL);
+  if (!WIFEXITED(p.status) || WEXITSTATUS(p.status) != 0)
+    kill(m->pid, SIGTERM);
+  waitpid(m->pid, NULL, 0);
+}
+
+/* readdir + lstat of everything, as find(1) does; counts directories. */
+static size_t walk(const char* path, size_t* dirs) {
+  size_t count = 1;
+  DIR* d = opendir(path);
+  if (d == NULL)
+    return count;
+  ++*dirs;
+  char child[4096];
+  for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
+    struct stat st;
+    if (lstat(child, &st) != 0)
+      continue;
+    count += S_ISDIR(st.st_mode) ? walk(child, dirs) : 1;
+  }
+  closedir(d);
+  return count;
+}
+
+typedef struct data_set {
+  const char* name;
+  const char* archive; /* kpackfs source */
+  const char* image;   /* squashfuse_ll source */
+  bn_kernel* kernels;
+  size_t count;
+  uint64_t bytes;
+  uint64_t largest;
+} data_set;
+
+/* Reads every kernel file once, in TOC order, 1 MiB at a time. */
+static double read_all(const char* dir, const data_set* s) {
+  static char buf[1 << 20];
+  char path[4096];
+  uint64_t bytes = 0;
+  double t = bn_now();
+  for (size_t i = 0; i < s->count; i++) {
+    snprintf(path, sizeof(path), "%s/%s/%s/kernel.hsaco", dir,
+             s->kernels[i].binary, s->kernels[i].arch);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+      bn_die("%s: cannot open", path);
+    for (ssize_t r; (r = read(fd, buf, sizeof(buf))) > 0;)
+      bytes += (uint64_t)r;
+    close(fd);
+  }
+  t = bn_now() - t;
+  if (bytes != s->bytes)
+    bn_die("%s: read %llu bytes, expected %llu", dir, (unsigned long long)bytes,
+           (unsigned long long)s->bytes);
+  return t;
+}
+
+typedef struct fs_times {
+  double mount[REPS], walk[REPS], first[REPS], again[REPS];
+  long hwm_kb; /* the largest of the runs */
+  size_t dirs;
+} fs_times;
+
+static void measure(char* const argv[], const char* source, const char* dir,
+                    const data_set* s, fs_times* out, int rep) {
+  daemon_run m;
+  bn_evict(source);
+  out->mount[rep] = daemon_start(&m, argv, dir);
+  double t = bn_now();
+  out->dirs = 0;
+  walk(dir, &out->dirs);
+  out->walk[rep] = bn_now() - t;
+  bn_evict(source);
+  out->first[rep] = read_all(dir, s);
+  out->again[rep] = read_all(dir, s);
+  char status[64];
+  snprintf(status, sizeof(status), "/proc/%d/status", (int)m.pid);
+  long hwm = bn_proc_value(status, "VmHWM:");
+  if (hwm > out->hwm_kb)
+    out->hwm_kb = hwm;
+  daemon_stop(&m);
+}
+
+static void rows_for(const data_set* s, fs_times* k, fs_times* q) {
+  char name[128], value[96], target[64];
+  double kf = bn_median(k->first, REPS), qf = bn_median(q->first, REPS);
+  double ka = bn_median(k->again, REPS), qa = bn_median(q->again, REPS);
+  double kw = bn_median(k->walk, REPS), qw = bn_median(q->walk, REPS);
+  double km = bn_median(k->mount, REPS), qm = bn_median(q->mount, REPS);
+
+  snprintf(name, sizeof(name), "%s: first read-all, kpackfs vs squashfuse_ll",
+           s->name);
+  snprintf(value, sizeof(value), "%.2fx (%.0f vs %.0f MB/s)", qf / kf,
+           s->bytes / kf / 1e6, s->bytes / qf / 1e6);
+  bn_row(name, value, ">= 1.00x", qf / kf >= 1.0);
+
+  snprintf(name, sizeof(name), "%s: re-read", s->name);
+  snprintf(value, sizeof(value), "%.2fx (%.0f vs %.0f MB/s)", qa / ka,
+           s->bytes / ka / 1e6, s->bytes / qa / 1e6);
+  bn_row(name, value, ">= 1.50x", qa / ka >= 1.5);
+
+  snprintf(name, sizeof(name), "%s: first walk, time", s->name);
+  snprintf(value, sizeof(value), "%.2fx (%.3f vs %.3f s)", kw / qw, kw, qw);
+  bn_row(name, value, "<= 1.00x", kw / qw <= 1.0);
+
+  snprintf(name, sizeof(name), "%s: mount, time", s->name);
+  snprintf(value, sizeof(value), "%.2fx (%.1f vs %.1f ms)", km / qm, km * 1e3,
+           qm * 1e3);
+  bn_row(name, value, "<= 2.00x", km / qm <= 2.0);
+
+  /* One kernel is open at a time: the reader is sequential. */
+  double limit = 2.0 * q->hwm_kb / 1024 + s->largest / 1048576.0;
+  snprintf(name, sizeof(name), "%s: daemon peak RSS", s->name);
+  snprintf(value, sizeof(value), "%.1f vs %.1f MiB", k->hwm_kb / 1024.0,
+           q->hwm_kb / 1024.0);
+  snprintf(target, sizeof(target), "<= 2x + open: %.1f MiB", limit);
+  bn_row(name, value, target, k->hwm_kb / 1024.0 <= limit);
+}
+
+/* One FUSE round trip: a LOOKUP of a name that does not exist (each name
+ * once, so no negative entry answers it), median of 2,000. */
+static double round_trip(const char* dir) {
+  enum { N = 2000 };
+  static double t[N];
+  char path[4096];
+  struct stat st;
+  for (int i = 0; i < N; i++) {
+    snprintf(path, sizeof(path), "%s/no-such-name-%d", dir, i);
+    double start = bn_now();
+    if (stat(path, &st) == 0)
+      bn_die("%s exists", path);
+    t[i] = bn_now() - start;
+  }
+  return bn_median(t, N);
+}
+
+/* The walk against what any FUSE filesystem needs at least for it: two
+ * round trips per directory (READDIRPLUS with the entries and their
+ * attributes, then the empty one that ends the directory; no LOOKUP,
+ * GETATTR or OPENDIR) plus what the VFS spends walking the same tree on a
+ * local filesystem, with its dentries cached. */
+static void protocol_floor(const bench_data* d, const data_set* s,
+                           const char* local_tree, const fs_times* k) {
+  char kpackfs[600], dir[600], value[128], name[128];
+  snprintf(kpackfs, sizeof(kpackfs), "%s/kpackfs", d->bin);
+  snprintf(dir, sizeof(dir), "%s/mnt-kpackfs", d->dir);
+  char* argv[] = {kpackfs, "-f", (char*)s->archive, dir, NULL};
+  daemon_run m;
+  daemon_start(&m, argv, dir);
+  double rtt = round_trip(dir);
+  daemon_stop(&m);
+  double local[REPS];
+  size_t local_dirs = 0;
+  walk(local_tree, &local_dirs); /* dentries and inodes cached */
+  for (int r = 0; r < REPS; r++) {
+    double t = bn_now();
+    local_dirs = 0;
+    walk(local_tree, &local_dirs);
+    local[r] = bn_now() - t;
+  }
+  double trips = 2.0 * (double)k->dirs * rtt;
+  double floor = trips + bn_median(local, REPS);
+  double w = bn_median((double*)k->walk, REPS);
+  snprintf(name, sizeof(name), "%s: kpackfs first walk vs protocol floor",
+           s->name);
+  snprintf(value, sizeof(value), "%.2fx (%zu dirs x 2 x %.0f us + %.2f s)",
+           w / floor, k->dirs, rtt * 1e6, floor - trips);
+  bn_row(name, value, "<= 1.25x", w / floor <= 1.25);
+}
+
+static void compare(const bench_data* d, data_set* s, const char* floor_tree) {
+  char kpackfs[600], kdir[600], qdir[600];
+  snprintf(kpackfs, sizeof(kpackfs), "%s/kpackfs", d->bin);
+  snprintf(kdir, sizeof(kdir), "%s/mnt-kpackfs", d->dir);
+  snprintf(qdir, sizeof(qdir), "%s/mnt-squashfuse", d->dir);
+  kpack_archive_t a = bn_open_listed(s->archive, &s->kernels, &s->count);
+  s->bytes = s->largest = 0;
+  for (size_t i = 0; i < s->count; i++) {
+    s->bytes += s->kernels[i].size;
+    if (s->kernels[i].size > s->largest)
+      s->largest = s->kernels[i].size;
+  }
+  char* kargv[] = {kpackfs, "-f", (char*)s->archive, kdir, NULL};
+  char* qargv[] = {"squashfuse_ll", "-f", (char*)s->image, qdir, NULL};
+  fs_times k = {0}, q = {0};
+  for (int r = 0; r < REPS; r++) {
+    measure(kargv, s->archive, kdir, s, &k, r);
+    measure(qargv, s->image, qdir, s, &q, r);
+  }
+  rows_for(s, &k, &q);
+  if (floor_tree != NULL)
+    protocol_floor(d, s, floor_tree, &k);
+  free(s->kernels);
+  kpack_close(a);
+}
+
+void bench_mounts(const bench_data* d) {
+  char fat_name[64];
+  snprintf(fat_name, sizeof(fat_name), "fat binary %.2f GB",
+           d->fatbin_bytes / 1e9);
+  data_set sets[] = {
+      {.name = "2,000 x 256 KiB",
+       .archive = d->zstd_2000,
+       .image = d->sqfs_2000},
+      {.name = "20,000 x 4 KiB",
+       .archive = d->zstd_20000,
+       .image = d->sqfs_20000},
+      {.name = fat_name, .archive = d->fatbin_kpack, .image = d->fatbin_sqfs},
+  };
+  for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
+    if (!d->have_squashfuse) {
+      char name[128];
+      snprintf(name, sizeof(name), "%s: kpackfs vs squashfuse_ll",
+               sets[i].name);
+      bn_row_not_run(name, "(5 rows)", "squashfuse_ll or mksquashfs missing");
+      continue;
+    }
+    compare(d, &sets[i], i == 1 ? d->tree_20000 : NULL);
+  }
+}
