@@ -38,7 +38,7 @@ static const char create_manual[] =
     "    and a .kpackfs directory at the top of a mounted tree are skipped;\n"
     "    any other file is an error.\n"
     "\n"
-    "    Each ARCHIVE (any INPUT that is not a directory) is a kpack archive\n"
+    "    Each ARCHIVE (any input that is not a directory) is a kpack archive\n"
     "    whose kernels are merged in without extracting anything, with their\n"
     "    metadata maps; the architectures it declares are declared too.\n"
     "    Between zstd archives a kernel's frame is copied byte for byte, once\n"

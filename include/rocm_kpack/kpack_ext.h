@@ -62,6 +62,9 @@ typedef struct kpack_kernel_info {
 } kpack_kernel_info_t;
 
 /* Describes one kernel from the TOC alone; reads nothing from the payload.
+ * In a zstd archive with a frame-size table, offset and stored_size are
+ * the table's until a read finds the table disagreeing with the region,
+ * and the region's (walked) from then on; kernel bytes never depend on it.
  *   INVALID_ARGUMENT  a pointer is NULL
  *   KERNEL_NOT_FOUND  no such binary or arch */
 KPACK_API kpack_error_t kpack_get_kernel_info(kpack_archive_t archive,
