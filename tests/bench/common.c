@@ -35,7 +35,7 @@ double bn_median(double* v, int n) {
 }
 
 #define NAME_WIDTH 66
-#define VALUE_WIDTH 42
+#define VALUE_WIDTH 48
 #define TARGET_WIDTH 22
 
 void bn_table_header(void) {

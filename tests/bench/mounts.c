@@ -119,12 +119,33 @@ static double read_all(const char* dir, const data_set* s) {
 
 typedef struct fs_times {
   double mount[REPS], walk[REPS], first[REPS], again[REPS];
-  long hwm_kb; /* the largest of the runs */
+  double rtt[REPS]; /* kpackfs, for the floor row: one round trip */
+  long hwm_kb;      /* the largest of the runs */
   size_t dirs;
 } fs_times;
 
+/* One FUSE round trip: a LOOKUP of a name that does not exist (each name
+ * once, so no negative entry answers it), median of 1,000. */
+static double round_trip(const char* dir, int rep) {
+  enum { N = 1000 };
+  static double t[N];
+  char path[4096];
+  struct stat st;
+  for (int i = 0; i < N; i++) {
+    snprintf(path, sizeof(path), "%s/no-such-name-%d-%d", dir, rep, i);
+    double start = bn_now();
+    if (stat(path, &st) == 0)
+      bn_die("%s exists", path);
+    t[i] = bn_now() - start;
+  }
+  return bn_median(t, N);
+}
+
+/* One run on a fresh mount; `round_trips` also times the cheapest request,
+ * right after the walk, under the same load. */
 static void measure(char* const argv[], const char* source, const char* dir,
-                    const data_set* s, fs_times* out, int rep) {
+                    const data_set* s, fs_times* out, int rep,
+                    bool round_trips) {
   daemon_run m;
   bn_evict(source);
   out->mount[rep] = daemon_start(&m, argv, dir, NULL);
@@ -132,6 +153,8 @@ static void measure(char* const argv[], const char* source, const char* dir,
   out->dirs = 0;
   walk(dir, &out->dirs);
   out->walk[rep] = bn_now() - t;
+  if (round_trips)
+    out->rtt[rep] = round_trip(dir, rep);
   bn_evict(source);
   out->first[rep] = read_all(dir, s);
   out->again[rep] = read_all(dir, s);
@@ -179,23 +202,6 @@ static void rows_for(const data_set* s, fs_times* k, fs_times* q) {
   bn_row(name, value, target, k->hwm_kb / 1024.0 <= limit);
 }
 
-/* One FUSE round trip: a LOOKUP of a name that does not exist (each name
- * once, so no negative entry answers it), median of 2,000. */
-static double round_trip(const char* dir) {
-  enum { N = 2000 };
-  static double t[N];
-  char path[4096];
-  struct stat st;
-  for (int i = 0; i < N; i++) {
-    snprintf(path, sizeof(path), "%s/no-such-name-%d", dir, i);
-    double start = bn_now();
-    if (stat(path, &st) == 0)
-      bn_die("%s exists", path);
-    t[i] = bn_now() - start;
-  }
-  return bn_median(t, N);
-}
-
 /* Requests a first walk costs kpackfs, from libfuse's request trace (-d):
  * everything but INIT and DESTROY. */
 static size_t walk_requests(const bench_data* d, const data_set* s,
@@ -229,15 +235,8 @@ static size_t walk_requests(const bench_data* d, const data_set* s,
  * local filesystem, with its dentries cached. The requests are counted
  * too. */
 static void protocol_floor(const bench_data* d, const data_set* s,
-                           const char* local_tree, const fs_times* k) {
-  char kpackfs[600], dir[600], value[128], name[128];
-  snprintf(kpackfs, sizeof(kpackfs), "%s/kpackfs", d->bin);
-  snprintf(dir, sizeof(dir), "%s/mnt-kpackfs", d->dir);
-  char* argv[] = {kpackfs, "-f", (char*)s->archive, dir, NULL};
-  daemon_run m;
-  daemon_start(&m, argv, dir, NULL);
-  double rtt = round_trip(dir);
-  daemon_stop(&m);
+                           const char* local_tree, fs_times* k) {
+  char value[128], name[128];
   double local[REPS];
   size_t local_dirs = 0, dirs = 0;
   walk(local_tree, &local_dirs); /* dentries and inodes cached */
@@ -248,9 +247,10 @@ static void protocol_floor(const bench_data* d, const data_set* s,
     local[r] = bn_now() - t;
   }
   size_t requests = walk_requests(d, s, &dirs);
+  double rtt = bn_median(k->rtt, REPS);
   double trips = 2.0 * (double)k->dirs * rtt;
   double floor = trips + bn_median(local, REPS);
-  double w = bn_median((double*)k->walk, REPS);
+  double w = bn_median(k->walk, REPS);
   snprintf(name, sizeof(name), "%s: kpackfs first walk vs protocol floor",
            s->name);
   snprintf(value, sizeof(value),
@@ -275,8 +275,8 @@ static void compare(const bench_data* d, data_set* s, const char* floor_tree) {
   char* qargv[] = {"squashfuse_ll", "-f", (char*)s->image, qdir, NULL};
   fs_times k = {0}, q = {0};
   for (int r = 0; r < REPS; r++) {
-    measure(kargv, s->archive, kdir, s, &k, r);
-    measure(qargv, s->image, qdir, s, &q, r);
+    measure(kargv, s->archive, kdir, s, &k, r, floor_tree != NULL);
+    measure(qargv, s->image, qdir, s, &q, r, false);
   }
   rows_for(s, &k, &q);
   if (floor_tree != NULL)
