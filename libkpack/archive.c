@@ -232,7 +232,7 @@ KPACK_API kpack_error_t kpack_get_kernel_info(kpack_archive_t archive,
   const kp_kernel* k = kp_toc_find_kernel(&archive->toc, binary_name, arch);
   if (k == NULL)
     return KPACK_ERROR_KERNEL_NOT_FOUND;
-  const kp_extent* e = kp_extent_of(archive, k->ordinal);
+  const kp_extent* e = &archive->toc.extents[k->ordinal];
   info->size = k->size;
   info->stored_size = e->size;
   info->offset = e->offset;

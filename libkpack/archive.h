@@ -86,8 +86,10 @@ struct kpack_archive {
    * nothing to wait for (the reader in flight is only lost to the child). */
   _Atomic(kp_reader*) pool[KP_READER_SLOTS];
   /* The frame table walked from the region, published (atomically, once)
-   * by the first read that found the TOC's frame-size table wrong; from
-   * then on it replaces toc.extents. Freed by kpack_close. */
+   * by the first read that found a frame's size field disagreeing with the
+   * TOC's frame-size table. It serves only frames whose table extent
+   * disagrees, so a kernel reads the same whichever kernels were read
+   * before it. Freed by kpack_close. */
   kp_extent* walked;
 };
 
@@ -116,9 +118,6 @@ kpack_error_t kp_frame_table_load(int fd, uint64_t file_size, kp_toc* toc,
  * extents (the caller frees it). INVALID_FORMAT if the region does not hold
  * that many frames; IO_ERROR if it cannot be read. */
 kpack_error_t kp_frame_table_walk(int fd, const kp_toc* toc, kp_extent** out);
-/* Where ordinal's stored bytes are: the walked table once one was
- * published, else toc.extents. */
-const kp_extent* kp_extent_of(kpack_archive_t archive, uint32_t ordinal);
 /* Called by a read that found a frame's size field disagreeing with the
  * frame-size table: walks the region and publishes the result as
  * archive->walked (once, whichever thread gets there first). SUCCESS if a

@@ -211,11 +211,6 @@ kpack_error_t kp_frame_table_load(int fd, uint64_t file_size, kp_toc* toc,
   return err;
 }
 
-const kp_extent* kp_extent_of(kpack_archive_t a, uint32_t ordinal) {
-  const kp_extent* walked = __atomic_load_n(&a->walked, __ATOMIC_ACQUIRE);
-  return walked != NULL ? &walked[ordinal] : &a->toc.extents[ordinal];
-}
-
 kpack_error_t kp_frame_table_repair(kpack_archive_t a) {
   if (!a->toc.extents_from_table ||
       __atomic_load_n(&a->walked, __ATOMIC_ACQUIRE) != NULL)

@@ -44,9 +44,8 @@ static void reader_free(kp_reader* r) {
 static void reader_put(kpack_archive_t a, kp_reader* r) {
   for (size_t i = 0; i < KP_READER_SLOTS; i++) {
     kp_reader* empty = NULL;
-    if (atomic_compare_exchange_strong_explicit(&a->pool[i], &empty, r,
-                                                memory_order_release,
-                                                memory_order_relaxed))
+    if (atomic_compare_exchange_strong_explicit(
+            &a->pool[i], &empty, r, memory_order_release, memory_order_relaxed))
       return;
   }
   reader_free(r);
@@ -97,12 +96,14 @@ static kpack_error_t read_frame(kpack_archive_t a, kp_reader* r,
 
 /* The frame of kernel k, read and checked. A size field that disagrees with
  * a frame-size table makes the region be walked once and the frame read
- * again from where the walk puts it: the table only ever saves work. */
+ * again from where the walk puts it. Which extent serves a frame depends on
+ * that frame alone (its own size field), never on which kernels happened to
+ * be read first, so every read of a kernel gives the same answer. */
 static kpack_error_t read_checked_frame(kpack_archive_t a, kp_reader* r,
                                         const kp_kernel* k,
                                         const kp_extent** e) {
   bool ok;
-  *e = kp_extent_of(a, k->ordinal);
+  *e = &a->toc.extents[k->ordinal];
   kpack_error_t err = read_frame(a, r, *e, &ok);
   if (err != KPACK_SUCCESS || ok)
     return err;
@@ -112,7 +113,7 @@ static kpack_error_t read_checked_frame(kpack_archive_t a, kp_reader* r,
       return KPACK_ERROR_DECOMPRESSION_FAILED; /* a corrupt region */
     if (err != KPACK_SUCCESS)
       return err;
-    *e = kp_extent_of(a, k->ordinal);
+    *e = &__atomic_load_n(&a->walked, __ATOMIC_ACQUIRE)[k->ordinal];
     if ((err = read_frame(a, r, *e, &ok)) != KPACK_SUCCESS || ok)
       return err;
   }

@@ -62,9 +62,10 @@ typedef struct kpack_kernel_info {
 } kpack_kernel_info_t;
 
 /* Describes one kernel from the TOC alone; reads nothing from the payload.
- * In a zstd archive with a frame-size table, offset and stored_size are
- * the table's until a read finds the table disagreeing with the region,
- * and the region's (walked) from then on; kernel bytes never depend on it.
+ * In a zstd archive whose frame-size table passed the check at open,
+ * offset and stored_size are the table's: a read that finds the frame's own
+ * size field disagreeing reads the frame where walking the region puts it
+ * instead, so they may then differ from what the read used.
  *   INVALID_ARGUMENT  a pointer is NULL
  *   KERNEL_NOT_FOUND  no such binary or arch */
 KPACK_API kpack_error_t kpack_get_kernel_info(kpack_archive_t archive,
