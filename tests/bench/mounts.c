@@ -2,7 +2,8 @@
  *
  * kpackfs against squashfuse_ll, the FUSE filesystem a user would otherwise
  * mount the same kernels with: a squashfs image of the extracted tree
- * (mksquashfs -comp zstd -b 1M). For each data set, fresh mounts of both,
+ * (mksquashfs -comp zstd -Xcompression-level 3 -b 1M, the archives' zstd
+ * level). For each data set, fresh mounts of both,
  * interleaved: mount, first walk, first read of every kernel, re-read, and
  * the daemon's peak RSS. Before the walk and before the first read the
  * archive's or image's pages are dropped from the page cache
