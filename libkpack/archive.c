@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "archive.h"
+#include "byteorder.h"
 
 kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset) {
   uint8_t* p = buf;
@@ -26,13 +27,6 @@ kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset) {
     offset += (uint64_t)n;
   }
   return KPACK_SUCCESS;
-}
-
-static uint64_t load_le(const uint8_t* p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = n; i-- > 0;)
-    v = (v << 8) | p[i];
-  return v;
 }
 
 static kpack_error_t open_file(const char* path, int* fd, uint64_t* size) {
@@ -63,9 +57,9 @@ static kpack_error_t read_header(int fd, uint64_t file_size,
     return err;
   if (memcmp(header, KPACK_MAGIC, KPACK_MAGIC_SIZE) != 0)
     return KPACK_ERROR_INVALID_FORMAT;
-  if (load_le(header + 4, 4) != KPACK_CURRENT_VERSION)
+  if (kp_load_le(header + 4, 4) != KPACK_CURRENT_VERSION)
     return KPACK_ERROR_UNSUPPORTED_VERSION;
-  *toc_offset = load_le(header + 8, 8);
+  *toc_offset = kp_load_le(header + 8, 8);
   if (*toc_offset < KP_HEADER_SIZE || *toc_offset >= file_size)
     return KPACK_ERROR_INVALID_FORMAT;
   return KPACK_SUCCESS;

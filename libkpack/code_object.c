@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byteorder.h"
 #include "msgpack_json.h"
 #include "msgpack_reader.h"
 #include "rocm_kpack/kpack_code_object.h"
@@ -116,13 +117,6 @@ struct kpack_code_object {
   size_t strings_cap;
 };
 
-static uint64_t load_le(const uint8_t* p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = n; i-- > 0;)
-    v = (v << 8) | p[i];
-  return v;
-}
-
 /* Copies n bytes into the string arena, which was sized for every string
  * the code object can report. */
 static const char* keep_string(kpack_code_object_t* co, const char* s,
@@ -171,9 +165,9 @@ static kpack_error_t scan_notes(const uint8_t* data, uint64_t size,
   const uint8_t* region = data + offset;
   uint64_t pos = 0;
   while (!note->found && len - pos >= CO_NOTE_HEADER) {
-    uint64_t namesz = load_le(region + pos, 4);
-    uint64_t descsz = load_le(region + pos + 4, 4);
-    uint64_t type = load_le(region + pos + 8, 4);
+    uint64_t namesz = kp_load_le(region + pos, 4);
+    uint64_t descsz = kp_load_le(region + pos + 4, 4);
+    uint64_t type = kp_load_le(region + pos + 8, 4);
     pos += CO_NOTE_HEADER;
     if (namesz > len - pos)
       return KPACK_ERROR_INVALID_FORMAT;
@@ -201,7 +195,7 @@ static kpack_error_t read_header(const uint8_t* h, size_t size,
   if (!kpack_is_code_object(h, size))
     return KPACK_ERROR_INVALID_FORMAT;
   info->version = h[7] == CO_ELFOSABI_AMDGPU_HSA ? (unsigned)h[8] + 2 : 0;
-  info->e_flags = (uint32_t)load_le(h + 48, 4);
+  info->e_flags = (uint32_t)kp_load_le(h + 48, 4);
   info->mach = info->e_flags & CO_EF_MACH;
   info->generic_version = info->e_flags >> CO_EF_GENERIC_SHIFT;
   return KPACK_SUCCESS;
@@ -213,9 +207,9 @@ static kpack_error_t read_header(const uint8_t* h, size_t size,
 static kpack_error_t find_note(const uint8_t* data, uint64_t size,
                                co_note* note) {
   const uint8_t* h = data;
-  uint64_t phoff = load_le(h + 32, 8), shoff = load_le(h + 40, 8);
-  uint64_t phentsize = load_le(h + 54, 2), phnum = load_le(h + 56, 2);
-  uint64_t shentsize = load_le(h + 58, 2), shnum = load_le(h + 60, 2);
+  uint64_t phoff = kp_load_le(h + 32, 8), shoff = kp_load_le(h + 40, 8);
+  uint64_t phentsize = kp_load_le(h + 54, 2), phnum = kp_load_le(h + 56, 2);
+  uint64_t shentsize = kp_load_le(h + 58, 2), shnum = kp_load_le(h + 60, 2);
   kpack_error_t err;
 
   /* Section 0 holds the real counts when they do not fit in the header. */
@@ -223,9 +217,9 @@ static kpack_error_t find_note(const uint8_t* data, uint64_t size,
     if (shentsize < CO_SHDR_SIZE || !table_fits(size, shoff, shentsize, 1))
       return KPACK_ERROR_INVALID_FORMAT;
     if (shnum == 0)
-      shnum = load_le(data + shoff + 32, 8);
+      shnum = kp_load_le(data + shoff + 32, 8);
     if (phnum == CO_PN_XNUM)
-      phnum = load_le(data + shoff + 44, 4);
+      phnum = kp_load_le(data + shoff + 44, 4);
   }
   if (shoff == 0)
     shnum = 0;
@@ -239,19 +233,19 @@ static kpack_error_t find_note(const uint8_t* data, uint64_t size,
 
   for (uint64_t i = 0; i < phnum && !note->found; i++) {
     const uint8_t* ph = data + phoff + i * phentsize;
-    if (load_le(ph, 4) != CO_PT_NOTE)
+    if (kp_load_le(ph, 4) != CO_PT_NOTE)
       continue;
-    err = scan_notes(data, size, load_le(ph + 8, 8), load_le(ph + 32, 8),
-                     load_le(ph + 48, 8) == 8 ? 8 : 4, note);
+    err = scan_notes(data, size, kp_load_le(ph + 8, 8), kp_load_le(ph + 32, 8),
+                     kp_load_le(ph + 48, 8) == 8 ? 8 : 4, note);
     if (err != KPACK_SUCCESS)
       return err;
   }
   for (uint64_t i = 0; i < shnum && !note->found; i++) {
     const uint8_t* sh = data + shoff + i * shentsize;
-    if (load_le(sh + 4, 4) != CO_SHT_NOTE)
+    if (kp_load_le(sh + 4, 4) != CO_SHT_NOTE)
       continue;
-    err = scan_notes(data, size, load_le(sh + 24, 8), load_le(sh + 32, 8),
-                     load_le(sh + 48, 8) == 8 ? 8 : 4, note);
+    err = scan_notes(data, size, kp_load_le(sh + 24, 8), kp_load_le(sh + 32, 8),
+                     kp_load_le(sh + 48, 8) == 8 ? 8 : 4, note);
     if (err != KPACK_SUCCESS)
       return err;
   }
@@ -481,7 +475,7 @@ KPACK_API bool kpack_is_code_object(const void* data, size_t size) {
   const uint8_t* h = data;
   return h != NULL && size >= CO_EHDR_SIZE && memcmp(h, "\177ELF", 4) == 0 &&
          h[4] == 2 /* ELFCLASS64 */ && h[5] == 1 /* ELFDATA2LSB */ &&
-         load_le(h + 18, 2) == CO_EM_AMDGPU;
+         kp_load_le(h + 18, 2) == CO_EM_AMDGPU;
 }
 
 KPACK_API kpack_error_t kpack_code_object_parse(

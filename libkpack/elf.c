@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byteorder.h"
+
 #define ELF_EHDR_SIZE 64u
 #define ELF_SHDR_SIZE 64u
 #define ELF_RELA_SIZE 24u

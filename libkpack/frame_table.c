@@ -12,6 +12,7 @@
 #include <zstd.h>
 
 #include "archive.h"
+#include "byteorder.h"
 
 /* The longest zstd frame header (ZSTD_FRAMEHEADERSIZE_MAX, which zstd.h
  * only exposes to static linkers). */
@@ -24,11 +25,6 @@
  * field alone (about 0.5 us, or 6 KB of copying, here). */
 #define KP_WALK_CHUNK (256u * 1024u)
 #define KP_SMALL_FRAME (4u * 1024u)
-
-static uint32_t load_le32(const uint8_t* p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
-         (uint32_t)p[3] << 24;
-}
 
 /* A window on the region: the bytes of the last read, [start, start+len). */
 typedef struct region_reader {
@@ -55,7 +51,7 @@ static kpack_error_t region_word(region_reader* r, uint64_t pos, bool chunk,
     r->start = pos;
     r->len = len;
   }
-  *word = load_le32(r->buf + (pos - r->start));
+  *word = (uint32_t)kp_load_le(r->buf + (pos - r->start), 4);
   return KPACK_SUCCESS;
 }
 
@@ -110,7 +106,7 @@ static bool table_fits(const kp_toc* toc, const uint8_t* sizes, size_t len,
     return false;
   uint64_t total = 4, limit = toc->region_size;
   for (size_t i = 0; i < count; i++) {
-    uint64_t frame = 4 + (uint64_t)load_le32(sizes + 4 * i);
+    uint64_t frame = 4 + kp_load_le(sizes + 4 * i, 4);
     if (frame > limit - total)
       return false;
     total += frame;
@@ -123,7 +119,7 @@ static void extents_from_table(kp_toc* toc, const uint8_t* sizes) {
   for (size_t i = 0; i < toc->extent_count; i++) {
     pos += 4;
     toc->extents[i].offset = pos;
-    toc->extents[i].size = load_le32(sizes + 4 * i);
+    toc->extents[i].size = kp_load_le(sizes + 4 * i, 4);
     pos += toc->extents[i].size;
   }
 }
@@ -140,7 +136,7 @@ static kpack_error_t declared_size(int fd, const kp_extent* frame,
   kpack_error_t err = kp_pread_all(fd, bytes, 4 + n, frame->offset - 4);
   if (err != KPACK_SUCCESS)
     return err;
-  *size_field_ok = load_le32(bytes) == frame->size;
+  *size_field_ok = kp_load_le(bytes, 4) == frame->size;
   if (!*size_field_ok)
     return KPACK_SUCCESS;
   unsigned long long v = ZSTD_getFrameContentSize(bytes + 4, n);
@@ -181,7 +177,7 @@ kpack_error_t kp_frame_table_load(int fd, uint64_t file_size, kp_toc* toc,
     return KPACK_ERROR_INVALID_FORMAT;
   if ((err = kp_pread_all(fd, word, sizeof(word), start)) != KPACK_SUCCESS)
     return err;
-  uint32_t count = load_le32(word);
+  uint32_t count = (uint32_t)kp_load_le(word, 4);
   /* Each frame needs at least its size field: refuse counts that cannot fit
    * before allocating for them. */
   if (count > (size - sizeof(word)) / sizeof(word))

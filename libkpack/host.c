@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "byteorder.h"
 #include "elf.h"
 #include "hipk.h"
 #include "rocm_kpack/kpack_host.h"

@@ -48,12 +48,4 @@ kpack_error_t kp_input_view(const kp_input* in, uint64_t offset, size_t size,
 
 void kp_scratch_free(kp_scratch* scratch);
 
-/* Little-endian loads; the caller has checked the bounds. */
-static inline uint64_t kp_load_le(const uint8_t* p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = n; i-- > 0;)
-    v = (v << 8) | p[i];
-  return v;
-}
-
 #endif /* KPACK_INPUT_H */

@@ -12,6 +12,7 @@
 #include <zstd.h>
 
 #include "archive.h"
+#include "byteorder.h"
 
 /* No zstd frame expands further: each block yields at most 128 KiB and one
  * that yields anything takes at least 4 bytes (3-byte header + 1). */
@@ -87,10 +88,7 @@ static kpack_error_t read_frame(kpack_archive_t a, kp_reader* r,
       kp_pread_all(a->fd, r->scratch, stored + 4, e->offset - 4);
   if (err != KPACK_SUCCESS)
     return err;
-  const uint8_t* f = r->scratch;
-  uint32_t field = (uint32_t)f[0] | (uint32_t)f[1] << 8 | (uint32_t)f[2] << 16 |
-                   (uint32_t)f[3] << 24;
-  *size_field_ok = field == e->size;
+  *size_field_ok = kp_load_le(r->scratch, 4) == e->size;
   return KPACK_SUCCESS;
 }
 

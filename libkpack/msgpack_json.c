@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "byteorder.h"
+
 typedef struct js_out {
   char* data;
   size_t len, cap;
@@ -60,13 +62,6 @@ static void newline(js_out* o, bool pretty, unsigned depth) {
   put(o, "\n", 1);
   for (unsigned i = 0; i < depth; i++)
     put(o, "  ", 2);
-}
-
-static uint64_t load_be(const uint8_t* p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = 0; i < n; i++)
-    v = (v << 8) | p[i];
-  return v;
 }
 
 /* Takes n bytes from the input; NULL if fewer are left. */
@@ -260,7 +255,7 @@ static bool render(js_in* in, js_out* o, bool pretty, unsigned depth) {
       const uint8_t* l = take(in, width);
       if (l == NULL)
         return false;
-      uint64_t n = load_be(l, width);
+      uint64_t n = kp_load_be(l, width);
       const uint8_t* s = take(in, n);
       if (s == NULL)
         return false;
@@ -286,7 +281,7 @@ static bool render(js_in* in, js_out* o, bool pretty, unsigned depth) {
         const uint8_t* l = take(in, width);
         if (l == NULL)
           return false;
-        n = load_be(l, width);
+        n = kp_load_be(l, width);
       }
       const uint8_t* type = take(in, 1);
       const uint8_t* s = type ? take(in, n) : NULL;
@@ -304,12 +299,12 @@ static bool render(js_in* in, js_out* o, bool pretty, unsigned depth) {
       if (v == NULL)
         return false;
       if (tag == 0xca) {
-        uint32_t bits = (uint32_t)load_be(v, 4);
+        uint32_t bits = (uint32_t)kp_load_be(v, 4);
         float f;
         memcpy(&f, &bits, sizeof(f));
         put_double(o, f);
       } else {
-        uint64_t bits = load_be(v, 8);
+        uint64_t bits = kp_load_be(v, 8);
         double d;
         memcpy(&d, &bits, sizeof(d));
         put_double(o, d);
@@ -329,7 +324,7 @@ static bool render(js_in* in, js_out* o, bool pretty, unsigned depth) {
       const uint8_t* v = take(in, width);
       if (v == NULL)
         return false;
-      uint64_t u = load_be(v, width);
+      uint64_t u = kp_load_be(v, width);
       if (is_signed && width < 8 && (u >> (width * 8 - 1)) & 1)
         u |= ~(uint64_t)0 << (width * 8); /* sign-extend */
       if (is_signed && (int64_t)u < 0)
@@ -347,7 +342,7 @@ static bool render(js_in* in, js_out* o, bool pretty, unsigned depth) {
       const uint8_t* l = take(in, width);
       if (l == NULL)
         return false;
-      return render_container(in, o, pretty, depth, load_be(l, width),
+      return render_container(in, o, pretty, depth, kp_load_be(l, width),
                               tag >= 0xde);
     }
     default: /* 0xc1 is never used */

@@ -8,18 +8,13 @@
 
 #include <string.h>
 
-static uint64_t load_be(const uint8_t* p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = 0; i < n; i++)
-    v = (v << 8) | p[i];
-  return v;
-}
+#include "byteorder.h"
 
 /* Reads an n-byte big-endian length or value following the tag byte. */
 static mp_status take_be(mp_cursor* c, unsigned n, uint64_t* out) {
   if (mp_remaining(c) < 1 + (size_t)n)
     return MP_TRUNCATED;
-  *out = load_be(c->pos + 1, n);
+  *out = kp_load_be(c->pos + 1, n);
   c->pos += 1 + n;
   return MP_OK;
 }
@@ -126,7 +121,7 @@ mp_status mp_read_uint(mp_cursor* c, uint64_t* value) {
   }
   if (mp_remaining(c) < 1 + (size_t)width)
     return MP_TRUNCATED;
-  uint64_t v = load_be(c->pos + 1, width);
+  uint64_t v = kp_load_be(c->pos + 1, width);
   /* A signed encoding of a non-negative value is still a valid count. */
   if (is_signed && (v >> (width * 8 - 1)) & 1)
     return MP_WRONG_TYPE;
@@ -243,7 +238,7 @@ static mp_status value_shape(const mp_cursor* c, uint64_t* header,
   }
   if (left < 1 + (size_t)lenbytes)
     return MP_TRUNCATED;
-  uint64_t n = load_be(p + 1, lenbytes);
+  uint64_t n = kp_load_be(p + 1, lenbytes);
   *header = 1 + lenbytes;
   if (tag == 0xdc || tag == 0xdd)
     *children = n;

@@ -13,6 +13,7 @@
 #include <zlib.h>
 #include <zstd.h>
 
+#include "byteorder.h"
 #include "offload_bundle.h"
 
 /* Plain bundle: magic, u64 entry count, then per entry u64 offset, u64 size,

@@ -21,6 +21,7 @@
 #include <zstd.h>
 
 #include "archive.h"
+#include "byteorder.h"
 
 #define KP_BLOB_ALIGN 64u
 #define KP_DEFAULT_LEVEL 3
@@ -99,11 +100,6 @@ static kpack_error_t write_all(int fd, const void* data, size_t size,
     offset += (uint64_t)n;
   }
   return KPACK_SUCCESS;
-}
-
-static void store_le(uint8_t* p, uint64_t v, unsigned n) {
-  for (unsigned i = 0; i < n; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
 }
 
 /* ---- name index -----------------------------------------------------------
@@ -215,7 +211,7 @@ static kpack_error_t append_stored(kpack_writer_t* w, size_t ordinal,
     uint8_t word[4];
     if (size > UINT32_MAX)
       return KPACK_ERROR_INVALID_ARGUMENT;
-    store_le(word, size, 4);
+    kp_store_le(word, size, 4);
     err = write_pair(w->fd, word, sizeof(word), data, size, w->pos);
     w->pos += sizeof(word);
   }
@@ -783,7 +779,7 @@ static int pack_frame_sizes(kpack_writer_t* w, msgpack_packer* pk) {
   if (sizes == NULL)
     return -1;
   for (size_t i = 0; i < w->entry_count; i++)
-    store_le(sizes + 4 * i, w->stored[i], 4);
+    kp_store_le(sizes + 4 * i, w->stored[i], 4);
   int rc = pack_cstr(pk, "zstd_frame_sizes");
   rc |= msgpack_pack_bin(pk, len);
   rc |= msgpack_pack_bin_body(pk, sizes, len);
@@ -884,15 +880,15 @@ static kpack_error_t write_toc_and_header(kpack_writer_t* w) {
   uint8_t header[KP_PAYLOAD_START] = {0};
   uint64_t toc_offset = w->pos;
   memcpy(header, KPACK_MAGIC, KPACK_MAGIC_SIZE);
-  store_le(header + 4, KPACK_CURRENT_VERSION, 4);
-  store_le(header + 8, toc_offset, 8);
+  kp_store_le(header + 4, KPACK_CURRENT_VERSION, 4);
+  kp_store_le(header + 8, toc_offset, 8);
   if ((err = write_all(w->fd, buf.data, buf.size, toc_offset)))
     goto done;
   if ((err = write_all(w->fd, header, sizeof(header), 0)))
     goto done;
   if (w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL) {
     uint8_t count[4];
-    store_le(count, w->entry_count, 4);
+    kp_store_le(count, w->entry_count, 4);
     err = write_all(w->fd, count, sizeof(count), KP_PAYLOAD_START);
   }
 done:

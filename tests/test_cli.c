@@ -1325,29 +1325,13 @@ static void test_resolve_falls_through_and_follows_rocm_kpack_path(
 /* ---- real data --------------------------------------------------------------
  */
 
-static char* librocrand(void) {
-  const char* src = getenv("KPACK_SOURCE_DIR");
-  char *cmd, line[4096];
-  assert_true(asprintf(&cmd, "'%s/contrib/demo.sh' fetch",
-                       src != NULL ? src : ".") > 0);
-  FILE* p = popen(cmd, "r");
-  assert_non_null(p);
-  char* got = fgets(line, sizeof(line), p);
-  int status = pclose(p);
-  free(cmd);
-  if (got == NULL || status != 0)
-    fail_msg("contrib/demo.sh fetch failed: cannot get librocrand1");
-  line[strcspn(line, "\n")] = '\0';
-  return strdup(line);
-}
-
 static void test_real_librocrand_packs_lists_verifies_and_resolves(
     void** state) {
   (void)state;
   static const char* const arches[] = {
       "gfx1030",       "gfx803",        "gfx900:xnack-", "gfx906:xnack-",
       "gfx908:xnack-", "gfx90a:xnack+", "gfx90a:xnack-"};
-  char* lib = librocrand();
+  char* lib = kt_librocrand();
   char *arg, *out, *cmd;
   char* archive = path_in("root/.kpack/rand_lib.kpack");
   assert_true(
@@ -2024,7 +2008,7 @@ static void test_real_librocrand_host_binary(void** state) {
   static const char* const arches[] = {
       "gfx1030",       "gfx803",        "gfx900:xnack-", "gfx906:xnack-",
       "gfx908:xnack-", "gfx90a:xnack+", "gfx90a:xnack-"};
-  char* lib = librocrand();
+  char* lib = kt_librocrand();
   char* out;
   assert_int_equal(KP(&out, NULL, "info", lib), 0);
   assert_contains(out, "fat binary: device code inside");

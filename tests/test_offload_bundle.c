@@ -1032,33 +1032,12 @@ static void test_large_fat_binary_is_read_without_holding_it(void** state) {
 /* ---- real data ------------------------------------------------------------
  */
 
-/* Fetches Debian's librocrand1 through the demo script (which caches it
- * under .cache/). No network is a failure: this test must not pass
- * without having read the real thing. */
-static char* librocrand_path(void) {
-  const char* src = getenv("KPACK_SOURCE_DIR"); /* set by the Makefile */
-  char *cmd, line[4096];
-  if (src == NULL)
-    src = ".";
-  assert_true(asprintf(&cmd, "'%s/contrib/demo.sh' fetch", src) > 0);
-  FILE* p = popen(cmd, "r");
-  assert_non_null(p);
-  char* got = fgets(line, sizeof(line), p);
-  int status = pclose(p);
-  free(cmd);
-  if (got == NULL || status != 0)
-    fail_msg("contrib/demo.sh fetch failed (status %d): cannot get librocrand1",
-             status);
-  line[strcspn(line, "\n")] = '\0';
-  return strdup(line);
-}
-
 static void test_real_librocrand_fat_binary(void** state) {
   (void)state;
   static const char* const expected[] = {
       "gfx1030",       "gfx803",        "gfx900:xnack-", "gfx906:xnack-",
       "gfx908:xnack-", "gfx90a:xnack+", "gfx90a:xnack-"};
-  char* path = librocrand_path();
+  char* path = kt_librocrand();
   kpack_fatbin_t* fb;
   kpack_fatbin_info_t info;
   kpack_bundle_t* bundle;
