@@ -8,11 +8,8 @@
  * from the file, so a gigabyte library costs its section table and one
  * offset per bundle.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "byteorder.h"
@@ -175,24 +172,14 @@ static kpack_error_t open_common(const kp_input* in, int fd,
 
 KPACK_API kpack_error_t kpack_fatbin_open(const char* path,
                                           kpack_fatbin_t** fatbin) {
-  struct stat st;
+  kp_input in;
   if (fatbin == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
   *fatbin = NULL;
   if (path == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
-   * below like any other file that is not regular. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return errno == ENOENT || errno == ENOTDIR ? KPACK_ERROR_FILE_NOT_FOUND
-                                               : KPACK_ERROR_IO_ERROR;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return KPACK_ERROR_IO_ERROR;
-  }
-  kp_input in = {.fd = fd, .size = (uint64_t)st.st_size};
-  return open_common(&in, fd, fatbin);
+  kpack_error_t err = kp_input_open(path, &in);
+  return err != KPACK_SUCCESS ? err : open_common(&in, in.fd, fatbin);
 }
 
 KPACK_API kpack_error_t kpack_fatbin_open_memory(const void* data, size_t size,

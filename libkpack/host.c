@@ -6,11 +6,8 @@
  * own parser). Everything is read and checked at open; the handle is
  * immutable afterwards.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "byteorder.h"
@@ -187,23 +184,17 @@ static kpack_error_t open_input(const kp_input* in, kpack_host_t** out) {
 }
 
 KPACK_API kpack_error_t kpack_host_open(const char* path, kpack_host_t** host) {
-  struct stat st;
+  kp_input in;
   if (host == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
   *host = NULL;
   if (path == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  /* O_NONBLOCK: a FIFO must not block the open; it is refused below. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return errno == ENOENT || errno == ENOTDIR ? KPACK_ERROR_FILE_NOT_FOUND
-                                               : KPACK_ERROR_IO_ERROR;
-  kpack_error_t err = KPACK_ERROR_IO_ERROR;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    kp_input in = {.fd = fd, .size = (uint64_t)st.st_size};
-    err = open_input(&in, host);
-  }
-  close(fd);
+  kpack_error_t err = kp_input_open(path, &in);
+  if (err != KPACK_SUCCESS)
+    return err;
+  err = open_input(&in, host);
+  close(in.fd);
   return err;
 }
 
