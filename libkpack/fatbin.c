@@ -12,11 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "byteorder.h"
 #include "elf.h"
 #include "offload_bundle.h"
 
-#define FB_WRAPPER_SIZE 24u
 #define FB_WRAPPER_MAGIC 0x48495046u /* "HIPF" */
 /* Zero padding between walked bundles is scanned this much at a time. */
 #define FB_PAD_READ ((size_t)64 * 1024)
@@ -31,45 +29,26 @@ struct kpack_fatbin {
 /* Bundle offsets from the wrapper table, in wrapper order. */
 static kpack_error_t locate_by_wrappers(const elf_file* elf, size_t seg,
                                         size_t fat, struct kpack_fatbin* fb) {
-  kpack_error_t err;
-  kp_input table;
-  kp_scratch scratch = {0};
-  const uint8_t* records;
-  elf_pointer* ptrs = NULL;
-
-  if ((err = elf_section_input(elf, seg, &table)) != KPACK_SUCCESS)
-    return err;
-  if (table.size % FB_WRAPPER_SIZE != 0)
-    return KPACK_ERROR_INVALID_FORMAT;
-  size_t count = (size_t)(table.size / FB_WRAPPER_SIZE);
-  err = kp_input_view(&table, 0, (size_t)table.size, &scratch, &records);
+  elf_wrapper* records;
+  size_t count;
+  kpack_error_t err = elf_read_wrappers(elf, seg, &records, &count);
   if (err != KPACK_SUCCESS)
-    goto done;
-  for (size_t i = 0; i < count; i++)
-    if (kp_load_le(records + i * FB_WRAPPER_SIZE, 4) != FB_WRAPPER_MAGIC) {
-      err = KPACK_ERROR_INVALID_FORMAT;
-      goto done;
-    }
+    return err;
   fb->offsets = calloc(count ? count : 1, sizeof(*fb->offsets));
-  ptrs = calloc(count ? count : 1, sizeof(*ptrs));
-  if (fb->offsets == NULL || ptrs == NULL) {
+  if (fb->offsets == NULL) {
     err = KPACK_ERROR_OUT_OF_MEMORY;
     goto done;
   }
-  err = elf_read_pointers(elf, seg, FB_WRAPPER_SIZE, 8, count, ptrs);
-  if (err != KPACK_SUCCESS)
-    goto done;
   for (size_t i = 0; i < count; i++)
-    if (!elf_pointer_in(elf, &ptrs[i], fat, &fb->offsets[i])) {
+    if (records[i].magic != FB_WRAPPER_MAGIC ||
+        !elf_pointer_in(elf, &records[i].pointer, fat, &fb->offsets[i])) {
       err = KPACK_ERROR_INVALID_FORMAT;
       goto done;
     }
   fb->info.bundle_count = count;
   fb->info.has_wrappers = true;
-  err = KPACK_SUCCESS;
 done:
-  free(ptrs);
-  kp_scratch_free(&scratch);
+  free(records);
   return err;
 }
 
