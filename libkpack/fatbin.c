@@ -180,35 +180,33 @@ KPACK_API kpack_error_t kpack_fatbin_get_info(const kpack_fatbin_t* fatbin,
   return KPACK_SUCCESS;
 }
 
-/* The bytes from the start of bundle `index` to the end of .hip_fatbin. */
-static kpack_error_t bundle_input(const kpack_fatbin_t* fatbin, size_t index,
-                                  kp_input* in) {
+/* Bundle `index` read by `read` (ob_parse or ob_list) from its start to
+ * the end of .hip_fatbin, the furthest it may reach. */
+static kpack_error_t read_bundle(const kpack_fatbin_t* fatbin, size_t index,
+                                 kpack_bundle_t** bundle,
+                                 kpack_error_t (*read)(const kp_input*,
+                                                       kpack_bundle_t**)) {
+  kp_input in;
+  if (bundle != NULL)
+    *bundle = NULL;
+  if (fatbin == NULL || bundle == NULL || index >= fatbin->info.bundle_count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
   uint64_t at = fatbin->offsets[index];
-  return kp_input_slice(&fatbin->fatbin, at, fatbin->fatbin.size - at, in);
+  kpack_error_t err =
+      kp_input_slice(&fatbin->fatbin, at, fatbin->fatbin.size - at, &in);
+  return err != KPACK_SUCCESS ? err : read(&in, bundle);
 }
 
 KPACK_API kpack_error_t kpack_fatbin_get_bundle(const kpack_fatbin_t* fatbin,
                                                 size_t index,
                                                 kpack_bundle_t** bundle) {
-  kp_input in;
-  if (bundle != NULL)
-    *bundle = NULL;
-  if (fatbin == NULL || bundle == NULL || index >= fatbin->info.bundle_count)
-    return KPACK_ERROR_INVALID_ARGUMENT;
-  kpack_error_t err = bundle_input(fatbin, index, &in);
-  return err != KPACK_SUCCESS ? err : ob_parse(&in, bundle);
+  return read_bundle(fatbin, index, bundle, ob_parse);
 }
 
 KPACK_API kpack_error_t kpack_fatbin_list_bundle(const kpack_fatbin_t* fatbin,
                                                  size_t index,
                                                  kpack_bundle_t** bundle) {
-  kp_input in;
-  if (bundle != NULL)
-    *bundle = NULL;
-  if (fatbin == NULL || bundle == NULL || index >= fatbin->info.bundle_count)
-    return KPACK_ERROR_INVALID_ARGUMENT;
-  kpack_error_t err = bundle_input(fatbin, index, &in);
-  return err != KPACK_SUCCESS ? err : ob_list(&in, bundle);
+  return read_bundle(fatbin, index, bundle, ob_list);
 }
 
 KPACK_API void kpack_fatbin_close(kpack_fatbin_t* fatbin) {
