@@ -35,16 +35,6 @@ extern const cli_command cli_list_command, cli_info_command, cli_cat_command,
     cli_extract_command, cli_create_command, cli_verify_command,
     cli_resolve_command;
 
-/* The file beside <binary>/<arch>/kernel.<type> in a tree that holds the
- * TOC entry's metadata map, as its exact MessagePack bytes: `extract`
- * writes it, `create` reads it back. */
-#define CLI_METADATA_FILE "toc-metadata.msgpack"
-
-/* Files a kpackfs mount shows beside each kernel, rendered from the code
- * object; `create` skips them in a tree. */
-#define CLI_MOUNT_KERNELS_FILE "kernels"
-#define CLI_MOUNT_METADATA_FILE "metadata.json"
-
 /* ---- messages ---------------------------------------------------------- */
 
 /* "kpack: <message>" on stderr. */

@@ -5,6 +5,7 @@
  * as JSON) and `kpack list --kernels` over archives (one row per binary,
  * arch and GPU kernel), both over libkpack's code object reader.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <fnmatch.h>
 #include <getopt.h>
@@ -45,36 +46,40 @@ bool cli_is_code_object(const char* path) {
   return kpack_is_code_object(header, n);
 }
 
-/* The resource columns of one kernel, tab-separated for cli_table_row: VGPR
- * SGPR AGPR LDS SCRATCH WAVE WG KERNARG, "-" where the note has no value. */
+/* The resource columns of one kernel, tab-separated for cli_table_row, in
+ * the order of the `kernels` file a mount shows; "-" where the note has no
+ * value. */
 static void resource_cells(const kpack_co_kernel_t* k, char* out, size_t cap) {
-  const struct {
-    uint32_t bit;
-    uint64_t value;
-  } cells[] = {
-      {KPACK_CO_VGPR_COUNT, k->vgpr_count},
-      {KPACK_CO_SGPR_COUNT, k->sgpr_count},
-      {KPACK_CO_AGPR_COUNT, k->agpr_count},
-      {KPACK_CO_GROUP_SEGMENT_FIXED_SIZE, k->group_segment_fixed_size},
-      {KPACK_CO_PRIVATE_SEGMENT_FIXED_SIZE, k->private_segment_fixed_size},
-      {KPACK_CO_WAVEFRONT_SIZE, k->wavefront_size},
-      {KPACK_CO_MAX_FLAT_WORKGROUP_SIZE, k->max_flat_workgroup_size},
-      {KPACK_CO_KERNARG_SEGMENT_SIZE, k->kernarg_segment_size},
-  };
   size_t used = 0;
   out[0] = '\0';
-  for (size_t i = 0; i < sizeof(cells) / sizeof(cells[0]) && used < cap; i++) {
-    int n = (k->present & cells[i].bit)
+  for (size_t i = 0; i < KPACK_CO_RESOURCE_COUNT && used < cap; i++) {
+    const char* key;
+    uint64_t value;
+    int n = kpack_co_kernel_resource(k, i, &key, &value)
                 ? snprintf(out + used, cap - used, "%s%" PRIu64, i ? "\t" : "",
-                           cells[i].value)
+                           value)
                 : snprintf(out + used, cap - used, "%s-", i ? "\t" : "");
     used += n > 0 ? (size_t)n : 0;
   }
 }
 
-static const char* const resource_headers[] = {
-    "VGPR", "SGPR", "AGPR", "LDS", "SCRATCH", "WAVE", "WG", "KERNARG"};
-#define RESOURCE_COLUMNS 8
+/* Their headers: the keys of the `kernels` file in capitals (VGPR, LDS...). */
+static const char* const* resource_headers(void) {
+  static char names[KPACK_CO_RESOURCE_COUNT][16];
+  static const char* headers[KPACK_CO_RESOURCE_COUNT];
+  const kpack_co_kernel_t none = {0};
+  for (size_t i = 0; i < KPACK_CO_RESOURCE_COUNT; i++) {
+    const char* key;
+    uint64_t value;
+    kpack_co_kernel_resource(&none, i, &key, &value);
+    for (size_t c = 0; c + 1 < sizeof(names[i]) && key[c]; c++)
+      names[i][c] = (char)toupper((unsigned char)key[c]);
+    headers[i] = names[i];
+  }
+  return headers;
+}
+
+#define RESOURCE_COLUMNS KPACK_CO_RESOURCE_COUNT
 
 /* `"key": N` or `"key": null`, with the separator before it. */
 static void json_count(const char* key, const kpack_co_kernel_t* k,
@@ -159,7 +164,7 @@ static void info_text(const char* path, const kpack_code_object_t* co,
   static const char* headers[RESOURCE_COLUMNS + 1];
   static const bool right[RESOURCE_COLUMNS + 1] = {true, true, true, true, true,
                                                    true, true, true, false};
-  memcpy(headers, resource_headers, sizeof(resource_headers));
+  memcpy(headers, resource_headers(), RESOURCE_COLUMNS * sizeof(*headers));
   headers[RESOURCE_COLUMNS] = "KERNEL";
   cli_table t = {
       .cols = RESOURCE_COLUMNS + 1, .headers = headers, .right = right};
@@ -213,20 +218,24 @@ int cli_code_object_info(const char* path, bool json, bool first) {
 }
 
 int cli_code_object_metadata(const char* path) {
-  kpack_code_object_t* co;
-  char* json = NULL;
-  size_t len;
-  if (load_file(path, &co) != KPACK_SUCCESS)
-    return CLI_FAIL;
-  kpack_error_t err = kpack_code_object_metadata_json(co, true, &json, &len);
-  kpack_code_object_free(co);
-  if (err != KPACK_SUCCESS) {
-    code_object_error(path, err);
+  void* data = NULL;
+  size_t size = 0;
+  kpack_co_render_t r;
+  if (!cli_read_file(path, &data, &size)) {
+    cli_error("%s: %s", path, strerror(errno));
     return CLI_FAIL;
   }
-  printf("%s\n", json);
-  free(json);
-  return CLI_OK;
+  /* The bytes a mount shows as metadata.json: one renderer for both. */
+  kpack_error_t err = kpack_code_object_render(data, size, &r);
+  free(data);
+  if (err == KPACK_SUCCESS)
+    err = r.status;
+  if (err == KPACK_SUCCESS)
+    fwrite(r.metadata_json, 1, r.metadata_json_size, stdout);
+  else
+    code_object_error(path, err);
+  kpack_co_render_free(&r);
+  return err == KPACK_SUCCESS ? CLI_OK : CLI_FAIL;
 }
 
 /* ---- kpack list --kernels ---------------------------------------------------
@@ -360,9 +369,10 @@ int cli_list_kernels(int argc, char** argv) {
     headers[col++] = "ARCHIVE";
   headers[col++] = "BINARY";
   headers[col++] = "ARCH";
+  const char* const* resources = resource_headers();
   for (size_t i = 0; i < RESOURCE_COLUMNS; i++) {
     right[col] = true;
-    headers[col++] = resource_headers[i];
+    headers[col++] = resources[i];
   }
   right[col] = false;
   headers[col++] = "KERNEL";

@@ -30,13 +30,14 @@ static const char create_manual[] =
     "    writes: DIR/<binary>/<arch>/kernel.hsaco, where <binary> is a\n"
     "    relative path that may contain '/' and ends in #N, the code object\n"
     "    index (e.g. lib/librocrand.so.1#0/gfx90a:xnack-/kernel.hsaco). A\n"
-    "    " CLI_METADATA_FILE
+    "    " KPACK_ENTRY_METADATA_FILE
     " beside a kernel holds its TOC metadata map\n"
-    "    (MessagePack, exactly one map; `kpack extract` writes it). The\n"
-    "    " CLI_MOUNT_KERNELS_FILE " and " CLI_MOUNT_METADATA_FILE
-    " files a kpackfs mount shows beside each kernel\n"
-    "    and a .kpackfs directory at the top of a mounted tree are skipped;\n"
-    "    any other file is an error.\n"
+    "    (MessagePack, exactly one map), as `kpack extract` writes it and a\n"
+    "    kpackfs mount shows it. The " KPACK_CO_KERNELS_FILE
+    " and " KPACK_CO_METADATA_FILE
+    " files both show\n"
+    "    beside each code object, and a .kpackfs directory at the top of a\n"
+    "    mounted tree, are skipped; any other file is an error.\n"
     "\n"
     "    Each ARCHIVE (any input that is not a directory) is a kpack archive\n"
     "    whose kernels are merged in without extracting anything, with their\n"
@@ -132,13 +133,14 @@ typedef struct cr_item {
   char* binary;
   char* arch;
   char* file;          /* tree kernel file; NULL for a fat binary entry */
-  char* metadata_file; /* tree: its CLI_METADATA_FILE, if there is one */
+  char* metadata_file; /* tree: its toc-metadata.msgpack, if there is one */
   size_t source;
   size_t bundle, entry; /* fat binary: co_index and entry index */
   bool compressed;      /* fat binary: the bundle is a CCOB envelope */
 } cr_item;
 
-/* A CLI_METADATA_FILE of a tree, matched to its kernel once all are found. */
+/* A toc-metadata.msgpack of a tree, matched to its kernel once all are
+ * found. */
 typedef struct cr_sidecar {
   char* binary;
   char* arch;
@@ -235,10 +237,10 @@ static bool scan_tree_file(cr_state* s, size_t source, const char* full,
       arch_start--;
   }
   bool in_arch_dir = arch_start != NULL && arch_start != rel;
-  if (in_arch_dir && (strcmp(name, CLI_MOUNT_KERNELS_FILE) == 0 ||
-                      strcmp(name, CLI_MOUNT_METADATA_FILE) == 0))
+  if (in_arch_dir && (strcmp(name, KPACK_CO_KERNELS_FILE) == 0 ||
+                      strcmp(name, KPACK_CO_METADATA_FILE) == 0))
     return true;
-  bool sidecar = in_arch_dir && strcmp(name, CLI_METADATA_FILE) == 0;
+  bool sidecar = in_arch_dir && strcmp(name, KPACK_ENTRY_METADATA_FILE) == 0;
   if (!sidecar && (strncmp(name, "kernel.", 7) != 0 || !in_arch_dir)) {
     cli_error("%s: not in the kpackfs layout <binary>#N/<arch>/kernel.hsaco",
               full);

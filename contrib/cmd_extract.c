@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
  * `kpack extract`: writes archives out as the tree kpackfs shows,
- * DIR/<binary>/<arch>/kernel.<type>, which `kpack create` packs again.
+ * DIR/<binary>/<arch>/kernel.<type> and the files beside it, byte for byte
+ * what a mount serves, which `kpack create` packs again.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,22 +15,39 @@
 
 static const char extract_manual[] =
     "NAME\n"
-    "    kpack extract - write the kernels of archives out as files\n"
+    "    kpack extract - write archives out as the tree kpackfs shows\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack extract [-C DIR] [-b BINARY] [-a ARCH] [-v] ARCHIVE...\n"
+    "    kpack extract [-C DIR] [-b BINARY] [-a ARCH] [-B] [-v] ARCHIVE...\n"
     "\n"
     "DESCRIPTION\n"
     "    Writes every kernel to DIR/<binary>/<arch>/kernel.<type>, the layout\n"
     "    kpackfs mounts (e.g. lib/librocrand.so.1#0/gfx90a:xnack-/"
     "kernel.hsaco),\n"
-    "    creating directories as needed and replacing existing files. `kpack\n"
-    "    create DIR` packs such a tree again. A kernel whose TOC entry has a\n"
-    "    metadata map gets it beside the kernel, byte for byte, as\n"
-    "    " CLI_METADATA_FILE
-    " (MessagePack; `kpack list --json` shows it as\n"
-    "    JSON), which `kpack create` reads back. When several archives hold "
-    "the\n"
+    "    with the files a mount shows beside it, byte for byte:\n"
+    "\n"
+    "        " KPACK_CO_KERNELS_FILE
+    "               one line per GPU kernel of a code object:\n"
+    "                              name, vgpr, sgpr, agpr, lds, scratch, "
+    "wave,\n"
+    "                              wg, kernarg\n"
+    "        " KPACK_CO_METADATA_FILE
+    "         the code object's metadata note as JSON\n"
+    "        " KPACK_ENTRY_METADATA_FILE
+    "  the TOC entry's metadata map (MessagePack;\n"
+    "                              `kpack list --json` shows it as JSON), "
+    "when\n"
+    "                              the entry has one\n"
+    "\n"
+    "    " KPACK_CO_KERNELS_FILE " and " KPACK_CO_METADATA_FILE
+    " are written beside every kernel of type\n"
+    "    hsaco, and are empty when its bytes are not an AMDGPU code object "
+    "(as\n"
+    "    in a mount; `kpack info` on the kernel says why). Directories are\n"
+    "    created as needed and files replaced; one of these three files that\n"
+    "    an earlier extraction left beside a kernel which now has none is\n"
+    "    removed. `kpack create DIR` packs the tree again, metadata maps\n"
+    "    included, as it packs a mounted tree. When several archives hold the\n"
     "    same binary and arch, the first one named wins, as in kpackfs. A\n"
     "    name that cannot be a relative path (empty, '.' or '..' components,\n"
     "    a leading '/', a '/' inside an arch) is skipped with a message.\n"
@@ -39,6 +57,14 @@ static const char extract_manual[] =
     "directory)\n"
     "    -b, --binary BINARY  only this binary (as listed, with #N)\n"
     "    -a, --arch ARCH      only this architecture (as listed)\n"
+    "    -B, --bytes-only     write only what `kpack create` reads back, the\n"
+    "                         kernels and " KPACK_ENTRY_METADATA_FILE
+    ", without\n"
+    "                         reading any code object "
+    "(no " KPACK_CO_KERNELS_FILE
+    " or\n"
+    "                         " KPACK_CO_METADATA_FILE
+    ")\n"
     "    -v, --verbose        print each file written\n"
     "    -h, --help           print this manual\n"
     "\n"
@@ -46,6 +72,8 @@ static const char extract_manual[] =
     "    kpack extract -C tree .kpack/*.kpack\n"
     "    kpack extract -C tree -a gfx1030 rand.kpack && kpack create -o "
     "gfx1030.kpack tree\n"
+    "    kpack extract -C tree rand.kpack && grep -r xorwow tree "
+    "--include=kernels\n"
     "\n"
     "EXIT STATUS\n"
     "    0 every kernel was written; 1 an archive could not be opened, a\n"
@@ -55,15 +83,16 @@ static const char extract_manual[] =
 static int extract_run(int argc, char** argv);
 
 const cli_command cli_extract_command = {
-    "extract", "write kernels out as DIR/<binary>/<arch>/kernel.<type>",
-    extract_manual, extract_run};
+    "extract", "write archives out as the tree kpackfs shows", extract_manual,
+    extract_run};
 
 typedef struct extract_state {
   const char* dir;
   const char* only_binary;
   const char* only_arch;
   bool verbose;
-  const char* path;         /* archive being extracted */
+  bool bytes_only;  /* no kernels and metadata.json beside code objects */
+  const char* path; /* archive being extracted */
   kpack_archive_t* earlier; /* archives named before it */
   size_t earlier_count;
   size_t written;
@@ -93,26 +122,48 @@ static bool write_whole(const char* path, const void* data, size_t size) {
   return ok;
 }
 
-/* The entry's metadata map, beside the kernel; a stale one from an earlier
- * extraction is removed when the entry has none. */
-static bool write_metadata(kpack_archive_t archive, const char* binary,
-                           const char* arch, const char* dir) {
-  const void* map;
-  size_t size;
+/* Writes dir/name, or with `data` NULL removes a dir/name an earlier
+ * extraction left, so that nothing beside a kernel describes other bytes.
+ * False after a message. */
+static bool put_file(const extract_state* s, const char* dir, const char* name,
+                     const void* data, size_t size) {
   char* path = NULL;
-  if (asprintf(&path, "%s/%s", dir, CLI_METADATA_FILE) < 0) {
-    errno = ENOMEM;
+  if (asprintf(&path, "%s/%s", dir, name) < 0) {
+    cli_error("out of memory");
     return false;
   }
-  bool ok = kpack_get_entry_metadata(archive, binary, arch, &map, &size) ==
-            KPACK_SUCCESS;
-  if (ok && map != NULL)
-    ok = write_whole(path, map, size);
-  else if (ok && unlink(path) != 0 && errno != ENOENT)
-    ok = false;
+  bool ok = data != NULL ? write_whole(path, data, size)
+                         : unlink(path) == 0 || errno == ENOENT;
   if (!ok)
     cli_error("%s: %s", path, strerror(errno));
+  else if (data != NULL && s->verbose)
+    printf("%s\n", path);
   free(path);
+  return ok;
+}
+
+/* The files beside the kernel: the TOC entry's metadata map, byte for byte,
+ * and for a code object the `kernels` and `metadata.json` a mount shows,
+ * from the same renderer, so the two trees are one. Bytes that are not a
+ * code object render as empty files there too. */
+static bool write_beside(const extract_state* s, kpack_archive_t archive,
+                         const char* binary, const char* arch, const char* type,
+                         const char* dir, const void* data, size_t size) {
+  const void* map = NULL;
+  size_t map_size = 0;
+  kpack_co_render_t r = {0};
+  bool shown = !s->bytes_only && strcmp(type, "hsaco") == 0;
+  kpack_get_entry_metadata(archive, binary, arch, &map, &map_size);
+  if (shown && kpack_code_object_render(data, size, &r) != KPACK_SUCCESS) {
+    cli_error("out of memory");
+    return false;
+  }
+  bool ok =
+      put_file(s, dir, KPACK_ENTRY_METADATA_FILE, map, map_size) &&
+      put_file(s, dir, KPACK_CO_KERNELS_FILE, r.kernels, r.kernels_size) &&
+      put_file(s, dir, KPACK_CO_METADATA_FILE, r.metadata_json,
+               r.metadata_json_size);
+  kpack_co_render_free(&r);
   return ok;
 }
 
@@ -120,7 +171,7 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
                            const char* arch, const kpack_kernel_info_t* info,
                            void* user) {
   extract_state* s = user;
-  char *dir = NULL, *file = NULL;
+  char *dir = NULL, *name = NULL;
   void* data = NULL;
   size_t size;
   kpack_kernel_info_t other;
@@ -144,8 +195,8 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
   }
   if (asprintf(&dir, "%s/%s/%s", s->dir, binary, arch) < 0)
     dir = NULL;
-  if (dir == NULL || asprintf(&file, "%s/kernel.%s", dir, info->type) < 0) {
-    file = NULL;
+  if (dir == NULL || asprintf(&name, "kernel.%s", info->type) < 0) {
+    name = NULL;
     cli_error("out of memory");
     s->status = CLI_FAIL;
     go_on = false;
@@ -156,20 +207,20 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
     cli_error("%s: %s for %s: %s (%s)", s->path, binary, arch,
               kpack_error_string(err), cli_error_text(err));
     s->status = CLI_FAIL;
-  } else if (!cli_mkdirs(dir, 0755) || !write_whole(file, data, size)) {
-    cli_error("%s: %s", file, strerror(errno));
+  } else if (!cli_mkdirs(dir, 0755)) {
+    cli_error("%s: %s", dir, strerror(errno));
     s->status = CLI_FAIL;
-  } else if (!write_metadata(archive, binary, arch, dir)) {
+  } else if (!put_file(s, dir, name, data, size) ||
+             !write_beside(s, archive, binary, arch, info->type, dir, data,
+                           size)) {
     s->status = CLI_FAIL;
   } else {
     s->written++;
-    if (s->verbose)
-      printf("%s\n", file);
   }
 done:
   kpack_free_kernel(data);
   free(dir);
-  free(file);
+  free(name);
   return go_on;
 }
 
@@ -179,11 +230,12 @@ static int extract_run(int argc, char** argv) {
       {"binary", required_argument, NULL, 'b'},
       {"arch", required_argument, NULL, 'a'},
       {"verbose", no_argument, NULL, 'v'},
+      {"bytes-only", no_argument, NULL, 'B'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   extract_state s = {.dir = "."};
   int c;
-  while ((c = getopt_long(argc, argv, "C:b:a:vh", options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "C:b:a:vBh", options, NULL)) != -1) {
     switch (c) {
       case 'C':
         s.dir = optarg;
@@ -196,6 +248,9 @@ static int extract_run(int argc, char** argv) {
         break;
       case 'v':
         s.verbose = true;
+        break;
+      case 'B':
+        s.bytes_only = true;
         break;
       case 'h':
         return cli_print_manual(&cli_extract_command);

@@ -100,12 +100,9 @@ typedef struct kfs_arena_chunk kfs_arena_chunk;
 /* What a kernel's code object shows as files and attributes, built on the
  * first request that needs it and immutable afterwards. */
 typedef struct kfs_render {
-  char* kernels; /* the `kernels` text: one line per kernel */
-  size_t kernels_size;
-  char* json; /* the `metadata.json` text: the note, pretty, + "\n" */
-  size_t json_size;
-  char* target; /* user.kpack.target */
-  size_t kernel_count;
+  /* Both texts, and for the attributes the target (NULL when the bytes are
+   * not a code object: no attribute) and the kernel count. */
+  kpack_co_render_t text;
   /* render.c's bookkeeping, under kfs_renders.lock */
   uint32_t refs;
   uint32_t slot;
@@ -129,7 +126,7 @@ typedef struct kfs_renders {
   uint64_t budget;
   uint64_t bytes;    /* held, pinned or not */
   uint64_t renders;  /* renders built */
-  uint64_t failures; /* renders that failed (not a code object, EIO...) */
+  uint64_t failures; /* renders that failed (the kernel unreadable...) */
 } kfs_renders;
 
 #define KFS_RENDER_BUDGET (8ull << 20)
@@ -215,9 +212,10 @@ bool kfs_render_size(kfs_renders* renders, const kfs_node* n, uint64_t* size);
  * files), built on a miss: the kernel is taken from the shared kernel cache
  * (decompressed at most once however many threads ask) and read with
  * kpack_code_object_parse(). Concurrent misses for one kernel build it
- * once. Pinned until kfs_render_release(). Statuses: the kernel cache's
- * (the kernel cannot be read), kpack_code_object_parse()'s (it is not a code
- * object), OUT_OF_MEMORY; a failure is not remembered. */
+ * once. Pinned until kfs_render_release(). Bytes that are not a code
+ * object render too, as empty texts without a target. Statuses: the kernel
+ * cache's (the kernel cannot be read), OUT_OF_MEMORY; a failure is not
+ * remembered. */
 kpack_error_t kfs_render_acquire(kfs_fs* fs, const kfs_node* n,
                                  kfs_render** render);
 void kfs_render_release(kfs_renders* renders, kfs_render* render);

@@ -384,9 +384,10 @@ static int pin_text(kfs_fs* fs, kfs_handle* h) {
   if (h->render == NULL && h->pin_error == 0) {
     kpack_error_t kerr = kfs_render_acquire(fs, h->node, &h->render);
     if (kerr == KPACK_SUCCESS) {
+      const kpack_co_render_t* t = &h->render->text;
       bool json = h->node->kind == KFS_METADATA;
-      h->data = json ? h->render->json : h->render->kernels;
-      h->size = json ? h->render->json_size : h->render->kernels_size;
+      h->data = json ? t->metadata_json : t->kernels;
+      h->size = json ? t->metadata_json_size : t->kernels_size;
     } else {
       h->pin_error = kfs_errno(kerr);
     }
@@ -617,19 +618,17 @@ static void reply_code_object_xattr(fuse_req_t req, kfs_fs* fs,
   kfs_render* r;
   char count[32];
   kpack_error_t err = kfs_render_acquire(fs, n, &r);
-  if (err == KPACK_ERROR_INVALID_FORMAT ||
-      err == KPACK_ERROR_MSGPACK_PARSE_FAILED ||
-      err == KPACK_ERROR_INVALID_METADATA) {
-    fuse_reply_err(req, ENODATA);
-    return;
-  }
   if (err != KPACK_SUCCESS) {
     fuse_reply_err(req, kfs_errno(err));
     return;
   }
-  snprintf(count, sizeof(count), "%zu", r->kernel_count);
-  const char* value = index == 0 ? r->target : count;
-  reply_xattr_bytes(req, value, strlen(value), size);
+  if (r->text.target == NULL) {
+    fuse_reply_err(req, ENODATA);
+  } else {
+    snprintf(count, sizeof(count), "%zu", r->text.kernel_count);
+    const char* value = index == 0 ? r->text.target : count;
+    reply_xattr_bytes(req, value, strlen(value), size);
+  }
   kfs_render_release(&fs->tree.renders, r);
 }
 

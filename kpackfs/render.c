@@ -2,9 +2,9 @@
  *
  * What a kernel's code object shows beside it: the `kernels` and
  * `metadata.json` files and the user.kpack.target and user.kpack.kernels
- * attributes, rendered once from libkpack's code object reader and kept
- * within a byte budget. Owns kfs_renders; ops.c pins a render while a file
- * or request needs it.
+ * attributes, rendered once by libkpack (kpack_code_object_render(), the
+ * same bytes `kpack extract` writes) and kept within a byte budget. Owns
+ * kfs_renders; ops.c pins a render while a file or request needs it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -45,9 +45,7 @@ int kfs_renders_init(kfs_renders* rs, size_t count, uint64_t budget) {
 static void free_render(kfs_render* r) {
   if (r == NULL)
     return;
-  free(r->kernels);
-  free(r->json);
-  free(r->target);
+  kpack_co_render_free(&r->text);
   free(r);
 }
 
@@ -104,115 +102,30 @@ static void evict_over_budget(kfs_renders* rs) {
 /* ---- rendering -------------------------------------------------------------
  */
 
-/* A kernel name on one line: C escapes for the backslash and for control
- * bytes, so that a name can neither split its line nor its fields. */
-static void put_name(FILE* f, const char* s) {
-  for (const unsigned char* p = (const unsigned char*)s; *p; p++) {
-    if (*p == '\\')
-      fputs("\\\\", f);
-    else if (*p == '\t')
-      fputs("\\t", f);
-    else if (*p == '\n')
-      fputs("\\n", f);
-    else if (*p == '\r')
-      fputs("\\r", f);
-    else if (*p < 0x20 || *p == 0x7f)
-      fprintf(f, "\\x%02x", *p);
-    else
-      fputc(*p, f);
-  }
-}
-
-/* " key=N", or " key=-" when the note leaves the field out. */
-static void put_count(FILE* f, const char* sep, const char* key,
-                      const kpack_co_kernel_t* k, uint32_t bit,
-                      uint64_t value) {
-  if (k->present & bit)
-    fprintf(f, "%s%s=%" PRIu64, sep, key, value);
-  else
-    fprintf(f, "%s%s=-", sep, key);
-}
-
-/* The `kernels` text: per kernel, its name, a tab, and its resources. */
-static kpack_error_t render_kernels(const kpack_code_object_t* co, size_t count,
-                                    char** text, size_t* size) {
-  FILE* f = open_memstream(text, size);
-  if (f == NULL)
-    return KPACK_ERROR_OUT_OF_MEMORY;
-  for (size_t i = 0; i < count; i++) {
-    kpack_co_kernel_t k;
-    kpack_code_object_get_kernel(co, i, &k);
-    put_name(f, k.name);
-    put_count(f, "\t", "vgpr", &k, KPACK_CO_VGPR_COUNT, k.vgpr_count);
-    put_count(f, " ", "sgpr", &k, KPACK_CO_SGPR_COUNT, k.sgpr_count);
-    put_count(f, " ", "agpr", &k, KPACK_CO_AGPR_COUNT, k.agpr_count);
-    put_count(f, " ", "lds", &k, KPACK_CO_GROUP_SEGMENT_FIXED_SIZE,
-              k.group_segment_fixed_size);
-    put_count(f, " ", "scratch", &k, KPACK_CO_PRIVATE_SEGMENT_FIXED_SIZE,
-              k.private_segment_fixed_size);
-    put_count(f, " ", "wave", &k, KPACK_CO_WAVEFRONT_SIZE, k.wavefront_size);
-    put_count(f, " ", "wg", &k, KPACK_CO_MAX_FLAT_WORKGROUP_SIZE,
-              k.max_flat_workgroup_size);
-    put_count(f, " ", "kernarg", &k, KPACK_CO_KERNARG_SEGMENT_SIZE,
-              k.kernarg_segment_size);
-    fputc('\n', f);
-  }
-  bool failed = ferror(f) != 0;
-  if (fclose(f) != 0 || failed) {
-    free(*text);
-    *text = NULL;
-    return KPACK_ERROR_OUT_OF_MEMORY;
-  }
-  return KPACK_SUCCESS;
-}
-
 static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render** out) {
   const kfs_source* src = &fs->tree.sources[n->source];
   kpack_kcache_entry_t* entry = NULL;
-  kpack_code_object_t* co = NULL;
-  kpack_code_object_info_t info;
   kfs_render* r = NULL;
   const void* data;
   size_t size;
-  char* json = NULL;
-  size_t json_len;
 
   kpack_error_t err = kpack_kcache_acquire(fs->cache, src->archive, n->binary,
                                            n->arch, &entry, &data, &size);
   if (err != KPACK_SUCCESS)
-    goto fail;
-  err = kpack_code_object_parse(data, size, &co);
-  kpack_kcache_release(fs->cache, entry); /* the code object has copies */
-  if (err != KPACK_SUCCESS)
-    goto fail;
-  kpack_code_object_get_info(co, &info);
-  err = KPACK_ERROR_OUT_OF_MEMORY;
-  if ((r = calloc(1, sizeof(*r))) == NULL ||
-      (r->target = strdup(info.target)) == NULL)
-    goto fail;
-  r->kernel_count = info.kernel_count;
-  if ((err = render_kernels(co, info.kernel_count, &r->kernels,
-                            &r->kernels_size)) != KPACK_SUCCESS ||
-      (err = kpack_code_object_metadata_json(co, true, &json, &json_len)) !=
-          KPACK_SUCCESS)
-    goto fail;
-  /* A text file ends with a newline. */
-  err = KPACK_ERROR_OUT_OF_MEMORY;
-  if ((r->json = realloc(json, json_len + 2)) == NULL)
-    goto fail;
-  json = NULL;
-  memcpy(r->json + json_len, "\n", 2);
-  r->json_size = json_len + 1;
-  r->bytes = sizeof(*r) + r->kernels_size + r->json_size + strlen(r->target);
-  kpack_code_object_free(co);
+    return err;
+  if ((r = calloc(1, sizeof(*r))) == NULL)
+    err = KPACK_ERROR_OUT_OF_MEMORY;
+  else
+    err = kpack_code_object_render(data, size, &r->text);
+  kpack_kcache_release(fs->cache, entry); /* the render has copies */
+  if (err != KPACK_SUCCESS) {
+    free(r);
+    return err;
+  }
+  r->bytes = sizeof(*r) + r->text.kernels_size + r->text.metadata_json_size +
+             (r->text.target ? strlen(r->text.target) : 0);
   *out = r;
   return KPACK_SUCCESS;
-
-fail:
-  free(json);
-  free_render(r);
-  kpack_code_object_free(co);
-  return err;
 }
 
 kpack_error_t kfs_render_acquire(kfs_fs* fs, const kfs_node* n,
@@ -252,8 +165,8 @@ kpack_error_t kfs_render_acquire(kfs_fs* fs, const kfs_node* n,
     r->slot = n->render;
     r->refs = 1;
     slot->render = r;
-    slot->kernels_size = r->kernels_size;
-    slot->json_size = r->json_size;
+    slot->kernels_size = r->text.kernels_size;
+    slot->json_size = r->text.metadata_json_size;
     slot->flags |= SLOT_KNOWN;
     rs->bytes += r->bytes;
     rs->renders++;

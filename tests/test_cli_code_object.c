@@ -3,7 +3,8 @@
  * The kpack tool on what is inside code objects: `info` on a code object
  * file (text, --json, --metadata), `list --kernels` over archives, and
  * `verify`'s check of each code object's own target against the arch it is
- * filed under. Code objects come from tests/fixture_code_object.h and from
+ * filed under, and the `kernels` and `metadata.json` files `extract` writes
+ * beside them. Code objects come from tests/fixture_code_object.h and from
  * Debian's librocrand1.
  */
 #include <stdio.h>
@@ -453,6 +454,166 @@ static void test_real_librocrand_kernels_list_and_verify(void** state) {
   free(lib);
 }
 
+/* ---- extract: the files beside each code object ---------------------------
+ */
+
+/* A whole file as a string; fails the test if it cannot be read. */
+static char* read_text(const char* dir, const char* rel) {
+  char* path = kt_path(dir, rel);
+  size_t size;
+  char* data = kt_read_file(path, &size);
+  if (data == NULL)
+    fail_msg("cannot read %s", path);
+  data = realloc(data, size + 1);
+  data[size] = '\0';
+  free(path);
+  return data;
+}
+
+static bool exists_in(const char* dir, const char* rel) {
+  char* path = kt_path(dir, rel);
+  FILE* f = fopen(path, "rb");
+  if (f != NULL)
+    fclose(f);
+  free(path);
+  return f != NULL;
+}
+
+/* {"tile": 128}, exactly as stored. */
+static const uint8_t tile_map[] = {0x81, 0xa4, 't', 'i', 'l', 'e', 0xcc, 0x80};
+
+/* The gemm code objects, the gfx942 one with tile_map, and 3000 pattern
+ * bytes that are no code object under lib/libodd.so#0 gfx90a. */
+static char* mixed_archive(const char* name) {
+  fx_buf a = gfx90a_object(), b = gfx942_object();
+  void* junk = kt_pattern(3000, 5);
+  char* path = kt_path(kt_tmp, name);
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel(w, "lib/libgemm.so#0",
+                                           "gfx90a:xnack-", a.data, a.size),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel_with_metadata(
+                       w, "lib/libgemm.so#0", "gfx942", b.data, b.size,
+                       tile_map, sizeof tile_map),
+                   KPACK_SUCCESS);
+  assert_int_equal(
+      kpack_writer_add_kernel(w, "lib/libodd.so#0", "gfx90a", junk, 3000),
+      KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  fx_free(&a);
+  fx_free(&b);
+  free(junk);
+  return path;
+}
+
+#define GEMM90 "lib/libgemm.so#0/gfx90a:xnack-/"
+#define GEMM942 "lib/libgemm.so#0/gfx942/"
+#define ODD "lib/libodd.so#0/gfx90a/"
+
+static void test_extract_writes_kernels_and_metadata_json_beside_code_objects(
+    void** state) {
+  (void)state;
+  char* archive = mixed_archive("mixed.kpack");
+  char* dir = kt_path(kt_tmp, "mixed-tree");
+  char* out;
+  assert_int_equal(KP(&out, NULL, "extract", "-v", "-C", dir, archive), 0);
+  /* -v names every file written: 3 code objects with their 2 text files,
+   * and one metadata map. */
+  assert_int_equal(count_lines(out), 10);
+  assert_contains(out, GEMM942 "toc-metadata.msgpack\n");
+  assert_contains(out, ODD "metadata.json\n");
+  free(out);
+
+  char* text = read_text(dir, GEMM90 "kernels");
+  assert_string_equal(text,
+                      "gemm_f32\tvgpr=128 sgpr=96 agpr=64 lds=16384 "
+                      "scratch=272 wave=64 wg=256 kernarg=96\n"
+                      "_Z6reducePfi\tvgpr=24 sgpr=18 agpr=- lds=0 scratch=0 "
+                      "wave=32 wg=1024 kernarg=16\n");
+  free(text);
+  assert_int_equal(count_lines(text = read_text(dir, GEMM942 "kernels")), 3);
+  free(text);
+  /* metadata.json is what `kpack info --metadata` prints for the kernel. */
+  const char* arches[] = {GEMM90, GEMM942};
+  for (int i = 0; i < 2; i++) {
+    char rel[128];
+    snprintf(rel, sizeof rel, "%skernel.hsaco", arches[i]);
+    char* hsaco = kt_path(dir, rel);
+    assert_int_equal(KP(&out, NULL, "info", "--metadata", hsaco), 0);
+    snprintf(rel, sizeof rel, "%smetadata.json", arches[i]);
+    text = read_text(dir, rel);
+    assert_string_equal(text, out);
+    assert_true(text[0] == '{');
+    free(text);
+    free(out);
+    free(hsaco);
+  }
+  /* The map, byte for byte, only where the entry has one. */
+  char* map_path = kt_path(dir, GEMM942 "toc-metadata.msgpack");
+  size_t n;
+  void* map = kt_read_file(map_path, &n);
+  assert_int_equal(n, sizeof tile_map);
+  assert_memory_equal(map, tile_map, n);
+  free(map);
+  free(map_path);
+  assert_false(exists_in(dir, GEMM90 "toc-metadata.msgpack"));
+  /* Bytes that are no code object: both files, empty, as a mount shows. */
+  text = read_text(dir, ODD "kernels");
+  assert_string_equal(text, "");
+  free(text);
+  text = read_text(dir, ODD "metadata.json");
+  assert_string_equal(text, "");
+  free(text);
+  kt_rmtree(dir);
+  free(dir);
+  free(archive);
+}
+
+static void test_extract_bytes_only_leaves_the_text_files_out(void** state) {
+  (void)state;
+  char* archive = mixed_archive("bytes.kpack");
+  char* full = kt_path(kt_tmp, "bytes-full");
+  char* bare = kt_path(kt_tmp, "bytes-bare");
+  char* out;
+  assert_int_equal(KP(NULL, NULL, "extract", "-C", full, archive), 0);
+  assert_int_equal(
+      KP(&out, NULL, "extract", "--bytes-only", "-v", "-C", bare, archive), 0);
+  assert_int_equal(count_lines(out), 4); /* 3 kernels and the map */
+  free(out);
+  assert_true(exists_in(bare, GEMM942 "toc-metadata.msgpack"));
+  assert_true(exists_in(bare, ODD "kernel.hsaco"));
+  assert_false(exists_in(bare, GEMM90 "kernels"));
+  assert_false(exists_in(bare, GEMM90 "metadata.json"));
+  /* Both trees pack into one archive, the map carried through. */
+  char* from_full = kt_path(kt_tmp, "bytes-full.kpack");
+  char* from_bare = kt_path(kt_tmp, "bytes-bare.kpack");
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", from_full, full), 0);
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", from_bare, bare), 0);
+  size_t n1, n2;
+  void* x = kt_read_file(from_full, &n1);
+  void* y = kt_read_file(from_bare, &n2);
+  assert_int_equal(n1, n2);
+  assert_memory_equal(x, y, n1);
+  assert_non_null(memmem(y, n2, tile_map, sizeof tile_map));
+  free(x);
+  free(y);
+  free(from_full);
+  free(from_bare);
+  /* Over an earlier full extraction, -B removes the text files it left. */
+  assert_true(exists_in(full, GEMM942 "metadata.json"));
+  assert_int_equal(KP(NULL, NULL, "extract", "-B", "-C", full, archive), 0);
+  assert_false(exists_in(full, GEMM942 "metadata.json"));
+  assert_false(exists_in(full, ODD "kernels"));
+  assert_true(exists_in(full, GEMM942 "toc-metadata.msgpack"));
+  kt_rmtree(full);
+  kt_rmtree(bare);
+  free(full);
+  free(bare);
+  free(archive);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -466,6 +627,8 @@ int main(void) {
       T(test_verify_names_a_mislabelled_code_object),
       T(test_verify_warns_of_unknown_targets_and_fails_broken_notes),
       T(test_real_librocrand_kernels_list_and_verify),
+      T(test_extract_writes_kernels_and_metadata_json_beside_code_objects),
+      T(test_extract_bytes_only_leaves_the_text_files_out),
 #undef T
   };
   return cmocka_run_group_tests_name("kpack tool: code objects", tests, NULL,

@@ -534,6 +534,215 @@ static void test_metadata_json_renders_the_whole_note(void** state) {
   fx_free(&image);
 }
 
+/* ---- the files a code object shows (kpack_code_object_render) -------------
+ */
+
+static kpack_co_render_t render_ok(const void* data, size_t size) {
+  kpack_co_render_t r;
+  assert_int_equal(kpack_code_object_render(data, size, &r), KPACK_SUCCESS);
+  assert_non_null(r.kernels);
+  assert_non_null(r.metadata_json);
+  assert_int_equal(strlen(r.kernels), r.kernels_size);
+  assert_int_equal(strlen(r.metadata_json), r.metadata_json_size);
+  return r;
+}
+
+static void test_kernels_text_is_one_line_per_kernel_in_note_order(
+    void** state) {
+  (void)state;
+  fx_buf image =
+      fx_code_object_for(FX_MACH_GFX90A, KPACK_FEATURE_OFF, KPACK_FEATURE_ANY,
+                         "amdgcn-amd-amdhsa--gfx90a:xnack-", sample, 2);
+  kpack_co_render_t r = render_ok(image.data, image.size);
+  assert_int_equal(r.status, KPACK_SUCCESS);
+  assert_string_equal(r.kernels,
+                      "gemm_f32\tvgpr=128 sgpr=96 agpr=64 lds=16384 "
+                      "scratch=272 wave=64 wg=256 kernarg=96\n"
+                      "_Z6reducePfi\tvgpr=24 sgpr=18 agpr=0 lds=0 scratch=0 "
+                      "wave=32 wg=1024 kernarg=16\n");
+  assert_string_equal(r.target, "gfx90a:xnack-");
+  assert_int_equal(r.kernel_count, 2);
+  kpack_co_render_free(&r);
+  assert_null(r.kernels); /* zeroed: a second free is harmless */
+  kpack_co_render_free(&r);
+  kpack_co_render_free(NULL);
+  fx_free(&image);
+}
+
+static void test_kernels_text_shows_absent_counts_as_a_dash(void** state) {
+  (void)state;
+  const fx_co_kernel sparse[] = {
+      {"no_agpr", 8, 16, 0, 0, 0, 24, 64, 256, 0, 0, KPACK_CO_AGPR_COUNT},
+      {"only_a_name", 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x3ff | KPACK_CO_SYMBOL},
+  };
+  fx_buf image = fx_code_object_for(FX_MACH_GFX1030, KPACK_FEATURE_UNSUPPORTED,
+                                    KPACK_FEATURE_UNSUPPORTED, NULL, sparse, 2);
+  kpack_co_render_t r = render_ok(image.data, image.size);
+  assert_string_equal(r.kernels,
+                      "no_agpr\tvgpr=8 sgpr=16 agpr=- lds=0 scratch=0 wave=64 "
+                      "wg=256 kernarg=24\n"
+                      "only_a_name\tvgpr=- sgpr=- agpr=- lds=- scratch=- "
+                      "wave=- wg=- kernarg=-\n");
+  kpack_co_render_free(&r);
+  fx_free(&image);
+}
+
+static void test_kernel_names_cannot_split_their_line_or_fields(void** state) {
+  (void)state;
+  const fx_co_kernel odd[] = {
+      {"a\tb\\c\nd\re\x01"
+       "f\x7fg",
+       1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0},
+  };
+  fx_buf image = fx_code_object_for(FX_MACH_GFX942, KPACK_FEATURE_ANY,
+                                    KPACK_FEATURE_ANY, NULL, odd, 1);
+  kpack_co_render_t r = render_ok(image.data, image.size);
+  assert_string_equal(r.kernels,
+                      "a\\tb\\\\c\\nd\\re\\x01f\\x7fg\tvgpr=1 sgpr=2 agpr=3 "
+                      "lds=4 scratch=5 wave=7 wg=8 kernarg=6\n");
+  kpack_co_render_free(&r);
+  fx_free(&image);
+}
+
+static void test_metadata_text_is_the_indented_note_and_a_newline(
+    void** state) {
+  (void)state;
+  fx_buf image = fx_code_object_for(FX_MACH_GFX90A, KPACK_FEATURE_OFF,
+                                    KPACK_FEATURE_ANY, "t", sample, 2);
+  kpack_co_render_t r = render_ok(image.data, image.size);
+  kpack_code_object_t* co = parse_ok(&image);
+  char* json;
+  size_t len;
+  assert_int_equal(kpack_code_object_metadata_json(co, true, &json, &len),
+                   KPACK_SUCCESS);
+  assert_int_equal(r.metadata_json_size, len + 1);
+  assert_memory_equal(r.metadata_json, json, len);
+  assert_string_equal(r.metadata_json + len, "\n");
+  free(json);
+  kpack_code_object_free(co);
+  kpack_co_render_free(&r);
+  fx_free(&image);
+
+  /* Without a note: no kernels and a JSON null, still a code object. */
+  fx_co_spec bare = {.e_flags = fx_co_flags(FX_MACH_GFX908, KPACK_FEATURE_ON,
+                                            KPACK_FEATURE_OFF)};
+  image = fx_code_object(&bare);
+  r = render_ok(image.data, image.size);
+  assert_int_equal(r.status, KPACK_SUCCESS);
+  assert_string_equal(r.kernels, "");
+  assert_string_equal(r.metadata_json, "null\n");
+  assert_string_equal(r.target, "gfx908:sramecc-:xnack+");
+  assert_int_equal(r.kernel_count, 0);
+  kpack_co_render_free(&r);
+  fx_free(&image);
+}
+
+static void expect_empty_render(const void* data, size_t size,
+                                kpack_error_t why) {
+  kpack_co_render_t r = render_ok(data, size);
+  assert_int_equal(r.status, why);
+  assert_string_equal(r.kernels, "");
+  assert_string_equal(r.metadata_json, "");
+  assert_null(r.target);
+  assert_int_equal(r.kernel_count, 0);
+  kpack_co_render_free(&r);
+}
+
+static void test_bytes_that_are_no_code_object_render_empty_files(
+    void** state) {
+  (void)state;
+  void* junk = kt_pattern(5000, 77);
+  expect_empty_render(junk, 5000, KPACK_ERROR_INVALID_FORMAT);
+  free(junk);
+  expect_empty_render(NULL, 0, KPACK_ERROR_INVALID_FORMAT);
+  expect_empty_render("", 0, KPACK_ERROR_INVALID_FORMAT);
+  /* A code object whose note is cut or of the wrong shape. */
+  fx_buf desc = {0};
+  fx_put(&desc, "\x81\xa1", 2);
+  fx_buf image = with_note(desc.data, desc.size);
+  expect_empty_render(image.data, image.size, KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  fx_free(&image);
+  fx_free(&desc);
+  fx_put(&desc, "\x91\x01", 2);
+  image = with_note(desc.data, desc.size);
+  expect_empty_render(image.data, image.size, KPACK_ERROR_INVALID_METADATA);
+  fx_free(&image);
+  fx_free(&desc);
+}
+
+/* A note the reader accepts but JSON cannot show in bounded space (a map
+ * key inside a map key): the kernels still show, metadata.json is empty. */
+static void test_note_json_cannot_show_leaves_only_metadata_empty(
+    void** state) {
+  (void)state;
+  packing p;
+  pack_begin(&p);
+  msgpack_pack_map(&p.pk, 2);
+  msgpack_pack_map(&p.pk, 1); /* key {{"x": nil}: nil} */
+  msgpack_pack_map(&p.pk, 1);
+  pack_str(&p, "x");
+  msgpack_pack_nil(&p.pk);
+  msgpack_pack_nil(&p.pk);
+  msgpack_pack_nil(&p.pk);
+  pack_str(&p, "amdhsa.kernels");
+  msgpack_pack_array(&p.pk, 1);
+  msgpack_pack_map(&p.pk, 2);
+  pack_str(&p, ".name");
+  pack_str(&p, "k");
+  pack_str(&p, ".sgpr_count");
+  msgpack_pack_uint8(&p.pk, 5);
+  fx_buf desc = pack_end(&p);
+  fx_buf image = with_note(desc.data, desc.size);
+  kpack_co_render_t r = render_ok(image.data, image.size);
+  assert_int_equal(r.status, KPACK_ERROR_MSGPACK_PARSE_FAILED);
+  assert_string_equal(r.kernels,
+                      "k\tvgpr=- sgpr=5 agpr=- lds=- scratch=- wave=- wg=- "
+                      "kernarg=-\n");
+  assert_string_equal(r.metadata_json, "");
+  assert_string_equal(r.target, "gfx90a:xnack-");
+  assert_int_equal(r.kernel_count, 1);
+  kpack_co_render_free(&r);
+  fx_free(&image);
+  fx_free(&desc);
+}
+
+static void test_resources_come_in_kernels_file_order(void** state) {
+  (void)state;
+  static const char* const keys[] = {"vgpr",    "sgpr", "agpr", "lds",
+                                     "scratch", "wave", "wg",   "kernarg"};
+  const kpack_co_kernel_t k = {.vgpr_count = 1,
+                               .sgpr_count = 2,
+                               .agpr_count = 3,
+                               .group_segment_fixed_size = 4,
+                               .private_segment_fixed_size = 5,
+                               .wavefront_size = 6,
+                               .max_flat_workgroup_size = 7,
+                               .kernarg_segment_size = 8,
+                               .present = 0x3ff & ~KPACK_CO_AGPR_COUNT};
+  assert_int_equal(KPACK_CO_RESOURCE_COUNT, 8);
+  for (size_t i = 0; i < KPACK_CO_RESOURCE_COUNT; i++) {
+    const char* key;
+    uint64_t value = 99;
+    bool present = kpack_co_kernel_resource(&k, i, &key, &value);
+    assert_string_equal(key, keys[i]);
+    assert_int_equal(present, i != 2);
+    assert_int_equal(value, i == 2 ? 0 : i + 1);
+  }
+  const char* key = "x";
+  uint64_t value = 99;
+  assert_false(kpack_co_kernel_resource(&k, 8, &key, &value));
+  assert_null(key);
+  assert_int_equal(value, 0);
+  assert_false(kpack_co_kernel_resource(NULL, 0, &key, &value));
+  assert_false(kpack_co_kernel_resource(&k, 0, NULL, &value));
+  kpack_co_render_t r;
+  assert_int_equal(kpack_code_object_render("x", 1, NULL),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_code_object_render(NULL, 1, &r),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_null(r.kernels);
+}
+
 /* ---- malformed ELF: INVALID_FORMAT -----------------------------------------
  */
 
@@ -1056,6 +1265,13 @@ int main(void) {
       cmocka_unit_test(test_other_os_abi_has_no_version),
       cmocka_unit_test(test_target_serves_only_archs_that_fix_its_features),
       cmocka_unit_test(test_metadata_json_renders_the_whole_note),
+      cmocka_unit_test(test_kernels_text_is_one_line_per_kernel_in_note_order),
+      cmocka_unit_test(test_kernels_text_shows_absent_counts_as_a_dash),
+      cmocka_unit_test(test_kernel_names_cannot_split_their_line_or_fields),
+      cmocka_unit_test(test_metadata_text_is_the_indented_note_and_a_newline),
+      cmocka_unit_test(test_bytes_that_are_no_code_object_render_empty_files),
+      cmocka_unit_test(test_note_json_cannot_show_leaves_only_metadata_empty),
+      cmocka_unit_test(test_resources_come_in_kernels_file_order),
       cmocka_unit_test(test_not_an_amdgpu_elf_is_invalid_format),
       cmocka_unit_test(test_header_tables_outside_the_file_are_invalid_format),
       cmocka_unit_test(test_notes_outside_their_region_are_invalid_format),

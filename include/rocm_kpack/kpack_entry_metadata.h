@@ -18,6 +18,12 @@
 extern "C" {
 #endif
 
+/* The file beside <binary>/<arch>/kernel.<type> that holds the entry's map,
+ * its exact MessagePack bytes, in a tree in the kpackfs layout: a kpackfs
+ * mount shows it, `kpack extract` writes it and `kpack create` reads it
+ * back. Absent for an entry without a map. */
+#define KPACK_ENTRY_METADATA_FILE "toc-metadata.msgpack"
+
 /* The entry's metadata map as the MessagePack bytes stored in the TOC (one
  * map, exactly as written). *data points into the archive and stays valid
  * until kpack_close(). An entry without metadata succeeds with *data NULL

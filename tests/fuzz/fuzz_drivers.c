@@ -729,12 +729,48 @@ static size_t bounded_strlen(const char* s, size_t max) {
   return n;
 }
 
+/* kpack_code_object_render() agrees with the reader: empty files exactly
+ * when the parse failed, one `kernels` line per kernel, a metadata.json
+ * that is the note's JSON and a newline unless that JSON failed. */
+static void check_render(const uint8_t* data, size_t size, kpack_error_t parsed,
+                         size_t kernel_count) {
+  kpack_co_render_t r;
+  kpack_error_t err = kpack_code_object_render(data, size, &r);
+  require(err == KPACK_SUCCESS || err == KPACK_ERROR_OUT_OF_MEMORY,
+          "render failed on input");
+  if (err != KPACK_SUCCESS)
+    return;
+  require(strlen(r.kernels) == r.kernels_size &&
+              strlen(r.metadata_json) == r.metadata_json_size,
+          "render sizes");
+  if (parsed != KPACK_SUCCESS) {
+    require(r.status == parsed && r.target == NULL && r.kernels_size == 0 &&
+                r.metadata_json_size == 0,
+            "a refused code object rendered text");
+  } else {
+    size_t lines = 0;
+    for (const char* p = r.kernels; (p = strchr(p, '\n')) != NULL; p++)
+      lines++;
+    require(lines == kernel_count && r.kernel_count == kernel_count,
+            "one kernels line per kernel");
+    require(r.target != NULL, "a code object without a target");
+    require(r.status == KPACK_SUCCESS
+                ? r.metadata_json_size > 0 &&
+                      r.metadata_json[r.metadata_json_size - 1] == '\n'
+                : r.metadata_json_size == 0,
+            "metadata.json");
+  }
+  kpack_co_render_free(&r);
+}
+
 size_t kf_code_object_input(const uint8_t* data, size_t size) {
   kpack_code_object_t* co = NULL;
   kpack_error_t err = kpack_code_object_parse(data, size, &co);
   require_status(err);
   if (err != KPACK_SUCCESS) {
     require(co == NULL, "failed parse left a code object");
+    if (data != NULL && err != KPACK_ERROR_OUT_OF_MEMORY)
+      check_render(data, size, err, 0);
     return 0;
   }
   require(kpack_is_code_object(data, size), "parsed a non-code object");
@@ -786,6 +822,7 @@ size_t kf_code_object_input(const uint8_t* data, size_t size) {
   }
   (void)sink;
   kpack_code_object_free(co);
+  check_render(data, size, KPACK_SUCCESS, info.kernel_count);
   return 1 + info.kernel_count;
 }
 
