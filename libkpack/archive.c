@@ -5,14 +5,13 @@
  * payload is only ever touched by kernel reads, through pread.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "archive.h"
 #include "byteorder.h"
+#include "input.h"
 
 kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset) {
   uint8_t* p = buf;
@@ -26,24 +25,6 @@ kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset) {
     size -= (size_t)n;
     offset += (uint64_t)n;
   }
-  return KPACK_SUCCESS;
-}
-
-static kpack_error_t open_file(const char* path, int* fd, uint64_t* size) {
-  struct stat st;
-  /* O_NONBLOCK: a FIFO (or device) named like an archive must fail the
-   * S_ISREG check below, not block open() forever. */
-  *fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (*fd < 0)
-    return errno == ENOENT || errno == ENOTDIR ? KPACK_ERROR_FILE_NOT_FOUND
-                                               : KPACK_ERROR_IO_ERROR;
-  if (fstat(*fd, &st) != 0)
-    return KPACK_ERROR_IO_ERROR;
-  if (!S_ISREG(st.st_mode)) {
-    errno = EISDIR;
-    return KPACK_ERROR_IO_ERROR;
-  }
-  *size = (uint64_t)st.st_size;
   return KPACK_SUCCESS;
 }
 
@@ -102,8 +83,11 @@ KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
     return KPACK_ERROR_OUT_OF_MEMORY;
   a->fd = -1;
 
-  if ((err = open_file(path, &a->fd, &a->file_size)))
+  kp_input file;
+  if ((err = kp_input_open(path, &file)))
     goto fail;
+  a->fd = file.fd;
+  a->file_size = file.size;
   if ((err = read_header(a->fd, a->file_size, &toc_offset)))
     goto fail;
   size_t toc_size = (size_t)(a->file_size - toc_offset);

@@ -18,6 +18,7 @@
 #define ELF_SHT_RELA 4u
 #define ELF_SHN_UNDEF 0u
 #define ELF_SHN_XINDEX 0xffffu
+#define ELF_WRAPPER_SIZE 24u
 /* Relocation records read per pread. */
 #define ELF_RELA_CHUNK 4096u
 
@@ -299,4 +300,50 @@ size_t elf_pointer_section(const elf_file* elf, const elf_pointer* ptr) {
         elf_pointer_in(elf, ptr, i, &offset))
       return i;
   return 0;
+}
+
+kpack_error_t elf_read_wrappers(const elf_file* elf, size_t seg,
+                                elf_wrapper** records, size_t* count) {
+  kpack_error_t err;
+  kp_input table;
+  kp_scratch scratch = {0};
+  const uint8_t* bytes;
+  elf_pointer* ptrs = NULL;
+  elf_wrapper* w = NULL;
+
+  *records = NULL;
+  *count = 0;
+  if ((err = elf_section_input(elf, seg, &table)) != KPACK_SUCCESS)
+    return err;
+  if (table.size % ELF_WRAPPER_SIZE != 0)
+    return KPACK_ERROR_INVALID_FORMAT;
+  size_t n = (size_t)(table.size / ELF_WRAPPER_SIZE);
+  w = calloc(n ? n : 1, sizeof(*w));
+  ptrs = calloc(n ? n : 1, sizeof(*ptrs));
+  if (w == NULL || ptrs == NULL) {
+    err = KPACK_ERROR_OUT_OF_MEMORY;
+    goto done;
+  }
+  err = kp_input_view(&table, 0, (size_t)table.size, &scratch, &bytes);
+  if (err != KPACK_SUCCESS)
+    goto done;
+  for (size_t i = 0; i < n; i++) {
+    const uint8_t* r = bytes + i * ELF_WRAPPER_SIZE;
+    w[i].magic = (uint32_t)kp_load_le(r, 4);
+    w[i].version = (uint32_t)kp_load_le(r + 4, 4);
+    w[i].reserved = kp_load_le(r + 16, 8);
+  }
+  err = elf_read_pointers(elf, seg, ELF_WRAPPER_SIZE, 8, n, ptrs);
+  if (err != KPACK_SUCCESS)
+    goto done;
+  for (size_t i = 0; i < n; i++)
+    w[i].pointer = ptrs[i];
+  *records = w;
+  *count = n;
+  w = NULL;
+done:
+  free(w);
+  free(ptrs);
+  kp_scratch_free(&scratch);
+  return err;
 }

@@ -2,8 +2,9 @@
  *
  * The little ELF reading the host-binary readers share (fatbin.c for HIPF
  * wrappers, host.c for HIPK wrappers): the section table of a 64-bit
- * little-endian file, sections by name, and the final value of pointer
- * fields in a table of records once the linker's relocations are applied.
+ * little-endian file, sections by name, the final value of pointer fields
+ * in a table of records once the linker's relocations are applied, and the
+ * wrapper records of .hipFatBinSegment read that way.
  * Reads go through kp_input in small pieces; nothing but the section table
  * is kept. Owned by elf.c; an elf_file belongs to its caller.
  */
@@ -95,5 +96,24 @@ bool elf_pointer_in(const elf_file* elf, const elf_pointer* ptr, size_t target,
 
 /* The allocated section the pointer lands in, or 0 when none holds it. */
 size_t elf_pointer_section(const elf_file* elf, const elf_pointer* ptr);
+
+/* One 24-byte record of .hipFatBinSegment, the __CudaFatBinaryWrapper HIP's
+ * host code registers: magic ("HIPF" or "HIPK"), version, the pointer at
+ * byte 8 as elf_read_pointers() finds it, and the u64 at byte 16 (a HIPK
+ * record's code object index). */
+typedef struct elf_wrapper {
+  uint32_t magic;
+  uint32_t version;
+  elf_pointer pointer;
+  uint64_t reserved;
+} elf_wrapper;
+
+/* The records of section `seg`, in order: *records is malloc'ed (free() it;
+ * never NULL on success, even for none) and holds *count of them.
+ *   INVALID_FORMAT  the section lies outside the file or is not whole
+ *                   records; as elf_read_pointers()
+ *   IO_ERROR, OUT_OF_MEMORY */
+kpack_error_t elf_read_wrappers(const elf_file* elf, size_t seg,
+                                elf_wrapper** records, size_t* count);
 
 #endif /* KPACK_ELF_H */

@@ -8,18 +8,13 @@
  * from the file, so a gigabyte library costs its section table and one
  * offset per bundle.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "byteorder.h"
 #include "elf.h"
 #include "offload_bundle.h"
 
-#define FB_WRAPPER_SIZE 24u
 #define FB_WRAPPER_MAGIC 0x48495046u /* "HIPF" */
 /* Zero padding between walked bundles is scanned this much at a time. */
 #define FB_PAD_READ ((size_t)64 * 1024)
@@ -34,45 +29,26 @@ struct kpack_fatbin {
 /* Bundle offsets from the wrapper table, in wrapper order. */
 static kpack_error_t locate_by_wrappers(const elf_file* elf, size_t seg,
                                         size_t fat, struct kpack_fatbin* fb) {
-  kpack_error_t err;
-  kp_input table;
-  kp_scratch scratch = {0};
-  const uint8_t* records;
-  elf_pointer* ptrs = NULL;
-
-  if ((err = elf_section_input(elf, seg, &table)) != KPACK_SUCCESS)
-    return err;
-  if (table.size % FB_WRAPPER_SIZE != 0)
-    return KPACK_ERROR_INVALID_FORMAT;
-  size_t count = (size_t)(table.size / FB_WRAPPER_SIZE);
-  err = kp_input_view(&table, 0, (size_t)table.size, &scratch, &records);
+  elf_wrapper* records;
+  size_t count;
+  kpack_error_t err = elf_read_wrappers(elf, seg, &records, &count);
   if (err != KPACK_SUCCESS)
-    goto done;
-  for (size_t i = 0; i < count; i++)
-    if (kp_load_le(records + i * FB_WRAPPER_SIZE, 4) != FB_WRAPPER_MAGIC) {
-      err = KPACK_ERROR_INVALID_FORMAT;
-      goto done;
-    }
+    return err;
   fb->offsets = calloc(count ? count : 1, sizeof(*fb->offsets));
-  ptrs = calloc(count ? count : 1, sizeof(*ptrs));
-  if (fb->offsets == NULL || ptrs == NULL) {
+  if (fb->offsets == NULL) {
     err = KPACK_ERROR_OUT_OF_MEMORY;
     goto done;
   }
-  err = elf_read_pointers(elf, seg, FB_WRAPPER_SIZE, 8, count, ptrs);
-  if (err != KPACK_SUCCESS)
-    goto done;
   for (size_t i = 0; i < count; i++)
-    if (!elf_pointer_in(elf, &ptrs[i], fat, &fb->offsets[i])) {
+    if (records[i].magic != FB_WRAPPER_MAGIC ||
+        !elf_pointer_in(elf, &records[i].pointer, fat, &fb->offsets[i])) {
       err = KPACK_ERROR_INVALID_FORMAT;
       goto done;
     }
   fb->info.bundle_count = count;
   fb->info.has_wrappers = true;
-  err = KPACK_SUCCESS;
 done:
-  free(ptrs);
-  kp_scratch_free(&scratch);
+  free(records);
   return err;
 }
 
@@ -175,24 +151,14 @@ static kpack_error_t open_common(const kp_input* in, int fd,
 
 KPACK_API kpack_error_t kpack_fatbin_open(const char* path,
                                           kpack_fatbin_t** fatbin) {
-  struct stat st;
+  kp_input in;
   if (fatbin == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
   *fatbin = NULL;
   if (path == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  /* O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
-   * below like any other file that is not regular. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return errno == ENOENT || errno == ENOTDIR ? KPACK_ERROR_FILE_NOT_FOUND
-                                               : KPACK_ERROR_IO_ERROR;
-  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    close(fd);
-    return KPACK_ERROR_IO_ERROR;
-  }
-  kp_input in = {.fd = fd, .size = (uint64_t)st.st_size};
-  return open_common(&in, fd, fatbin);
+  kpack_error_t err = kp_input_open(path, &in);
+  return err != KPACK_SUCCESS ? err : open_common(&in, in.fd, fatbin);
 }
 
 KPACK_API kpack_error_t kpack_fatbin_open_memory(const void* data, size_t size,
@@ -214,35 +180,33 @@ KPACK_API kpack_error_t kpack_fatbin_get_info(const kpack_fatbin_t* fatbin,
   return KPACK_SUCCESS;
 }
 
-/* The bytes from the start of bundle `index` to the end of .hip_fatbin. */
-static kpack_error_t bundle_input(const kpack_fatbin_t* fatbin, size_t index,
-                                  kp_input* in) {
+/* Bundle `index` read by `read` (ob_parse or ob_list) from its start to
+ * the end of .hip_fatbin, the furthest it may reach. */
+static kpack_error_t read_bundle(const kpack_fatbin_t* fatbin, size_t index,
+                                 kpack_bundle_t** bundle,
+                                 kpack_error_t (*read)(const kp_input*,
+                                                       kpack_bundle_t**)) {
+  kp_input in;
+  if (bundle != NULL)
+    *bundle = NULL;
+  if (fatbin == NULL || bundle == NULL || index >= fatbin->info.bundle_count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
   uint64_t at = fatbin->offsets[index];
-  return kp_input_slice(&fatbin->fatbin, at, fatbin->fatbin.size - at, in);
+  kpack_error_t err =
+      kp_input_slice(&fatbin->fatbin, at, fatbin->fatbin.size - at, &in);
+  return err != KPACK_SUCCESS ? err : read(&in, bundle);
 }
 
 KPACK_API kpack_error_t kpack_fatbin_get_bundle(const kpack_fatbin_t* fatbin,
                                                 size_t index,
                                                 kpack_bundle_t** bundle) {
-  kp_input in;
-  if (bundle != NULL)
-    *bundle = NULL;
-  if (fatbin == NULL || bundle == NULL || index >= fatbin->info.bundle_count)
-    return KPACK_ERROR_INVALID_ARGUMENT;
-  kpack_error_t err = bundle_input(fatbin, index, &in);
-  return err != KPACK_SUCCESS ? err : ob_parse(&in, bundle);
+  return read_bundle(fatbin, index, bundle, ob_parse);
 }
 
 KPACK_API kpack_error_t kpack_fatbin_list_bundle(const kpack_fatbin_t* fatbin,
                                                  size_t index,
                                                  kpack_bundle_t** bundle) {
-  kp_input in;
-  if (bundle != NULL)
-    *bundle = NULL;
-  if (fatbin == NULL || bundle == NULL || index >= fatbin->info.bundle_count)
-    return KPACK_ERROR_INVALID_ARGUMENT;
-  kpack_error_t err = bundle_input(fatbin, index, &in);
-  return err != KPACK_SUCCESS ? err : ob_list(&in, bundle);
+  return read_bundle(fatbin, index, bundle, ob_list);
 }
 
 KPACK_API void kpack_fatbin_close(kpack_fatbin_t* fatbin) {

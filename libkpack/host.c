@@ -6,19 +6,13 @@
  * own parser). Everything is read and checked at open; the handle is
  * immutable afterwards.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
-#include "byteorder.h"
 #include "elf.h"
 #include "hipk.h"
 #include "rocm_kpack/kpack_host.h"
-
-#define HOST_RECORD_SIZE 24u
 
 struct kpack_host {
   kpack_host_info_t info;
@@ -83,34 +77,27 @@ static kpack_error_t read_hipk(const elf_file* elf, const elf_pointer* ptr,
 static kpack_error_t read_records(const elf_file* elf, size_t seg,
                                   size_t ref_index, struct kpack_host* h) {
   kpack_error_t err;
-  kp_input table, ref = {0};
-  kp_scratch records_buf = {0}, meta_buf = {0};
-  const uint8_t* records;
-  elf_pointer* ptrs = NULL;
+  kp_input ref = {0};
+  kp_scratch meta_buf = {0};
+  elf_wrapper* records;
+  size_t count;
   bool any_hipf = false, any_hipk = false;
 
-  if ((err = elf_section_input(elf, seg, &table)) != KPACK_SUCCESS)
+  if ((err = elf_read_wrappers(elf, seg, &records, &count)) != KPACK_SUCCESS)
     return err;
-  if (table.size % HOST_RECORD_SIZE != 0)
-    return KPACK_ERROR_INVALID_FORMAT;
-  size_t count = (size_t)(table.size / HOST_RECORD_SIZE);
   h->wrappers = calloc(count ? count : 1, sizeof(*h->wrappers));
   h->metadata = calloc(count ? count : 1, sizeof(*h->metadata));
-  ptrs = calloc(count ? count : 1, sizeof(*ptrs));
-  if (h->wrappers == NULL || h->metadata == NULL || ptrs == NULL) {
+  if (h->wrappers == NULL || h->metadata == NULL) {
     err = KPACK_ERROR_OUT_OF_MEMORY;
     goto done;
   }
   h->info.wrapper_count = count;
-  err = kp_input_view(&table, 0, (size_t)table.size, &records_buf, &records);
-  if (err != KPACK_SUCCESS)
-    goto done;
   for (size_t i = 0; i < count; i++) {
     kpack_host_wrapper_t* w = &h->wrappers[i];
-    const uint8_t* r = records + i * HOST_RECORD_SIZE;
-    w->magic = (uint32_t)kp_load_le(r, 4);
-    w->version = (uint32_t)kp_load_le(r + 4, 4);
-    w->reserved = kp_load_le(r + 16, 8);
+    w->magic = records[i].magic;
+    w->version = records[i].version;
+    w->reserved = records[i].reserved;
+    w->pointer = records[i].pointer.value;
     any_hipf |= w->magic == KPACK_HOST_HIPF_MAGIC;
     any_hipk |= w->magic == KPACK_HOST_HIPK_MAGIC;
   }
@@ -119,14 +106,10 @@ static kpack_error_t read_records(const elf_file* elf, size_t seg,
   if (any_hipk && ref_index != 0 &&
       (err = elf_section_input(elf, ref_index, &ref)) != KPACK_SUCCESS)
     goto done;
-  err = elf_read_pointers(elf, seg, HOST_RECORD_SIZE, 8, count, ptrs);
-  if (err != KPACK_SUCCESS)
-    goto done;
   for (size_t i = 0; i < count; i++) {
     kpack_host_wrapper_t* w = &h->wrappers[i];
-    w->pointer = ptrs[i].value;
     if (w->magic == KPACK_HOST_HIPK_MAGIC) {
-      err = read_hipk(elf, &ptrs[i], ref_index, &ref, &meta_buf, w,
+      err = read_hipk(elf, &records[i].pointer, ref_index, &ref, &meta_buf, w,
                       &h->metadata[i]);
       if (err != KPACK_SUCCESS)
         goto done;
@@ -145,8 +128,7 @@ static kpack_error_t read_records(const elf_file* elf, size_t seg,
                                                   : KPACK_HOST_NONE;
   err = KPACK_SUCCESS;
 done:
-  free(ptrs);
-  kp_scratch_free(&records_buf);
+  free(records);
   kp_scratch_free(&meta_buf);
   return err;
 }
@@ -187,23 +169,17 @@ static kpack_error_t open_input(const kp_input* in, kpack_host_t** out) {
 }
 
 KPACK_API kpack_error_t kpack_host_open(const char* path, kpack_host_t** host) {
-  struct stat st;
+  kp_input in;
   if (host == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
   *host = NULL;
   if (path == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  /* O_NONBLOCK: a FIFO must not block the open; it is refused below. */
-  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0)
-    return errno == ENOENT || errno == ENOTDIR ? KPACK_ERROR_FILE_NOT_FOUND
-                                               : KPACK_ERROR_IO_ERROR;
-  kpack_error_t err = KPACK_ERROR_IO_ERROR;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
-    kp_input in = {.fd = fd, .size = (uint64_t)st.st_size};
-    err = open_input(&in, host);
-  }
-  close(fd);
+  kpack_error_t err = kp_input_open(path, &in);
+  if (err != KPACK_SUCCESS)
+    return err;
+  err = open_input(&in, host);
+  close(in.fd);
   return err;
 }
 

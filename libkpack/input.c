@@ -4,10 +4,32 @@
  */
 #include "input.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "archive.h"
+
+kpack_error_t kp_input_open(const char* path, kp_input* in) {
+  struct stat st;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+  if (fd < 0)
+    return errno == ENOENT || errno == ENOTDIR ? KPACK_ERROR_FILE_NOT_FOUND
+                                               : KPACK_ERROR_IO_ERROR;
+  /* errno says why to callers that tell a passing failure (EMFILE...)
+   * from a lasting one: close() must not change it. */
+  int reason = fstat(fd, &st) != 0 ? errno : !S_ISREG(st.st_mode) ? EISDIR : 0;
+  if (reason != 0) {
+    close(fd);
+    errno = reason;
+    return KPACK_ERROR_IO_ERROR;
+  }
+  *in = (kp_input){.fd = fd, .size = (uint64_t)st.st_size};
+  return KPACK_SUCCESS;
+}
 
 kpack_error_t kp_input_slice(const kp_input* in, uint64_t offset, uint64_t size,
                              kp_input* out) {

@@ -5,6 +5,7 @@
  * small pieces so that a gigabyte library is never held whole and a file
  * that changes underneath is an IO_ERROR rather than a SIGBUS. Stateless: a
  * kp_input is a value that may be copied, sliced and shared by threads.
+ * Opening a file by path (kp_input_open) serves archive.c too.
  */
 #ifndef KPACK_INPUT_H
 #define KPACK_INPUT_H
@@ -20,6 +21,14 @@ typedef struct kp_input {
   uint64_t base; /* file offset of byte 0 (fd only) */
   uint64_t size; /* readable bytes */
 } kp_input;
+
+/* Opens the regular file at `path` for reading as an input of its whole
+ * size; the caller owns in->fd and closes it. O_NONBLOCK, so that a FIFO
+ * or device fails the regular-file check instead of blocking the open.
+ *   FILE_NOT_FOUND  no file at path (ENOENT, ENOTDIR)
+ *   IO_ERROR        it cannot be opened or is not a regular file (EISDIR)
+ * On failure nothing stays open and errno holds the system's reason. */
+kpack_error_t kp_input_open(const char* path, kp_input* in);
 
 /* Bytes [offset, offset + size) of `in` as an input of their own.
  *   INVALID_FORMAT  the range does not lie within `in` */
