@@ -139,6 +139,16 @@ void cli_host_record_rows(cli_table* t, const char* path,
 /* "none" or e.g. "zstd (CCOB v3)". */
 const char* cli_bundle_compression(const kpack_bundle_info_t* info,
                                    char buf[32]);
+/* Calls fn for each bundle of a fat binary, listed (entry tables only),
+ * until fn returns false. A bundle that cannot be listed is reported,
+ * naming path and code object, and stops the walk. False if stopped. */
+typedef bool (*cli_bundle_fn)(const char* path, size_t co,
+                              const kpack_bundle_t* bundle, void* user);
+bool cli_for_each_bundle(const char* path, const kpack_fatbin_t* fb,
+                         cli_bundle_fn fn, void* user);
+/* The arches of a bundle's HIP entries, space-separated (malloc'ed; NULL
+ * when out of memory). */
+char* cli_bundle_arches(const kpack_bundle_t* b);
 
 /* ---- interruption ------------------------------------------------------ */
 

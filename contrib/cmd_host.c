@@ -49,12 +49,18 @@ static const char* machine_name(uint16_t machine) {
   return "unknown machine";
 }
 
+/* "zstd", "zlib" or "none", as the JSON outputs name it. */
+static const char* compression_name(const kpack_bundle_info_t* info) {
+  return info->compression == KPACK_BUNDLE_ZSTD   ? "zstd"
+         : info->compression == KPACK_BUNDLE_ZLIB ? "zlib"
+                                                  : "none";
+}
+
 const char* cli_bundle_compression(const kpack_bundle_info_t* info,
                                    char buf[32]) {
   if (info->compression == KPACK_BUNDLE_UNCOMPRESSED)
     return "none";
-  snprintf(buf, 32, "%s (CCOB v%u)",
-           info->compression == KPACK_BUNDLE_ZSTD ? "zstd" : "zlib",
+  snprintf(buf, 32, "%s (CCOB v%u)", compression_name(info),
            info->ccob_version);
   return buf;
 }
@@ -67,13 +73,8 @@ static const char* base_name(const char* path) {
 /* ---- fat binaries ----------------------------------------------------------
  */
 
-/* Calls fn for each bundle of a fat binary, listed (entry tables only).
- * Reports and stops at the first error. */
-typedef bool (*bundle_fn)(const char* path, size_t co,
-                          const kpack_bundle_t* bundle, void* user);
-
-static bool for_each_bundle(const char* path, const kpack_fatbin_t* fb,
-                            bundle_fn fn, void* user) {
+bool cli_for_each_bundle(const char* path, const kpack_fatbin_t* fb,
+                         cli_bundle_fn fn, void* user) {
   kpack_fatbin_info_t info;
   kpack_fatbin_get_info(fb, &info);
   for (size_t co = 0; co < info.bundle_count; co++) {
@@ -92,8 +93,7 @@ static bool for_each_bundle(const char* path, const kpack_fatbin_t* fb,
   return true;
 }
 
-/* The distinct arches of a bundle's HIP entries, space-separated. */
-static char* bundle_arches(const kpack_bundle_t* b) {
+char* cli_bundle_arches(const kpack_bundle_t* b) {
   kpack_bundle_info_t info;
   char* text = NULL;
   size_t len = 0;
@@ -132,9 +132,7 @@ static bool info_bundle(const char* path, size_t co, const kpack_bundle_t* b,
   if (s->json) {
     printf("%s{\"co_index\": %zu, \"compression\": ", s->first ? "" : ", ", co);
     s->first = false;
-    cli_json_string(stdout, info.compression == KPACK_BUNDLE_ZSTD   ? "zstd"
-                            : info.compression == KPACK_BUNDLE_ZLIB ? "zlib"
-                                                                    : "none");
+    cli_json_string(stdout, compression_name(&info));
     printf(
         ", \"ccob_version\": %u, \"stored_size\": %llu, \"size\": %llu, "
         "\"entries\": [",
@@ -155,7 +153,7 @@ static bool info_bundle(const char* path, size_t co, const kpack_bundle_t* b,
     fputs("]}", stdout);
     return true;
   }
-  char* arches = bundle_arches(b);
+  char* arches = cli_bundle_arches(b);
   cli_table_row(&s->table, "%zu\t%s\t%llu\t%llu\t%s", co,
                 cli_bundle_compression(&info, comp),
                 (unsigned long long)info.extent,
@@ -195,7 +193,7 @@ static int info_fat(const char* path, const kpack_host_info_t* host,
            info.has_wrappers ? "numbered by .hipFatBinSegment (co_index)"
                              : "in .hip_fatbin order (no wrappers)");
   }
-  bool ok = for_each_bundle(path, fb, info_bundle, &s);
+  bool ok = cli_for_each_bundle(path, fb, info_bundle, &s);
   if (json) {
     fputs("]}", stdout);
   } else {
@@ -413,10 +411,7 @@ static bool list_bundle(const char* path, size_t co, const kpack_bundle_t* b,
       fputs(", \"id\": ", stdout);
       cli_json_string(stdout, e.id);
       printf(", \"size\": %llu, \"compression\": \"%s\"}",
-             (unsigned long long)e.size,
-             info.compression == KPACK_BUNDLE_ZSTD   ? "zstd"
-             : info.compression == KPACK_BUNDLE_ZLIB ? "zlib"
-                                                     : "none");
+             (unsigned long long)e.size, compression_name(&info));
       continue;
     }
     cli_table_row(&s->table, "%s#%zu\t%s\t%llu\t%s", s->name, co, e.arch,
@@ -458,7 +453,7 @@ int cli_host_list(const char* path, bool json, bool* first) {
   }
   list_state s = {.name = base_name(path), .json = json, .first = first};
   s.table = (cli_table){.cols = 4, .headers = headers, .right = right};
-  bool ok = for_each_bundle(path, fb, list_bundle, &s);
+  bool ok = cli_for_each_bundle(path, fb, list_bundle, &s);
   if (!json) {
     if (!*first)
       putchar('\n');

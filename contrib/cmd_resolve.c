@@ -450,9 +450,53 @@ static void print_json(const rs_request* r, const rs_trace* t,
 /* ---- the binary's own records ----------------------------------------------
  */
 
+/* The HIP entries of a bundle as a JSON array of arches. */
+static void json_bundle_arches(const kpack_bundle_t* b) {
+  kpack_bundle_info_t info;
+  size_t n = 0;
+  kpack_bundle_get_info(b, &info);
+  fputc('[', stdout);
+  for (size_t i = 0; i < info.entry_count; i++) {
+    kpack_bundle_entry_t e;
+    kpack_bundle_get_entry(b, i, &e);
+    if (e.arch == NULL)
+      continue;
+    fputs(n++ ? ", " : "", stdout);
+    cli_json_string(stdout, e.arch);
+  }
+  fputc(']', stdout);
+}
+
+typedef struct fat_explain {
+  bool json;
+  cli_table table;
+} fat_explain;
+
+static bool explain_bundle(const char* path, size_t co, const kpack_bundle_t* b,
+                           void* user) {
+  fat_explain* s = user;
+  kpack_bundle_info_t info;
+  char comp[32];
+  (void)path;
+  kpack_bundle_get_info(b, &info);
+  if (s->json) {
+    printf("%s{\"co_index\": %zu, \"arches\": ", co ? ", " : "", co);
+    json_bundle_arches(b);
+    fputc('}', stdout);
+  } else {
+    char* arches = cli_bundle_arches(b);
+    cli_table_row(&s->table, "%zu\t%s\t%s", co,
+                  cli_bundle_compression(&info, comp),
+                  arches && *arches ? arches : "(no GPU code)");
+    free(arches);
+  }
+  return true;
+}
+
 /* A fat binary never reaches the kpack loader: say so and show what it
  * carries. */
 static int explain_fat(const char* path, const rs_request* r, bool json) {
+  static const char* const headers[] = {"CO", "BUNDLE", "ARCHES"};
   kpack_fatbin_t* fb;
   kpack_fatbin_info_t info;
   kpack_error_t err = kpack_fatbin_open(path, &fb);
@@ -461,9 +505,8 @@ static int explain_fat(const char* path, const rs_request* r, bool json) {
     return CLI_FAIL;
   }
   kpack_fatbin_get_info(fb, &info);
-  static const char* const headers[] = {"CO", "BUNDLE", "ARCHES"};
-  cli_table t = {.cols = 3, .headers = headers};
-  int status = CLI_OK;
+  fat_explain s = {.json = json};
+  s.table = (cli_table){.cols = 3, .headers = headers};
   if (json) {
     printf("{");
     json_field("binary", path, false);
@@ -479,52 +522,14 @@ static int explain_fat(const char* path, const rs_request* r, bool json) {
         "it from there and\nnever asks the kpack loader. Its bundles hold:\n\n",
         info.bundle_count, info.bundle_count == 1 ? "" : "s");
   }
-  for (size_t co = 0; co < info.bundle_count; co++) {
-    kpack_bundle_t* b;
-    kpack_bundle_info_t bi;
-    char comp[32];
-    if ((err = kpack_fatbin_list_bundle(fb, co, &b)) != KPACK_SUCCESS) {
-      cli_error("%s: code object %zu: %s (%s)", path, co,
-                kpack_error_string(err), cli_error_text(err));
-      status = CLI_FAIL;
-      break;
-    }
-    kpack_bundle_get_info(b, &bi);
-    char* arches = NULL;
-    size_t len = 0, n = 0;
-    FILE* f = open_memstream(&arches, &len);
-    if (json)
-      printf("%s{\"co_index\": %zu, \"arches\": [", co ? ", " : "", co);
-    for (size_t i = 0; i < bi.entry_count; i++) {
-      kpack_bundle_entry_t e;
-      kpack_bundle_get_entry(b, i, &e);
-      if (e.arch == NULL)
-        continue;
-      if (json) {
-        fputs(n ? ", " : "", stdout);
-        cli_json_string(stdout, e.arch);
-      }
-      if (f != NULL)
-        fprintf(f, "%s%s", n ? " " : "", e.arch);
-      n++;
-    }
-    if (f != NULL)
-      fclose(f);
-    if (json)
-      fputs("]}", stdout);
-    else
-      cli_table_row(&t, "%zu\t%s\t%s", co, cli_bundle_compression(&bi, comp),
-                    arches && *arches ? arches : "(no GPU code)");
-    free(arches);
-    kpack_bundle_free(b);
-  }
+  bool ok = cli_for_each_bundle(path, fb, explain_bundle, &s);
   if (json)
     fputs("]}\n", stdout);
   else
-    cli_table_print(&t, stdout);
-  cli_table_free(&t);
+    cli_table_print(&s.table, stdout);
+  cli_table_free(&s.table);
   kpack_fatbin_close(fb);
-  return status;
+  return ok ? CLI_OK : CLI_FAIL;
 }
 
 /* One row of the closing summary. */
