@@ -93,7 +93,8 @@ bool cli_for_each_bundle(const char* path, const kpack_fatbin_t* fb,
   return true;
 }
 
-char* cli_bundle_arches(const kpack_bundle_t* b) {
+char* cli_bundle_arches(const kpack_bundle_t* b, const char* const* agent,
+                        size_t agent_count) {
   kpack_bundle_info_t info;
   char* text = NULL;
   size_t len = 0;
@@ -105,11 +106,20 @@ char* cli_bundle_arches(const kpack_bundle_t* b) {
   for (size_t i = 0; i < info.entry_count; i++) {
     kpack_bundle_entry_t e;
     kpack_bundle_get_entry(b, i, &e);
-    if (e.arch != NULL)
+    if (e.arch != NULL &&
+        (agent == NULL || cli_agent_loads(agent, agent_count, e.arch)))
       fprintf(f, "%s%s", n++ ? " " : "", e.arch);
   }
   fclose(f);
   return text;
+}
+
+bool cli_agent_loads(const char* const* agent, size_t agent_count,
+                     const char* target) {
+  for (size_t i = 0; i < agent_count; i++)
+    if (kpack_target_serves(target, agent[i]))
+      return true;
+  return false;
 }
 
 typedef struct fat_state {
@@ -153,7 +163,7 @@ static bool info_bundle(const char* path, size_t co, const kpack_bundle_t* b,
     fputs("]}", stdout);
     return true;
   }
-  char* arches = cli_bundle_arches(b);
+  char* arches = cli_bundle_arches(b, NULL, 0);
   cli_table_row(&s->table, "%zu\t%s\t%llu\t%llu\t%s", co,
                 cli_bundle_compression(&info, comp),
                 (unsigned long long)info.extent,

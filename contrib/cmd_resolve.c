@@ -55,8 +55,10 @@ static const char resolve_manual[] =
     "    is 0 without a relocation or lies outside .rocm_kpack_ref, metadata\n"
     "    that does not parse) is reported with its reason. A binary that\n"
     "    still carries its device code (HIPF records and .hip_fatbin) never\n"
-    "    reaches the kpack loader: resolve says so and lists the\n"
-    "    architectures each of its bundles holds.\n"
+    "    reaches the kpack loader: resolve says so, lists the architectures\n"
+    "    each of its bundles holds and which of them the agent can run\n"
+    "    (LOADABLE: the same processor, and each feature the entry states\n"
+    "    set the same way by an --arch, as kpack_target_serves() decides).\n"
     "\n"
     "OPTIONS\n"
     "    --kernel NAME[#N]   the HIPK kernel_name; a #N suffix sets the code\n"
@@ -79,7 +81,7 @@ static const char resolve_manual[] =
     "                        kernel, co_index, search_paths, paths, archives,\n"
     "                        search, result} or {record, status, problem}]},\n"
     "                        or for a fat binary {binary, kind, arches,\n"
-    "                        bundles: [{co_index, arches}]}\n"
+    "                        bundles: [{co_index, arches, loadable}]}\n"
     "    --summary           with --binary alone, print the summary table\n"
     "                        only\n"
     "    -h, --help          print this manual\n"
@@ -450,8 +452,10 @@ static void print_json(const rs_request* r, const rs_trace* t,
 /* ---- the binary's own records ----------------------------------------------
  */
 
-/* The HIP entries of a bundle as a JSON array of arches. */
-static void json_bundle_arches(const kpack_bundle_t* b) {
+/* The HIP entries of a bundle as a JSON array of arches: all of them, or
+ * with `agent` those the agent can load. */
+static void json_bundle_arches(const kpack_bundle_t* b,
+                               const char* const* agent, size_t agent_count) {
   kpack_bundle_info_t info;
   size_t n = 0;
   kpack_bundle_get_info(b, &info);
@@ -459,7 +463,8 @@ static void json_bundle_arches(const kpack_bundle_t* b) {
   for (size_t i = 0; i < info.entry_count; i++) {
     kpack_bundle_entry_t e;
     kpack_bundle_get_entry(b, i, &e);
-    if (e.arch == NULL)
+    if (e.arch == NULL ||
+        (agent != NULL && !cli_agent_loads(agent, agent_count, e.arch)))
       continue;
     fputs(n++ ? ", " : "", stdout);
     cli_json_string(stdout, e.arch);
@@ -468,35 +473,45 @@ static void json_bundle_arches(const kpack_bundle_t* b) {
 }
 
 typedef struct fat_explain {
+  const rs_request* r;
   bool json;
   cli_table table;
+  size_t loadable; /* bundles with an entry the agent can load */
 } fat_explain;
 
 static bool explain_bundle(const char* path, size_t co, const kpack_bundle_t* b,
                            void* user) {
   fat_explain* s = user;
+  const rs_request* r = s->r;
   kpack_bundle_info_t info;
   char comp[32];
   (void)path;
   kpack_bundle_get_info(b, &info);
+  char* loadable = cli_bundle_arches(b, r->arches, r->arch_count);
+  s->loadable += loadable != NULL && *loadable != '\0';
   if (s->json) {
     printf("%s{\"co_index\": %zu, \"arches\": ", co ? ", " : "", co);
-    json_bundle_arches(b);
+    json_bundle_arches(b, NULL, 0);
+    fputs(", \"loadable\": ", stdout);
+    json_bundle_arches(b, r->arches, r->arch_count);
     fputc('}', stdout);
   } else {
-    char* arches = cli_bundle_arches(b);
-    cli_table_row(&s->table, "%zu\t%s\t%s", co,
+    char* arches = cli_bundle_arches(b, NULL, 0);
+    cli_table_row(&s->table, "%zu\t%s\t%s\t%s", co,
                   cli_bundle_compression(&info, comp),
-                  arches && *arches ? arches : "(no GPU code)");
+                  arches && *arches ? arches : "(no GPU code)",
+                  loadable && *loadable ? loadable : "none");
     free(arches);
   }
+  free(loadable);
   return true;
 }
 
-/* A fat binary never reaches the kpack loader: say so and show what it
- * carries. */
+/* A fat binary never reaches the kpack loader: say so, show what it
+ * carries and which of it the agent can load (the HIP runtime's own
+ * choice among a bundle's entries, SPEC §2.4: kpack_target_serves()). */
 static int explain_fat(const char* path, const rs_request* r, bool json) {
-  static const char* const headers[] = {"CO", "BUNDLE", "ARCHES"};
+  static const char* const headers[] = {"CO", "BUNDLE", "ARCHES", "LOADABLE"};
   kpack_fatbin_t* fb;
   kpack_fatbin_info_t info;
   kpack_error_t err = kpack_fatbin_open(path, &fb);
@@ -505,8 +520,8 @@ static int explain_fat(const char* path, const rs_request* r, bool json) {
     return CLI_FAIL;
   }
   kpack_fatbin_get_info(fb, &info);
-  fat_explain s = {.json = json};
-  s.table = (cli_table){.cols = 3, .headers = headers};
+  fat_explain s = {.r = r, .json = json};
+  s.table = (cli_table){.cols = 4, .headers = headers};
   if (json) {
     printf("{");
     json_field("binary", path, false);
@@ -523,10 +538,21 @@ static int explain_fat(const char* path, const rs_request* r, bool json) {
         info.bundle_count, info.bundle_count == 1 ? "" : "s");
   }
   bool ok = cli_for_each_bundle(path, fb, explain_bundle, &s);
-  if (json)
+  if (json) {
     fputs("]}\n", stdout);
-  else
+  } else {
     cli_table_print(&s.table, stdout);
+    printf(
+        "\nLOADABLE: the entries the agent can run (the same processor, and "
+        "each\nfeature the entry states set the same way by an --arch). "
+        "%zu of %zu code\nobject%s %s one%s\n",
+        s.loadable, info.bundle_count, info.bundle_count == 1 ? "" : "s",
+        info.bundle_count == 1 ? "has" : "have",
+        s.loadable < info.bundle_count
+            ? "; where LOADABLE is none, the HIP runtime has\nnothing to "
+              "load on this agent."
+            : ".");
+  }
   cli_table_free(&s.table);
   kpack_fatbin_close(fb);
   return ok ? CLI_OK : CLI_FAIL;
