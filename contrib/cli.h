@@ -133,6 +133,11 @@ int cli_host_info(const char* path, bool json, bool first);
 /* `kpack list` on a host binary: one row (or JSON object) per code object
  * of a fat binary; *first tracks the JSON array. Returns an exit status. */
 int cli_host_list(const char* path, bool json, bool* first);
+/* A HIPK record's search paths as a JSON array of {written, resolved}, the
+ * second as the loader resolves it against `path` (null when out of
+ * memory), on stdout. */
+void cli_host_json_search_paths(const char* path,
+                                const kpack_host_wrapper_t* w);
 /* Rows RECORD, MAGIC, KERNEL, SEARCH PATH, RESOLVED for every record. */
 void cli_host_record_rows(cli_table* t, const char* path,
                           const kpack_host_t* host);

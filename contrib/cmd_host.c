@@ -245,6 +245,25 @@ static const char* magic_name(uint32_t magic) {
                                           : "unknown";
 }
 
+void cli_host_json_search_paths(const char* path,
+                                const kpack_host_wrapper_t* w) {
+  fputc('[', stdout);
+  for (size_t j = 0; j < w->search_path_count; j++) {
+    char* resolved = NULL;
+    kpack_resolve_search_path(path, w->search_paths[j], &resolved);
+    fputs(j ? ", {\"written\": " : "{\"written\": ", stdout);
+    cli_json_string(stdout, w->search_paths[j]);
+    fputs(", \"resolved\": ", stdout);
+    if (resolved != NULL)
+      cli_json_string(stdout, resolved);
+    else
+      fputs("null", stdout);
+    fputc('}', stdout);
+    free(resolved);
+  }
+  fputc(']', stdout);
+}
+
 static void json_record(const char* path, size_t index,
                         const kpack_host_wrapper_t* w) {
   printf("%s{\"index\": %zu, \"magic\": \"%s\", \"version\": %u",
@@ -260,21 +279,8 @@ static void json_record(const char* path, size_t index,
   if (w->kernel_name != NULL) {
     fputs(", \"kernel_name\": ", stdout);
     cli_json_string(stdout, w->kernel_name);
-    fputs(", \"search_paths\": [", stdout);
-    for (size_t j = 0; j < w->search_path_count; j++) {
-      char* resolved = NULL;
-      kpack_resolve_search_path(path, w->search_paths[j], &resolved);
-      fputs(j ? ", {\"written\": " : "{\"written\": ", stdout);
-      cli_json_string(stdout, w->search_paths[j]);
-      fputs(", \"resolved\": ", stdout);
-      if (resolved != NULL)
-        cli_json_string(stdout, resolved);
-      else
-        fputs("null", stdout);
-      fputc('}', stdout);
-      free(resolved);
-    }
-    fputc(']', stdout);
+    fputs(", \"search_paths\": ", stdout);
+    cli_host_json_search_paths(path, w);
   }
   fputc('}', stdout);
 }

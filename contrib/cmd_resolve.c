@@ -192,6 +192,30 @@ static void free_trace(rs_trace* t) {
   free(t->events);
 }
 
+/* A loader cache whose searches are recorded in `trace`; false (reported)
+ * if it cannot be had. */
+static bool traced_cache(kpack_cache_t* cache, rs_trace* trace) {
+  kpack_error_t err = kpack_cache_create(cache);
+  if (err == KPACK_SUCCESS)
+    err = kpack_cache_set_trace(*cache, record, trace);
+  if (err != KPACK_SUCCESS)
+    cli_kerror("loader cache", err);
+  return err == KPACK_SUCCESS;
+}
+
+/* -o FILE: the code object found; false (reported) if it cannot be
+ * written whole. */
+static bool write_code_object(const char* output, const void* code,
+                              size_t size) {
+  FILE* f = fopen(output, "wb");
+  bool ok = f != NULL && fwrite(code, 1, size, f) == size;
+  if (f != NULL && fclose(f) != 0)
+    ok = false;
+  if (!ok)
+    cli_error("%s: cannot write the code object", output);
+  return ok;
+}
+
 /* The request, as given on the command line. */
 typedef struct rs_request {
   char* kernel; /* without #N */
@@ -592,13 +616,8 @@ static int explain_records(const char* path, const kpack_host_t* host,
   size_t code_size = 0;
 
   kpack_host_get_info(host, &info);
-  kpack_error_t err = kpack_cache_create(&cache);
-  if (err == KPACK_SUCCESS)
-    err = kpack_cache_set_trace(cache, record, &trace);
-  if (err != KPACK_SUCCESS) {
-    cli_kerror("loader cache", err);
+  if (!traced_cache(&cache, &trace))
     goto done;
-  }
   if (json) {
     printf("{");
     json_field("binary", path, false);
@@ -661,31 +680,23 @@ static int explain_records(const char* path, const kpack_host_t* host,
     if (json) {
       fputs(", ", stdout);
       json_field("kernel", kernel, false);
-      printf(", \"co_index\": %llu, \"search_paths\": [",
+      printf(", \"co_index\": %llu, \"search_paths\": ",
              (unsigned long long)w.reserved);
+      cli_host_json_search_paths(path, &w);
     } else if (out != NULL) {
       printf("search paths (as written -> as the loader resolves them)\n");
-    }
-    for (size_t j = 0; j < w.search_path_count; j++) {
-      char* resolved = NULL;
-      kpack_resolve_search_path(path, w.search_paths[j], &resolved);
-      if (json) {
-        fputs(j ? ", {" : "{", stdout);
-        json_field("written", w.search_paths[j], false);
-        json_field("resolved", resolved, true);
-        fputc('}', stdout);
-      } else if (out != NULL) {
+      for (size_t j = 0; j < w.search_path_count; j++) {
+        char* resolved = NULL;
+        kpack_resolve_search_path(path, w.search_paths[j], &resolved);
         printf("  %s -> %s\n", w.search_paths[j],
                resolved ? resolved : "(out of memory)");
+        free(resolved);
       }
-      free(resolved);
     }
-    if (json)
-      fputc(']', stdout);
 
     kpack_free_code_object(code);
     code = NULL;
-    err = kpack_resolve_code_object(
+    kpack_error_t err = kpack_resolve_code_object(
         cache, w.kernel_name, w.search_paths, w.search_path_count, path,
         (uint32_t)w.reserved, r->arches, r->arch_count, &code, &code_size);
     if (trace.failed) {
@@ -715,16 +726,8 @@ static int explain_records(const char* path, const kpack_host_t* host,
   }
   if (explained == 0 || found != explained)
     goto done;
-  if (output != NULL) {
-    FILE* f = fopen(output, "wb");
-    bool ok = f != NULL && fwrite(code, 1, code_size, f) == code_size;
-    if (f != NULL && fclose(f) != 0)
-      ok = false;
-    if (!ok) {
-      cli_error("%s: cannot write the code object", output);
-      goto done;
-    }
-  }
+  if (output != NULL && !write_code_object(output, code, code_size))
+    goto done;
   status = CLI_OK;
 done:
   kpack_free_code_object(code);
@@ -893,15 +896,10 @@ static int resolve_run(int argc, char** argv) {
     goto done;
   }
 
-  kpack_error_t err = kpack_cache_create(&cache);
-  if (err == KPACK_SUCCESS)
-    err = kpack_cache_set_trace(cache, record, &trace);
-  if (err != KPACK_SUCCESS) {
-    cli_kerror("loader cache", err);
+  if (!traced_cache(&cache, &trace))
     goto done;
-  }
   /* Without a binary, relative search paths start from here. */
-  err =
+  kpack_error_t err =
       kpack_resolve_code_object(cache, r.kernel, r.search_paths, r.search_count,
                                 r.binary ? r.binary : "./", r.co_index,
                                 r.arches, r.arch_count, &code, &code_size);
@@ -915,16 +913,8 @@ static int resolve_run(int argc, char** argv) {
     print_human(&r, &trace, full_name, err);
   if (err != KPACK_SUCCESS)
     goto done;
-  if (output != NULL) {
-    FILE* f = fopen(output, "wb");
-    bool ok = f != NULL && fwrite(code, 1, code_size, f) == code_size;
-    if (f != NULL && fclose(f) != 0)
-      ok = false;
-    if (!ok) {
-      cli_error("%s: cannot write the code object", output);
-      goto done;
-    }
-  }
+  if (output != NULL && !write_code_object(output, code, code_size))
+    goto done;
   status = CLI_OK;
 done:
   kpack_free_code_object(code);
