@@ -47,10 +47,11 @@ void kfs_paths_free(kfs_paths* paths);
 typedef enum kfs_kind {
   KFS_DIR,
   KFS_KERNEL,
-  KFS_STATS,    /* .kpackfs/stats: rendered at each open */
-  KFS_ARCHIVES, /* .kpackfs/archives: fixed at mount */
-  KFS_KERNELS,  /* <arch>/kernels: rendered from the code object */
-  KFS_METADATA, /* <arch>/metadata.json: likewise */
+  KFS_STATS,        /* .kpackfs/stats: rendered at each open */
+  KFS_ARCHIVES,     /* .kpackfs/archives: fixed at mount */
+  KFS_KERNELS,      /* <arch>/kernels: rendered from the code object */
+  KFS_METADATA,     /* <arch>/metadata.json: likewise */
+  KFS_TOC_METADATA, /* <arch>/toc-metadata.msgpack: the TOC entry's map */
 } kfs_kind;
 
 /* Fixed inode numbers; everything else follows in build order. */
@@ -66,9 +67,9 @@ typedef struct kfs_source {
   const char* scheme; /* "none" or "zstd-per-kernel" */
 } kfs_source;
 
-/* One inode. Kernel nodes point at strings the archive owns; the text
- * files beside a kernel (`kernels`, `metadata.json`) carry its source,
- * binary, arch and render slot. */
+/* One inode. Kernel nodes point at strings the archive owns; the files
+ * beside a kernel (`kernels`, `metadata.json`, `toc-metadata.msgpack`)
+ * carry its source, binary and arch, and the text files its render slot. */
 typedef struct kfs_node {
   const char* name;
   uint32_t parent;    /* inode numbers fit 32 bits (tree.c node_add) */
@@ -84,10 +85,11 @@ typedef struct kfs_node {
       uint32_t child_first; /* children[child_first ..] sorted by name */
       uint32_t child_count;
     };
-    struct {              /* KFS_KERNEL, KFS_KERNELS, KFS_METADATA */
+    struct {              /* KFS_KERNEL and the files beside it */
       const char* binary; /* TOC binary name */
       const char* arch;   /* TOC arch */
-      uint64_t size;      /* kernels: decompressed size from the TOC */
+      uint64_t size;      /* kernels: decompressed size from the TOC;
+                             toc-metadata.msgpack: the map's size */
     };
   };
 } kfs_node;

@@ -112,7 +112,8 @@ static void fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
    * the synthetic entries that of the newest archive. */
   struct timespec time = t->newest_mtime;
   if ((n->kind == KFS_DIR && ino > KFS_INO_META) || n->kind == KFS_KERNEL ||
-      n->kind == KFS_KERNELS || n->kind == KFS_METADATA)
+      n->kind == KFS_KERNELS || n->kind == KFS_METADATA ||
+      n->kind == KFS_TOC_METADATA)
     time = t->sources[n->source].mtime;
   st->st_atim = st->st_mtim = st->st_ctim = time;
   switch (n->kind) {
@@ -121,6 +122,7 @@ static void fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
       st->st_size = 4096;
       break;
     case KFS_KERNEL:
+    case KFS_TOC_METADATA:
       st->st_mode = S_IFREG | 0444;
       st->st_size = (off_t)n->size;
       break;
@@ -459,6 +461,15 @@ static void kfs_open(fuse_req_t req, fuse_ino_t ino,
     h->node = n;
     if ((err = open_text(fs, ino, h, fi)) != 0)
       goto fail;
+  } else if (n->kind == KFS_TOC_METADATA) {
+    /* The TOC's bytes, in memory since the archive was opened. */
+    const void* map = NULL;
+    size_t size = 0;
+    kpack_get_entry_metadata(fs->tree.sources[n->source].archive, n->binary,
+                             n->arch, &map, &size);
+    h->data = (const char*)map;
+    h->size = size;
+    fi->keep_cache = 1;
   } else if (n->kind == KFS_ARCHIVES) {
     h->data = fs->tree.archives_text;
     h->size = fs->tree.archives_size;

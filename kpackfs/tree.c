@@ -212,7 +212,8 @@ static int add_text_files(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
   static const struct {
     const char* name;
     kfs_kind kind;
-  } files[] = {{"kernels", KFS_KERNELS}, {"metadata.json", KFS_METADATA}};
+  } files[] = {{KPACK_CO_KERNELS_FILE, KFS_KERNELS},
+               {KPACK_CO_METADATA_FILE, KFS_METADATA}};
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
     const kfs_node* k = &t->nodes[kernel];
     if (!fresh && kfs_tree_lookup(t, dir, files[i].name) != 0) {
@@ -231,6 +232,39 @@ static int add_text_files(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
     n->arch = k->arch;
     n->render = k->render;
   }
+  return 0;
+}
+
+/* Beside a kernel whose TOC entry has a metadata map, the map's exact
+ * bytes, sized from the TOC (held in memory: nothing is read to serve
+ * it), so that a mounted tree re-packs with its maps. A name already taken
+ * stays that entry's, with a warning. */
+static int add_toc_metadata(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
+                            bool fresh) {
+  const kfs_node* k = &t->nodes[kernel];
+  const void* map = NULL;
+  size_t size = 0;
+  kpack_get_entry_metadata(t->sources[k->source].archive, k->binary, k->arch,
+                           &map, &size);
+  if (map == NULL)
+    return 0;
+  if (!fresh && kfs_tree_lookup(t, dir, KPACK_ENTRY_METADATA_FILE) != 0) {
+    fprintf(stderr,
+            "kpackfs: warning: %s: '%s' arch '%s': no '%s' file, the name "
+            "is taken\n",
+            t->sources[k->source].path, k->binary, k->arch,
+            KPACK_ENTRY_METADATA_FILE);
+    return 0;
+  }
+  fuse_ino_t ino =
+      node_add(t, dir, KPACK_ENTRY_METADATA_FILE, KFS_TOC_METADATA, k->source);
+  if (ino == 0)
+    return -ENOMEM;
+  k = &t->nodes[kernel]; /* node_add may have moved the table */
+  kfs_node* n = &t->nodes[ino];
+  n->binary = k->binary;
+  n->arch = k->arch;
+  n->size = size;
   return 0;
 }
 
@@ -321,8 +355,10 @@ static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
     t->nodes[*binary_dir].holds_kernels = true;
     t->binaries++;
   }
-  return strcmp(info.type, "hsaco") == 0 ? add_text_files(t, dir, ino, fresh)
-                                         : 0;
+  int rc = add_toc_metadata(t, dir, ino, fresh);
+  if (rc == 0 && strcmp(info.type, "hsaco") == 0)
+    rc = add_text_files(t, dir, ino, fresh);
+  return rc;
 
 conflict_or_oom:
   if (!conflict)
@@ -482,15 +518,16 @@ int kfs_tree_build(kfs_tree* t, const kfs_paths* paths) {
   *t = (kfs_tree){0};
   if ((rc = open_sources(t, paths)) != 0)
     goto fail;
-  /* Sized for what the TOCs promise (an arch directory, the kernel and
-   * its two text files per kernel, a directory per binary), so that
-   * neither the table nor its hash grows and rehashes while it fills. */
+  /* Sized for what the TOCs promise (an arch directory, the kernel, its
+   * two text files and perhaps its metadata map per kernel, a directory per
+   * binary), so that neither the table nor its hash grows and rehashes
+   * while it fills. */
   size_t expected = 8;
   for (size_t i = 0; i < t->source_count; i++) {
     size_t kernels = 0, binaries = 0;
     kpack_get_kernel_count(t->sources[i].archive, &kernels);
     kpack_get_binary_count(t->sources[i].archive, &binaries);
-    expected += 4 * kernels + binaries;
+    expected += 5 * kernels + binaries;
   }
   /* Node 0 is a placeholder so that nodes[ino] needs no offset. */
   t->node_cap = expected;

@@ -1893,10 +1893,11 @@ static void test_mounted_tree_packs_back_into_the_same_archive(void** state) {
   mnt_init(m, "repack");
   const char* args[] = {src, NULL};
   mnt_start(m, args);
-  char* argv[] = {tool,      "create", "-q",  "--group", "test", "--family",
-                  "gfxtest", "-o",     again, m->dir,    NULL}; /* the header
-                                                                   kt_write_archive
-                                                                   writes */
+  char* argv[] = {
+      tool,      "create", "-q",  "--group", "test", "--family",
+      "gfxtest", "-o",     again, m->dir,    NULL}; /* the header
+                                                       kt_write_archive
+                                                       writes */
   assert_int_equal(run(argv, NULL), 0);
   mnt_stop_clean(m);
   size_t n1, n2;
@@ -2395,6 +2396,356 @@ static void test_real_library_files_match_the_reader(void** state) {
   mnt_stop_clean(m);
 }
 
+/* Beside a kernel whose entry has a map, toc-metadata.msgpack holds the
+ * map's exact bytes, sized from the TOC: listing and reading it
+ * decompresses nothing, and a kernel without a map has no such file. */
+static void test_toc_metadata_msgpack_is_the_map_byte_for_byte(void** state) {
+  (void)state;
+  /* {"tile": int16 128, "tag": str8 "fast"}: encodings a re-encoding
+   * would shorten. */
+  static const uint8_t map[] = {0x82, 0xa4, 't',  'i', 'l', 'e', 0xd1,
+                                0x00, 0x80, 0xa3, 't', 'a', 'g', 0xd9,
+                                0x04, 'f',  'a',  's', 't'};
+  char* path = kt_path(tmp, "tocmeta.kpack");
+  void* bytes = kt_pattern(40000, 9);
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(
+      kpack_writer_add_kernel_with_metadata(w, "lib/m.so#0", "gfx90a", bytes,
+                                            40000, map, sizeof map),
+      KPACK_SUCCESS);
+  assert_int_equal(
+      kpack_writer_add_kernel(w, "lib/m.so#0", "gfx942", bytes, 40000),
+      KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  mnt* m = &scratch[0];
+  mnt_init(m, "tocmeta");
+  const char* args[] = {path, NULL};
+  mnt_start(m, args);
+
+  char* log = kt_path(tmp, "tocmeta.out");
+  char* find[] = {"find", m->dir, "-type", "f", NULL};
+  assert_int_equal(run_logged(find, log), 0);
+  char* out = slurp(log);
+  assert_non_null(strstr(out, "/lib/m.so#0/gfx90a/toc-metadata.msgpack\n"));
+  assert_null(strstr(out, "/lib/m.so#0/gfx942/toc-metadata.msgpack"));
+  free(out);
+  free(log);
+  char* names = list_dir(m, "lib/m.so#0/gfx90a");
+  assert_string_equal(names,
+                      "kernel.hsaco, kernels, metadata.json, "
+                      "toc-metadata.msgpack");
+  free(names);
+  char* file = in_mount(m, "lib/m.so#0/gfx90a/toc-metadata.msgpack");
+  struct stat st;
+  assert_int_equal(stat(file, &st), 0);
+  assert_int_equal(st.st_size, sizeof map); /* exact before any read */
+  assert_int_equal(st.st_mode, S_IFREG | 0444);
+  size_t size;
+  void* got = read_path(file, 7, &size, 0); /* in pieces */
+  assert_non_null(got);
+  assert_int_equal(size, sizeof map);
+  assert_memory_equal(got, map, size);
+  free(got);
+  errno = 0;
+  assert_int_equal(open(file, O_WRONLY), -1);
+  assert_int_equal(errno, EROFS);
+  assert_int_equal(stat_value(m, "decompressions"), 0);
+  assert_int_equal(stat_value(m, "renders"), 0);
+  free(file);
+  mnt_stop_clean(m);
+  free(bytes);
+  free(path);
+}
+
+/* ---- one tree: what a mount shows is what `kpack extract` writes ---------
+ */
+
+/* Every directory and regular file below root, as "D rel" and "F rel",
+ * sorted; .kpackfs at the top is left out (kpackfs's own files). */
+typedef struct tree_list {
+  char** items;
+  size_t count, cap;
+} tree_list;
+
+static void tree_push(tree_list* l, char kind, const char* rel) {
+  if (l->count == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 64;
+    l->items = realloc(l->items, l->cap * sizeof(*l->items));
+  }
+  assert_true(asprintf(&l->items[l->count++], "%c %s", kind, rel) > 0);
+}
+
+static void tree_walk(const char* root, const char* rel, tree_list* l) {
+  char* dir = *rel ? kt_path(root, rel) : strdup(root);
+  DIR* d = opendir(dir);
+  if (d == NULL)
+    fail_msg("%s: %s", dir, strerror(errno));
+  for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
+        (!*rel && strcmp(e->d_name, ".kpackfs") == 0))
+      continue;
+    char* child;
+    assert_true(asprintf(&child, "%s%s%s", rel, *rel ? "/" : "", e->d_name) >
+                0);
+    char* path = kt_path(root, child);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    if (S_ISDIR(st.st_mode)) {
+      tree_push(l, 'D', child);
+      tree_walk(root, child, l);
+    } else if (S_ISREG(st.st_mode)) {
+      tree_push(l, 'F', child);
+    } else {
+      fail_msg("%s: neither a directory nor a regular file", path);
+    }
+    free(path);
+    free(child);
+  }
+  closedir(d);
+  free(dir);
+}
+
+static int by_string(const void* a, const void* b) {
+  return strcmp(*(char* const*)a, *(char* const*)b);
+}
+
+static void tree_free(tree_list* l) {
+  for (size_t i = 0; i < l->count; i++)
+    free(l->items[i]);
+  free(l->items);
+}
+
+/* The mounted tree and an extracted one hold the same names, and each file
+ * the same bytes and, once read, the same size (a text file's size is 0 in
+ * the mount until its first open renders it; every other file's is exact
+ * from the start). Returns how many files were compared. */
+static size_t assert_same_tree(const char* mounted, const char* extracted) {
+  tree_list a = {0}, b = {0};
+  tree_walk(mounted, "", &a);
+  tree_walk(extracted, "", &b);
+  qsort(a.items, a.count, sizeof(*a.items), by_string);
+  qsort(b.items, b.count, sizeof(*b.items), by_string);
+  for (size_t i = 0; i < a.count || i < b.count; i++) {
+    const char* x = i < a.count ? a.items[i] : "(nothing)";
+    const char* y = i < b.count ? b.items[i] : "(nothing)";
+    if (strcmp(x, y) != 0)
+      fail_msg("mount has %s where the extracted tree has %s", x, y);
+  }
+  size_t compared = 0;
+  for (size_t i = 0; i < a.count; i++) {
+    if (a.items[i][0] != 'F')
+      continue;
+    const char* rel = a.items[i] + 2;
+    char* in_mnt = kt_path(mounted, rel);
+    char* in_tree = kt_path(extracted, rel);
+    struct stat before, after;
+    assert_int_equal(stat(in_mnt, &before), 0);
+    size_t n1, n2;
+    void* x = read_path(in_mnt, 65536, &n1, 0);
+    if (x == NULL)
+      fail_msg("%s: %s", in_mnt, strerror(errno));
+    void* y = kt_read_file(in_tree, &n2);
+    assert_non_null(y);
+    if (n1 != n2 || memcmp(x, y, n1) != 0)
+      fail_msg("%s: %zu bytes in the mount, %zu extracted, or other bytes", rel,
+               n1, n2);
+    assert_int_equal(stat(in_mnt, &after), 0);
+    assert_int_equal(after.st_size, n2);
+    const char* base = strrchr(rel, '/') + 1;
+    if (strcmp(base, KPACK_CO_KERNELS_FILE) != 0 &&
+        strcmp(base, KPACK_CO_METADATA_FILE) != 0)
+      assert_int_equal(before.st_size, n2);
+    free(x);
+    free(y);
+    free(in_mnt);
+    free(in_tree);
+    compared++;
+  }
+  tree_free(&a);
+  tree_free(&b);
+  return compared;
+}
+
+static bool same_bytes(const char* a, const char* b) {
+  size_t na, nb;
+  void* x = kt_read_file(a, &na);
+  void* y = kt_read_file(b, &nb);
+  bool same = x != NULL && y != NULL && na == nb && memcmp(x, y, na) == 0;
+  free(x);
+  free(y);
+  return same;
+}
+
+/* Code objects with and without a note, bytes that are no code object, and
+ * metadata maps on three of them, in the canonical form `kpack create`
+ * writes (entries and arches in byte order, its default level), so that a
+ * tree re-packs into exactly this archive. */
+static char* one_tree_archive(const char* name) {
+  static const uint8_t map1[] = {0x81, 0xa4, 't', 'i', 'l', 'e', 0xd1, 0, 128};
+  static const uint8_t map2[] = {0x82, 0xa3, 't', 'a', 'g',  0xd9, 2,   'o',
+                                 'k',  0xa2, 'i', 'd', 0xc4, 1,    0xab};
+  static const uint8_t map3[] = {0x80};
+  static const char* const arches[] = {"gfx1100", "gfx90a", "gfx90a:xnack-",
+                                       "gfx942"};
+  fx_co_spec bare = {.e_flags =
+                         fx_co_flags(FX_MACH_GFX1100, KPACK_FEATURE_UNSUPPORTED,
+                                     KPACK_FEATURE_UNSUPPORTED)};
+  fx_buf no_note = fx_code_object(&bare);
+  void* junk = kt_pattern(5000, 31);
+  void* more = kt_pattern(70000, 32);
+  const struct {
+    const char* binary;
+    const char* arch;
+    const void* data;
+    size_t size;
+    const uint8_t* map;
+    size_t map_size;
+  } k[] = {
+      {"lib/libgemm.so#0", "gfx90a:xnack-", co_gfx90a.data, co_gfx90a.size,
+       NULL, 0},
+      {"lib/libgemm.so#0", "gfx942", co_gfx942.data, co_gfx942.size, map1,
+       sizeof map1},
+      {"lib/libodd.so#0", "gfx1100", no_note.data, no_note.size, map2,
+       sizeof map2},
+      {"lib/libodd.so#0", "gfx90a", junk, 5000, map3, sizeof map3},
+      {"lib/sub/q.so#1", "gfx942", more, 70000, NULL, 0},
+  };
+  char* path = kt_path(tmp, name);
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                              .group_name = "test",
+                              .gfx_arch_family = "gfxtest",
+                              .gfx_arches = arches,
+                              .gfx_arch_count = 4};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  for (size_t i = 0; i < sizeof k / sizeof k[0]; i++)
+    assert_int_equal(kpack_writer_add_kernel_with_metadata(
+                         w, k[i].binary, k[i].arch, k[i].data, k[i].size,
+                         k[i].map, k[i].map_size),
+                     KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  fx_free(&no_note);
+  free(junk);
+  free(more);
+  return path;
+}
+
+/* `kpack ARGS...` with its output in `log`; fails the test unless it exits
+ * 0. */
+static void kpack_ok(const char* log, const char* const* args) {
+  char* argv[32];
+  size_t n = 0;
+  argv[n++] = kt_path(bin_dir(), "kpack");
+  for (; *args != NULL && n < 31; args++)
+    argv[n++] = (char*)*args;
+  argv[n] = NULL;
+  if (run_logged(argv, log) != 0) {
+    char* text = slurp(log);
+    fail_msg("%s failed:\n%s", args[-1], text);
+  }
+  free(argv[0]);
+}
+#define KPACK_OK(log, ...) \
+  kpack_ok(log, (const char* const[]){__VA_ARGS__, NULL})
+
+/* `diff -r` between the extracted tree and a fresh mount is empty, as a
+ * user would check it, and so is the stricter comparison above. */
+static void assert_mount_is_the_extracted_tree(const mnt* m,
+                                               const char* extracted,
+                                               size_t min_files) {
+  assert_string_not_equal(m->dir, extracted);
+  char* log = kt_path(tmp, "diff.out");
+  char* diff[] = {"diff",           "-r",   "-x", ".kpackfs",
+                  (char*)extracted, m->dir, NULL};
+  if (run_logged(diff, log) != 0) {
+    char* text = slurp(log);
+    fail_msg("diff -r %s %s:\n%s", extracted, m->dir, text);
+  }
+  free(log);
+  assert_true(assert_same_tree(m->dir, extracted) >= min_files);
+}
+
+static void test_mount_and_extract_show_one_tree(void** state) {
+  (void)state;
+  char* archive = one_tree_archive("one-tree.kpack");
+  char* tree = kt_path(tmp, "one-tree-extracted");
+  char* log = kt_path(tmp, "one-tree.log");
+  KPACK_OK(log, "extract", "-C", tree, archive);
+  mnt* m = &scratch[0];
+  mnt_init(m, "one-tree");
+  const char* args[] = {archive, NULL};
+  mnt_start(m, args);
+  /* 5 kernels, 4 of type hsaco with 2 text files, 3 maps. */
+  assert_mount_is_the_extracted_tree(m, tree, 16);
+  char* empty = kt_path(tree, "lib/libodd.so#0/gfx90a/kernels");
+  size_t n;
+  free(kt_read_file(empty, &n));
+  assert_int_equal(n, 0); /* no code object: an empty file on both sides */
+  free(empty);
+  mnt_stop_clean(m);
+  kt_rmtree(tree);
+  free(tree);
+  free(log);
+  free(archive);
+}
+
+/* archive -> mount -> create and archive -> extract -> create both give
+ * back the archive, byte for byte, metadata maps included. */
+static void test_mounted_and_extracted_trees_repack_with_their_maps(
+    void** state) {
+  (void)state;
+  char* archive = one_tree_archive("repack-maps.kpack");
+  char* tree = kt_path(tmp, "repack-maps-extracted");
+  char* from_mount = kt_path(tmp, "repack-maps-mount.kpack");
+  char* from_tree = kt_path(tmp, "repack-maps-tree.kpack");
+  char* log = kt_path(tmp, "repack-maps.log");
+  mnt* m = &scratch[0];
+  mnt_init(m, "repack-maps");
+  const char* args[] = {archive, NULL};
+  mnt_start(m, args);
+  KPACK_OK(log, "create", "-q", "--group", "test", "--family", "gfxtest", "-o",
+           from_mount, m->dir);
+  /* Re-packing reads each kernel once and no text file. */
+  assert_int_equal(stat_value(m, "renders"), 0);
+  mnt_stop_clean(m);
+  assert_true(same_bytes(archive, from_mount));
+  KPACK_OK(log, "extract", "-C", tree, archive);
+  KPACK_OK(log, "create", "-q", "--group", "test", "--family", "gfxtest", "-o",
+           from_tree, tree);
+  assert_true(same_bytes(archive, from_tree));
+  kt_rmtree(tree);
+  free(tree);
+  free(from_mount);
+  free(from_tree);
+  free(log);
+  free(archive);
+}
+
+static void test_real_library_mount_and_extract_show_one_tree(void** state) {
+  (void)state;
+  const char* archive = real_archive();
+  char* tree = kt_path(tmp, "real-tree-extracted");
+  char* again = kt_path(tmp, "real-again.kpack");
+  char* log = kt_path(tmp, "real-tree.log");
+  KPACK_OK(log, "extract", "-C", tree, archive);
+  mnt* m = &scratch[0];
+  mnt_init(m, "real-tree");
+  const char* args[] = {"-o", "cache_size=64M", archive, NULL};
+  mnt_start(m, args);
+  assert_mount_is_the_extracted_tree(m, tree, 21); /* 7 arches, 3 files */
+  /* Each code object decompressed once for all three files. */
+  assert_int_equal(stat_value(m, "decompressions"), 7);
+  KPACK_OK(log, "create", "-q", "-l", "1", "-o", again, m->dir);
+  mnt_stop_clean(m);
+  assert_true(same_bytes(archive, again));
+  kt_rmtree(tree);
+  free(tree);
+  free(again);
+  free(log);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
@@ -2403,6 +2754,7 @@ int main(void) {
       T(test_modes_owner_times_and_sizes_follow_the_archives),
       T(test_xattrs_name_archive_binary_arch_and_storage),
       T(test_metadata_map_is_a_json_xattr),
+      T(test_toc_metadata_msgpack_is_the_map_byte_for_byte),
       T(test_mounted_tree_packs_back_into_the_same_archive),
       T(test_archives_and_stats_describe_the_mount),
       T(test_unsafe_toc_names_are_skipped_with_a_warning),
@@ -2431,6 +2783,9 @@ int main(void) {
       T(test_code_object_xattrs_and_kernels_that_are_not_code_objects),
       T(test_parallel_first_reads_render_once),
       T(test_real_library_files_match_the_reader),
+      T(test_mount_and_extract_show_one_tree),
+      T(test_mounted_and_extracted_trees_repack_with_their_maps),
+      T(test_real_library_mount_and_extract_show_one_tree),
 #undef T
   };
   return cmocka_run_group_tests_name("kpackfs", tests, group_setup,
