@@ -133,12 +133,35 @@ int cli_host_info(const char* path, bool json, bool first);
 /* `kpack list` on a host binary: one row (or JSON object) per code object
  * of a fat binary; *first tracks the JSON array. Returns an exit status. */
 int cli_host_list(const char* path, bool json, bool* first);
+/* A HIPK record's search paths as a JSON array of {written, resolved}, the
+ * second as the loader resolves it against `path` (null when out of
+ * memory), on stdout. */
+void cli_host_json_search_paths(const char* path,
+                                const kpack_host_wrapper_t* w);
 /* Rows RECORD, MAGIC, KERNEL, SEARCH PATH, RESOLVED for every record. */
 void cli_host_record_rows(cli_table* t, const char* path,
                           const kpack_host_t* host);
 /* "none" or e.g. "zstd (CCOB v3)". */
 const char* cli_bundle_compression(const kpack_bundle_info_t* info,
                                    char buf[32]);
+/* Calls fn for each bundle of a fat binary, listed (entry tables only),
+ * until fn returns false. A bundle that cannot be listed is reported,
+ * naming path and code object, and stops the walk. False if stopped. */
+typedef bool (*cli_bundle_fn)(const char* path, size_t co,
+                              const kpack_bundle_t* bundle, void* user);
+bool cli_for_each_bundle(const char* path, const kpack_fatbin_t* fb,
+                         cli_bundle_fn fn, void* user);
+/* The arches of a bundle's HIP entries, space-separated (malloc'ed; NULL
+ * when out of memory): all of them when agent is NULL, else those that
+ * cli_agent_loads(). */
+char* cli_bundle_arches(const kpack_bundle_t* b, const char* const* agent,
+                        size_t agent_count);
+/* Whether an agent whose ISA names are agent[0, agent_count) (--arch) can
+ * run a code object built for `target`: kpack_target_serves() for one of
+ * them (same processor, each feature the target states stated the same
+ * way). */
+bool cli_agent_loads(const char* const* agent, size_t agent_count,
+                     const char* target);
 
 /* ---- interruption ------------------------------------------------------ */
 

@@ -49,12 +49,18 @@ static const char* machine_name(uint16_t machine) {
   return "unknown machine";
 }
 
+/* "zstd", "zlib" or "none", as the JSON outputs name it. */
+static const char* compression_name(const kpack_bundle_info_t* info) {
+  return info->compression == KPACK_BUNDLE_ZSTD   ? "zstd"
+         : info->compression == KPACK_BUNDLE_ZLIB ? "zlib"
+                                                  : "none";
+}
+
 const char* cli_bundle_compression(const kpack_bundle_info_t* info,
                                    char buf[32]) {
   if (info->compression == KPACK_BUNDLE_UNCOMPRESSED)
     return "none";
-  snprintf(buf, 32, "%s (CCOB v%u)",
-           info->compression == KPACK_BUNDLE_ZSTD ? "zstd" : "zlib",
+  snprintf(buf, 32, "%s (CCOB v%u)", compression_name(info),
            info->ccob_version);
   return buf;
 }
@@ -67,13 +73,8 @@ static const char* base_name(const char* path) {
 /* ---- fat binaries ----------------------------------------------------------
  */
 
-/* Calls fn for each bundle of a fat binary, listed (entry tables only).
- * Reports and stops at the first error. */
-typedef bool (*bundle_fn)(const char* path, size_t co,
-                          const kpack_bundle_t* bundle, void* user);
-
-static bool for_each_bundle(const char* path, const kpack_fatbin_t* fb,
-                            bundle_fn fn, void* user) {
+bool cli_for_each_bundle(const char* path, const kpack_fatbin_t* fb,
+                         cli_bundle_fn fn, void* user) {
   kpack_fatbin_info_t info;
   kpack_fatbin_get_info(fb, &info);
   for (size_t co = 0; co < info.bundle_count; co++) {
@@ -92,8 +93,8 @@ static bool for_each_bundle(const char* path, const kpack_fatbin_t* fb,
   return true;
 }
 
-/* The distinct arches of a bundle's HIP entries, space-separated. */
-static char* bundle_arches(const kpack_bundle_t* b) {
+char* cli_bundle_arches(const kpack_bundle_t* b, const char* const* agent,
+                        size_t agent_count) {
   kpack_bundle_info_t info;
   char* text = NULL;
   size_t len = 0;
@@ -105,11 +106,20 @@ static char* bundle_arches(const kpack_bundle_t* b) {
   for (size_t i = 0; i < info.entry_count; i++) {
     kpack_bundle_entry_t e;
     kpack_bundle_get_entry(b, i, &e);
-    if (e.arch != NULL)
+    if (e.arch != NULL &&
+        (agent == NULL || cli_agent_loads(agent, agent_count, e.arch)))
       fprintf(f, "%s%s", n++ ? " " : "", e.arch);
   }
   fclose(f);
   return text;
+}
+
+bool cli_agent_loads(const char* const* agent, size_t agent_count,
+                     const char* target) {
+  for (size_t i = 0; i < agent_count; i++)
+    if (kpack_target_serves(target, agent[i]))
+      return true;
+  return false;
 }
 
 typedef struct fat_state {
@@ -132,9 +142,7 @@ static bool info_bundle(const char* path, size_t co, const kpack_bundle_t* b,
   if (s->json) {
     printf("%s{\"co_index\": %zu, \"compression\": ", s->first ? "" : ", ", co);
     s->first = false;
-    cli_json_string(stdout, info.compression == KPACK_BUNDLE_ZSTD   ? "zstd"
-                            : info.compression == KPACK_BUNDLE_ZLIB ? "zlib"
-                                                                    : "none");
+    cli_json_string(stdout, compression_name(&info));
     printf(
         ", \"ccob_version\": %u, \"stored_size\": %llu, \"size\": %llu, "
         "\"entries\": [",
@@ -155,7 +163,7 @@ static bool info_bundle(const char* path, size_t co, const kpack_bundle_t* b,
     fputs("]}", stdout);
     return true;
   }
-  char* arches = bundle_arches(b);
+  char* arches = cli_bundle_arches(b, NULL, 0);
   cli_table_row(&s->table, "%zu\t%s\t%llu\t%llu\t%s", co,
                 cli_bundle_compression(&info, comp),
                 (unsigned long long)info.extent,
@@ -195,7 +203,7 @@ static int info_fat(const char* path, const kpack_host_info_t* host,
            info.has_wrappers ? "numbered by .hipFatBinSegment (co_index)"
                              : "in .hip_fatbin order (no wrappers)");
   }
-  bool ok = for_each_bundle(path, fb, info_bundle, &s);
+  bool ok = cli_for_each_bundle(path, fb, info_bundle, &s);
   if (json) {
     fputs("]}", stdout);
   } else {
@@ -237,6 +245,25 @@ static const char* magic_name(uint32_t magic) {
                                           : "unknown";
 }
 
+void cli_host_json_search_paths(const char* path,
+                                const kpack_host_wrapper_t* w) {
+  fputc('[', stdout);
+  for (size_t j = 0; j < w->search_path_count; j++) {
+    char* resolved = NULL;
+    kpack_resolve_search_path(path, w->search_paths[j], &resolved);
+    fputs(j ? ", {\"written\": " : "{\"written\": ", stdout);
+    cli_json_string(stdout, w->search_paths[j]);
+    fputs(", \"resolved\": ", stdout);
+    if (resolved != NULL)
+      cli_json_string(stdout, resolved);
+    else
+      fputs("null", stdout);
+    fputc('}', stdout);
+    free(resolved);
+  }
+  fputc(']', stdout);
+}
+
 static void json_record(const char* path, size_t index,
                         const kpack_host_wrapper_t* w) {
   printf("%s{\"index\": %zu, \"magic\": \"%s\", \"version\": %u",
@@ -252,21 +279,8 @@ static void json_record(const char* path, size_t index,
   if (w->kernel_name != NULL) {
     fputs(", \"kernel_name\": ", stdout);
     cli_json_string(stdout, w->kernel_name);
-    fputs(", \"search_paths\": [", stdout);
-    for (size_t j = 0; j < w->search_path_count; j++) {
-      char* resolved = NULL;
-      kpack_resolve_search_path(path, w->search_paths[j], &resolved);
-      fputs(j ? ", {\"written\": " : "{\"written\": ", stdout);
-      cli_json_string(stdout, w->search_paths[j]);
-      fputs(", \"resolved\": ", stdout);
-      if (resolved != NULL)
-        cli_json_string(stdout, resolved);
-      else
-        fputs("null", stdout);
-      fputc('}', stdout);
-      free(resolved);
-    }
-    fputc(']', stdout);
+    fputs(", \"search_paths\": ", stdout);
+    cli_host_json_search_paths(path, w);
   }
   fputc('}', stdout);
 }
@@ -413,10 +427,7 @@ static bool list_bundle(const char* path, size_t co, const kpack_bundle_t* b,
       fputs(", \"id\": ", stdout);
       cli_json_string(stdout, e.id);
       printf(", \"size\": %llu, \"compression\": \"%s\"}",
-             (unsigned long long)e.size,
-             info.compression == KPACK_BUNDLE_ZSTD   ? "zstd"
-             : info.compression == KPACK_BUNDLE_ZLIB ? "zlib"
-                                                     : "none");
+             (unsigned long long)e.size, compression_name(&info));
       continue;
     }
     cli_table_row(&s->table, "%s#%zu\t%s\t%llu\t%s", s->name, co, e.arch,
@@ -458,7 +469,7 @@ int cli_host_list(const char* path, bool json, bool* first) {
   }
   list_state s = {.name = base_name(path), .json = json, .first = first};
   s.table = (cli_table){.cols = 4, .headers = headers, .right = right};
-  bool ok = for_each_bundle(path, fb, list_bundle, &s);
+  bool ok = cli_for_each_bundle(path, fb, list_bundle, &s);
   if (!json) {
     if (!*first)
       putchar('\n');

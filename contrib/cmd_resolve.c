@@ -55,8 +55,10 @@ static const char resolve_manual[] =
     "    is 0 without a relocation or lies outside .rocm_kpack_ref, metadata\n"
     "    that does not parse) is reported with its reason. A binary that\n"
     "    still carries its device code (HIPF records and .hip_fatbin) never\n"
-    "    reaches the kpack loader: resolve says so and lists the\n"
-    "    architectures each of its bundles holds.\n"
+    "    reaches the kpack loader: resolve says so, lists the architectures\n"
+    "    each of its bundles holds and which of them the agent can run\n"
+    "    (LOADABLE: the same processor, and each feature the entry states\n"
+    "    set the same way by an --arch, as kpack_target_serves() decides).\n"
     "\n"
     "OPTIONS\n"
     "    --kernel NAME[#N]   the HIPK kernel_name; a #N suffix sets the code\n"
@@ -79,7 +81,7 @@ static const char resolve_manual[] =
     "                        kernel, co_index, search_paths, paths, archives,\n"
     "                        search, result} or {record, status, problem}]},\n"
     "                        or for a fat binary {binary, kind, arches,\n"
-    "                        bundles: [{co_index, arches}]}\n"
+    "                        bundles: [{co_index, arches, loadable}]}\n"
     "    --summary           with --binary alone, print the summary table\n"
     "                        only\n"
     "    -h, --help          print this manual\n"
@@ -188,6 +190,30 @@ static void free_trace(rs_trace* t) {
     free(e->arches);
   }
   free(t->events);
+}
+
+/* A loader cache whose searches are recorded in `trace`; false (reported)
+ * if it cannot be had. */
+static bool traced_cache(kpack_cache_t* cache, rs_trace* trace) {
+  kpack_error_t err = kpack_cache_create(cache);
+  if (err == KPACK_SUCCESS)
+    err = kpack_cache_set_trace(*cache, record, trace);
+  if (err != KPACK_SUCCESS)
+    cli_kerror("loader cache", err);
+  return err == KPACK_SUCCESS;
+}
+
+/* -o FILE: the code object found; false (reported) if it cannot be
+ * written whole. */
+static bool write_code_object(const char* output, const void* code,
+                              size_t size) {
+  FILE* f = fopen(output, "wb");
+  bool ok = f != NULL && fwrite(code, 1, size, f) == size;
+  if (f != NULL && fclose(f) != 0)
+    ok = false;
+  if (!ok)
+    cli_error("%s: cannot write the code object", output);
+  return ok;
 }
 
 /* The request, as given on the command line. */
@@ -450,9 +476,66 @@ static void print_json(const rs_request* r, const rs_trace* t,
 /* ---- the binary's own records ----------------------------------------------
  */
 
-/* A fat binary never reaches the kpack loader: say so and show what it
- * carries. */
+/* The HIP entries of a bundle as a JSON array of arches: all of them, or
+ * with `agent` those the agent can load. */
+static void json_bundle_arches(const kpack_bundle_t* b,
+                               const char* const* agent, size_t agent_count) {
+  kpack_bundle_info_t info;
+  size_t n = 0;
+  kpack_bundle_get_info(b, &info);
+  fputc('[', stdout);
+  for (size_t i = 0; i < info.entry_count; i++) {
+    kpack_bundle_entry_t e;
+    kpack_bundle_get_entry(b, i, &e);
+    if (e.arch == NULL ||
+        (agent != NULL && !cli_agent_loads(agent, agent_count, e.arch)))
+      continue;
+    fputs(n++ ? ", " : "", stdout);
+    cli_json_string(stdout, e.arch);
+  }
+  fputc(']', stdout);
+}
+
+typedef struct fat_explain {
+  const rs_request* r;
+  bool json;
+  cli_table table;
+  size_t loadable; /* bundles with an entry the agent can load */
+} fat_explain;
+
+static bool explain_bundle(const char* path, size_t co, const kpack_bundle_t* b,
+                           void* user) {
+  fat_explain* s = user;
+  const rs_request* r = s->r;
+  kpack_bundle_info_t info;
+  char comp[32];
+  (void)path;
+  kpack_bundle_get_info(b, &info);
+  char* loadable = cli_bundle_arches(b, r->arches, r->arch_count);
+  s->loadable += loadable != NULL && *loadable != '\0';
+  if (s->json) {
+    printf("%s{\"co_index\": %zu, \"arches\": ", co ? ", " : "", co);
+    json_bundle_arches(b, NULL, 0);
+    fputs(", \"loadable\": ", stdout);
+    json_bundle_arches(b, r->arches, r->arch_count);
+    fputc('}', stdout);
+  } else {
+    char* arches = cli_bundle_arches(b, NULL, 0);
+    cli_table_row(&s->table, "%zu\t%s\t%s\t%s", co,
+                  cli_bundle_compression(&info, comp),
+                  arches && *arches ? arches : "(no GPU code)",
+                  loadable && *loadable ? loadable : "none");
+    free(arches);
+  }
+  free(loadable);
+  return true;
+}
+
+/* A fat binary never reaches the kpack loader: say so, show what it
+ * carries and which of it the agent can load (the HIP runtime's own
+ * choice among a bundle's entries, SPEC §2.4: kpack_target_serves()). */
 static int explain_fat(const char* path, const rs_request* r, bool json) {
+  static const char* const headers[] = {"CO", "BUNDLE", "ARCHES", "LOADABLE"};
   kpack_fatbin_t* fb;
   kpack_fatbin_info_t info;
   kpack_error_t err = kpack_fatbin_open(path, &fb);
@@ -461,9 +544,8 @@ static int explain_fat(const char* path, const rs_request* r, bool json) {
     return CLI_FAIL;
   }
   kpack_fatbin_get_info(fb, &info);
-  static const char* const headers[] = {"CO", "BUNDLE", "ARCHES"};
-  cli_table t = {.cols = 3, .headers = headers};
-  int status = CLI_OK;
+  fat_explain s = {.r = r, .json = json};
+  s.table = (cli_table){.cols = 4, .headers = headers};
   if (json) {
     printf("{");
     json_field("binary", path, false);
@@ -479,52 +561,25 @@ static int explain_fat(const char* path, const rs_request* r, bool json) {
         "it from there and\nnever asks the kpack loader. Its bundles hold:\n\n",
         info.bundle_count, info.bundle_count == 1 ? "" : "s");
   }
-  for (size_t co = 0; co < info.bundle_count; co++) {
-    kpack_bundle_t* b;
-    kpack_bundle_info_t bi;
-    char comp[32];
-    if ((err = kpack_fatbin_list_bundle(fb, co, &b)) != KPACK_SUCCESS) {
-      cli_error("%s: code object %zu: %s (%s)", path, co,
-                kpack_error_string(err), cli_error_text(err));
-      status = CLI_FAIL;
-      break;
-    }
-    kpack_bundle_get_info(b, &bi);
-    char* arches = NULL;
-    size_t len = 0, n = 0;
-    FILE* f = open_memstream(&arches, &len);
-    if (json)
-      printf("%s{\"co_index\": %zu, \"arches\": [", co ? ", " : "", co);
-    for (size_t i = 0; i < bi.entry_count; i++) {
-      kpack_bundle_entry_t e;
-      kpack_bundle_get_entry(b, i, &e);
-      if (e.arch == NULL)
-        continue;
-      if (json) {
-        fputs(n ? ", " : "", stdout);
-        cli_json_string(stdout, e.arch);
-      }
-      if (f != NULL)
-        fprintf(f, "%s%s", n ? " " : "", e.arch);
-      n++;
-    }
-    if (f != NULL)
-      fclose(f);
-    if (json)
-      fputs("]}", stdout);
-    else
-      cli_table_row(&t, "%zu\t%s\t%s", co, cli_bundle_compression(&bi, comp),
-                    arches && *arches ? arches : "(no GPU code)");
-    free(arches);
-    kpack_bundle_free(b);
-  }
-  if (json)
+  bool ok = cli_for_each_bundle(path, fb, explain_bundle, &s);
+  if (json) {
     fputs("]}\n", stdout);
-  else
-    cli_table_print(&t, stdout);
-  cli_table_free(&t);
+  } else {
+    cli_table_print(&s.table, stdout);
+    printf(
+        "\nLOADABLE: the entries the agent can run (the same processor, and "
+        "each\nfeature the entry states set the same way by an --arch). "
+        "%zu of %zu code\nobject%s %s one%s\n",
+        s.loadable, info.bundle_count, info.bundle_count == 1 ? "" : "s",
+        info.bundle_count == 1 ? "has" : "have",
+        s.loadable < info.bundle_count
+            ? "; where LOADABLE is none, the HIP runtime has\nnothing to "
+              "load on this agent."
+            : ".");
+  }
+  cli_table_free(&s.table);
   kpack_fatbin_close(fb);
-  return status;
+  return ok ? CLI_OK : CLI_FAIL;
 }
 
 /* One row of the closing summary. */
@@ -561,13 +616,8 @@ static int explain_records(const char* path, const kpack_host_t* host,
   size_t code_size = 0;
 
   kpack_host_get_info(host, &info);
-  kpack_error_t err = kpack_cache_create(&cache);
-  if (err == KPACK_SUCCESS)
-    err = kpack_cache_set_trace(cache, record, &trace);
-  if (err != KPACK_SUCCESS) {
-    cli_kerror("loader cache", err);
+  if (!traced_cache(&cache, &trace))
     goto done;
-  }
   if (json) {
     printf("{");
     json_field("binary", path, false);
@@ -630,31 +680,23 @@ static int explain_records(const char* path, const kpack_host_t* host,
     if (json) {
       fputs(", ", stdout);
       json_field("kernel", kernel, false);
-      printf(", \"co_index\": %llu, \"search_paths\": [",
+      printf(", \"co_index\": %llu, \"search_paths\": ",
              (unsigned long long)w.reserved);
+      cli_host_json_search_paths(path, &w);
     } else if (out != NULL) {
       printf("search paths (as written -> as the loader resolves them)\n");
-    }
-    for (size_t j = 0; j < w.search_path_count; j++) {
-      char* resolved = NULL;
-      kpack_resolve_search_path(path, w.search_paths[j], &resolved);
-      if (json) {
-        fputs(j ? ", {" : "{", stdout);
-        json_field("written", w.search_paths[j], false);
-        json_field("resolved", resolved, true);
-        fputc('}', stdout);
-      } else if (out != NULL) {
+      for (size_t j = 0; j < w.search_path_count; j++) {
+        char* resolved = NULL;
+        kpack_resolve_search_path(path, w.search_paths[j], &resolved);
         printf("  %s -> %s\n", w.search_paths[j],
                resolved ? resolved : "(out of memory)");
+        free(resolved);
       }
-      free(resolved);
     }
-    if (json)
-      fputc(']', stdout);
 
     kpack_free_code_object(code);
     code = NULL;
-    err = kpack_resolve_code_object(
+    kpack_error_t err = kpack_resolve_code_object(
         cache, w.kernel_name, w.search_paths, w.search_path_count, path,
         (uint32_t)w.reserved, r->arches, r->arch_count, &code, &code_size);
     if (trace.failed) {
@@ -684,16 +726,8 @@ static int explain_records(const char* path, const kpack_host_t* host,
   }
   if (explained == 0 || found != explained)
     goto done;
-  if (output != NULL) {
-    FILE* f = fopen(output, "wb");
-    bool ok = f != NULL && fwrite(code, 1, code_size, f) == code_size;
-    if (f != NULL && fclose(f) != 0)
-      ok = false;
-    if (!ok) {
-      cli_error("%s: cannot write the code object", output);
-      goto done;
-    }
-  }
+  if (output != NULL && !write_code_object(output, code, code_size))
+    goto done;
   status = CLI_OK;
 done:
   kpack_free_code_object(code);
@@ -862,15 +896,10 @@ static int resolve_run(int argc, char** argv) {
     goto done;
   }
 
-  kpack_error_t err = kpack_cache_create(&cache);
-  if (err == KPACK_SUCCESS)
-    err = kpack_cache_set_trace(cache, record, &trace);
-  if (err != KPACK_SUCCESS) {
-    cli_kerror("loader cache", err);
+  if (!traced_cache(&cache, &trace))
     goto done;
-  }
   /* Without a binary, relative search paths start from here. */
-  err =
+  kpack_error_t err =
       kpack_resolve_code_object(cache, r.kernel, r.search_paths, r.search_count,
                                 r.binary ? r.binary : "./", r.co_index,
                                 r.arches, r.arch_count, &code, &code_size);
@@ -884,16 +913,8 @@ static int resolve_run(int argc, char** argv) {
     print_human(&r, &trace, full_name, err);
   if (err != KPACK_SUCCESS)
     goto done;
-  if (output != NULL) {
-    FILE* f = fopen(output, "wb");
-    bool ok = f != NULL && fwrite(code, 1, code_size, f) == code_size;
-    if (f != NULL && fclose(f) != 0)
-      ok = false;
-    if (!ok) {
-      cli_error("%s: cannot write the code object", output);
-      goto done;
-    }
-  }
+  if (output != NULL && !write_code_object(output, code, code_size))
+    goto done;
   status = CLI_OK;
 done:
   kpack_free_code_object(code);

@@ -1977,9 +1977,10 @@ static void test_resolve_binary_on_a_fat_binary_lists_its_arches(void** state) {
       KP(&out, NULL, "resolve", "--binary", fat, "--arch", "gfx1100"), 0);
   assert_contains(out, "This is a fat binary");
   assert_contains(out, "never asks the kpack loader");
-  assert_true(ROW(out, "0", "none", "gfx942:sramecc+:xnack-", "gfx1100"));
+  assert_true(
+      ROW(out, "0", "none", "gfx942:sramecc+:xnack-", "gfx1100", "gfx1100"));
   assert_true(ROW(out, "1", "zstd", "(CCOB", "v3)", "gfx942:sramecc+:xnack-",
-                  "gfx1100"));
+                  "gfx1100", "gfx1100"));
   free(out);
   assert_int_equal(
       KP(&out, NULL, "resolve", "--json", "--binary", fat, "--arch", "gfx1100"),
@@ -1987,7 +1988,7 @@ static void test_resolve_binary_on_a_fat_binary_lists_its_arches(void** state) {
   assert_contains(out, "\"kind\": \"fat\"");
   assert_contains(out,
                   "{\"co_index\": 2, \"arches\": [\"gfx942:sramecc+:"
-                  "xnack-\", \"gfx1100\"]}");
+                  "xnack-\", \"gfx1100\"], \"loadable\": [\"gfx1100\"]}");
   free(out);
   /* Not an ELF at all. */
   char* junk = path_in("junk.so");
@@ -1998,6 +1999,72 @@ static void test_resolve_binary_on_a_fat_binary_lists_its_arches(void** state) {
   assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
   free(err);
   free(junk);
+  for (int i = 0; i < 3; i++) {
+    free(k[i][0]);
+    free(k[i][1]);
+  }
+  free(fat);
+}
+
+/* On a fat binary, resolve says which entries of each bundle the agent can
+ * run, by the library's target matching: the same processor, and each
+ * feature an entry states set the same way by one of the --arch names. */
+static void test_resolve_binary_on_a_fat_binary_says_what_the_agent_runs(
+    void** state) {
+  (void)state;
+  void* k[3][2];
+  char* fat = sample_fatbin("libthing.so.2", k);
+  char* out;
+  /* The exact target, and its features in the other order. */
+  static const char* const exact[] = {"gfx942:sramecc+:xnack-",
+                                      "gfx942:xnack-:sramecc+"};
+  for (int i = 0; i < 2; i++) {
+    assert_int_equal(
+        KP(&out, NULL, "resolve", "--binary", fat, "--arch", exact[i]), 0);
+    assert_true(ROW(out, "0", "none", "gfx942:sramecc+:xnack-", "gfx1100",
+                    "gfx942:sramecc+:xnack-"));
+    assert_true(ROW(out, "1", "zstd", "(CCOB", "v3)", "gfx942:sramecc+:xnack-",
+                    "gfx1100", "gfx942:sramecc+:xnack-"));
+    assert_contains(out, "3 of 3 code\nobjects have one.");
+    free(out);
+  }
+  /* An xnack+ agent, or one whose settings are not given, cannot run an
+   * xnack- object; nor can another processor. */
+  static const char* const unserved[] = {"gfx942:sramecc+:xnack+", "gfx942",
+                                         "gfx90a:sramecc+:xnack-"};
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(
+        KP(&out, NULL, "resolve", "--binary", fat, "--arch", unserved[i]), 0);
+    assert_true(
+        ROW(out, "0", "none", "gfx942:sramecc+:xnack-", "gfx1100", "none"));
+    assert_true(ROW(out, "1", "zstd", "(CCOB", "v3)", "gfx942:sramecc+:xnack-",
+                    "gfx1100", "none"));
+    assert_contains(out,
+                    "0 of 3 code\nobjects have one; where LOADABLE is "
+                    "none, the HIP runtime has\nnothing to load");
+    free(out);
+  }
+  /* Every --arch counts, with or without the triple. */
+  assert_int_equal(
+      KP(&out, NULL, "resolve", "--json", "--binary", fat, "--arch", "gfx90a",
+         "--arch", "amdgcn-amd-amdhsa--gfx1100", "--arch",
+         "gfx942:sramecc+:xnack-"),
+      0);
+  for (int co = 0; co < 3; co++) {
+    char want[160];
+    snprintf(want, sizeof want,
+             "{\"co_index\": %d, \"arches\": [\"gfx942:sramecc+:xnack-\", "
+             "\"gfx1100\"], \"loadable\": [\"gfx942:sramecc+:xnack-\", "
+             "\"gfx1100\"]}",
+             co);
+    assert_contains(out, want);
+  }
+  free(out);
+  assert_int_equal(KP(&out, NULL, "resolve", "--json", "--binary", fat,
+                      "--arch", "gfx942:sramecc-:xnack-"),
+                   0);
+  assert_contains(out, "\"gfx1100\"], \"loadable\": []}");
+  free(out);
   for (int i = 0; i < 3; i++) {
     free(k[i][0]);
     free(k[i][1]);
@@ -2034,7 +2101,10 @@ static void test_real_librocrand_host_binary(void** state) {
                       "gfx90a:sramecc+:xnack-"),
                    0);
   assert_contains(out, "This is a fat binary");
-  assert_contains(out, "gfx90a:xnack-");
+  /* Of its seven targets, the agent runs the xnack- build of its own. */
+  assert_true(ROW(out, "0", "none", "gfx1030", "gfx803", "gfx900:xnack-",
+                  "gfx906:xnack-", "gfx908:xnack-", "gfx90a:xnack+",
+                  "gfx90a:xnack-", "gfx90a:xnack-"));
   free(out);
   free(lib);
 }
@@ -2109,6 +2179,9 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_resolve_binary_on_a_fat_binary_lists_its_arches, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_resolve_binary_on_a_fat_binary_says_what_the_agent_runs, setup,
           teardown),
       cmocka_unit_test_setup_teardown(test_real_librocrand_host_binary, setup,
                                       teardown),
