@@ -210,7 +210,7 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
   } else if (!cli_mkdirs(dir, 0755)) {
     cli_error("%s: %s", dir, strerror(errno));
     s->status = CLI_FAIL;
-  } else if (!put_file(s, dir, name, data, size) ||
+  } else if (!put_file(s, dir, name, data != NULL ? data : "", size) ||
              !write_beside(s, archive, binary, arch, info->type, dir, data,
                            size)) {
     s->status = CLI_FAIL;
