@@ -130,10 +130,19 @@ int kfs_paths_add_source(kfs_paths* paths, const char* source) {
     fprintf(stderr, "kpackfs: out of memory\n");
     return -1;
   }
-  /* strtok_r drops empty items, as the loader's path lists do. */
+  /* strtok_r drops empty items, as the loader's path lists do; but a list
+   * of nothing would mount an empty tree, which no one means. */
+  size_t items = 0;
   for (char* item = strtok_r(list, ":", &save); item != NULL && rc == 0;
-       item = strtok_r(NULL, ":", &save))
+       item = strtok_r(NULL, ":", &save), items++)
     rc = add_one(paths, item);
+  if (rc == 0 && items == 0) {
+    fprintf(stderr,
+            "kpackfs: '%s': no archive named: a SOURCE list holds only ':' "
+            "separators\n",
+            source);
+    rc = -1;
+  }
   free(list);
   return rc;
 }

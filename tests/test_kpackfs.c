@@ -1409,6 +1409,28 @@ static void test_bad_sources_are_refused_before_mounting(void** state) {
   free(inner);
 }
 
+/* A SOURCE of nothing but ':' separators names no archive: it once
+ * mounted an empty tree. It is refused before mounting, alone or beside
+ * good sources; a list with empty items among real ones still works. */
+static void test_source_list_of_only_separators_is_refused(void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "separators");
+  const char* a1[] = {"-f", ":", m->dir, NULL};
+  expect_refusal(a1, m->dir, "':'", "only ':' separators");
+  const char* a2[] = {"-f", "::", m->dir, NULL};
+  expect_refusal(a2, m->dir, "'::'", "only ':' separators");
+  const char* a3[] = {"-f", path_a, ":::", m->dir, NULL};
+  expect_refusal(a3, m->dir, "':::'", "only ':' separators");
+  char* list;
+  assert_true(asprintf(&list, "::%s::", path_b) > 0);
+  const char* a4[] = {list, NULL};
+  mnt_start(m, a4);
+  assert_int_equal(stat_value(m, "archives"), 1);
+  mnt_stop_clean(m);
+  free(list);
+}
+
 static void test_help_and_version(void** state) {
   (void)state;
   char* out;
@@ -2769,6 +2791,7 @@ int main(void) {
       T(test_tiny_budget_recycles_buffers_and_every_byte_is_exact),
       T(test_sigterm_unmounts_cleanly),
       T(test_bad_sources_are_refused_before_mounting),
+      T(test_source_list_of_only_separators_is_refused),
       T(test_help_and_version),
       T(test_fstab_style_options_and_source_lists_are_accepted),
       T(test_mount_helper_starts_the_daemon_as_fstab_would),
