@@ -24,9 +24,9 @@
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
-#include <msgpack.h>
 
 #include "fixture_code_object.h"
+#include "fixture_toc.h"
 #include "support.h"
 
 /* ---- processes and mounts ------------------------------------------------ */
@@ -1790,53 +1790,25 @@ static void set_kernel_type(const char* path, const char* binary,
   size_t size;
   uint8_t* bytes = kt_read_file(path, &size);
   assert_non_null(bytes);
-  uint64_t toc_offset = 0;
-  for (int i = 7; i >= 0; i--)
-    toc_offset = toc_offset << 8 | bytes[8 + i];
-  msgpack_zone zone;
-  msgpack_object root;
-  size_t off = 0;
-  msgpack_zone_init(&zone, 4096);
-  assert_int_equal(msgpack_unpack((const char*)bytes + toc_offset,
-                                  size - toc_offset, &off, &zone, &root),
-                   MSGPACK_UNPACK_SUCCESS);
+  uint64_t toc_offset = fx_toc_offset(bytes, size);
+  fx_toc t;
+  fx_toc_decode(&t, bytes, size, toc_offset);
+  msgpack_object* arches =
+      fx_toc_at(&t, (const char* const[]){"toc", binary}, 2, NULL);
+  assert_non_null(arches);
   size_t changed = 0;
-  for (uint32_t i = 0; i < root.via.map.size; i++) {
-    msgpack_object_kv* top = &root.via.map.ptr[i];
-    if (top->key.via.str.size != 3 || memcmp(top->key.via.str.ptr, "toc", 3))
-      continue;
-    for (uint32_t b = 0; b < top->val.via.map.size; b++) {
-      msgpack_object_kv* bin = &top->val.via.map.ptr[b];
-      if (bin->key.via.str.size != strlen(binary) ||
-          memcmp(bin->key.via.str.ptr, binary, strlen(binary)) != 0)
-        continue;
-      for (uint32_t a = 0; a < bin->val.via.map.size; a++) {
-        msgpack_object* entry = &bin->val.via.map.ptr[a].val;
-        for (uint32_t f = 0; f < entry->via.map.size; f++) {
-          msgpack_object_kv* field = &entry->via.map.ptr[f];
-          if (field->key.via.str.size == 4 &&
-              memcmp(field->key.via.str.ptr, "type", 4) == 0) {
-            field->val.via.str.ptr = type;
-            field->val.via.str.size = (uint32_t)strlen(type);
-            changed++;
-          }
-        }
-      }
+  for (uint32_t a = 0; a < arches->via.map.size; a++) {
+    msgpack_object* field =
+        fx_toc_get(&arches->via.map.ptr[a].val, "type", NULL);
+    if (field != NULL) {
+      field->via.str.ptr = type;
+      field->via.str.size = (uint32_t)strlen(type);
+      changed++;
     }
   }
   assert_true(changed > 0);
-  msgpack_sbuffer buf;
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&buf);
-  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-  assert_int_equal(msgpack_pack_object(&pk, root), 0);
-  uint8_t* out = malloc(toc_offset + buf.size);
-  memcpy(out, bytes, toc_offset);
-  memcpy(out + toc_offset, buf.data, buf.size);
-  kt_write_file(path, out, toc_offset + buf.size);
-  free(out);
-  msgpack_sbuffer_destroy(&buf);
-  msgpack_zone_destroy(&zone);
+  fx_toc_encode(&t, &bytes, &size, toc_offset);
+  kt_write_file(path, bytes, size);
   free(bytes);
 }
 
