@@ -2562,16 +2562,6 @@ static size_t assert_same_tree(const char* mounted, const char* extracted) {
   return compared;
 }
 
-static bool same_bytes(const char* a, const char* b) {
-  size_t na, nb;
-  void* x = kt_read_file(a, &na);
-  void* y = kt_read_file(b, &nb);
-  bool same = x != NULL && y != NULL && na == nb && memcmp(x, y, na) == 0;
-  free(x);
-  free(y);
-  return same;
-}
-
 /* Code objects with and without a note, bytes that are no code object, and
  * metadata maps on three of them, in the canonical form `kpack create`
  * writes (entries and arches in byte order, its default level), so that a
@@ -2704,11 +2694,11 @@ static void test_mounted_and_extracted_trees_repack_with_their_maps(
   /* Re-packing reads each kernel once and no text file. */
   assert_int_equal(stat_value(m, "renders"), 0);
   mnt_stop_clean(m);
-  assert_true(same_bytes(archive, from_mount));
+  assert_true(kt_same_file(archive, from_mount));
   KPACK_OK(log, "extract", "-C", tree, archive);
   KPACK_OK(log, "create", "-q", "--group", "test", "--family", "gfxtest", "-o",
            from_tree, tree);
-  assert_true(same_bytes(archive, from_tree));
+  assert_true(kt_same_file(archive, from_tree));
   kt_rmtree(tree);
   free(tree);
   free(from_mount);
@@ -2733,7 +2723,7 @@ static void test_real_library_mount_and_extract_show_one_tree(void** state) {
   assert_int_equal(stat_value(m, "decompressions"), 7);
   KPACK_OK(log, "create", "-q", "-l", "1", "-o", again, m->dir);
   mnt_stop_clean(m);
-  assert_true(same_bytes(archive, again));
+  assert_true(kt_same_file(archive, again));
   kt_rmtree(tree);
   free(tree);
   free(again);
