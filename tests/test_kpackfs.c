@@ -2453,6 +2453,69 @@ static void test_toc_metadata_msgpack_is_the_map_byte_for_byte(void** state) {
   free(path);
 }
 
+/* The files kpackfs adds beside a kernel (kernels, metadata.json,
+ * toc-metadata.msgpack) leave a name an earlier source already gave an
+ * entry to that entry, with a warning naming the file. */
+static void test_files_beside_a_kernel_leave_taken_names_alone(void** state) {
+  (void)state;
+  static const uint8_t map[] = {0x81, 0xa1, 'k', 0x01}; /* {"k": 1} */
+  char* first = kt_path(tmp, "taken-first.kpack");
+  char* second = kt_path(tmp, "taken-second.kpack");
+  void* bytes = kt_pattern(5000, 12);
+  const kt_kernel k[] = {
+      {"lib/x.so#0/gfx90a", "kernels", bytes, 5000},
+      {"lib/x.so#0/gfx90a", "toc-metadata.msgpack", bytes, 5000}};
+  write_fixture(first, KPACK_COMPRESSION_NOOP, NULL, 0, k, 2);
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_NOOP};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(second, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel_with_metadata(
+                       w, "lib/x.so#0", "gfx90a", bytes, 5000, map, sizeof map),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  mnt* m = &scratch[0];
+  mnt_init(m, "taken");
+  const char* args[] = {first, second, NULL};
+  mnt_start(m, args);
+
+  char* names = list_dir(m, "lib/x.so#0/gfx90a");
+  assert_string_equal(names,
+                      "kernel.hsaco, kernels, metadata.json, "
+                      "toc-metadata.msgpack");
+  free(names);
+  static const char* const dirs[] = {"lib/x.so#0/gfx90a/kernels",
+                                     "lib/x.so#0/gfx90a/toc-metadata.msgpack"};
+  for (int i = 0; i < 2; i++) {
+    char* path = in_mount(m, dirs[i]);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    free(path);
+  }
+  char* json = in_mount(m, "lib/x.so#0/gfx90a/metadata.json");
+  struct stat st;
+  assert_int_equal(stat(json, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  free(json);
+  char* log = slurp(m->log);
+  static const char* const warned[] = {"kernels", "toc-metadata.msgpack"};
+  for (int i = 0; i < 2; i++) {
+    char want[200];
+    snprintf(want, sizeof want,
+             "%s: 'lib/x.so#0' arch 'gfx90a': no '%s' file, the name is "
+             "taken",
+             second, warned[i]);
+    if (strstr(log, want) == NULL)
+      fail_msg("no warning \"%s\" in:\n%s", want, log);
+  }
+  assert_null(strstr(log, "no 'metadata.json' file"));
+  free(log);
+  mnt_stop_clean(m);
+  free(bytes);
+  free(first);
+  free(second);
+}
+
 /* ---- one tree: what a mount shows is what `kpack extract` writes ---------
  */
 
@@ -2739,6 +2802,7 @@ int main(void) {
       T(test_xattrs_name_archive_binary_arch_and_storage),
       T(test_metadata_map_is_a_json_xattr),
       T(test_toc_metadata_msgpack_is_the_map_byte_for_byte),
+      T(test_files_beside_a_kernel_leave_taken_names_alone),
       T(test_mounted_tree_packs_back_into_the_same_archive),
       T(test_archives_and_stats_describe_the_mount),
       T(test_unsafe_toc_names_are_skipped_with_a_warning),
