@@ -1479,21 +1479,19 @@ static void test_fstab_style_options_and_source_lists_are_accepted(
   mnt_stop_clean(m);
 }
 
-static void test_mount_helper_starts_the_daemon_as_fstab_would(void** state) {
-  (void)state;
-  mnt* m = &scratch[0];
-  mnt_init(m, "helper");
-  /* mount -t fuse.kpackfs runs mount.fuse3, which runs `kpackfs SOURCE
-   * MOUNTPOINT -o rw,...` through the shell; without -f it daemonises. */
+/* Mounts `source` as mount(8) does for a fuse.kpackfs fstab line: it runs
+ * mount.fuse3 SOURCE DIR -o OPTIONS, which runs `kpackfs SOURCE DIR -o
+ * ...` through the shell (found in PATH), without -f, so the daemon
+ * detaches. Fails the test unless DIR is then a mount point. */
+static void mnt_start_helper(mnt* m, const char* source, const char* options) {
   char* path_env;
   const char* old = getenv("PATH");
   assert_true(asprintf(&path_env, "%s:/usr/sbin:/sbin:%s", bin_dir(),
                        old ? old : "/usr/bin:/bin") > 0);
   char* saved = old ? strdup(old) : NULL;
   setenv("PATH", path_env, 1);
-  char* argv[] = {
-      "mount.fuse3", path_a,         m->dir, "-o", "rw,noauto,cache_size=3M",
-      "-t",          "fuse.kpackfs", NULL};
+  char* argv[] = {"mount.fuse3",  (char*)source, m->dir,         "-o",
+                  (char*)options, "-t",          "fuse.kpackfs", NULL};
   int status = run(argv, m->log);
   if (saved != NULL)
     setenv("PATH", saved, 1);
@@ -1505,6 +1503,13 @@ static void test_mount_helper_starts_the_daemon_as_fstab_would(void** state) {
     fail_msg("mount.fuse3 status %d:\n%s", status, log);
   }
   track(m);
+}
+
+static void test_mount_helper_starts_the_daemon_as_fstab_would(void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "helper");
+  mnt_start_helper(m, path_a, "rw,noauto,cache_size=3M");
   assert_int_equal(stat_value(m, "cache_capacity"), 3 << 20);
   assert_file_equals(m, find_expected("bin/tool#0/gfx90a/kernel.hsaco"));
   /* The daemon is not our child: unmounting ends it. */
@@ -1687,25 +1692,7 @@ static void test_hundreds_of_sources_in_one_fstab_list_mount(void** state) {
   mnt* m = &scratch[0];
   mnt_init(m, "fstab-many");
   /* What `mount` runs for an fstab line "a:b:... MNT fuse.kpackfs ...". */
-  char* path_env;
-  const char* old = getenv("PATH");
-  assert_true(asprintf(&path_env, "%s:/usr/sbin:/sbin:%s", bin_dir(),
-                       old ? old : "/usr/bin:/bin") > 0);
-  char* saved = old ? strdup(old) : NULL;
-  setenv("PATH", path_env, 1);
-  char* argv[] = {"mount.fuse3", list, m->dir,         "-o",
-                  "rw,noauto",   "-t", "fuse.kpackfs", NULL};
-  int status = run(argv, m->log);
-  if (saved != NULL)
-    setenv("PATH", saved, 1);
-  free(saved);
-  free(path_env);
-  m->mounted = kt_is_mountpoint(m->dir);
-  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) || !m->mounted) {
-    char* log = slurp(m->log);
-    fail_msg("mount.fuse3 status %d:\n%s", status, log);
-  }
-  track(m);
+  mnt_start_helper(m, list, "rw,noauto");
   assert_int_equal(stat_value(m, "archives"), MANY_SOURCES);
   char* source = mount_source_of(m->dir);
   char* want;
