@@ -120,12 +120,13 @@ all: $(LIB_SO) $(LIB_A) $(LIB_PC) $(PROGRAMS) $(MANPAGES)
 # ---- tests ------------------------------------------------------------------
 # tests/test_*.c: one cmocka binary each, linked statically so that internal
 # modules can be tested directly. tests/support.c is shared by all of them;
-# tests/fixture_fatbin.c (host binaries, bundles) and fixture_code_object.c
-# (AMDGPU code objects), free of cmocka, also by the fuzz corpus generator
-# and the benchmark.
+# tests/fixture_fatbin.c (host binaries, bundles), fixture_code_object.c
+# (AMDGPU code objects) and fixture_toc.c (archives with edited TOCs), free
+# of cmocka, also by the fuzz corpus generator and the benchmark.
 TEST_SRCS    := $(sort $(wildcard tests/test_*.c))
 TEST_BINS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
-TEST_FIXTURE := $(BUILD)/tests/fixture_fatbin.o $(BUILD)/tests/fixture_code_object.o
+TEST_FIXTURE := $(BUILD)/tests/fixture_fatbin.o $(BUILD)/tests/fixture_code_object.o \
+                $(BUILD)/tests/fixture_toc.o
 TEST_SUPPORT := $(BUILD)/tests/support.o $(TEST_FIXTURE)
 VALGRIND ?=
 # Forked children that do not exec (test_loader's fork tests) hold memory of
@@ -176,7 +177,7 @@ check-suites: all $(TEST_BINS)
 BENCH      := $(BUILD)/bench/bench
 BENCH_SRCS := $(sort $(wildcard tests/bench/*.c))
 
-$(BENCH): $(BENCH_SRCS) tests/bench/bench.h $(TEST_FIXTURE) $(LIB_A) $(HEADERS) tests/fixture_fatbin.h
+$(BENCH): $(BENCH_SRCS) tests/bench/bench.h $(TEST_FIXTURE) $(LIB_A) $(HEADERS) $(wildcard tests/fixture_*.h)
 	@mkdir -p $(@D)
 	$(call say,CC,$@)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $(BENCH_SRCS) $(TEST_FIXTURE) $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
 

@@ -266,6 +266,16 @@ static void print_agent(const rs_request* r) {
       printf("env      %s=%s\n", env[i], getenv(env[i]));
 }
 
+/* A titled table of the explanation, or what its emptiness means. */
+static void print_section(const char* title, const cli_table* t,
+                          const char* empty) {
+  printf("\n%s\n", title);
+  if (t->rows > 0)
+    cli_table_print(t, stdout);
+  else
+    printf("%s\n", empty);
+}
+
 /* The search a trace recorded: candidate paths, archives, targets tried and
  * the outcome. */
 static void print_search(const rs_trace* t, kpack_error_t status) {
@@ -335,21 +345,10 @@ static void print_search(const rs_trace* t, kpack_error_t status) {
         break;
     }
   }
-  printf("\nCANDIDATE PATHS\n");
-  if (paths.rows > 0)
-    cli_table_print(&paths, stdout);
-  else
-    printf("(none: no search path and no ROCM_KPACK_PATH)\n");
-  printf("\nARCHIVES\n");
-  if (archives.rows > 0)
-    cli_table_print(&archives, stdout);
-  else
-    printf("(none: no candidate path exists)\n");
-  printf("\nSEARCH\n");
-  if (search.rows > 0)
-    cli_table_print(&search, stdout);
-  else
-    printf("(not run)\n");
+  print_section("CANDIDATE PATHS", &paths,
+                "(none: no search path and no ROCM_KPACK_PATH)");
+  print_section("ARCHIVES", &archives, "(none: no candidate path exists)");
+  print_section("SEARCH", &search, "(not run)");
   printf("\nRESULT   %s", kpack_error_string(status));
   if (status == KPACK_SUCCESS && result != NULL)
     printf(": %s code object, %zu bytes, from %s\n", result->target,
@@ -532,8 +531,8 @@ static bool explain_bundle(const char* path, size_t co, const kpack_bundle_t* b,
 }
 
 /* A fat binary never reaches the kpack loader: say so, show what it
- * carries and which of it the agent can load (the HIP runtime's own
- * choice among a bundle's entries, SPEC §2.4: kpack_target_serves()). */
+ * carries and which of it the agent can run (cli_agent_loads(): the
+ * library's kpack_target_serves(), as verify checks a code object). */
 static int explain_fat(const char* path, const rs_request* r, bool json) {
   static const char* const headers[] = {"CO", "BUNDLE", "ARCHES", "LOADABLE"};
   kpack_fatbin_t* fb;

@@ -204,9 +204,33 @@ static void warn_skip(const kfs_tree* t, uint32_t source, const char* binary,
 
 /* ---- building ------------------------------------------------------------ */
 
-/* Beside a code object, the text files rendered from it (render.c). A name
- * another entry already took (a directory, from a binary "x#0/gfx90a" with
- * arch "kernels") stays that entry's, with a warning. */
+/* A file `name` beside kernel node `kernel` in `dir`, serving that
+ * kernel's binary and arch: *file is the new node, or NULL when another
+ * entry already took the name (a directory, from a binary "x#0/gfx90a"
+ * with arch "kernels"), which stays that entry's, with a warning. */
+static int add_beside(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
+                      bool fresh, const char* name, kfs_kind kind,
+                      kfs_node** file) {
+  const kfs_node* k = &t->nodes[kernel];
+  *file = NULL;
+  if (!fresh && kfs_tree_lookup(t, dir, name) != 0) {
+    fprintf(stderr,
+            "kpackfs: warning: %s: '%s' arch '%s': no '%s' file, the name "
+            "is taken\n",
+            t->sources[k->source].path, k->binary, k->arch, name);
+    return 0;
+  }
+  fuse_ino_t ino = node_add(t, dir, name, kind, k->source);
+  if (ino == 0)
+    return -ENOMEM;
+  k = &t->nodes[kernel]; /* node_add may have moved the table */
+  *file = &t->nodes[ino];
+  (*file)->binary = k->binary;
+  (*file)->arch = k->arch;
+  return 0;
+}
+
+/* Beside a code object, the text files rendered from it (render.c). */
 static int add_text_files(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
                           bool fresh) {
   static const struct {
@@ -215,30 +239,20 @@ static int add_text_files(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
   } files[] = {{KPACK_CO_KERNELS_FILE, KFS_KERNELS},
                {KPACK_CO_METADATA_FILE, KFS_METADATA}};
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-    const kfs_node* k = &t->nodes[kernel];
-    if (!fresh && kfs_tree_lookup(t, dir, files[i].name) != 0) {
-      fprintf(stderr,
-              "kpackfs: warning: %s: '%s' arch '%s': no '%s' file, the name "
-              "is taken\n",
-              t->sources[k->source].path, k->binary, k->arch, files[i].name);
-      continue;
-    }
-    fuse_ino_t ino = node_add(t, dir, files[i].name, files[i].kind, k->source);
-    if (ino == 0)
-      return -ENOMEM;
-    k = &t->nodes[kernel]; /* node_add may have moved the table */
-    kfs_node* n = &t->nodes[ino];
-    n->binary = k->binary;
-    n->arch = k->arch;
-    n->render = k->render;
+    kfs_node* n;
+    int rc =
+        add_beside(t, dir, kernel, fresh, files[i].name, files[i].kind, &n);
+    if (rc != 0)
+      return rc;
+    if (n != NULL)
+      n->render = t->nodes[kernel].render;
   }
   return 0;
 }
 
 /* Beside a kernel whose TOC entry has a metadata map, the map's exact
  * bytes, sized from the TOC (held in memory: nothing is read to serve
- * it), so that a mounted tree re-packs with its maps. A name already taken
- * stays that entry's, with a warning. */
+ * it), so that a mounted tree re-packs with its maps. */
 static int add_toc_metadata(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
                             bool fresh) {
   const kfs_node* k = &t->nodes[kernel];
@@ -248,24 +262,12 @@ static int add_toc_metadata(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
                            &map, &size);
   if (map == NULL)
     return 0;
-  if (!fresh && kfs_tree_lookup(t, dir, KPACK_ENTRY_METADATA_FILE) != 0) {
-    fprintf(stderr,
-            "kpackfs: warning: %s: '%s' arch '%s': no '%s' file, the name "
-            "is taken\n",
-            t->sources[k->source].path, k->binary, k->arch,
-            KPACK_ENTRY_METADATA_FILE);
-    return 0;
-  }
-  fuse_ino_t ino =
-      node_add(t, dir, KPACK_ENTRY_METADATA_FILE, KFS_TOC_METADATA, k->source);
-  if (ino == 0)
-    return -ENOMEM;
-  k = &t->nodes[kernel]; /* node_add may have moved the table */
-  kfs_node* n = &t->nodes[ino];
-  n->binary = k->binary;
-  n->arch = k->arch;
-  n->size = size;
-  return 0;
+  kfs_node* n;
+  int rc = add_beside(t, dir, kernel, fresh, KPACK_ENTRY_METADATA_FILE,
+                      KFS_TOC_METADATA, &n);
+  if (n != NULL)
+    n->size = size;
+  return rc;
 }
 
 /* "kernel." + type: one shared string for the usual type. */

@@ -102,6 +102,16 @@ void kt_write_file(const char* path, const void* data, size_t size) {
   assert_int_equal(fclose(f), 0);
 }
 
+bool kt_same_file(const char* a, const char* b) {
+  size_t na, nb;
+  void* x = kt_read_file(a, &na);
+  void* y = kt_read_file(b, &nb);
+  bool same = x != NULL && y != NULL && na == nb && memcmp(x, y, na) == 0;
+  free(x);
+  free(y);
+  return same;
+}
+
 void kt_write_archive(const char* path, kpack_compression_scheme_t scheme,
                       const char* const* arches, size_t arch_count,
                       const kt_kernel* kernels, size_t kernel_count) {

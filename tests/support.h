@@ -41,6 +41,8 @@ void* kt_pattern(size_t size, uint32_t seed);
 /* Whole-file read and write; kt_read_file returns NULL if it cannot. */
 void* kt_read_file(const char* path, size_t* size);
 void kt_write_file(const char* path, const void* data, size_t size);
+/* Both files can be read and hold the same bytes. */
+bool kt_same_file(const char* a, const char* b);
 /* Writes an archive with the project's writer; arches may be NULL. */
 void kt_write_archive(const char* path, kpack_compression_scheme_t scheme,
                       const char* const* arches, size_t arch_count,

@@ -16,6 +16,7 @@
 
 #include <zstd.h>
 
+#include "fixture_toc.h"
 #include "support.h"
 
 static const kpack_compression_scheme_t schemes[] = {
@@ -30,13 +31,6 @@ typedef struct image {
   size_t size;
   uint64_t toc_offset;
 } image;
-
-static uint64_t le64(const uint8_t* p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--)
-    v = v << 8 | p[i];
-  return v;
-}
 
 /* Two binaries, two arches; kernel sizes 1000 and 3000. */
 static image make_image(kpack_compression_scheme_t scheme) {
@@ -53,7 +47,7 @@ static image make_image(kpack_compression_scheme_t scheme) {
   image img;
   img.data = kt_read_file(path, &img.size);
   assert_non_null(img.data);
-  img.toc_offset = le64(img.data + 8);
+  img.toc_offset = fx_toc_offset(img.data, img.size);
   free(path);
   free(a);
   free(b);
@@ -84,56 +78,22 @@ static void replace_toc(image* img, const void* toc, size_t size) {
   img->size = img->toc_offset + size;
 }
 
-/* TOC editing through msgpack-c: decode, change one object, re-encode. */
-typedef struct toc_edit {
-  msgpack_zone zone;
-  msgpack_object root;
-} toc_edit;
-
-static void edit_begin(toc_edit* e, const image* img) {
-  msgpack_zone_init(&e->zone, 4096);
-  size_t off = 0;
-  assert_int_equal(
-      msgpack_unpack((const char*)img->data + img->toc_offset,
-                     img->size - img->toc_offset, &off, &e->zone, &e->root),
-      MSGPACK_UNPACK_SUCCESS);
+/* TOC editing through msgpack-c (fixture_toc.h): decode, change objects,
+ * re-encode. */
+static void edit_begin(fx_toc* e, const image* img) {
+  fx_toc_decode(e, img->data, img->size, img->toc_offset);
 }
 
 /* The value at a path of map keys (array elements by decimal index). */
-static msgpack_object* edit_at(toc_edit* e, const char* const* keys, size_t n,
+static msgpack_object* edit_at(fx_toc* e, const char* const* keys, size_t n,
                                msgpack_object** key_out) {
-  msgpack_object* o = &e->root;
-  for (size_t i = 0; i < n; i++) {
-    msgpack_object* next = NULL;
-    if (o->type == MSGPACK_OBJECT_ARRAY) {
-      next = &o->via.array.ptr[atoi(keys[i])];
-    } else {
-      assert_int_equal(o->type, MSGPACK_OBJECT_MAP);
-      for (uint32_t j = 0; j < o->via.map.size; j++) {
-        msgpack_object* k = &o->via.map.ptr[j].key;
-        if (k->via.str.size == strlen(keys[i]) &&
-            memcmp(k->via.str.ptr, keys[i], k->via.str.size) == 0) {
-          next = &o->via.map.ptr[j].val;
-          if (key_out)
-            *key_out = k;
-        }
-      }
-    }
-    assert_non_null(next);
-    o = next;
-  }
+  msgpack_object* o = fx_toc_at(e, keys, n, key_out);
+  assert_non_null(o);
   return o;
 }
 
-static void edit_end(toc_edit* e, image* img) {
-  msgpack_sbuffer buf;
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&buf);
-  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-  assert_int_equal(msgpack_pack_object(&pk, e->root), 0);
-  replace_toc(img, buf.data, buf.size);
-  msgpack_sbuffer_destroy(&buf);
-  msgpack_zone_destroy(&e->zone);
+static void edit_end(fx_toc* e, image* img) {
+  fx_toc_encode(e, &img->data, &img->size, img->toc_offset);
 }
 
 #define PATH(...)                     \
@@ -142,7 +102,7 @@ static void edit_end(toc_edit* e, image* img) {
 
 static void set_uint(image* img, const char* const* keys, size_t n,
                      uint64_t v) {
-  toc_edit e;
+  fx_toc e;
   edit_begin(&e, img);
   msgpack_object* o = edit_at(&e, keys, n, NULL);
   o->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
@@ -152,7 +112,7 @@ static void set_uint(image* img, const char* const* keys, size_t n,
 
 static void set_str(image* img, const char* const* keys, size_t n,
                     const char* s) {
-  toc_edit e;
+  fx_toc e;
   edit_begin(&e, img);
   msgpack_object* o = edit_at(&e, keys, n, NULL);
   o->type = MSGPACK_OBJECT_STR;
@@ -163,7 +123,7 @@ static void set_str(image* img, const char* const* keys, size_t n,
 
 /* Renames a key to one no reader knows, which removes the field. */
 static void hide_key(image* img, const char* const* keys, size_t n) {
-  toc_edit e;
+  fx_toc e;
   msgpack_object* key = NULL;
   edit_begin(&e, img);
   edit_at(&e, keys, n, &key);
@@ -373,7 +333,7 @@ static void test_open_reads_header_toc_and_frame_table_only(void** state) {
     kt_write_archive(path, schemes[s], NULL, 0, k, N);
     size_t file_size;
     uint8_t* bytes = kt_read_file(path, &file_size);
-    uint64_t toc_size = file_size - le64(bytes + 8);
+    uint64_t toc_size = file_size - fx_toc_offset(bytes, file_size);
     free(bytes);
     FILE* io = fopen("/proc/self/io", "r");
     assert_non_null(io);
@@ -657,7 +617,7 @@ static void test_unknown_keys_skipped_and_entry_metadata_kept(void** state) {
   (void)state;
   image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
   hide_key(&img, PATH("group_name"));
-  toc_edit e;
+  fx_toc e;
   edit_begin(&e, &img);
   /* "type" becomes "metadata" holding nested maps, and b's entry gets a
    * "metadata" that is not a map: read as none, as ROCm ignores it */
@@ -857,7 +817,7 @@ static void test_frame_declaring_no_size_without_original_size_is_invalid(
 static void test_duplicate_binaries_are_invalid_format(void** state) {
   (void)state;
   image img = make_image(KPACK_COMPRESSION_NOOP);
-  toc_edit e;
+  fx_toc e;
   msgpack_object* key = NULL;
   edit_begin(&e, &img);
   edit_at(&e, PATH("toc", "lib/b.so#0"), &key);
@@ -870,7 +830,7 @@ static void test_duplicate_binaries_are_invalid_format(void** state) {
 static void test_name_with_embedded_nul_is_invalid_format(void** state) {
   (void)state;
   image img = make_image(KPACK_COMPRESSION_NOOP);
-  toc_edit e;
+  fx_toc e;
   msgpack_object* key = NULL;
   edit_begin(&e, &img);
   edit_at(&e, PATH("toc", "lib/b.so#0"), &key);
@@ -1015,7 +975,7 @@ static void test_eight_threads_read_one_handle_concurrently(void** state) {
 /* Replaces zstd_frame_sizes with `len` bytes of `type` (BIN or STR). */
 static void set_frame_sizes(image* img, const uint8_t* bytes, size_t len,
                             msgpack_object_type type) {
-  toc_edit e;
+  fx_toc e;
   edit_begin(&e, img);
   msgpack_object* o = edit_at(&e, PATH("zstd_frame_sizes"), NULL);
   o->type = type;
@@ -1089,7 +1049,7 @@ static void assert_fixture_kernels(const image* img) {
 static void test_writer_emits_frame_sizes_matching_the_region(void** state) {
   (void)state;
   image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
-  toc_edit e;
+  fx_toc e;
   edit_begin(&e, &img);
   msgpack_object* o = edit_at(&e, PATH("zstd_frame_sizes"), NULL);
   assert_int_equal(o->type, MSGPACK_OBJECT_BIN);
@@ -1097,7 +1057,7 @@ static void test_writer_emits_frame_sizes_matching_the_region(void** state) {
   uint32_t sizes[3];
   frame_sizes_of(&img, sizes);
   assert_memory_equal(o->via.bin.ptr, sizes, 12);
-  msgpack_zone_destroy(&e.zone);
+  fx_toc_free(&e);
   free(img.data);
   /* none archives have blobs, no table */
   img = make_image(KPACK_COMPRESSION_NOOP);
@@ -1107,7 +1067,7 @@ static void test_writer_emits_frame_sizes_matching_the_region(void** state) {
     assert_false(k->via.str.size == 16 &&
                  memcmp(k->via.str.ptr, "zstd_frame_sizes", 16) == 0);
   }
-  msgpack_zone_destroy(&e.zone);
+  fx_toc_free(&e);
   free(img.data);
 }
 
@@ -1151,7 +1111,7 @@ static void test_malformed_frame_sizes_are_ignored(void** state) {
   }
   /* an array of ints holding the right sizes is not the table either */
   img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
-  toc_edit e;
+  fx_toc e;
   edit_begin(&e, &img);
   msgpack_object items[3];
   for (int i = 0; i < 3; i++)
@@ -1237,7 +1197,7 @@ static void test_open_with_frame_sizes_reads_no_size_field(void** state) {
   kt_write_archive(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, N);
   size_t file_size;
   uint8_t* bytes = kt_read_file(path, &file_size);
-  uint64_t toc_size = file_size - le64(bytes + 8);
+  uint64_t toc_size = file_size - fx_toc_offset(bytes, file_size);
   free(bytes);
   kpack_archive_t a;
   unsigned long long before = rchar_now();
@@ -1307,8 +1267,8 @@ static void test_threads_racing_past_a_stale_table_agree(void** state) {
   kt_write_archive(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, N);
   image img;
   img.data = kt_read_file(path, &img.size);
-  img.toc_offset = le64(img.data + 8);
-  toc_edit e;
+  img.toc_offset = fx_toc_offset(img.data, img.size);
+  fx_toc e;
   edit_begin(&e, &img);
   msgpack_object* o = edit_at(&e, PATH("zstd_frame_sizes"), NULL);
   uint8_t rotated[4 * N];

@@ -170,16 +170,6 @@ static char* path_in(const char* name) {
   return kt_path(tmp, name);
 }
 
-static bool same_file(const char* a, const char* b) {
-  size_t na, nb;
-  void* x = kt_read_file(a, &na);
-  void* y = kt_read_file(b, &nb);
-  bool same = x != NULL && y != NULL && na == nb && memcmp(x, y, na) == 0;
-  free(x);
-  free(y);
-  return same;
-}
-
 static bool exists(const char* path) {
   struct stat st;
   return stat(path, &st) == 0;
@@ -521,7 +511,7 @@ static void test_create_extract_create_is_byte_identical(void** state) {
   assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", b, "--group", "g",
                       "--family", "f", tree2),
                    0);
-  assert_true(same_file(a, b));
+  assert_true(kt_same_file(a, b));
   /* The extracted files are the originals. */
   const kt_kernel* k = sample_kernels();
   for (int i = 0; i < 3; i++) {
@@ -530,7 +520,7 @@ static void test_create_extract_create_is_byte_identical(void** state) {
                          k[i].arch) > 0);
     assert_true(asprintf(&y, "%s/%s/%s/kernel.hsaco", tree2, k[i].binary,
                          k[i].arch) > 0);
-    assert_true(same_file(x, y));
+    assert_true(kt_same_file(x, y));
     free(x);
     free(y);
   }
@@ -557,7 +547,7 @@ static void test_create_output_is_deterministic_whatever_the_jobs(
     char* other = path_in("other.kpack");
     assert_int_equal(
         KP(NULL, NULL, "create", "-q", "-j", jobs[i], "-o", other, tree), 0);
-    assert_true(same_file(first, other));
+    assert_true(kt_same_file(first, other));
     free(other);
   }
   /* Raw storage too, and the level changes the bytes. */
@@ -569,10 +559,10 @@ static void test_create_output_is_deterministic_whatever_the_jobs(
   assert_int_equal(
       KP(NULL, NULL, "create", "-q", "--no-compress", "-j2", "-o", raw2, tree),
       0);
-  assert_true(same_file(raw1, raw2));
+  assert_true(kt_same_file(raw1, raw2));
   assert_int_equal(KP(NULL, NULL, "create", "-q", "-l", "19", "-o", l19, tree),
                    0);
-  assert_false(same_file(first, l19));
+  assert_false(kt_same_file(first, l19));
   char* out;
   assert_int_equal(KP(&out, NULL, "info", raw1), 0);
   assert_true(ROW(out, "compression:", "none"));
@@ -900,7 +890,8 @@ static void test_create_from_fatbin_streams_the_same_archive_as_a_tree(
                         "--fatbin", arg),
                      0);
     assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", reference, tree), 0);
-    if (!same_file(streamed, reference) || !same_file(parallel, reference))
+    if (!kt_same_file(streamed, reference) ||
+        !kt_same_file(parallel, reference))
       fail_msg("%s: --fatbin and the tree of its code objects differ",
                forms[f].name);
     char* out;
@@ -1461,7 +1452,7 @@ static void test_metadata_survives_extract_and_create(void** state) {
   /* and round trips from there byte for byte */
   assert_int_equal(KP(NULL, NULL, "extract", "-C", tree2, b), 0);
   assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", c, tree2), 0);
-  assert_true(same_file(b, c));
+  assert_true(kt_same_file(b, c));
 
   assert_int_equal(KP(&out, NULL, "list", "--json", b), 0);
   assert_contains(out,
@@ -1601,7 +1592,7 @@ static void test_create_merges_archives_and_trees(void** state) {
   assert_int_equal(KP(NULL, NULL, "create", "-q", "-j2", "-o", again, tree,
                       copy, shard_b, shard_a, whole),
                    0);
-  assert_true(same_file(whole, again));
+  assert_true(kt_same_file(whole, again));
 
   /* An archive that sets no group leaves the others' group alone; two
    * that differ give none, with a warning. */
@@ -1623,7 +1614,7 @@ static void test_create_merges_archives_and_trees(void** state) {
   /* -l compresses them again: same kernels, other frames. */
   assert_int_equal(
       KP(NULL, NULL, "create", "-q", "-l", "1", "-o", again, whole), 0);
-  assert_false(same_file(whole, again));
+  assert_false(kt_same_file(whole, again));
   char* s1 = stored_sizes(again);
   assert_null(strstr(s1, sw));
   free(s1);
@@ -1686,8 +1677,8 @@ static void test_create_output_follows_symlinks_and_takes_long_names(
   struct stat st;
   assert_int_equal(lstat(link, &st), 0);
   assert_true(S_ISLNK(st.st_mode));
-  assert_true(same_file(target, direct));
-  assert_true(same_file(longest, direct));
+  assert_true(kt_same_file(target, direct));
+  assert_true(kt_same_file(longest, direct));
   free(longest);
   free(direct);
   free(link);

@@ -24,9 +24,9 @@
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
-#include <msgpack.h>
 
 #include "fixture_code_object.h"
+#include "fixture_toc.h"
 #include "support.h"
 
 /* ---- processes and mounts ------------------------------------------------ */
@@ -1479,21 +1479,19 @@ static void test_fstab_style_options_and_source_lists_are_accepted(
   mnt_stop_clean(m);
 }
 
-static void test_mount_helper_starts_the_daemon_as_fstab_would(void** state) {
-  (void)state;
-  mnt* m = &scratch[0];
-  mnt_init(m, "helper");
-  /* mount -t fuse.kpackfs runs mount.fuse3, which runs `kpackfs SOURCE
-   * MOUNTPOINT -o rw,...` through the shell; without -f it daemonises. */
+/* Mounts `source` as mount(8) does for a fuse.kpackfs fstab line: it runs
+ * mount.fuse3 SOURCE DIR -o OPTIONS, which runs `kpackfs SOURCE DIR -o
+ * ...` through the shell (found in PATH), without -f, so the daemon
+ * detaches. Fails the test unless DIR is then a mount point. */
+static void mnt_start_helper(mnt* m, const char* source, const char* options) {
   char* path_env;
   const char* old = getenv("PATH");
   assert_true(asprintf(&path_env, "%s:/usr/sbin:/sbin:%s", bin_dir(),
                        old ? old : "/usr/bin:/bin") > 0);
   char* saved = old ? strdup(old) : NULL;
   setenv("PATH", path_env, 1);
-  char* argv[] = {
-      "mount.fuse3", path_a,         m->dir, "-o", "rw,noauto,cache_size=3M",
-      "-t",          "fuse.kpackfs", NULL};
+  char* argv[] = {"mount.fuse3",  (char*)source, m->dir,         "-o",
+                  (char*)options, "-t",          "fuse.kpackfs", NULL};
   int status = run(argv, m->log);
   if (saved != NULL)
     setenv("PATH", saved, 1);
@@ -1505,6 +1503,13 @@ static void test_mount_helper_starts_the_daemon_as_fstab_would(void** state) {
     fail_msg("mount.fuse3 status %d:\n%s", status, log);
   }
   track(m);
+}
+
+static void test_mount_helper_starts_the_daemon_as_fstab_would(void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "helper");
+  mnt_start_helper(m, path_a, "rw,noauto,cache_size=3M");
   assert_int_equal(stat_value(m, "cache_capacity"), 3 << 20);
   assert_file_equals(m, find_expected("bin/tool#0/gfx90a/kernel.hsaco"));
   /* The daemon is not our child: unmounting ends it. */
@@ -1687,25 +1692,7 @@ static void test_hundreds_of_sources_in_one_fstab_list_mount(void** state) {
   mnt* m = &scratch[0];
   mnt_init(m, "fstab-many");
   /* What `mount` runs for an fstab line "a:b:... MNT fuse.kpackfs ...". */
-  char* path_env;
-  const char* old = getenv("PATH");
-  assert_true(asprintf(&path_env, "%s:/usr/sbin:/sbin:%s", bin_dir(),
-                       old ? old : "/usr/bin:/bin") > 0);
-  char* saved = old ? strdup(old) : NULL;
-  setenv("PATH", path_env, 1);
-  char* argv[] = {"mount.fuse3", list, m->dir,         "-o",
-                  "rw,noauto",   "-t", "fuse.kpackfs", NULL};
-  int status = run(argv, m->log);
-  if (saved != NULL)
-    setenv("PATH", saved, 1);
-  free(saved);
-  free(path_env);
-  m->mounted = kt_is_mountpoint(m->dir);
-  if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0) || !m->mounted) {
-    char* log = slurp(m->log);
-    fail_msg("mount.fuse3 status %d:\n%s", status, log);
-  }
-  track(m);
+  mnt_start_helper(m, list, "rw,noauto");
   assert_int_equal(stat_value(m, "archives"), MANY_SOURCES);
   char* source = mount_source_of(m->dir);
   char* want;
@@ -1790,53 +1777,25 @@ static void set_kernel_type(const char* path, const char* binary,
   size_t size;
   uint8_t* bytes = kt_read_file(path, &size);
   assert_non_null(bytes);
-  uint64_t toc_offset = 0;
-  for (int i = 7; i >= 0; i--)
-    toc_offset = toc_offset << 8 | bytes[8 + i];
-  msgpack_zone zone;
-  msgpack_object root;
-  size_t off = 0;
-  msgpack_zone_init(&zone, 4096);
-  assert_int_equal(msgpack_unpack((const char*)bytes + toc_offset,
-                                  size - toc_offset, &off, &zone, &root),
-                   MSGPACK_UNPACK_SUCCESS);
+  uint64_t toc_offset = fx_toc_offset(bytes, size);
+  fx_toc t;
+  fx_toc_decode(&t, bytes, size, toc_offset);
+  msgpack_object* arches =
+      fx_toc_at(&t, (const char* const[]){"toc", binary}, 2, NULL);
+  assert_non_null(arches);
   size_t changed = 0;
-  for (uint32_t i = 0; i < root.via.map.size; i++) {
-    msgpack_object_kv* top = &root.via.map.ptr[i];
-    if (top->key.via.str.size != 3 || memcmp(top->key.via.str.ptr, "toc", 3))
-      continue;
-    for (uint32_t b = 0; b < top->val.via.map.size; b++) {
-      msgpack_object_kv* bin = &top->val.via.map.ptr[b];
-      if (bin->key.via.str.size != strlen(binary) ||
-          memcmp(bin->key.via.str.ptr, binary, strlen(binary)) != 0)
-        continue;
-      for (uint32_t a = 0; a < bin->val.via.map.size; a++) {
-        msgpack_object* entry = &bin->val.via.map.ptr[a].val;
-        for (uint32_t f = 0; f < entry->via.map.size; f++) {
-          msgpack_object_kv* field = &entry->via.map.ptr[f];
-          if (field->key.via.str.size == 4 &&
-              memcmp(field->key.via.str.ptr, "type", 4) == 0) {
-            field->val.via.str.ptr = type;
-            field->val.via.str.size = (uint32_t)strlen(type);
-            changed++;
-          }
-        }
-      }
+  for (uint32_t a = 0; a < arches->via.map.size; a++) {
+    msgpack_object* field =
+        fx_toc_get(&arches->via.map.ptr[a].val, "type", NULL);
+    if (field != NULL) {
+      field->via.str.ptr = type;
+      field->via.str.size = (uint32_t)strlen(type);
+      changed++;
     }
   }
   assert_true(changed > 0);
-  msgpack_sbuffer buf;
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&buf);
-  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-  assert_int_equal(msgpack_pack_object(&pk, root), 0);
-  uint8_t* out = malloc(toc_offset + buf.size);
-  memcpy(out, bytes, toc_offset);
-  memcpy(out + toc_offset, buf.data, buf.size);
-  kt_write_file(path, out, toc_offset + buf.size);
-  free(out);
-  msgpack_sbuffer_destroy(&buf);
-  msgpack_zone_destroy(&zone);
+  fx_toc_encode(&t, &bytes, &size, toc_offset);
+  kt_write_file(path, bytes, size);
   free(bytes);
 }
 
@@ -2481,6 +2440,69 @@ static void test_toc_metadata_msgpack_is_the_map_byte_for_byte(void** state) {
   free(path);
 }
 
+/* The files kpackfs adds beside a kernel (kernels, metadata.json,
+ * toc-metadata.msgpack) leave a name an earlier source already gave an
+ * entry to that entry, with a warning naming the file. */
+static void test_files_beside_a_kernel_leave_taken_names_alone(void** state) {
+  (void)state;
+  static const uint8_t map[] = {0x81, 0xa1, 'k', 0x01}; /* {"k": 1} */
+  char* first = kt_path(tmp, "taken-first.kpack");
+  char* second = kt_path(tmp, "taken-second.kpack");
+  void* bytes = kt_pattern(5000, 12);
+  const kt_kernel k[] = {
+      {"lib/x.so#0/gfx90a", "kernels", bytes, 5000},
+      {"lib/x.so#0/gfx90a", "toc-metadata.msgpack", bytes, 5000}};
+  write_fixture(first, KPACK_COMPRESSION_NOOP, NULL, 0, k, 2);
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_NOOP};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(second, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_add_kernel_with_metadata(
+                       w, "lib/x.so#0", "gfx90a", bytes, 5000, map, sizeof map),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  mnt* m = &scratch[0];
+  mnt_init(m, "taken");
+  const char* args[] = {first, second, NULL};
+  mnt_start(m, args);
+
+  char* names = list_dir(m, "lib/x.so#0/gfx90a");
+  assert_string_equal(names,
+                      "kernel.hsaco, kernels, metadata.json, "
+                      "toc-metadata.msgpack");
+  free(names);
+  static const char* const dirs[] = {"lib/x.so#0/gfx90a/kernels",
+                                     "lib/x.so#0/gfx90a/toc-metadata.msgpack"};
+  for (int i = 0; i < 2; i++) {
+    char* path = in_mount(m, dirs[i]);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(S_ISDIR(st.st_mode));
+    free(path);
+  }
+  char* json = in_mount(m, "lib/x.so#0/gfx90a/metadata.json");
+  struct stat st;
+  assert_int_equal(stat(json, &st), 0);
+  assert_true(S_ISREG(st.st_mode));
+  free(json);
+  char* log = slurp(m->log);
+  static const char* const warned[] = {"kernels", "toc-metadata.msgpack"};
+  for (int i = 0; i < 2; i++) {
+    char want[200];
+    snprintf(want, sizeof want,
+             "%s: 'lib/x.so#0' arch 'gfx90a': no '%s' file, the name is "
+             "taken",
+             second, warned[i]);
+    if (strstr(log, want) == NULL)
+      fail_msg("no warning \"%s\" in:\n%s", want, log);
+  }
+  assert_null(strstr(log, "no 'metadata.json' file"));
+  free(log);
+  mnt_stop_clean(m);
+  free(bytes);
+  free(first);
+  free(second);
+}
+
 /* ---- one tree: what a mount shows is what `kpack extract` writes ---------
  */
 
@@ -2588,16 +2610,6 @@ static size_t assert_same_tree(const char* mounted, const char* extracted) {
   tree_free(&a);
   tree_free(&b);
   return compared;
-}
-
-static bool same_bytes(const char* a, const char* b) {
-  size_t na, nb;
-  void* x = kt_read_file(a, &na);
-  void* y = kt_read_file(b, &nb);
-  bool same = x != NULL && y != NULL && na == nb && memcmp(x, y, na) == 0;
-  free(x);
-  free(y);
-  return same;
 }
 
 /* Code objects with and without a note, bytes that are no code object, and
@@ -2732,11 +2744,11 @@ static void test_mounted_and_extracted_trees_repack_with_their_maps(
   /* Re-packing reads each kernel once and no text file. */
   assert_int_equal(stat_value(m, "renders"), 0);
   mnt_stop_clean(m);
-  assert_true(same_bytes(archive, from_mount));
+  assert_true(kt_same_file(archive, from_mount));
   KPACK_OK(log, "extract", "-C", tree, archive);
   KPACK_OK(log, "create", "-q", "--group", "test", "--family", "gfxtest", "-o",
            from_tree, tree);
-  assert_true(same_bytes(archive, from_tree));
+  assert_true(kt_same_file(archive, from_tree));
   kt_rmtree(tree);
   free(tree);
   free(from_mount);
@@ -2761,7 +2773,7 @@ static void test_real_library_mount_and_extract_show_one_tree(void** state) {
   assert_int_equal(stat_value(m, "decompressions"), 7);
   KPACK_OK(log, "create", "-q", "-l", "1", "-o", again, m->dir);
   mnt_stop_clean(m);
-  assert_true(same_bytes(archive, again));
+  assert_true(kt_same_file(archive, again));
   kt_rmtree(tree);
   free(tree);
   free(again);
@@ -2777,6 +2789,7 @@ int main(void) {
       T(test_xattrs_name_archive_binary_arch_and_storage),
       T(test_metadata_map_is_a_json_xattr),
       T(test_toc_metadata_msgpack_is_the_map_byte_for_byte),
+      T(test_files_beside_a_kernel_leave_taken_names_alone),
       T(test_mounted_tree_packs_back_into_the_same_archive),
       T(test_archives_and_stats_describe_the_mount),
       T(test_unsafe_toc_names_are_skipped_with_a_warning),

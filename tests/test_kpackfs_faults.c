@@ -10,7 +10,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <msgpack.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -21,6 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture_toc.h"
 #include "support.h"
 
 /* ---- the daemon -------------------------------------------------------------
@@ -297,41 +297,16 @@ static void set_original_size(const char* path, const char* binary,
   size_t size;
   uint8_t* file = kt_read_file(path, &size);
   assert_non_null(file);
-  uint64_t toc = 0;
-  for (int i = 7; i >= 0; i--)
-    toc = toc << 8 | file[8 + i];
-  msgpack_zone zone;
-  msgpack_object root;
-  size_t off = 0;
-  msgpack_zone_init(&zone, 4096);
-  assert_int_equal(
-      msgpack_unpack((const char*)file + toc, size - toc, &off, &zone, &root),
-      MSGPACK_UNPACK_SUCCESS);
-  const char* keys[] = {"toc", binary, arch, "original_size"};
-  msgpack_object* o = &root;
-  for (int k = 0; k < 4; k++) {
-    msgpack_object* next = NULL;
-    for (uint32_t j = 0; j < o->via.map.size; j++) {
-      msgpack_object* key = &o->via.map.ptr[j].key;
-      if (key->via.str.size == strlen(keys[k]) &&
-          memcmp(key->via.str.ptr, keys[k], key->via.str.size) == 0)
-        next = &o->via.map.ptr[j].val;
-    }
-    assert_non_null(next);
-    o = next;
-  }
+  uint64_t toc = fx_toc_offset(file, size);
+  fx_toc t;
+  fx_toc_decode(&t, file, size, toc);
+  msgpack_object* o = fx_toc_at(
+      &t, (const char* const[]){"toc", binary, arch, "original_size"}, 4, NULL);
+  assert_non_null(o);
   o->type = MSGPACK_OBJECT_POSITIVE_INTEGER;
   o->via.u64 = value;
-  msgpack_sbuffer buf;
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&buf);
-  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-  assert_int_equal(msgpack_pack_object(&pk, root), 0);
-  file = realloc(file, toc + buf.size);
-  memcpy(file + toc, buf.data, buf.size);
-  kt_write_file(path, file, toc + buf.size);
-  msgpack_sbuffer_destroy(&buf);
-  msgpack_zone_destroy(&zone);
+  fx_toc_encode(&t, &file, &size, toc);
+  kt_write_file(path, file, size);
   free(file);
 }
 

@@ -206,6 +206,35 @@ static void test_kpack_page_has_every_command_and_option(void** state) {
   free(text);
 }
 
+/* A manual line never ends inside a word: the page joins lines with a
+ * space, so "hipv4-amdgcn-amd-amdhsa--" + newline + "<arch>" would read
+ * "amdhsa-- <arch>". Such a cut leaves a word ending in "--" at the end of
+ * a line (a lone "--" is an argument, not a cut). */
+static void test_manuals_break_no_word_at_a_line_end(void** state) {
+  (void)state;
+  char *all, *text = formatted("kpack.1");
+  assert_int_equal(run(&all, false,
+                       "t='%s/bin/kpack'; \"$t\" help; for c in $(\"$t\" help "
+                       "| awk '/^    [a-z]+  /{print $1}'); do \"$t\" help "
+                       "$c; done",
+                       build_dir),
+                   0);
+  size_t lines = 0;
+  for (const char* l = all; *l;) {
+    const char* end = strchr(l, '\n');
+    size_t len = end ? (size_t)(end - l) : strlen(l);
+    if (len > 2 && strncmp(l + len - 2, "--", 2) == 0 && l[len - 3] != ' ')
+      fail_msg("a word is cut at the line end: \"%.*s\"", (int)len, l);
+    lines++;
+    l += len + (end != NULL);
+  }
+  assert_true(lines > 300);
+  /* The one that was cut reads whole in the page. */
+  assert_non_null(strstr(text, "hipv4-amdgcn-amd-amdhsa--<arch> (or"));
+  free(all);
+  free(text);
+}
+
 static void test_kpackfs_page_has_every_option(void** state) {
   (void)state;
   char* text = formatted("kpackfs.8");
@@ -222,6 +251,7 @@ int main(void) {
       cmocka_unit_test(test_pages_are_what_the_programs_print_now),
       cmocka_unit_test(test_groff_formats_the_pages_without_a_warning),
       cmocka_unit_test(test_kpack_page_has_every_command_and_option),
+      cmocka_unit_test(test_manuals_break_no_word_at_a_line_end),
       cmocka_unit_test(test_kpackfs_page_has_every_option),
   };
   return cmocka_run_group_tests(tests, setup, kt_tmp_teardown);

@@ -13,6 +13,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "fixture_toc.h"
 #include "support.h"
 
 /* This executable's fsync() stands in for libc's, also for the writer
@@ -112,9 +113,7 @@ static void test_layout_matches_rocm_writer(void** state) {
                    KPACK_SUCCESS);
   assert_int_equal(info.offset % 64, 0);
   /* The TOC's first key is format_version, as ROCm writes it. */
-  uint64_t toc = 0;
-  for (int i = 7; i >= 0; i--)
-    toc = toc << 8 | r[8 + i];
+  uint64_t toc = fx_toc_offset(r, n);
   assert_memory_equal(r + toc + 1,
                       "\xae"
                       "format_version",

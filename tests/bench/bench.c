@@ -14,7 +14,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +21,7 @@
 #include <unistd.h>
 
 #include "bench.h"
+#include "fixture_toc.h"
 
 /* ---- stamps ---------------------------------------------------------------
  */
@@ -112,52 +112,25 @@ static void strip_frame_table(const char* from, const char* to) {
   if (bn_exists(to))
     return;
   int fd = open(from, O_RDONLY);
-  uint64_t size = bn_file_size(from);
+  size_t size = (size_t)bn_file_size(from);
   uint8_t* bytes = malloc(size);
   if (fd < 0 || bytes == NULL || pread(fd, bytes, size, 0) != (ssize_t)size)
     bn_die("%s: cannot read", from);
   close(fd);
-  uint64_t toc_offset = 0;
-  for (int i = 7; i >= 0; i--)
-    toc_offset = toc_offset << 8 | bytes[8 + i];
-  msgpack_zone zone;
-  msgpack_object root;
-  size_t off = 0;
-  msgpack_zone_init(&zone, 1 << 16);
-  if (msgpack_unpack((const char*)bytes + toc_offset, size - toc_offset, &off,
-                     &zone, &root) != MSGPACK_UNPACK_SUCCESS ||
-      root.type != MSGPACK_OBJECT_MAP)
-    bn_die("%s: the TOC does not parse", from);
-  msgpack_sbuffer toc;
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&toc);
-  msgpack_packer_init(&pk, &toc, msgpack_sbuffer_write);
-  uint32_t kept = 0;
-  for (uint32_t i = 0; i < root.via.map.size; i++) {
-    const msgpack_object* k = &root.via.map.ptr[i].key;
-    kept += !(k->type == MSGPACK_OBJECT_STR && k->via.str.size == 16 &&
-              memcmp(k->via.str.ptr, "zstd_frame_sizes", 16) == 0);
-  }
-  if (kept == root.via.map.size)
+  uint64_t toc_offset = fx_toc_offset(bytes, size);
+  fx_toc t;
+  fx_toc_decode(&t, bytes, size, toc_offset);
+  if (t.root.type != MSGPACK_OBJECT_MAP)
+    bn_die("%s: the TOC is not a map", from);
+  if (fx_toc_drop(&t.root, "zstd_frame_sizes") == 0)
     fprintf(stderr, "bench: note: %s has no frame-size table to strip\n", from);
-  msgpack_pack_map(&pk, kept);
-  for (uint32_t i = 0; i < root.via.map.size; i++) {
-    const msgpack_object_kv* kv = &root.via.map.ptr[i];
-    if (kv->key.type == MSGPACK_OBJECT_STR && kv->key.via.str.size == 16 &&
-        memcmp(kv->key.via.str.ptr, "zstd_frame_sizes", 16) == 0)
-      continue;
-    msgpack_pack_object(&pk, kv->key);
-    msgpack_pack_object(&pk, kv->val);
-  }
+  fx_toc_encode(&t, &bytes, &size, toc_offset);
   char tmp[600];
   snprintf(tmp, sizeof(tmp), "%s.tmp", to);
   FILE* f = fopen(tmp, "wb");
-  if (f == NULL || fwrite(bytes, 1, toc_offset, f) != toc_offset ||
-      fwrite(toc.data, 1, toc.size, f) != toc.size || fclose(f) != 0 ||
+  if (f == NULL || fwrite(bytes, 1, size, f) != size || fclose(f) != 0 ||
       rename(tmp, to) != 0)
     bn_die("%s: cannot write", to);
-  msgpack_sbuffer_destroy(&toc);
-  msgpack_zone_destroy(&zone);
   free(bytes);
 }
 

@@ -17,6 +17,7 @@
 
 #include "fixture_code_object.h"
 #include "fixture_fatbin.h"
+#include "fixture_toc.h"
 #include "fuzz_drivers.h"
 #include "rocm_kpack/kpack_ext.h"
 
@@ -107,116 +108,49 @@ static void write_archive(const char* name, kpack_compression_scheme_t scheme,
   free(path);
 }
 
-/* The TOC of a seed archive as a msgpack-c object, to be edited and put
- * back by retoc(). */
+/* A seed archive with its TOC decoded by msgpack-c (fixture_toc.h), to be
+ * edited and put back by toc_save(). */
 typedef struct toc_image {
   uint8_t* data;
   size_t size;
-  size_t toc_offset;
-  msgpack_zone zone;
-  msgpack_object root;
+  uint64_t toc_offset;
+  fx_toc toc;
 } toc_image;
 
 static void toc_load(toc_image* t, const char* name) {
   char* path = seed_path("archive", name);
   t->data = load(path, &t->size);
   free(path);
-  t->toc_offset = 0;
-  for (int i = 7; i >= 0; i--)
-    t->toc_offset = t->toc_offset << 8 | t->data[8 + i];
-  msgpack_zone_init(&t->zone, 4096);
-  size_t off = 0;
-  if (msgpack_unpack((const char*)t->data + t->toc_offset,
-                     t->size - t->toc_offset, &off, &t->zone,
-                     &t->root) != MSGPACK_UNPACK_SUCCESS)
-    die("seed TOC does not decode");
+  t->toc_offset = fx_toc_offset(t->data, t->size);
+  fx_toc_decode(&t->toc, t->data, t->size, t->toc_offset);
 }
 
 static void toc_save(toc_image* t, const char* name) {
-  msgpack_sbuffer buf;
-  msgpack_packer pk;
-  msgpack_sbuffer_init(&buf);
-  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
-  if (msgpack_pack_object(&pk, t->root) != 0)
-    die("msgpack_pack_object");
-  uint8_t* out = malloc(t->toc_offset + buf.size);
-  if (out == NULL)
-    die("out of memory");
-  memcpy(out, t->data, t->toc_offset);
-  memcpy(out + t->toc_offset, buf.data, buf.size);
-  save("archive", name, out, t->toc_offset + buf.size);
-  free(out);
-  msgpack_sbuffer_destroy(&buf);
-  msgpack_zone_destroy(&t->zone);
+  fx_toc_encode(&t->toc, &t->data, &t->size, t->toc_offset);
+  save("archive", name, t->data, t->size);
   free(t->data);
 }
 
-static bool key_is(const msgpack_object* k, const char* s) {
-  return k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(s) &&
-         memcmp(k->via.str.ptr, s, k->via.str.size) == 0;
-}
-
-static msgpack_object str_object(const char* s) {
-  msgpack_object o;
-  o.type = MSGPACK_OBJECT_STR;
-  o.via.str.ptr = s;
-  o.via.str.size = (uint32_t)strlen(s);
-  return o;
-}
-
-/* Removes `key` from a map, in place. */
-static void map_drop(msgpack_object* map, const char* key) {
-  msgpack_object_map* m = &map->via.map;
-  uint32_t kept = 0;
-  for (uint32_t i = 0; i < m->size; i++)
-    if (!key_is(&m->ptr[i].key, key))
-      m->ptr[kept++] = m->ptr[i];
-  m->size = kept;
-}
-
-/* Appends key: value to a map, reallocating its pairs in the zone. */
-static void map_add(msgpack_zone* z, msgpack_object* map, const char* key,
-                    msgpack_object value) {
-  msgpack_object_map* m = &map->via.map;
-  msgpack_object_kv* kv = msgpack_zone_malloc(z, sizeof(*kv) * (m->size + 1));
-  if (kv == NULL)
-    die("out of memory");
-  if (m->size > 0)
-    memcpy(kv, m->ptr, sizeof(*kv) * m->size);
-  kv[m->size].key = str_object(key);
-  kv[m->size].val = value;
-  m->ptr = kv;
-  m->size++;
-}
-
-static msgpack_object* map_get(msgpack_object* map, const char* key) {
-  for (uint32_t i = 0; i < map->via.map.size; i++)
-    if (key_is(&map->via.map.ptr[i].key, key))
-      return &map->via.map.ptr[i].val;
-  return NULL;
-}
-
 /* Applies fn to every {type, ordinal, original_size} entry. */
-static void for_each_entry(toc_image* t,
-                           void (*fn)(msgpack_zone*, msgpack_object*)) {
-  msgpack_object* toc = map_get(&t->root, "toc");
+static void for_each_entry(toc_image* t, void (*fn)(fx_toc*, msgpack_object*)) {
+  msgpack_object* toc = fx_toc_get(&t->toc.root, "toc", NULL);
   if (toc == NULL)
     die("seed without toc");
   for (uint32_t i = 0; i < toc->via.map.size; i++) {
     msgpack_object* arches = &toc->via.map.ptr[i].val;
     for (uint32_t j = 0; j < arches->via.map.size; j++)
-      fn(&t->zone, &arches->via.map.ptr[j].val);
+      fn(&t->toc, &arches->via.map.ptr[j].val);
   }
 }
 
-static void drop_original_size(msgpack_zone* z, msgpack_object* entry) {
-  (void)z;
-  map_drop(entry, "original_size");
+static void drop_original_size(fx_toc* t, msgpack_object* entry) {
+  (void)t;
+  fx_toc_drop(entry, "original_size");
 }
 
 /* A metadata map holding one value of most msgpack types. */
-static msgpack_object metadata_object(msgpack_zone* z) {
-  msgpack_object* items = msgpack_zone_malloc(z, sizeof(*items) * 6);
+static msgpack_object metadata_object(fx_toc* t) {
+  msgpack_object* items = msgpack_zone_malloc(&t->zone, sizeof(*items) * 6);
   if (items == NULL)
     die("out of memory");
   items[0].type = MSGPACK_OBJECT_NIL;
@@ -229,7 +163,7 @@ static msgpack_object metadata_object(msgpack_zone* z) {
   items[4].type = MSGPACK_OBJECT_BIN;
   items[4].via.bin.ptr = "\x00\x01\x02";
   items[4].via.bin.size = 3;
-  items[5] = str_object("amdhsa.kernels");
+  items[5] = fx_toc_str("amdhsa.kernels");
   msgpack_object array;
   array.type = MSGPACK_OBJECT_ARRAY;
   array.via.array.ptr = items;
@@ -238,12 +172,12 @@ static msgpack_object metadata_object(msgpack_zone* z) {
   map.type = MSGPACK_OBJECT_MAP;
   map.via.map.ptr = NULL;
   map.via.map.size = 0;
-  map_add(z, &map, "notes", array);
+  fx_toc_add(t, &map, "notes", array);
   return map;
 }
 
-static void add_metadata(msgpack_zone* z, msgpack_object* entry) {
-  map_add(z, entry, "metadata", metadata_object(z));
+static void add_metadata(fx_toc* t, msgpack_object* entry) {
+  fx_toc_add(t, entry, "metadata", metadata_object(t));
 }
 
 static void archive_seeds(void) {
@@ -282,21 +216,21 @@ static void archive_seeds(void) {
 
   toc_load(&t, "none-basic.kpack");
   for_each_entry(&t, drop_original_size);
-  map_drop(&t.root, "compression_scheme");
+  fx_toc_drop(&t.toc.root, "compression_scheme");
   toc_save(&t, "none-implicit-scheme.kpack");
 
   /* As ROCm writes zstd archives: no frame-size table. */
   toc_load(&t, "zstd-basic.kpack");
-  map_drop(&t.root, "zstd_frame_sizes");
+  fx_toc_drop(&t.toc.root, "zstd_frame_sizes");
   toc_save(&t, "zstd-no-frame-sizes.kpack");
 
   /* A table that passes the open-time check but is wrong: rotated. */
   toc_load(&t, "zstd-basic.kpack");
-  msgpack_object* sizes = map_get(&t.root, "zstd_frame_sizes");
+  msgpack_object* sizes = fx_toc_get(&t.toc.root, "zstd_frame_sizes", NULL);
   if (sizes == NULL || sizes->type != MSGPACK_OBJECT_BIN ||
       sizes->via.bin.size < 8)
     die("zstd-basic.kpack has no frame-size table");
-  char* rotated = msgpack_zone_malloc(&t.zone, sizes->via.bin.size);
+  char* rotated = msgpack_zone_malloc(&t.toc.zone, sizes->via.bin.size);
   memcpy(rotated, sizes->via.bin.ptr + 4, sizes->via.bin.size - 4);
   memcpy(rotated + sizes->via.bin.size - 4, sizes->via.bin.ptr, 4);
   sizes->via.bin.ptr = rotated;
@@ -304,7 +238,7 @@ static void archive_seeds(void) {
 
   toc_load(&t, "zstd-features.kpack");
   for_each_entry(&t, add_metadata);
-  map_add(&t.zone, &t.root, "x-future-key", metadata_object(&t.zone));
+  fx_toc_add(&t.toc, &t.toc.root, "x-future-key", metadata_object(&t.toc));
   toc_save(&t, "zstd-metadata.kpack");
 }
 
