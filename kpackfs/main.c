@@ -329,8 +329,11 @@ static int run_session(kfs_fs* fs, struct fuse_args* args,
     };
     ret = fuse_session_loop_mt(se, &loop);
   }
-  /* A positive value is the signal that ended the loop: a clean exit. */
-  rc = ret < 0 ? 1 : 0;
+  /* A positive value is the signal that ended the loop: a clean exit. So
+   * is ECONNABORTED: the kernel answers a read with it when the connection
+   * went away between handing a request over and copying it out, which an
+   * unmount (lazy or not) racing busy readers does. */
+  rc = ret < 0 && ret != -ECONNABORTED ? 1 : 0;
   fuse_session_unmount(se);
 remove_handlers:
   fuse_remove_signal_handlers(se);
