@@ -100,9 +100,10 @@ static const char resolve_manual[] =
     "\n"
     "EXIT STATUS\n"
     "    0 a code object was found (with --binary alone: for every record\n"
-    "    explained, or the binary is a fat binary); 1 a search failed (the\n"
-    "    status name is printed), a record is unusable, or the binary cannot\n"
-    "    be read or holds no HIP device code; 2 bad command line.\n";
+    "    explained or, in a fat binary, for every bundle); 1 a search failed\n"
+    "    (the status name is printed), a fat binary has a bundle with nothing\n"
+    "    the agent runs, a record is unusable, or the binary cannot be read\n"
+    "    or holds no HIP device code; 2 bad command line.\n";
 
 static int resolve_run(int argc, char** argv);
 
@@ -578,7 +579,9 @@ static int explain_fat(const char* path, const rs_request* r, bool json) {
   }
   cli_table_free(&s.table);
   kpack_fatbin_close(fb);
-  return ok ? CLI_OK : CLI_FAIL;
+  /* A bundle with nothing the agent runs is a module the runtime cannot
+   * load (hipErrorNoBinaryForGpu): a failed search, like a kpack miss. */
+  return ok && s.loadable == info.bundle_count ? CLI_OK : CLI_FAIL;
 }
 
 /* One row of the closing summary. */
