@@ -478,8 +478,8 @@ static kpack_error_t add_items(search* s, const char* const* items, size_t n,
     for (size_t j = 0; err == KPACK_SUCCESS && j < expanded.count; j++) {
       /* Substituted targets may hold ".." or "//" again. */
       char* norm = kp_path_normalize(expanded.items[j]);
-      err = norm ? add_path(s, norm, source, &known)
-                 : KPACK_ERROR_OUT_OF_MEMORY;
+      err =
+          norm ? add_path(s, norm, source, &known) : KPACK_ERROR_OUT_OF_MEMORY;
       free(norm);
     }
     /* Led to an archive that opened: the next search skips the stat()s. */

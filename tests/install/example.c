@@ -12,15 +12,18 @@
 
 int main(int argc, char** argv) {
   const char* path = argc > 1 ? argv[1] : "example.kpack";
-  static const char code[] = "\x7f" "ELF pretend code object";
-  kpack_writer_options_t options = {
-      .scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL, .group_name = "example"};
+  static const char code[] =
+      "\x7f"
+      "ELF pretend code object";
+  kpack_writer_options_t options = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                                    .group_name = "example"};
   kpack_writer_t* writer;
   kpack_error_t err = kpack_writer_create(path, &options, &writer);
   if (err == KPACK_SUCCESS)
-    err = kpack_writer_add_kernel(writer, "lib/libexample.so#0", "gfx942",
-                                  code, sizeof code);
-  if (err == KPACK_SUCCESS) err = kpack_writer_finish(writer);
+    err = kpack_writer_add_kernel(writer, "lib/libexample.so#0", "gfx942", code,
+                                  sizeof code);
+  if (err == KPACK_SUCCESS)
+    err = kpack_writer_finish(writer);
   if (err != KPACK_SUCCESS) {
     fprintf(stderr, "example: writing %s: %s\n", path, kpack_error_string(err));
     return 1;
@@ -33,8 +36,8 @@ int main(int argc, char** argv) {
     fprintf(stderr, "example: %s: %s\n", path, kpack_error_string(err));
     return 1;
   }
-  err = kpack_get_kernel(archive, "lib/libexample.so#0", "gfx942", &data,
-                         &size);
+  err =
+      kpack_get_kernel(archive, "lib/libexample.so#0", "gfx942", &data, &size);
   int ok = err == KPACK_SUCCESS && size == sizeof code &&
            memcmp(data, code, size) == 0;
   printf("%s: loaded %zu bytes for gfx942: %s\n", path, size,
