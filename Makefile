@@ -331,7 +331,9 @@ clean:
 
 # Every tracked C file, formatted by the committed .clang-format (Debian's
 # clang-format 14); format-check fails on any file that would change.
-FORMAT_FILES = $(shell git ls-files '*.c' '*.h' 2>/dev/null)
+# Outside a git checkout, every C file but build outputs.
+FORMAT_FILES = $(or $(shell git ls-files '*.c' '*.h' 2>/dev/null),\
+  $(shell find include libkpack kpackfs contrib tests examples -name '*.[ch]' 2>/dev/null))
 
 format:
 	clang-format -i $(FORMAT_FILES)
