@@ -63,6 +63,9 @@ typedef struct kp_toc {
    * the region until each frame is read (kernel_read.c). */
   bool extents_from_table;
   bool has_region; /* zstd_offset and zstd_size were present */
+  /* The arena holds the binary names in their sorted order, as writers
+   * lay them out: kp_toc_find_binary() can find its own strings by address. */
+  bool names_by_address;
   uint64_t region_offset;
   uint64_t region_size;
 } kp_toc;

@@ -389,6 +389,10 @@ kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
     err = KPACK_ERROR_INVALID_FORMAT; /* kernels, but no frames to hold them */
     goto fail;
   }
+  toc->names_by_address = true;
+  for (size_t i = 1; i < toc->binary_count && toc->names_by_address; i++)
+    toc->names_by_address = (uintptr_t)toc->binaries[i - 1].name <
+                            (uintptr_t)toc->binaries[i].name;
   return KPACK_SUCCESS;
 
 fail:
@@ -405,8 +409,27 @@ void kp_toc_free(kp_toc* toc) {
   memset(toc, 0, sizeof(*toc));
 }
 
+/* Programs that list an archive pass its own strings back (the names
+ * kpack_get_binary() and kpack_get_binary_arch() return): those are found
+ * by address first, with no string read, which is most of the cost of
+ * walking a large TOC. Any other string is found by its bytes. */
 const kp_binary* kp_toc_find_binary(const kp_toc* toc, const char* name) {
   size_t lo = 0, hi = toc->binary_count;
+  if (toc->names_by_address) {
+    uintptr_t p = (uintptr_t)name;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      uintptr_t at = (uintptr_t)toc->binaries[mid].name;
+      if (p == at)
+        return &toc->binaries[mid];
+      if (p < at)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    lo = 0;
+    hi = toc->binary_count;
+  }
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     int cmp = strcmp(name, toc->binaries[mid].name);
@@ -426,6 +449,10 @@ const kp_kernel* kp_toc_find_kernel(const kp_toc* toc, const char* binary,
   if (bin == NULL)
     return NULL;
   const kp_kernel* k = toc->kernels + bin->first;
+  /* A binary has a handful of arches: its own strings are checked first. */
+  for (size_t i = 0; i < bin->count && i < 16; i++)
+    if (k[i].arch == arch)
+      return &k[i];
   size_t lo = 0, hi = bin->count;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;

@@ -264,6 +264,70 @@ static void test_binaries_sorted_bytewise_arches_in_declared_order(
   free(path);
 }
 
+/* Every (binary, arch) answers the same whether asked with the archive's
+ * own strings (what a program listing it passes back, found by address)
+ * or with copies of them (found by their bytes), in a TOC the writer laid
+ * out sorted and in one whose binaries come in reverse; a string of the
+ * archive that names no binary finds nothing. */
+static void test_lookups_by_own_strings_and_by_copies_agree(void** state) {
+  (void)state;
+  for (int reversed = 0; reversed < 2; reversed++) {
+    image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+    if (reversed) {
+      fx_toc e;
+      edit_begin(&e, &img);
+      msgpack_object_map* toc = &edit_at(&e, PATH("toc"), NULL)->via.map;
+      for (uint32_t i = 0; i < toc->size / 2; i++) {
+        msgpack_object_kv kv = toc->ptr[i];
+        toc->ptr[i] = toc->ptr[toc->size - 1 - i];
+        toc->ptr[toc->size - 1 - i] = kv;
+      }
+      edit_end(&e, &img);
+    }
+    char* path = save(&img);
+    kpack_archive_t a;
+    size_t binaries, arches, seen = 0;
+    assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+    assert_int_equal(kpack_get_binary_count(a, &binaries), KPACK_SUCCESS);
+    assert_int_equal(binaries, 2);
+    for (size_t i = 0; i < binaries; i++) {
+      const char* binary;
+      assert_int_equal(kpack_get_binary(a, i, &binary), KPACK_SUCCESS);
+      char* binary_copy = strdup(binary);
+      assert_int_equal(kpack_get_binary_arch_count(a, binary, &arches),
+                       KPACK_SUCCESS);
+      size_t copy_arches = 0;
+      assert_int_equal(
+          kpack_get_binary_arch_count(a, binary_copy, &copy_arches),
+          KPACK_SUCCESS);
+      assert_int_equal(arches, copy_arches);
+      for (size_t j = 0; j < arches; j++, seen++) {
+        const char* arch;
+        assert_int_equal(kpack_get_binary_arch(a, binary, j, &arch),
+                         KPACK_SUCCESS);
+        char* arch_copy = strdup(arch);
+        kpack_kernel_info_t own, copy;
+        assert_int_equal(kpack_get_kernel_info(a, binary, arch, &own),
+                         KPACK_SUCCESS);
+        assert_int_equal(
+            kpack_get_kernel_info(a, binary_copy, arch_copy, &copy),
+            KPACK_SUCCESS);
+        assert_int_equal(own.ordinal, copy.ordinal);
+        assert_int_equal(own.size, copy.size);
+        /* An arch string passed as a binary name names no binary. */
+        assert_int_equal(kpack_get_kernel_info(a, arch, arch, &own),
+                         KPACK_ERROR_KERNEL_NOT_FOUND);
+        free(arch_copy);
+      }
+      free(binary_copy);
+    }
+    assert_int_equal(seen, 3);
+    kpack_close(a);
+    free(path);
+    free(img.data);
+  }
+}
+
 static void test_kernel_info_reads_toc_only(void** state) {
   (void)state;
   for (int s = 0; s < 2; s++) {
@@ -1330,6 +1394,7 @@ int main(void) {
       cmocka_unit_test(
           test_frame_declaring_no_size_without_original_size_is_invalid),
       cmocka_unit_test(test_duplicate_binaries_are_invalid_format),
+      cmocka_unit_test(test_lookups_by_own_strings_and_by_copies_agree),
       cmocka_unit_test(test_name_with_embedded_nul_is_invalid_format),
       cmocka_unit_test(test_corrupt_frame_fails_decompression),
       cmocka_unit_test(test_size_mismatch_fails_decompression),
