@@ -282,15 +282,16 @@ static const char* kernel_file_name(kfs_tree* t, const char* type) {
 
 /* The directory of `binary`, its path components created as needed; 0 with
  * *conflict set when a component is already a file, 0 alone when out of
- * memory. */
+ * memory. *fresh says whether the directory is new. */
 static fuse_ino_t binary_dir_get(kfs_tree* t, uint32_t source,
-                                 const char* binary, bool* conflict) {
+                                 const char* binary, bool* fresh,
+                                 bool* conflict) {
   fuse_ino_t dir = KFS_INO_ROOT;
-  bool fresh = false; /* below a new directory nothing needs looking up */
+  *fresh = false; /* below a new directory nothing needs looking up */
   for (const char* p = binary;;) {
     const char* slash = strchr(p, '/');
     size_t n = slash ? (size_t)(slash - p) : strlen(p);
-    dir = dir_get(t, dir, p, n, source, &fresh, conflict);
+    dir = dir_get(t, dir, p, n, source, fresh, conflict);
     if (dir == 0 || slash == NULL)
       return dir;
     p = slash + 1;
@@ -298,11 +299,12 @@ static fuse_ino_t binary_dir_get(kfs_tree* t, uint32_t source,
 }
 
 /* Adds one kernel of `binary`, whose directory *binary_dir is made by the
- * first of its kernels that can be added (0 until then), and whose name
- * problem, if any, is `binary_why`. */
+ * first of its kernels that can be added (0 until then; *binary_fresh then
+ * says whether this binary created it), and whose name problem, if any, is
+ * `binary_why`. */
 static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
                       const char* binary_why, fuse_ino_t* binary_dir,
-                      const char* arch) {
+                      bool* binary_fresh, const char* arch) {
   kpack_archive_t a = t->sources[source].archive;
   kpack_kernel_info_t info;
   const char* why = binary_why;
@@ -321,11 +323,12 @@ static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
     goto skip;
   }
   if (*binary_dir == 0 &&
-      (*binary_dir = binary_dir_get(t, source, binary, &conflict)) == 0)
+      (*binary_dir =
+           binary_dir_get(t, source, binary, binary_fresh, &conflict)) == 0)
     goto conflict_or_oom;
-  /* Arches are looked up even in a new binary directory: nothing says a
-   * TOC cannot name one twice. */
-  bool fresh = false;
+  /* A directory this binary created holds only its own arches, which the
+   * TOC parser keeps unique: nothing to look up there. */
+  bool fresh = *binary_fresh;
   fuse_ino_t dir =
       dir_get(t, *binary_dir, arch, strlen(arch), source, &fresh, &conflict);
   if (dir == 0)
@@ -380,13 +383,14 @@ static int add_source(kfs_tree* t, uint32_t source) {
     const char* binary;
     size_t arches = 0;
     fuse_ino_t dir = 0;
+    bool fresh = false;
     kpack_get_binary(a, i, &binary);
     kpack_get_binary_arch_count(a, binary, &arches);
     const char* why = binary_problem(binary);
     for (size_t j = 0; j < arches; j++) {
       const char* arch;
       kpack_get_binary_arch(a, binary, j, &arch);
-      int rc = add_kernel(t, source, binary, why, &dir, arch);
+      int rc = add_kernel(t, source, binary, why, &dir, &fresh, arch);
       if (rc != 0)
         return rc;
     }
