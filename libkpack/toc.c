@@ -391,8 +391,8 @@ kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
   }
   toc->names_by_address = true;
   for (size_t i = 1; i < toc->binary_count && toc->names_by_address; i++)
-    toc->names_by_address = (uintptr_t)toc->binaries[i - 1].name <
-                            (uintptr_t)toc->binaries[i].name;
+    toc->names_by_address =
+        (uintptr_t)toc->binaries[i - 1].name < (uintptr_t)toc->binaries[i].name;
   return KPACK_SUCCESS;
 
 fail:
