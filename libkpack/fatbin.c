@@ -14,8 +14,8 @@
 
 #include "elf.h"
 #include "offload_bundle.h"
+#include "rocm_kpack/kpack_host.h"
 
-#define FB_WRAPPER_MAGIC 0x48495046u /* "HIPF" */
 /* Zero padding between walked bundles is scanned this much at a time. */
 #define FB_PAD_READ ((size_t)64 * 1024)
 
@@ -40,7 +40,7 @@ static kpack_error_t locate_by_wrappers(const elf_file* elf, size_t seg,
     goto done;
   }
   for (size_t i = 0; i < count; i++)
-    if (records[i].magic != FB_WRAPPER_MAGIC ||
+    if (records[i].magic != KPACK_HOST_HIPF_MAGIC ||
         !elf_pointer_in(elf, &records[i].pointer, fat, &fb->offsets[i])) {
       err = KPACK_ERROR_INVALID_FORMAT;
       goto done;
