@@ -151,11 +151,12 @@ typedef bool (*cli_bundle_fn)(const char* path, size_t co,
                               const kpack_bundle_t* bundle, void* user);
 bool cli_for_each_bundle(const char* path, const kpack_fatbin_t* fb,
                          cli_bundle_fn fn, void* user);
-/* The arches of a bundle's HIP entries, space-separated (malloc'ed; NULL
- * when out of memory): all of them when agent is NULL, else those that
- * cli_agent_loads(). */
+/* The arches of a bundle's HIP entries (malloc'ed; NULL when out of
+ * memory): all of them when agent is NULL, else those that
+ * cli_agent_loads(); space-separated, or with `json` a JSON array of
+ * strings. *count, when count is not NULL, gets how many. */
 char* cli_bundle_arches(const kpack_bundle_t* b, const char* const* agent,
-                        size_t agent_count);
+                        size_t agent_count, bool json, size_t* count);
 /* Whether an agent whose ISA names are agent[0, agent_count) (--arch) can
  * run a code object built for `target`: kpack_target_serves() for one of
  * them (same processor, each feature the target states stated the same

@@ -94,23 +94,37 @@ bool cli_for_each_bundle(const char* path, const kpack_fatbin_t* fb,
 }
 
 char* cli_bundle_arches(const kpack_bundle_t* b, const char* const* agent,
-                        size_t agent_count) {
+                        size_t agent_count, bool json, size_t* count) {
   kpack_bundle_info_t info;
   char* text = NULL;
-  size_t len = 0;
+  size_t len = 0, n = 0;
+  if (count != NULL)
+    *count = 0;
   FILE* f = open_memstream(&text, &len);
   if (f == NULL)
     return NULL;
   kpack_bundle_get_info(b, &info);
-  size_t n = 0;
+  if (json)
+    fputc('[', f);
   for (size_t i = 0; i < info.entry_count; i++) {
     kpack_bundle_entry_t e;
     kpack_bundle_get_entry(b, i, &e);
-    if (e.arch != NULL &&
-        (agent == NULL || cli_agent_loads(agent, agent_count, e.arch)))
-      fprintf(f, "%s%s", n++ ? " " : "", e.arch);
+    if (e.arch == NULL ||
+        (agent != NULL && !cli_agent_loads(agent, agent_count, e.arch)))
+      continue;
+    if (json) {
+      fputs(n ? ", " : "", f);
+      cli_json_string(f, e.arch);
+    } else {
+      fprintf(f, "%s%s", n ? " " : "", e.arch);
+    }
+    n++;
   }
+  if (json)
+    fputc(']', f);
   fclose(f);
+  if (count != NULL && text != NULL)
+    *count = n;
   return text;
 }
 
@@ -163,7 +177,7 @@ static bool info_bundle(const char* path, size_t co, const kpack_bundle_t* b,
     fputs("]}", stdout);
     return true;
   }
-  char* arches = cli_bundle_arches(b, NULL, 0);
+  char* arches = cli_bundle_arches(b, NULL, 0, false, NULL);
   cli_table_row(&s->table, "%zu\t%s\t%llu\t%llu\t%s", co,
                 cli_bundle_compression(&info, comp),
                 (unsigned long long)info.extent,

@@ -476,26 +476,6 @@ static void print_json(const rs_request* r, const rs_trace* t,
 /* ---- the binary's own records ----------------------------------------------
  */
 
-/* The HIP entries of a bundle as a JSON array of arches: all of them, or
- * with `agent` those the agent can load. */
-static void json_bundle_arches(const kpack_bundle_t* b,
-                               const char* const* agent, size_t agent_count) {
-  kpack_bundle_info_t info;
-  size_t n = 0;
-  kpack_bundle_get_info(b, &info);
-  fputc('[', stdout);
-  for (size_t i = 0; i < info.entry_count; i++) {
-    kpack_bundle_entry_t e;
-    kpack_bundle_get_entry(b, i, &e);
-    if (e.arch == NULL ||
-        (agent != NULL && !cli_agent_loads(agent, agent_count, e.arch)))
-      continue;
-    fputs(n++ ? ", " : "", stdout);
-    cli_json_string(stdout, e.arch);
-  }
-  fputc(']', stdout);
-}
-
 typedef struct fat_explain {
   const rs_request* r;
   bool json;
@@ -511,22 +491,20 @@ static bool explain_bundle(const char* path, size_t co, const kpack_bundle_t* b,
   char comp[32];
   (void)path;
   kpack_bundle_get_info(b, &info);
-  char* loadable = cli_bundle_arches(b, r->arches, r->arch_count);
-  s->loadable += loadable != NULL && *loadable != '\0';
-  if (s->json) {
-    printf("%s{\"co_index\": %zu, \"arches\": ", co ? ", " : "", co);
-    json_bundle_arches(b, NULL, 0);
-    fputs(", \"loadable\": ", stdout);
-    json_bundle_arches(b, r->arches, r->arch_count);
-    fputc('}', stdout);
-  } else {
-    char* arches = cli_bundle_arches(b, NULL, 0);
+  size_t n;
+  char* arches = cli_bundle_arches(b, NULL, 0, s->json, NULL);
+  char* loadable = cli_bundle_arches(b, r->arches, r->arch_count, s->json, &n);
+  s->loadable += n > 0;
+  if (s->json)
+    printf("%s{\"co_index\": %zu, \"arches\": %s, \"loadable\": %s}",
+           co ? ", " : "", co, arches ? arches : "[]",
+           loadable ? loadable : "[]");
+  else
     cli_table_row(&s->table, "%zu\t%s\t%s\t%s", co,
                   cli_bundle_compression(&info, comp),
                   arches && *arches ? arches : "(no GPU code)",
-                  loadable && *loadable ? loadable : "none");
-    free(arches);
-  }
+                  n > 0 ? loadable : "none");
+  free(arches);
   free(loadable);
   return true;
 }
