@@ -91,6 +91,7 @@ void* kt_read_file(const char* path, size_t* size) {
     free(data);
     return NULL;
   }
+  data[n] = '\0'; /* the loop leaves n < cap */
   *size = n;
   return data;
 }

@@ -38,7 +38,8 @@ char* kt_path(const char* dir, const char* name);
 /* `size` deterministic bytes for `seed`: compressible but not trivially
  * (fx_fill_pattern of fixture_fatbin.h). */
 void* kt_pattern(size_t size, uint32_t seed);
-/* Whole-file read and write; kt_read_file returns NULL if it cannot. */
+/* Whole-file read and write; kt_read_file returns NULL if it cannot, and
+ * ends the bytes with a NUL it does not count, so text reads as a string. */
 void* kt_read_file(const char* path, size_t* size);
 void kt_write_file(const char* path, const void* data, size_t size);
 /* Both files can be read and hold the same bytes. */

@@ -74,8 +74,6 @@ static char* slurp(const char* path, size_t* size) {
   size_t n = 0;
   char* data = kt_read_file(path, &n);
   assert_non_null(data);
-  data = realloc(data, n + 1);
-  data[n] = '\0';
   if (size != NULL)
     *size = n;
   return data;

@@ -464,8 +464,6 @@ static char* read_text(const char* dir, const char* rel) {
   char* data = kt_read_file(path, &size);
   if (data == NULL)
     fail_msg("cannot read %s", path);
-  data = realloc(data, size + 1);
-  data[size] = '\0';
   free(path);
   return data;
 }

@@ -70,10 +70,8 @@ static int run_to(const char* out, char** err, const char* const* args) {
   assert_int_equal(waitpid(pid, &status, 0), pid);
   assert_true(WIFEXITED(status));
   size_t size = 0;
-  char* text = kt_read_file(err_path, &size);
-  assert_non_null(text);
-  *err = strndup(text, size);
-  free(text);
+  *err = kt_read_file(err_path, &size);
+  assert_non_null(*err);
   free(err_path);
   return WEXITSTATUS(status);
 }

@@ -116,11 +116,7 @@ static void untrack(mnt* m) {
 static char* slurp(const char* path) {
   size_t size;
   char* data = kt_read_file(path, &size);
-  if (data == NULL)
-    return strdup("");
-  char* text = realloc(data, size + 1);
-  text[size] = '\0';
-  return text;
+  return data != NULL ? data : strdup("");
 }
 
 /* A mount point and log under tmp. */

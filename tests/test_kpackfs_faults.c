@@ -72,11 +72,7 @@ static void on_watchdog(int sig) {
 static char* log_text(const fs* m) {
   size_t size;
   char* data = kt_read_file(m->log, &size);
-  if (data == NULL)
-    return strdup("(no log)");
-  char* text = realloc(data, size + 1);
-  text[size] = '\0';
-  return text;
+  return data != NULL ? data : strdup("(no log)");
 }
 
 /* kpackfs -f -o cache_size=CACHE SOURCE... DIR, waiting for the mount. */
@@ -169,8 +165,6 @@ static uint64_t stat_value(const fs* m, const char* key) {
   size_t size;
   char* text = kt_read_file(path, &size);
   assert_non_null(text);
-  text = realloc(text, size + 1);
-  text[size] = '\0';
   size_t len = strlen(key);
   uint64_t value = UINT64_MAX;
   for (char* line = text; line != NULL && *line;) {

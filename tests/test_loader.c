@@ -1103,10 +1103,8 @@ static char* captured_stderr(int saved) {
   dup2(saved, STDERR_FILENO);
   close(saved);
   size_t n;
-  char* text = kt_read_file(log_path, &n);
-  assert_non_null(text);
-  char* out = strndup(text, n);
-  free(text);
+  char* out = kt_read_file(log_path, &n);
+  assert_non_null(out);
   free(log_path);
   return out;
 }

@@ -38,10 +38,8 @@ static int run(char** out, bool merge, const char* fmt, ...) {
                        merge ? "2>&1" : "2>/dev/null") > 0);
   int status = system(full);
   size_t n = 0;
-  char* text = kt_read_file(file, &n);
-  assert_non_null(text);
-  *out = strndup(text, n);
-  free(text);
+  *out = kt_read_file(file, &n);
+  assert_non_null(*out);
   free(file);
   free(full);
   free(cmd);
@@ -139,18 +137,16 @@ static void test_pages_are_what_the_programs_print_now(void** state) {
   static const char* const pages[][2] = {{"kpack", "kpack.1"},
                                          {"kpackfs", "kpackfs.8"}};
   for (size_t i = 0; i < 2; i++) {
-    char *now, *built, *path = page_path(pages[i][1]);
+    char *now, *path = page_path(pages[i][1]);
     assert_int_equal(
         run(&now, false, "'%s/contrib/manpage.sh' %s '%s/bin/%s' %s",
             source_dir, pages[i][0], build_dir, pages[i][0],
             KPACK_VERSION_STRING),
         0);
     size_t n;
-    char* data = kt_read_file(path, &n);
-    assert_non_null(data);
-    built = strndup(data, n);
+    char* built = kt_read_file(path, &n);
+    assert_non_null(built);
     assert_string_equal(built, now);
-    free(data);
     free(built);
     free(now);
     free(path);
