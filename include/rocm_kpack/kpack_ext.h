@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: MIT
  *
- * libkpack extensions beyond ROCm's published API: kernel information
- * without decompression, decompression into caller memory, per-binary
- * architecture lists, TOC header getters and error names. It also includes
- * every other extension header, one per concern, so that including it alone
- * gives the whole extended API:
- *   kpack_writer.h  the streaming archive writer
+ * libkpack extensions beyond ROCm's published API (kpack.h), one header per
+ * concern; including this one alone gives the whole extended API:
+ *   kpack_archive.h         one archive: kernel info without decompression,
+ *                           reads into caller memory, TOC header getters,
+ *                           error names
+ *   kpack_writer.h          the streaming archive writer
  *   kpack_entry_metadata.h  per-kernel TOC metadata maps
- *   kpack_trace.h   the loader's search as events (kpack resolve)
- *   kpack_kcache.h  the shared decompressed-kernel cache (kpackfs)
- *   kpack_bundle.h  clang offload bundles and HIP fat binaries
- *   kpack_host.h    HIP host binaries: HIPF/HIPK records, search paths
- *   kpack_code_object.h  an AMDGPU code object's target and kernels
+ *   kpack_trace.h           the loader's search as events (kpack resolve)
+ *   kpack_kcache.h          the shared decompressed-kernel cache (kpackfs)
+ *   kpack_bundle.h          clang offload bundles and HIP fat binaries
+ *   kpack_host.h            HIP host binaries: HIPF/HIPK records
+ *   kpack_code_object.h     an AMDGPU code object's target and kernels
+ *   kpack_transform.h       kpack-ifying a HIP host binary
  * Status values are those of kpack_types.h.
  */
 #ifndef ROCM_KPACK_EXT_H
@@ -19,94 +20,14 @@
 
 #include "kpack.h"
 
-#ifdef __cplusplus
-extern "C" {
-#endif
-
-/* ---- Errors -------------------------------------------------------------- */
-
-/* The name of a status, e.g. "KPACK_ERROR_KERNEL_NOT_FOUND"; never NULL.
- * Unknown values yield "KPACK_ERROR_UNKNOWN". */
-KPACK_API const char* kpack_error_string(kpack_error_t err);
-
-/* The TOC spelling of a scheme: "none" or "zstd-per-kernel"; NULL if
- * unknown. */
-KPACK_API const char* kpack_compression_scheme_name(
-    kpack_compression_scheme_t scheme);
-
-/* ---- Archive header ------------------------------------------------------ */
-
-/* TOC "group_name" and "gfx_arch_family" ("" when absent), owned by the
- * archive. INVALID_ARGUMENT if a pointer is NULL. */
-KPACK_API kpack_error_t kpack_get_group_name(kpack_archive_t archive,
-                                             const char** name);
-KPACK_API kpack_error_t kpack_get_gfx_arch_family(kpack_archive_t archive,
-                                                  const char** family);
-
-/* The archive's storage scheme. INVALID_ARGUMENT if a pointer is NULL. */
-KPACK_API kpack_error_t kpack_get_compression_scheme(
-    kpack_archive_t archive, kpack_compression_scheme_t* scheme);
-
-/* Number of kernels (binary, arch pairs) in the archive. */
-KPACK_API kpack_error_t kpack_get_kernel_count(kpack_archive_t archive,
-                                               size_t* count);
-
-/* ---- Kernels without decompression -------------------------------------- */
-
-typedef struct kpack_kernel_info {
-  uint64_t size;        /* decompressed size in bytes */
-  uint64_t stored_size; /* bytes it occupies in the file (frame or blob) */
-  uint64_t offset;      /* absolute file offset of the stored bytes */
-  uint32_t ordinal;     /* index into the blob array or frame table */
-  const char* type;     /* entry "type", e.g. "hsaco"; owned by the archive */
-} kpack_kernel_info_t;
-
-/* Describes one kernel from the TOC alone; reads nothing from the payload.
- * In a zstd archive whose frame-size table passed the check at open,
- * offset and stored_size are the table's: a read that finds the frame's own
- * size field disagreeing reads the frame where walking the region puts it
- * instead, so they may then differ from what the read used.
- *   INVALID_ARGUMENT  a pointer is NULL
- *   KERNEL_NOT_FOUND  no such binary or arch */
-KPACK_API kpack_error_t kpack_get_kernel_info(kpack_archive_t archive,
-                                              const char* binary_name,
-                                              const char* arch,
-                                              kpack_kernel_info_t* info);
-
-/* Decompresses a kernel into caller memory of `capacity` bytes, which must
- * hold at least info.size; *size receives the kernel size. Thread-safe like
- * kpack_get_kernel().
- *   INVALID_ARGUMENT  a pointer is NULL (buffer may be NULL only when the
- *                     kernel is empty) or capacity is too small
- *   KERNEL_NOT_FOUND, DECOMPRESSION_FAILED, IO_ERROR as kpack_get_kernel() */
-KPACK_API kpack_error_t kpack_read_kernel(kpack_archive_t archive,
-                                          const char* binary_name,
-                                          const char* arch, void* buffer,
-                                          size_t capacity, size_t* size);
-
-/* Architectures that hold a kernel for one binary, sorted byte-wise.
- *   INVALID_ARGUMENT  a pointer is NULL or index >= count
- *   KERNEL_NOT_FOUND  no such binary */
-KPACK_API kpack_error_t kpack_get_binary_arch_count(kpack_archive_t archive,
-                                                    const char* binary_name,
-                                                    size_t* count);
-KPACK_API kpack_error_t kpack_get_binary_arch(kpack_archive_t archive,
-                                              const char* binary_name,
-                                              size_t index, const char** arch);
-
-/* Path the archive was opened from, owned by the archive. */
-KPACK_API const char* kpack_get_path(kpack_archive_t archive);
-
-#ifdef __cplusplus
-}
-#endif
-
+#include "kpack_archive.h"
 #include "kpack_bundle.h"
-#include "kpack_host.h"
 #include "kpack_code_object.h"
 #include "kpack_entry_metadata.h"
+#include "kpack_host.h"
 #include "kpack_kcache.h"
 #include "kpack_trace.h"
+#include "kpack_transform.h"
 #include "kpack_writer.h"
 
 #endif /* ROCM_KPACK_EXT_H */
