@@ -118,7 +118,7 @@ static void check_target(verify_state* s, const char* binary, const char* arch,
         "(EF_AMDGPU_MACH 0x%02x, no amdhsa.target)\n",
         s->path, binary, arch, (unsigned)info.mach);
     s->warnings++;
-  } else if (!kpack_target_serves(info.target, arch)) {
+  } else if (!kpack_code_object_serves(&info, arch)) {
     snprintf(what, sizeof(what),
              "code object built for %s is filed under %s (agents the loader "
              "sends to %s cannot all run it)",

@@ -592,3 +592,16 @@ KPACK_API const char* kpack_feature_name(kpack_feature_t feature) {
 KPACK_API bool kpack_target_serves(const char* target, const char* arch) {
   return target != NULL && arch != NULL && kp_target_serves(target, arch);
 }
+
+KPACK_API bool kpack_code_object_serves(const kpack_code_object_info_t* info,
+                                        const char* arch) {
+  if (info == NULL || info->target == NULL || info->processor == NULL ||
+      arch == NULL)
+    return false;
+  /* LLVM always writes a generic version for a generic target; without one
+   * the runtime cannot tell which processors the code was made for. */
+  if (kp_target_is_generic(info->processor, strlen(info->processor)) &&
+      info->generic_version == 0)
+    return false;
+  return kp_target_serves_version(info->target, info->generic_version, arch);
+}

@@ -125,11 +125,72 @@ void kp_target_list_free(kp_target_list* list) {
   list->count = 0;
 }
 
+/* LLVM's generic targets (AMDGPUUsage, "Generic Processors"): a code
+ * object built for one (code object v6 and later) runs on every concrete
+ * processor of its family. e_flags carry its generic version
+ * (EF_AMDGPU_GENERIC_VERSION, bits 24-31), raised by LLVM whenever code
+ * generation for the family changes incompatibly; `since` is the first
+ * version that covers the members listed (every family is at 1 today). */
+// clang-format off
+static const struct {
+  const char* generic;
+  unsigned since;
+  const char* members[9];
+} generic_targets[] = {
+    {"gfx9-generic", 1,
+     {"gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"}},
+    {"gfx9-4-generic", 1, {"gfx940", "gfx941", "gfx942", "gfx950"}},
+    {"gfx10-1-generic", 1, {"gfx1010", "gfx1011", "gfx1012", "gfx1013"}},
+    {"gfx10-3-generic", 1,
+     {"gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035",
+      "gfx1036"}},
+    {"gfx11-generic", 1,
+     {"gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151",
+      "gfx1152", "gfx1153"}},
+    {"gfx12-generic", 1, {"gfx1200", "gfx1201"}},
+};
+// clang-format on
+
+static bool name_is(const char* s, size_t len, const char* name) {
+  return strlen(name) == len && memcmp(s, name, len) == 0;
+}
+
+bool kp_target_is_generic(const char* processor, size_t len) {
+  for (size_t g = 0; g < sizeof(generic_targets) / sizeof(*generic_targets);
+       g++)
+    if (name_is(processor, len, generic_targets[g].generic))
+      return true;
+  return false;
+}
+
+/* Whether processor `t` (a generic name) covers concrete processor `a` at
+ * generic version `version` (0: not known, taken as current). */
+static bool generic_covers(const char* t, size_t t_len, const char* a,
+                           size_t a_len, unsigned version) {
+  for (size_t g = 0; g < sizeof(generic_targets) / sizeof(*generic_targets);
+       g++) {
+    if (!name_is(t, t_len, generic_targets[g].generic))
+      continue;
+    if (version != 0 && version < generic_targets[g].since)
+      return false;
+    for (size_t m = 0; m < 9 && generic_targets[g].members[m] != NULL; m++)
+      if (name_is(a, a_len, generic_targets[g].members[m]))
+        return true;
+  }
+  return false;
+}
+
 /* A device reaches `arch` when `arch` is its processor plus a subset of its
  * own flags; a device may set every flag `arch` leaves out either way. So a
- * code object runs on all of them exactly when each flag it requires is one
- * `arch` fixes too. */
+ * code object runs on all of them exactly when its processor is `arch`'s
+ * (or a generic target covering it) and each flag it requires is one `arch`
+ * fixes too. */
 bool kp_target_serves(const char* target, const char* arch) {
+  return kp_target_serves_version(target, 0, arch);
+}
+
+bool kp_target_serves_version(const char* target, unsigned generic_version,
+                              const char* arch) {
   const char* t = kp_target_strip_prefix(target);
   const char* a = kp_target_strip_prefix(arch);
   feature_split ts, as;
@@ -137,7 +198,8 @@ bool kp_target_serves(const char* target, const char* arch) {
     return false;
   if (!split_features(t, &ts) || !split_features(a, &as))
     return strcmp(t, a) == 0;
-  if (ts.proc_len != as.proc_len || memcmp(t, a, ts.proc_len) != 0)
+  bool same = ts.proc_len == as.proc_len && memcmp(t, a, ts.proc_len) == 0;
+  if (!same && !generic_covers(t, ts.proc_len, a, as.proc_len, generic_version))
     return false;
   for (size_t i = 0; i < ts.count; i++) {
     bool found = false;

@@ -38,7 +38,15 @@ const char* kp_target_strip_prefix(const char* isa);
 /* True when a code object built for `target` runs on every device whose
  * compatible targets (kp_target_compatible) include `arch`: same processor,
  * and each feature flag of `target` also a flag of `arch` (SPEC §2.4, kpack
- * verify). Names whose flags cannot be split compare whole. */
+ * verify). Names whose flags cannot be split compare whole. A generic
+ * target serves the concrete processors of its family. */
 bool kp_target_serves(const char* target, const char* arch);
+/* The same for a code object whose e_flags carry `generic_version` (0 when
+ * they carry none): a generic target (gfx9-generic...) serves an `arch`
+ * whose processor its family covers, from the version that covers it. */
+bool kp_target_serves_version(const char* target, unsigned generic_version,
+                              const char* arch);
+/* True when processor[0, len) names one of LLVM's generic targets. */
+bool kp_target_is_generic(const char* processor, size_t len);
 
 #endif /* KPACK_TARGET_H */

@@ -363,6 +363,61 @@ static void test_verify_names_a_mislabelled_code_object(void** state) {
   fx_free(&any);
 }
 
+/* A v6 generic code object (gfx9-generic, generic version 1) filed under a
+ * concrete processor of its family is fine; under another processor, or
+ * without a generic version, it is a problem. */
+static fx_buf generic_object(uint32_t e_flags, const char* target) {
+  fx_buf meta = fx_co_metadata(target, 6, gfx90a_kernels, 1);
+  fx_co_note n = {NULL, 0, meta.data, meta.size};
+  fx_co_spec spec = {
+      .e_flags = e_flags, .version = 6, .notes = &n, .note_count = 1};
+  fx_buf image = fx_code_object(&spec);
+  fx_free(&meta);
+  return image;
+}
+
+static void test_verify_accepts_generic_code_objects_under_their_family(
+    void** state) {
+  (void)state;
+  fx_buf v1 =
+      generic_object(0x01000251, "amdgcn-amd-amdhsa--gfx9-generic:xnack-");
+  fx_buf v0 =
+      generic_object(0x00000251, "amdgcn-amd-amdhsa--gfx9-generic:xnack-");
+  static const char* arches[] = {"gfx906:xnack-", "gfx900:xnack-",
+                                 "gfx90a:xnack-"};
+  kt_kernel good[] = {
+      {"lib/g.so#0", "gfx906:xnack-", v1.data, v1.size},
+      {"lib/g.so#0", "gfx900:xnack-", v1.data, v1.size},
+  };
+  char* archive = kt_path(kt_tmp, "generic.kpack");
+  kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, arches, 2, good,
+                   2);
+  char* out;
+  assert_int_equal(KP(&out, NULL, "verify", archive), 0);
+  assert_contains(out, ": OK, 2 kernels\n");
+  free(out);
+
+  kt_kernel bad[] = {
+      {"lib/g.so#0", "gfx90a:xnack-", v1.data, v1.size},
+      {"lib/h.so#0", "gfx906:xnack-", v0.data, v0.size},
+  };
+  char* second = kt_path(kt_tmp, "generic-bad.kpack");
+  kt_write_archive(second, KPACK_COMPRESSION_NOOP, arches, 3, bad, 2);
+  assert_int_equal(KP(&out, NULL, "verify", second), 1);
+  assert_contains(out,
+                  "lib/g.so#0 gfx90a:xnack-: code object built for "
+                  "gfx9-generic:xnack- is filed under gfx90a:xnack- (");
+  assert_contains(out,
+                  "lib/h.so#0 gfx906:xnack-: code object built for "
+                  "gfx9-generic:xnack- is filed under gfx906:xnack- (");
+  assert_contains(out, "2 problems in 2 kernels\n");
+  free(out);
+  free(second);
+  free(archive);
+  fx_free(&v1);
+  fx_free(&v0);
+}
+
 static void test_verify_warns_of_unknown_targets_and_fails_broken_notes(
     void** state) {
   (void)state;
@@ -623,6 +678,7 @@ int main(void) {
       T(test_list_kernels_json_lists_every_field),
       T(test_list_kernels_reports_unreadable_code_objects_and_goes_on),
       T(test_verify_names_a_mislabelled_code_object),
+      T(test_verify_accepts_generic_code_objects_under_their_family),
       T(test_verify_warns_of_unknown_targets_and_fails_broken_notes),
       T(test_real_librocrand_kernels_list_and_verify),
       T(test_extract_writes_kernels_and_metadata_json_beside_code_objects),

@@ -487,6 +487,80 @@ static void test_target_serves_only_archs_that_fix_its_features(void** state) {
   assert_false(kpack_target_serves("gfx90a", NULL));
 }
 
+/* LLVM's generic-target table: each generic serves its family's concrete
+ * processors (features compared as for any target), nothing else. */
+static void test_generic_targets_serve_the_processors_they_cover(void** state) {
+  (void)state;
+  static const struct {
+    const char* target;
+    const char* arch;
+    bool serves;
+  } cases[] = {
+      {"gfx9-generic", "gfx900", true},
+      {"gfx9-generic", "gfx90c", true},
+      {"gfx9-generic:xnack-", "gfx906:xnack-", true},
+      {"gfx9-generic:xnack-", "gfx906:sramecc+:xnack-", true},
+      {"gfx9-generic:xnack-", "gfx906", false}, /* xnack+ agents reach it */
+      {"gfx9-generic", "gfx908", false},
+      {"gfx9-generic", "gfx90a", false},
+      {"gfx9-4-generic:sramecc+:xnack-", "gfx942:sramecc+:xnack-", true},
+      {"gfx9-4-generic", "gfx950", true},
+      {"gfx9-4-generic", "gfx90a", false},
+      {"gfx10-1-generic", "gfx1013", true},
+      {"gfx10-1-generic", "gfx1030", false},
+      {"gfx10-3-generic", "gfx1030", true},
+      {"gfx10-3-generic", "gfx1036", true},
+      {"gfx10-3-generic", "gfx1100", false},
+      {"gfx11-generic", "gfx1100", true},
+      {"gfx11-generic", "gfx1153", true},
+      {"gfx11-generic", "gfx1200", false},
+      {"gfx12-generic", "gfx1201", true},
+      {"gfx12-generic", "gfx1250", false},
+      {"amdgcn-amd-amdhsa--gfx11-generic", "gfx1101", true},
+      /* a concrete processor never serves its generic, nor another one */
+      {"gfx906", "gfx9-generic", false},
+      {"gfx9-generic", "gfx9-generic", true},
+      {"gfx9-generic", "gfx9-4-generic", false},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    if (kpack_target_serves(cases[i].target, cases[i].arch) != cases[i].serves)
+      fail_msg("'%s' under '%s': expected %s", cases[i].target, cases[i].arch,
+               cases[i].serves ? "serves" : "does not serve");
+}
+
+/* A parsed generic code object serves its family from the generic version
+ * in e_flags; without a version it serves nothing but itself. */
+static void test_generic_code_object_serves_by_its_version(void** state) {
+  (void)state;
+  static const struct {
+    uint32_t e_flags;
+    const char* arch;
+    bool serves;
+  } cases[] = {
+      {0x01000251, "gfx906:xnack-", true},  /* gfx9-generic:xnack- v1 */
+      {0x02000251, "gfx900:xnack-", true},  /* v2 */
+      {0x00000251, "gfx906:xnack-", false}, /* no generic version */
+      {0x01000251, "gfx90a:xnack-", false},
+      {0x01000154, "gfx1103", true}, /* gfx11-generic v1 */
+      {0x0100075f, "gfx942:xnack+", true},
+      {0x0000073f, "gfx90a:xnack+", true}, /* concrete: version unused */
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    fx_co_spec spec = {.e_flags = cases[i].e_flags, .version = 6};
+    fx_buf image = fx_code_object(&spec);
+    kpack_code_object_t* co = parse_ok(&image);
+    kpack_code_object_info_t info;
+    kpack_code_object_get_info(co, &info);
+    if (kpack_code_object_serves(&info, cases[i].arch) != cases[i].serves)
+      fail_msg("case %zu: '%s' v%u under '%s': expected %s", i, info.target,
+               info.generic_version, cases[i].arch,
+               cases[i].serves ? "serves" : "does not serve");
+    kpack_code_object_free(co);
+    fx_free(&image);
+  }
+  assert_false(kpack_code_object_serves(NULL, "gfx906"));
+}
+
 /* ---- JSON
  * ----------------------------------------------------------------------
  */
@@ -1262,6 +1336,8 @@ int main(void) {
       cmocka_unit_test(test_unknown_keys_and_non_string_keys_are_ignored),
       cmocka_unit_test(test_target_follows_each_code_object_version),
       cmocka_unit_test(test_generic_version_and_processor_are_reported),
+      cmocka_unit_test(test_generic_targets_serve_the_processors_they_cover),
+      cmocka_unit_test(test_generic_code_object_serves_by_its_version),
       cmocka_unit_test(test_other_os_abi_has_no_version),
       cmocka_unit_test(test_target_serves_only_archs_that_fix_its_features),
       cmocka_unit_test(test_metadata_json_renders_the_whole_note),

@@ -167,9 +167,19 @@ KPACK_API const char* kpack_feature_name(kpack_feature_t feature);
  * `arch` says. A leading "amdgcn-amd-amdhsa--" is ignored on either side.
  * So a "gfx90a:xnack-" object fits "gfx90a:xnack-" and
  * "gfx90a:sramecc+:xnack-", but not "gfx90a" (xnack+ agents reach it) nor
- * "gfx908:xnack-"; a "gfx90a" object fits every gfx90a arch. False if
- * either is NULL or names no processor. */
+ * "gfx908:xnack-"; a "gfx90a" object fits every gfx90a arch. A generic
+ * target (gfx9-generic, gfx9-4-generic, gfx10-1-generic, gfx10-3-generic,
+ * gfx11-generic, gfx12-generic) counts as each concrete processor LLVM's
+ * generic-target table puts in its family: a "gfx9-generic:xnack-" object
+ * fits "gfx906:xnack-". False if either is NULL or names no processor. */
 KPACK_API bool kpack_target_serves(const char* target, const char* arch);
+
+/* kpack_target_serves() for a parsed code object, with the generic version
+ * its e_flags carry: a generic code object fits a member of its family from
+ * the generic version that covers it, and never without a version (LLVM
+ * always writes one). False if a pointer is NULL. */
+KPACK_API bool kpack_code_object_serves(const kpack_code_object_info_t* info,
+                                        const char* arch);
 
 /* ---- The files a code object shows ----------------------------------------
  *
