@@ -151,6 +151,8 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_SUPPORT) $(LIB_A)
 
 # The loader suite holds a load inside kpack_open to fork meanwhile.
 $(BUILD)/tests/test_loader: LDFLAGS += -Wl,--wrap=kpack_open
+# The writer suite makes one allocation fail to test running out of memory.
+$(BUILD)/tests/test_writer: LDFLAGS += -Wl,--wrap=calloc
 
 # On a fresh machine `make check` first installs what is missing (as root;
 # contrib/demo.sh deps), then runs the suites in a sub-make that sees the

@@ -640,8 +640,12 @@ static kpack_error_t record_entry(kpack_writer_t* w, const char* binary,
     return err;
   }
   w->index[slot] = (uint32_t)++w->entry_count;
-  if (w->entry_count * 2 > w->index_cap)
-    return index_grow(w);
+  if (w->entry_count * 2 > w->index_cap && (err = index_grow(w)) != 0) {
+    /* The entry is recorded but its payload will not follow: every later
+     * frame would land against the wrong ordinal, so the writer is done. */
+    w->err = err;
+    return err;
+  }
   return KPACK_SUCCESS;
 }
 

@@ -30,6 +30,20 @@ int fsync(int fd) {
   return (int)syscall(SYS_fsync, fd);
 }
 
+/* The suite is linked with --wrap=calloc: fail_calloc_count makes the
+ * next calloc of that many elements fail, once (the writer's name index
+ * grows by calloc, from 1024 slots, doubling). */
+static size_t fail_calloc_count;
+void* __real_calloc(size_t count, size_t size);
+void* __wrap_calloc(size_t count, size_t size);
+void* __wrap_calloc(size_t count, size_t size) {
+  if (fail_calloc_count != 0 && count == fail_calloc_count) {
+    fail_calloc_count = 0;
+    return NULL;
+  }
+  return __real_calloc(count, size);
+}
+
 /* Entries of a directory, hidden ones (the temporary file) included. */
 static size_t entries_in(const char* dir) {
   size_t n = 0;
@@ -507,6 +521,56 @@ static void test_copy_between_schemes_converts_kernels(void** state) {
   free(back);
 }
 
+/* The index growing past 512 entries fails after the entry is recorded:
+ * the writer must fail for good (a caller carrying on would get frames
+ * shifted against their ordinals), through add_kernel and copy_kernel
+ * alike, and leave no archive behind. */
+static void fail_index_growth(bool copy) {
+  char* src = kt_path(kt_tmp, "oom-src.kpack");
+  char* path = kt_path(kt_tmp, copy ? "oom-copy.kpack" : "oom-add.kpack");
+  uint8_t byte = 7;
+  kt_kernel one = {"lib/src.so#0", "gfx90a", &byte, 1};
+  kt_write_archive(src, KPACK_COMPRESSION_NOOP, NULL, 0, &one, 1);
+  kpack_archive_t a;
+  assert_int_equal(kpack_open(src, &a), KPACK_SUCCESS);
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  char bin[32];
+  for (int i = 0; i < 512; i++) {
+    snprintf(bin, sizeof bin, "lib/b%d.so#0", i);
+    assert_int_equal(kpack_writer_add_kernel(w, bin, "gfx90a", &byte, 1),
+                     KPACK_SUCCESS);
+  }
+  fail_calloc_count = 2048;
+  kpack_error_t err =
+      copy ? kpack_writer_copy_kernel(w, a, "lib/src.so#0", "gfx90a", 0)
+           : kpack_writer_add_kernel(w, "lib/b512.so#0", "gfx90a", &byte, 1);
+  assert_int_equal(fail_calloc_count, 0); /* the failure was injected */
+  assert_int_equal(err, KPACK_ERROR_OUT_OF_MEMORY);
+  assert_int_equal(
+      kpack_writer_add_kernel(w, "lib/next.so#0", "gfx90a", &byte, 1),
+      KPACK_ERROR_OUT_OF_MEMORY);
+  assert_int_equal(kpack_writer_copy_kernel(w, a, "lib/src.so#0", "gfx942", 0),
+                   KPACK_ERROR_OUT_OF_MEMORY);
+  assert_int_equal(kpack_writer_finish(w), KPACK_ERROR_OUT_OF_MEMORY);
+  struct stat st;
+  assert_int_not_equal(stat(path, &st), 0);
+  kpack_close(a);
+  free(src);
+  free(path);
+}
+
+static void test_index_growth_failing_in_add_fails_the_writer(void** state) {
+  (void)state;
+  fail_index_growth(false);
+}
+
+static void test_index_growth_failing_in_copy_fails_the_writer(void** state) {
+  (void)state;
+  fail_index_growth(true);
+}
+
 static void test_copy_refuses_a_frame_that_does_not_read_back(void** state) {
   (void)state;
   char* src = kt_path(kt_tmp, "corrupt-src.kpack");
@@ -667,6 +731,8 @@ int main(void) {
       cmocka_unit_test(test_copy_carries_zstd_frames_and_metadata_over),
       cmocka_unit_test(test_copy_between_schemes_converts_kernels),
       cmocka_unit_test(test_copy_refuses_a_frame_that_does_not_read_back),
+      cmocka_unit_test(test_index_growth_failing_in_add_fails_the_writer),
+      cmocka_unit_test(test_index_growth_failing_in_copy_fails_the_writer),
   };
   return cmocka_run_group_tests_name("writer", tests, kt_tmp_setup,
                                      kt_tmp_teardown);
