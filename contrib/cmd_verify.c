@@ -149,24 +149,22 @@ static bool verify_kernel(kpack_archive_t archive, const char* binary,
       s->warnings++;
     }
   }
-  if (info->size > SIZE_MAX) {
-    problem(s, binary, arch, "size does not fit in memory");
-    return true;
-  }
+  kpack_error_t err;
   if (info->size > s->capacity) {
-    void* p = realloc(s->buffer, (size_t)info->size);
-    if (p == NULL) {
-      snprintf(what, sizeof(what), "%s (%s)",
-               kpack_error_string(KPACK_ERROR_OUT_OF_MEMORY),
-               cli_error_text(KPACK_ERROR_OUT_OF_MEMORY));
-      problem(s, binary, arch, what);
-      return true;
+    /* The library allocates a larger buffer itself, only once the stored
+     * bytes are known to hold that size: a lying TOC is a format error,
+     * not an allocation of its size. */
+    void* data = NULL;
+    err = kpack_get_kernel(archive, binary, arch, &data, &size);
+    if (err == KPACK_SUCCESS) {
+      kpack_free_kernel(s->buffer);
+      s->buffer = data;
+      s->capacity = size;
     }
-    s->buffer = p;
-    s->capacity = (size_t)info->size;
+  } else {
+    err =
+        kpack_read_kernel(archive, binary, arch, s->buffer, s->capacity, &size);
   }
-  kpack_error_t err =
-      kpack_read_kernel(archive, binary, arch, s->buffer, s->capacity, &size);
   if (err != KPACK_SUCCESS) {
     snprintf(what, sizeof(what), "%s (%s)", kpack_error_string(err),
              cli_error_text(err));
@@ -222,7 +220,7 @@ static bool verify_archive(const char* path, bool quiet, bool strict,
   }
   *problems += s.problems;
   free(declared);
-  free(s.buffer);
+  kpack_free_kernel(s.buffer);
   kpack_close(archive);
   return !s.interrupted;
 }

@@ -135,6 +135,13 @@ kpack_error_t kp_frame_table_repair(kpack_archive_t archive);
 kpack_error_t kp_read_kernel(kpack_archive_t archive, const kp_kernel* kernel,
                              void** dst);
 void kp_reader_pool_free(kpack_archive_t archive);
+/* INVALID_FORMAT when kernel k's size is more than its stored frame could
+ * hold (zstd's largest expansion of that many bytes), judged before anything
+ * is allocated for it; SUCCESS otherwise (always for `none`, whose blobs
+ * open matched to their sizes). May read the frame's size field: IO_ERROR,
+ * DECOMPRESSION_FAILED when it disagrees with the region. */
+kpack_error_t kp_check_kernel_size(kpack_archive_t archive,
+                                   const kp_kernel* kernel);
 /* The stored zstd frame of kernel k, copied into *frame (grown with realloc
  * to *cap bytes as needed; *size receives its length) after the same
  * checks as a read, decompression included, so that only a frame that

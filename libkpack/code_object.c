@@ -15,6 +15,7 @@
 #include "msgpack_json.h"
 #include "msgpack_reader.h"
 #include "rocm_kpack/kpack_code_object.h"
+#include "rocm_kpack/kpack_prefix.h"
 #include "target.h"
 
 #define CO_EHDR_SIZE 64u
@@ -478,24 +479,23 @@ KPACK_API bool kpack_is_code_object(const void* data, size_t size) {
          kp_load_le(h + 18, 2) == CO_EM_AMDGPU;
 }
 
-KPACK_API kpack_error_t kpack_code_object_parse(
-    const void* data, size_t size, kpack_code_object_t** code_object) {
+/* Parses a code object of `size` bytes from `data`, which must hold every
+ * byte the parse reads: all of them, or the prefix prefix_needed() asks
+ * for. */
+static kpack_error_t parse_bytes(const uint8_t* data, uint64_t size,
+                                 kpack_code_object_t** code_object) {
   kpack_error_t err;
   kpack_code_object_t* co = NULL;
   co_note note = {0};
 
-  if (code_object == NULL)
-    return KPACK_ERROR_INVALID_ARGUMENT;
-  *code_object = NULL;
-  if (data == NULL)
-    return KPACK_ERROR_INVALID_ARGUMENT;
   co = calloc(1, sizeof(*co));
   if (co == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   co->info.metadata_target = "";
   co->info.processor = "";
   co->info.target = "";
-  if ((err = read_header(data, size, &co->info)) != KPACK_SUCCESS ||
+  if ((err = read_header(data, size > SIZE_MAX ? SIZE_MAX : (size_t)size,
+                         &co->info)) != KPACK_SUCCESS ||
       (err = find_note(data, size, &note)) != KPACK_SUCCESS)
     goto fail;
 
@@ -530,6 +530,105 @@ KPACK_API kpack_error_t kpack_code_object_parse(
 fail:
   kpack_code_object_free(co);
   return err;
+}
+
+KPACK_API kpack_error_t kpack_code_object_parse(
+    const void* data, size_t size, kpack_code_object_t** code_object) {
+  if (code_object == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *code_object = NULL;
+  if (data == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  return parse_bytes(data, size, code_object);
+}
+
+/* ---- prefixes (kpack_prefix.h) ----------------------------------------------
+ */
+
+static uint64_t at_least(uint64_t a, uint64_t b) {
+  return a > b ? a : b;
+}
+
+/* How many leading bytes of a code object of `size` bytes parse_bytes()
+ * reads, judged from the `avail` bytes at d: its reads in the same order,
+ * stopping at the first that lies beyond avail (the caller reads that far
+ * and asks again) or at the first failure (decided: the parse fails the
+ * same way on the prefix). The ELF header, the program headers and the
+ * PT_NOTE segments up to the one with the metadata note; a code object
+ * whose note is not in a segment needs its section headers, at the end of
+ * the file, and so all of it. */
+static uint64_t prefix_needed(const uint8_t* d, uint64_t avail, uint64_t size) {
+  uint64_t need = size < CO_EHDR_SIZE ? size : CO_EHDR_SIZE;
+  if (avail < need || !kpack_is_code_object(d, (size_t)need))
+    return need;
+  uint64_t phoff = kp_load_le(d + 32, 8), shoff = kp_load_le(d + 40, 8);
+  uint64_t phentsize = kp_load_le(d + 54, 2), phnum = kp_load_le(d + 56, 2);
+  uint64_t shentsize = kp_load_le(d + 58, 2), shnum = kp_load_le(d + 60, 2);
+  if (shoff != 0 && (shnum == 0 || phnum == CO_PN_XNUM)) {
+    if (shentsize < CO_SHDR_SIZE || !table_fits(size, shoff, shentsize, 1))
+      return need;
+    need = at_least(need, shoff + CO_SHDR_SIZE);
+    if (avail < need)
+      return need;
+    if (shnum == 0)
+      shnum = kp_load_le(d + shoff + 32, 8);
+    if (phnum == CO_PN_XNUM)
+      phnum = kp_load_le(d + shoff + 44, 4);
+  }
+  if (shoff == 0)
+    shnum = 0;
+  if (phoff == 0)
+    phnum = 0;
+  if ((phnum > 0 && phentsize < CO_PHDR_SIZE) ||
+      (shnum > 0 && shentsize < CO_SHDR_SIZE) ||
+      !table_fits(size, phoff, phentsize, phnum) ||
+      !table_fits(size, shoff, shentsize, shnum))
+    return need;
+  if (phnum > 0) {
+    need = at_least(need, phoff + phnum * phentsize);
+    if (avail < need)
+      return need;
+  }
+  co_note note = {0};
+  for (uint64_t i = 0; i < phnum && !note.found; i++) {
+    const uint8_t* ph = d + phoff + i * phentsize;
+    if (kp_load_le(ph, 4) != CO_PT_NOTE)
+      continue;
+    uint64_t offset = kp_load_le(ph + 8, 8), len = kp_load_le(ph + 32, 8);
+    if (offset > size || len > size - offset)
+      return need; /* scan_notes() refuses it */
+    need = at_least(need, offset + len);
+    if (avail < need)
+      return need;
+    if (scan_notes(d, size, offset, len, kp_load_le(ph + 48, 8) == 8 ? 8 : 4,
+                   &note) != KPACK_SUCCESS)
+      return need;
+  }
+  return note.found ? need : size;
+}
+
+KPACK_API kpack_error_t kpack_code_object_prefix_needed(const void* data,
+                                                        size_t avail,
+                                                        uint64_t size,
+                                                        uint64_t* needed) {
+  if (needed != NULL)
+    *needed = 0;
+  if (needed == NULL || (data == NULL && avail > 0) || avail > size)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *needed = prefix_needed(data, avail, size);
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t
+kpack_code_object_parse_prefix(const void* data, size_t avail, uint64_t size,
+                               kpack_code_object_t** code_object) {
+  if (code_object == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *code_object = NULL;
+  if ((data == NULL && avail > 0) || avail > size ||
+      prefix_needed(data, avail, size) > avail)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  return parse_bytes(data != NULL ? data : (const void*)"", size, code_object);
 }
 
 KPACK_API kpack_error_t kpack_code_object_get_info(

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "rocm_kpack/kpack_code_object.h"
+#include "rocm_kpack/kpack_prefix.h"
 
 /* The `kernels` columns, in order: the key each line writes and the field
  * it shows. */
@@ -126,19 +127,16 @@ static kpack_error_t render_metadata(const kpack_code_object_t* co, char** text,
   return KPACK_SUCCESS;
 }
 
-KPACK_API kpack_error_t kpack_code_object_render(const void* data, size_t size,
-                                                 kpack_co_render_t* render) {
-  kpack_code_object_t* co = NULL;
+/* Renders from a parse's outcome: `co` on success, else the parse's status
+ * in `parsed` (not a code object: empty texts). Frees co. */
+static kpack_error_t render_parsed(kpack_error_t parsed,
+                                   kpack_code_object_t* co,
+                                   kpack_co_render_t* render) {
   kpack_co_render_t r = {0};
   kpack_code_object_info_t info;
   kpack_error_t err;
 
-  if (render != NULL)
-    memset(render, 0, sizeof(*render));
-  if (render == NULL || (data == NULL && size > 0))
-    return KPACK_ERROR_INVALID_ARGUMENT;
-  /* An empty kernel may come without a buffer; it is no code object. */
-  r.status = kpack_code_object_parse(data != NULL ? data : "", size, &co);
+  r.status = parsed;
   if (r.status == KPACK_ERROR_OUT_OF_MEMORY) {
     err = r.status;
     goto fail;
@@ -169,6 +167,34 @@ fail:
   kpack_co_render_free(&r);
   kpack_code_object_free(co);
   return err;
+}
+
+KPACK_API kpack_error_t kpack_code_object_render(const void* data, size_t size,
+                                                 kpack_co_render_t* render) {
+  kpack_code_object_t* co = NULL;
+  if (render != NULL)
+    memset(render, 0, sizeof(*render));
+  if (render == NULL || (data == NULL && size > 0))
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  /* An empty kernel may come without a buffer; it is no code object. */
+  kpack_error_t parsed =
+      kpack_code_object_parse(data != NULL ? data : "", size, &co);
+  return render_parsed(parsed, co, render);
+}
+
+KPACK_API kpack_error_t kpack_code_object_render_prefix(
+    const void* data, size_t avail, uint64_t size, kpack_co_render_t* render) {
+  kpack_code_object_t* co = NULL;
+  uint64_t needed;
+  if (render != NULL)
+    memset(render, 0, sizeof(*render));
+  if (render == NULL ||
+      kpack_code_object_prefix_needed(data, avail, size, &needed) !=
+          KPACK_SUCCESS ||
+      needed > avail)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  kpack_error_t parsed = kpack_code_object_parse_prefix(data, avail, size, &co);
+  return render_parsed(parsed, co, render);
 }
 
 KPACK_API void kpack_co_render_free(kpack_co_render_t* render) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "archive.h"
 #include "rocm_kpack/kpack_ext.h"
 
 typedef enum { KC_LOADING, KC_READY, KC_FAILED } kc_state;
@@ -314,6 +315,12 @@ KPACK_API kpack_error_t kpack_kcache_acquire(kpack_kcache_t* cache,
     return KPACK_ERROR_INVALID_ARGUMENT;
   /* The TOC is immutable after open: no lock needed to read it. */
   err = kpack_get_kernel_info(archive, binary_name, arch, &info);
+  if (err != KPACK_SUCCESS)
+    return err;
+  /* A size its frame could never fill is the archive's fault, found before
+   * room is made or anything allocated for it. */
+  err = kp_check_kernel_size(
+      archive, kp_toc_find_kernel(&archive->toc, binary_name, arch));
   if (err != KPACK_SUCCESS)
     return err;
   if (info.size > SIZE_MAX - 1)

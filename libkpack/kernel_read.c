@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zstd.h>
+#include <zstd_errors.h>
 
 #include "archive.h"
 #include "byteorder.h"
@@ -132,14 +133,15 @@ static kpack_error_t decompress_frame(kpack_archive_t a, kp_reader* r,
   *used = e;
   size_t stored = (size_t)e->size, size = (size_t)k->size;
   const uint8_t* frame = (const uint8_t*)r->scratch + 4;
-  /* A frame that declares a different size is refused before allocating. */
+  /* A size (from the TOC or the frame header) that the frame could not
+   * possibly fill is the archive's error, and never decides how much we
+   * allocate. */
+  if (k->size / KP_ZSTD_MAX_RATIO > stored)
+    return KPACK_ERROR_INVALID_FORMAT;
+  /* Nor is a frame that declares a different size decompressed. */
   unsigned long long declared = ZSTD_getFrameContentSize(frame, stored);
   if (declared == ZSTD_CONTENTSIZE_ERROR ||
       (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != k->size))
-    return KPACK_ERROR_DECOMPRESSION_FAILED;
-  /* Nor may a size (from the TOC or the frame header) that the frame could
-   * not possibly fill decide how much we allocate. */
-  if (k->size / KP_ZSTD_MAX_RATIO > stored)
     return KPACK_ERROR_DECOMPRESSION_FAILED;
   if ((err = ensure_buffer(dst, size)) != KPACK_SUCCESS)
     return err;
@@ -202,6 +204,152 @@ kpack_error_t kp_copy_frame(kpack_archive_t a, const kp_kernel* k, void** frame,
   free(kernel);
   return err;
 }
+
+/* ---- sizes and prefixes -----------------------------------------------------
+ */
+
+/* Kernel k's frame extent with its u32 size field checked (4 bytes read,
+ * not the frame), falling back to the walked region like
+ * read_checked_frame(). */
+static kpack_error_t locate_frame(kpack_archive_t a, const kp_kernel* k,
+                                  const kp_extent** e) {
+  uint8_t field[4];
+  *e = &a->toc.extents[k->ordinal];
+  kpack_error_t err = kp_pread_all(a->fd, field, 4, (*e)->offset - 4);
+  if (err != KPACK_SUCCESS || kp_load_le(field, 4) == (*e)->size)
+    return err;
+  if (a->toc.extents_from_table) {
+    err = kp_frame_table_repair(a);
+    if (err == KPACK_ERROR_INVALID_FORMAT)
+      return KPACK_ERROR_DECOMPRESSION_FAILED;
+    if (err != KPACK_SUCCESS)
+      return err;
+    *e = &__atomic_load_n(&a->walked, __ATOMIC_ACQUIRE)[k->ordinal];
+    err = kp_pread_all(a->fd, field, 4, (*e)->offset - 4);
+    if (err != KPACK_SUCCESS || kp_load_le(field, 4) == (*e)->size)
+      return err;
+  }
+  return KPACK_ERROR_DECOMPRESSION_FAILED;
+}
+
+kpack_error_t kp_check_kernel_size(kpack_archive_t a, const kp_kernel* k) {
+  if (a->toc.scheme != KPACK_COMPRESSION_ZSTD_PER_KERNEL)
+    return KPACK_SUCCESS; /* open matched every blob to its size */
+  const kp_extent* e = &a->toc.extents[k->ordinal];
+  if (k->size / KP_ZSTD_MAX_RATIO <= e->size)
+    return KPACK_SUCCESS;
+  /* The frame-size table may be stale: judge by the frame's own field. */
+  kpack_error_t err = locate_frame(a, k, &e);
+  if (err != KPACK_SUCCESS)
+    return err;
+  return k->size / KP_ZSTD_MAX_RATIO > e->size ? KPACK_ERROR_INVALID_FORMAT
+                                               : KPACK_SUCCESS;
+}
+
+/* Compressed bytes fed to the decoder at a time by a prefix read. */
+#define KP_PREFIX_CHUNK (64u * 1024u)
+
+/* Decodes the first `want` bytes (want < k->size) of kernel k's frame into
+ * out, reading the frame in chunks only as far as they take. *too_large is
+ * set when the frame's window exceeds what a streaming decoder accepts
+ * (the one-shot decoder, which needs no window, still reads it). */
+static kpack_error_t decode_prefix(kpack_archive_t a, kp_reader* r,
+                                   const kp_kernel* k, uint8_t* out,
+                                   size_t want, bool* too_large) {
+  const kp_extent* e;
+  kpack_error_t err = locate_frame(a, k, &e);
+  if (err != KPACK_SUCCESS)
+    return err;
+  if (k->size / KP_ZSTD_MAX_RATIO > e->size)
+    return KPACK_ERROR_INVALID_FORMAT;
+  if (r->scratch_cap < KP_PREFIX_CHUNK) {
+    void* grown = realloc(r->scratch, KP_PREFIX_CHUNK);
+    if (grown == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    r->scratch = grown;
+    r->scratch_cap = KP_PREFIX_CHUNK;
+  }
+  ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+  ZSTD_outBuffer ob = {out, want, 0};
+  uint64_t fed = 0;
+  while (ob.pos < want) {
+    if (fed == e->size)
+      return KPACK_ERROR_DECOMPRESSION_FAILED; /* shorter than its size */
+    size_t n = e->size - fed < KP_PREFIX_CHUNK ? (size_t)(e->size - fed)
+                                               : KP_PREFIX_CHUNK;
+    if ((err = kp_pread_all(a->fd, r->scratch, n, e->offset + fed)) !=
+        KPACK_SUCCESS)
+      return err;
+    if (fed == 0) {
+      /* The same header check as a whole read. */
+      unsigned long long declared = ZSTD_getFrameContentSize(r->scratch, n);
+      if (declared == ZSTD_CONTENTSIZE_ERROR ||
+          (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != k->size))
+        return KPACK_ERROR_DECOMPRESSION_FAILED;
+    }
+    fed += n;
+    ZSTD_inBuffer ib = {r->scratch, n, 0};
+    while (ib.pos < ib.size && ob.pos < want) {
+      size_t ret = ZSTD_decompressStream(r->dctx, &ob, &ib);
+      if (ZSTD_isError(ret)) {
+        *too_large =
+            ZSTD_getErrorCode(ret) == ZSTD_error_frameParameter_windowTooLarge;
+        return KPACK_ERROR_DECOMPRESSION_FAILED;
+      }
+      if (ret == 0 && ob.pos < want)
+        return KPACK_ERROR_DECOMPRESSION_FAILED; /* the frame ended early */
+    }
+  }
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_read_kernel_prefix(kpack_archive_t archive,
+                                                 const char* binary_name,
+                                                 const char* arch, void* buffer,
+                                                 size_t length, size_t* size) {
+  if (size != NULL)
+    *size = 0;
+  if (archive == NULL || binary_name == NULL || arch == NULL || size == NULL ||
+      (buffer == NULL && length > 0))
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  const kp_kernel* k = kp_toc_find_kernel(&archive->toc, binary_name, arch);
+  if (k == NULL)
+    return KPACK_ERROR_KERNEL_NOT_FOUND;
+  kpack_error_t err = kp_check_kernel_size(archive, k);
+  if (err != KPACK_SUCCESS)
+    return err;
+  if (length >= k->size) {
+    /* All of it: the whole read, with every check. */
+    uint8_t empty;
+    void* dst = buffer != NULL ? buffer : &empty;
+    err = kp_read_kernel(archive, k, &dst);
+    *size = err == KPACK_SUCCESS ? (size_t)k->size : 0;
+    return err;
+  }
+  if (archive->toc.scheme == KPACK_COMPRESSION_NOOP) {
+    err = kp_pread_all(archive->fd, buffer, length,
+                       archive->toc.extents[k->ordinal].offset);
+  } else {
+    bool too_large = false;
+    kp_reader* r = reader_get(archive);
+    if (r == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    err = decode_prefix(archive, r, k, buffer, length, &too_large);
+    reader_put(archive, r);
+    if (too_large) {
+      void* whole = NULL;
+      if ((err = kp_read_kernel(archive, k, &whole)) == KPACK_SUCCESS)
+        memcpy(buffer, whole, length);
+      free(whole);
+    }
+  }
+  *size = err == KPACK_SUCCESS ? length : 0;
+  return err;
+}
+
+/* ---- public reads
+ * -------------------------------------------------------------
+ */
 
 KPACK_API kpack_error_t kpack_get_kernel(kpack_archive_t archive,
                                          const char* binary_name,

@@ -946,13 +946,15 @@ static void test_corrupt_frame_fails_decompression(void** state) {
 
 static void test_size_mismatch_fails_decompression(void** state) {
   (void)state;
+  /* A size no frame of that length could fill is a format error. */
   const uint64_t bad[] = {2999, 3001, 1ull << 40};
   for (int i = 0; i < 3; i++) {
     image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
     set_uint(&img, PATH("toc", "lib/a.so#0", "gfx942", "original_size"),
              bad[i]);
-    assert_int_equal(get_from(&img, "lib/a.so#0", "gfx942"),
-                     KPACK_ERROR_DECOMPRESSION_FAILED);
+    assert_int_equal(
+        get_from(&img, "lib/a.so#0", "gfx942"),
+        i < 2 ? KPACK_ERROR_DECOMPRESSION_FAILED : KPACK_ERROR_INVALID_FORMAT);
     free(img.data);
   }
 }

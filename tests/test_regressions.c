@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <zstd.h>
@@ -225,7 +226,8 @@ static void test_fifo_is_io_error_without_blocking(void** state) {
 
 /* Found by fuzz_archive: a TOC original_size far beyond what the frame can
  * hold was malloc'ed before decompression (ASan: allocation-size-too-big;
- * elsewhere OUT_OF_MEMORY instead of DECOMPRESSION_FAILED). */
+ * elsewhere OUT_OF_MEMORY). Such a size is the archive's fault: a format
+ * error, found before any allocation. */
 static void test_toc_size_no_frame_could_fill_is_refused(void** state) {
   (void)state;
   size_t frame_size;
@@ -237,7 +239,7 @@ static void test_toc_size_no_frame_could_fill_is_refused(void** state) {
   size_t size;
   assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
   assert_int_equal(kpack_get_kernel(a, "lib/a.so#0", "gfx90a", &data, &size),
-                   KPACK_ERROR_DECOMPRESSION_FAILED);
+                   KPACK_ERROR_INVALID_FORMAT);
   assert_null(data);
   kpack_close(a);
   free(path);
@@ -267,7 +269,7 @@ static void test_frame_header_size_no_frame_could_fill_is_refused(
                    KPACK_SUCCESS);
   assert_int_equal(info.size, 1ull << 46);
   assert_int_equal(kpack_get_kernel(a, "lib/a.so#0", "gfx90a", &data, &size),
-                   KPACK_ERROR_DECOMPRESSION_FAILED);
+                   KPACK_ERROR_INVALID_FORMAT);
   assert_null(data);
   kpack_close(a);
   free(path);
@@ -325,7 +327,7 @@ static void test_kcache_lying_toc_size_fails_like_get_kernel(void** state) {
   assert_int_equal(kpack_kcache_create(1 << 20, &cache), KPACK_SUCCESS);
   assert_int_equal(kpack_kcache_acquire(cache, a, "lib/a.so#0", "gfx90a",
                                         &entry, &data, &size),
-                   KPACK_ERROR_DECOMPRESSION_FAILED);
+                   KPACK_ERROR_INVALID_FORMAT);
   assert_null(entry);
   kpack_kcache_stats_t stats;
   assert_int_equal(kpack_kcache_get_stats(cache, &stats), KPACK_SUCCESS);
@@ -333,6 +335,58 @@ static void test_kcache_lying_toc_size_fails_like_get_kernel(void** state) {
   kpack_kcache_purge(cache, a);
   kpack_kcache_destroy(cache);
   kpack_close(a);
+  free(path);
+  free(frame);
+}
+
+/* Found by review: a TOC entry declaring 2^64-1 bytes made `kpack verify`
+ * allocate that much (OUT_OF_MEMORY) and the kernel cache refuse it as out
+ * of memory (ENOMEM for a mounted file). Every path now calls it a format
+ * error before allocating: the whole read, the cache, a prefix read and
+ * the prefix render kpackfs sizes its text files with, and verify. */
+static void test_size_of_2_64_minus_1_is_invalid_format_everywhere(
+    void** state) {
+  (void)state;
+  size_t frame_size;
+  void* frame = make_frame(3000, true, &frame_size);
+  char* path = write_zstd_archive("lying-max.kpack", frame, frame_size, true,
+                                  UINT64_MAX);
+  kpack_archive_t a;
+  void* data;
+  size_t size;
+  uint8_t prefix[64];
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel(a, "lib/a.so#0", "gfx90a", &data, &size),
+                   KPACK_ERROR_INVALID_FORMAT);
+  assert_int_equal(kpack_read_kernel_prefix(a, "lib/a.so#0", "gfx90a", prefix,
+                                            sizeof(prefix), &size),
+                   KPACK_ERROR_INVALID_FORMAT);
+  kpack_co_render_t r;
+  assert_int_equal(kpack_kernel_render(a, "lib/a.so#0", "gfx90a", &r, NULL),
+                   KPACK_ERROR_INVALID_FORMAT);
+  kpack_kcache_t* cache;
+  kpack_kcache_entry_t* entry;
+  const void* cached;
+  assert_int_equal(kpack_kcache_create(1 << 20, &cache), KPACK_SUCCESS);
+  assert_int_equal(kpack_kcache_acquire(cache, a, "lib/a.so#0", "gfx90a",
+                                        &entry, &cached, &size),
+                   KPACK_ERROR_INVALID_FORMAT);
+  kpack_kcache_destroy(cache);
+  kpack_close(a);
+
+  char* cmd;
+  char line[1024] = "";
+  assert_true(asprintf(&cmd, "'%s/kpack' verify '%s'", getenv("KPACK_TEST_BIN"),
+                       path) > 0);
+  FILE* p = popen(cmd, "r");
+  assert_non_null(p);
+  size_t n = fread(line, 1, sizeof(line) - 1, p);
+  line[n] = '\0';
+  assert_int_equal(WEXITSTATUS(pclose(p)), 1);
+  assert_non_null(
+      strstr(line, "lib/a.so#0 gfx90a: KPACK_ERROR_INVALID_FORMAT"));
+  assert_null(strstr(line, "OUT_OF_MEMORY"));
+  free(cmd);
   free(path);
   free(frame);
 }
@@ -345,6 +399,7 @@ int main(void) {
       cmocka_unit_test(test_frame_header_size_no_frame_could_fill_is_refused),
       cmocka_unit_test(test_highly_compressible_kernel_still_reads),
       cmocka_unit_test(test_kcache_lying_toc_size_fails_like_get_kernel),
+      cmocka_unit_test(test_size_of_2_64_minus_1_is_invalid_format_everywhere),
   };
   return cmocka_run_group_tests_name("regressions", tests, kt_tmp_setup,
                                      kt_tmp_teardown);

@@ -73,8 +73,49 @@ typedef struct kf_seen {
 static int archive_fd = -1;
 static char archive_path[64];
 
+/* INVALID_FORMAT: a size the stored frame could never hold. */
 static bool read_failure(kpack_error_t err) {
-  return err == KPACK_ERROR_DECOMPRESSION_FAILED || err == KPACK_ERROR_IO_ERROR;
+  return err == KPACK_ERROR_DECOMPRESSION_FAILED ||
+         err == KPACK_ERROR_IO_ERROR || err == KPACK_ERROR_INVALID_FORMAT;
+}
+
+static bool same_text(const char* a, const char* b) {
+  return (a == NULL && b == NULL) ||
+         (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+/* A prefix of a kernel that reads whole is its first bytes, and what its
+ * code object shows, rendered from the prefix kpack_kernel_render() reads,
+ * is what the whole kernel renders. */
+static void check_prefixes(kpack_archive_t a, const kf_seen* k,
+                           const void* data, size_t size) {
+  size_t half = size / 2, got = 1;
+  uint8_t* prefix = malloc(half ? half : 1);
+  require(prefix != NULL, "out of memory in the driver");
+  require(kpack_read_kernel_prefix(a, k->binary, k->arch, prefix, half, &got) ==
+                  KPACK_SUCCESS &&
+              got == half && memcmp(prefix, data, half) == 0,
+          "a prefix differs from the kernel's first bytes");
+  free(prefix);
+  kpack_co_render_t whole, part;
+  kpack_error_t err = kpack_code_object_render(data, size, &whole);
+  require(err == KPACK_SUCCESS || err == KPACK_ERROR_OUT_OF_MEMORY,
+          "render of a kernel failed");
+  if (err != KPACK_SUCCESS)
+    return;
+  err = kpack_kernel_render(a, k->binary, k->arch, &part, NULL);
+  require(err == KPACK_SUCCESS || err == KPACK_ERROR_OUT_OF_MEMORY,
+          "render from a prefix failed where the whole kernel rendered");
+  if (err == KPACK_SUCCESS) {
+    require(part.status == whole.status &&
+                same_text(part.target, whole.target) &&
+                part.kernel_count == whole.kernel_count &&
+                same_text(part.kernels, whole.kernels) &&
+                same_text(part.metadata_json, whole.metadata_json),
+            "render from a prefix differs from the whole kernel's");
+    kpack_co_render_free(&part);
+  }
+  kpack_co_render_free(&whole);
 }
 
 /* Reads one kernel through kpack_get_kernel() and kpack_read_kernel(), which
@@ -115,6 +156,7 @@ static void read_both_ways(kpack_archive_t a, kf_seen* k) {
           "caller-buffer read failed where kpack_get_kernel succeeded");
   require(got == size && memcmp(copy, data, size) == 0,
           "read paths return different bytes");
+  check_prefixes(a, k, data, size);
   if (size > 0)
     require(kpack_read_kernel(a, k->binary, k->arch, copy, size - 1, &got) ==
                 KPACK_ERROR_INVALID_ARGUMENT,
@@ -763,10 +805,58 @@ static void check_render(const uint8_t* data, size_t size, kpack_error_t parsed,
   kpack_co_render_free(&r);
 }
 
+/* The prefix kpack_code_object_prefix_needed() asks for parses and renders
+ * exactly as the whole input does. Each round's prefix is a copy of its
+ * own size, so that a read beyond it is an overflow the sanitizer sees. */
+static void check_prefix(const uint8_t* data, size_t size,
+                         kpack_error_t parsed) {
+  uint8_t* copy = NULL;
+  size_t avail = 0;
+  uint64_t needed = 0;
+  for (int round = 0;; round++) {
+    free(copy);
+    copy = malloc(avail ? avail : 1);
+    require(copy != NULL, "out of memory in the driver");
+    memcpy(copy, data, avail);
+    require(kpack_code_object_prefix_needed(copy, avail, size, &needed) ==
+                KPACK_SUCCESS,
+            "prefix_needed refused a prefix");
+    if (needed <= avail)
+      break;
+    require(needed <= size && round < 64, "prefix_needed does not converge");
+    avail = (size_t)needed;
+  }
+  kpack_code_object_t* co = NULL;
+  kpack_error_t err = kpack_code_object_parse_prefix(copy, avail, size, &co);
+  require(err == parsed || err == KPACK_ERROR_OUT_OF_MEMORY ||
+              parsed == KPACK_ERROR_OUT_OF_MEMORY,
+          "a prefix parses with another status than the whole");
+  kpack_code_object_free(co);
+  kpack_co_render_t whole, part;
+  if (kpack_code_object_render(data, size, &whole) == KPACK_SUCCESS) {
+    if (kpack_code_object_render_prefix(copy, avail, size, &part) ==
+        KPACK_SUCCESS) {
+      require(
+          part.status == whole.status &&
+              part.kernel_count == whole.kernel_count &&
+              (part.target == NULL) == (whole.target == NULL) &&
+              (part.target == NULL || strcmp(part.target, whole.target) == 0) &&
+              strcmp(part.kernels, whole.kernels) == 0 &&
+              strcmp(part.metadata_json, whole.metadata_json) == 0,
+          "a prefix renders other text than the whole");
+      kpack_co_render_free(&part);
+    }
+    kpack_co_render_free(&whole);
+  }
+  free(copy);
+}
+
 size_t kf_code_object_input(const uint8_t* data, size_t size) {
   kpack_code_object_t* co = NULL;
   kpack_error_t err = kpack_code_object_parse(data, size, &co);
   require_status(err);
+  if (data != NULL)
+    check_prefix(data, size, err);
   if (err != KPACK_SUCCESS) {
     require(co == NULL, "failed parse left a code object");
     if (data != NULL && err != KPACK_ERROR_OUT_OF_MEMORY)
