@@ -119,7 +119,8 @@ typedef struct kfs_render_slot kfs_render_slot;
 /* The renders of every kernel, kept within a byte budget: released ones
  * stay in LRU order until the budget is exceeded (the page cache keeps what
  * was read anyway; this bridges closes, xattr lookups and evicted pages).
- * Sizes, once known, are remembered for good, so `stat` never renders. */
+ * Sizes, once known, are remembered for good, so `stat` renders a kernel
+ * at most once. */
 typedef struct kfs_renders {
   pthread_mutex_t lock; /* protects everything below and each slot */
   pthread_cond_t done;  /* a render finished (single flight per kernel) */
@@ -130,6 +131,7 @@ typedef struct kfs_renders {
   uint64_t bytes;    /* held, pinned or not */
   uint64_t renders;  /* renders built */
   uint64_t failures; /* renders that failed (the kernel unreadable...) */
+  uint64_t decoded;  /* kernel bytes decoded for them (prefixes) */
 } kfs_renders;
 
 #define KFS_RENDER_BUDGET (8ull << 20)
@@ -212,25 +214,15 @@ void kfs_renders_free(kfs_renders* renders);
 bool kfs_render_size(kfs_renders* renders, const kfs_node* n, uint64_t* size);
 
 /* The render of the kernel behind node `n` (a kernel or one of its text
- * files), built on a miss: the kernel is taken from the shared kernel cache
- * (decompressed at most once however many threads ask) and read with
- * kpack_code_object_parse(). Concurrent misses for one kernel build it
- * once. Pinned until kfs_render_release(). Bytes that are not a code
- * object render too, as empty texts without a target. Statuses: the kernel
- * cache's (the kernel cannot be read), OUT_OF_MEMORY; a failure is not
- * remembered. */
+ * files), built on a miss from as much of the kernel as its metadata note
+ * needs (kpack_kernel_render(): a prefix, decoded outside the kernel
+ * cache). Concurrent misses for one kernel build it once. Pinned until
+ * kfs_render_release(). Bytes that are not a code object render too, as
+ * empty texts without a target. Statuses: the kernel read's (it cannot be
+ * read), OUT_OF_MEMORY; a failure is not remembered. */
 kpack_error_t kfs_render_acquire(kfs_fs* fs, const kfs_node* n,
                                  kfs_render** render);
 void kfs_render_release(kfs_renders* renders, kfs_render* render);
-
-/* Telling the kernel the real size of text file `n` (ops.c, open_text),
- * once per file. begin returns false when that is done, after waiting for
- * another thread that is doing it; true makes the caller the one to do it,
- * who then calls end with whether it succeeded (if not, a later caller
- * tries again). */
-bool kfs_render_announce_begin(kfs_renders* renders, const kfs_node* n);
-void kfs_render_announce_end(kfs_renders* renders, const kfs_node* n,
-                             bool announced);
 
 /* Appends "renders=N\nrender_bytes=N\n" style lines for .kpackfs/stats. */
 int kfs_render_stats(kfs_renders* renders, char** text);

@@ -99,8 +99,11 @@ static char* render_stats(kfs_fs* fs, size_t* size) {
   return all;
 }
 
-static void fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
+/* Fills *st; false when it holds a text file's size that is not known yet
+ * (0: its kernel was never rendered). */
+static bool fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
                       struct stat* st) {
+  bool exact = true;
   const kfs_tree* t = &fs->tree;
   memset(st, 0, sizeof(*st));
   st->st_ino = ino;
@@ -132,10 +135,10 @@ static void fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
       break;
     case KFS_KERNELS:
     case KFS_METADATA: {
-      /* 0 until the kernel is first rendered (stat must not decompress),
-       * then the exact size; kfs_open tells the kernel when it changes. */
+      /* Exact once the kernel was rendered (text_size() sees to it before
+       * a lookup or getattr replies); a listing renders nothing. */
       uint64_t size = 0;
-      kfs_render_size(&fs->tree.renders, n, &size);
+      exact = kfs_render_size(&fs->tree.renders, n, &size);
       st->st_mode = S_IFREG | 0444;
       st->st_size = (off_t)size;
       break;
@@ -149,11 +152,29 @@ static void fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
     }
   }
   st->st_blocks = (st->st_size + 511) / 512;
+  return exact;
 }
 
 /* Stats change under the reader: their attributes must not be cached. */
 static double attr_timeout(const kfs_node* n) {
   return n->kind == KFS_STATS ? 0.0 : KFS_TIMEOUT;
+}
+
+/* Makes a text file's size known before its attributes are given out:
+ * copying tools (tar, rsync, cp -a, du -b) read st_size first and copy
+ * that many bytes. The render decodes only a prefix of the kernel and
+ * keeps the sizes for good. 0 or an errno (the kernel cannot be read). */
+static int text_size(kfs_fs* fs, const kfs_node* n) {
+  uint64_t size;
+  kfs_render* r;
+  if ((n->kind != KFS_KERNELS && n->kind != KFS_METADATA) ||
+      kfs_render_size(&fs->tree.renders, n, &size))
+    return 0;
+  kpack_error_t err = kfs_render_acquire(fs, n, &r);
+  if (err != KPACK_SUCCESS)
+    return kfs_errno(err);
+  kfs_render_release(&fs->tree.renders, r);
+  return 0;
 }
 
 /* Listing a tree costs round trips per directory, so init trims them:
@@ -193,6 +214,11 @@ static void kfs_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   e.ino = kfs_tree_lookup(&fs->tree, parent, name);
   if (e.ino != 0) {
     const kfs_node* n = kfs_tree_node(&fs->tree, e.ino);
+    int err = text_size(fs, n);
+    if (err != 0) {
+      fuse_reply_err(req, err);
+      return;
+    }
     e.generation = 1;
     e.attr_timeout = attr_timeout(n);
     fill_stat(fs, e.ino, n, &e.attr);
@@ -222,6 +248,11 @@ static void kfs_getattr(fuse_req_t req, fuse_ino_t ino,
   const kfs_node* n = kfs_tree_node(&fs->tree, ino);
   if (n == NULL) {
     fuse_reply_err(req, ENOENT);
+    return;
+  }
+  int err = text_size(fs, n);
+  if (err != 0) {
+    fuse_reply_err(req, err);
     return;
   }
   fill_stat(fs, ino, n, &st);
@@ -290,7 +321,10 @@ static void reply_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
         e.entry_timeout = KFS_TIMEOUT;
         e.attr_timeout = attr_timeout(n);
       }
-      fill_stat(fs, child, n, &e.attr);
+      /* A listing renders nothing: a text file not rendered yet goes out
+       * with attributes the kernel must not keep, so that a stat asks. */
+      if (!fill_stat(fs, child, n, &e.attr))
+        e.attr_timeout = 0;
       add =
           fuse_add_direntry_plus(req, buf + used, size - used, name, &e, i + 1);
     } else {
@@ -399,36 +433,6 @@ static int pin_text(kfs_fs* fs, kfs_handle* h) {
   return err;
 }
 
-/* A text file's size is unknown until its kernel is first rendered, and the
- * kernel keeps the 0 it was told until then for as long as it likes (long
- * attribute timeouts keep `ls -l` and `find` cheap). So the first open of
- * each text file renders it, then invalidates the kernel's attributes for
- * the inode before replying: the first read past the stale end of file
- * makes the kernel ask again (FUSE refreshes the size on a read past EOF),
- * gets the real size, and from then on the page cache serves the text like
- * any file. Later opens render nothing until a READ reaches the daemon.
- *
- * The invalidation is sent once per file, and opens that arrive meanwhile
- * wait for it: it also makes the kernel drop attribute replies in flight,
- * so a reader's refresh racing a second invalidation would keep size 0 and
- * read an empty file. If it cannot be sent, that open reads with direct
- * I/O, which ignores the size. */
-static int open_text(kfs_fs* fs, fuse_ino_t ino, kfs_handle* h,
-                     struct fuse_file_info* fi) {
-  fi->keep_cache = 1;
-  if (!kfs_render_announce_begin(&fs->tree.renders, h->node))
-    return 0;
-  int err = pin_text(fs, h);
-  bool told = err == 0 && fs->session != NULL &&
-              fuse_lowlevel_notify_inval_inode(fs->session, ino, -1, 0) == 0;
-  kfs_render_announce_end(&fs->tree.renders, h->node, told);
-  if (err == 0 && !told) {
-    fi->keep_cache = 0;
-    fi->direct_io = 1;
-  }
-  return err;
-}
-
 static void kfs_open(fuse_req_t req, fuse_ino_t ino,
                      struct fuse_file_info* fi) {
   kfs_fs* fs = fs_of(req);
@@ -458,9 +462,10 @@ static void kfs_open(fuse_req_t req, fuse_ino_t ino,
     atomic_fetch_add(&fs->opens, 1);
     fi->keep_cache = 1; /* the page cache outlives this open */
   } else if (n->kind == KFS_KERNELS || n->kind == KFS_METADATA) {
+    /* Its size was given out exact (text_size()); the render is pinned by
+     * the first read. */
     h->node = n;
-    if ((err = open_text(fs, ino, h, fi)) != 0)
-      goto fail;
+    fi->keep_cache = 1;
   } else if (n->kind == KFS_TOC_METADATA) {
     /* The TOC's bytes, in memory since the archive was opened. */
     const void* map = NULL;

@@ -2,9 +2,10 @@
  *
  * What a kernel's code object shows beside it: the `kernels` and
  * `metadata.json` files and the user.kpack.target and user.kpack.kernels
- * attributes, rendered once by libkpack (kpack_code_object_render(), the
- * same bytes `kpack extract` writes) and kept within a byte budget. Owns
- * kfs_renders; ops.c pins a render while a file or request needs it.
+ * attributes, rendered once by libkpack from a prefix of the kernel
+ * (kpack_kernel_render(), the same bytes `kpack extract` writes) and kept
+ * within a byte budget. Owns kfs_renders; ops.c pins a render while a file
+ * or request needs it.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,11 +18,6 @@
 enum {
   SLOT_KNOWN = 1,     /* the sizes below are valid, for good */
   SLOT_RENDERING = 2, /* a thread is building the render */
-  /* Per text file: a thread is telling the kernel its size, or has. */
-  SLOT_ANNOUNCING_KERNELS = 4,
-  SLOT_ANNOUNCED_KERNELS = 8,
-  SLOT_ANNOUNCING_JSON = 16,
-  SLOT_ANNOUNCED_JSON = 32,
 };
 
 struct kfs_render_slot {
@@ -102,22 +98,16 @@ static void evict_over_budget(kfs_renders* rs) {
 /* ---- rendering -------------------------------------------------------------
  */
 
-static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render** out) {
+/* Decodes only as much of the kernel as its metadata note needs; the
+ * kernel cache is left to readers of the kernel itself. */
+static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render** out,
+                           uint64_t* decoded) {
   const kfs_source* src = &fs->tree.sources[n->source];
-  kpack_kcache_entry_t* entry = NULL;
-  kfs_render* r = NULL;
-  const void* data;
-  size_t size;
-
-  kpack_error_t err = kpack_kcache_acquire(fs->cache, src->archive, n->binary,
-                                           n->arch, &entry, &data, &size);
-  if (err != KPACK_SUCCESS)
-    return err;
-  if ((r = calloc(1, sizeof(*r))) == NULL)
-    err = KPACK_ERROR_OUT_OF_MEMORY;
-  else
-    err = kpack_code_object_render(data, size, &r->text);
-  kpack_kcache_release(fs->cache, entry); /* the render has copies */
+  kfs_render* r = calloc(1, sizeof(*r));
+  if (r == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  kpack_error_t err =
+      kpack_kernel_render(src->archive, n->binary, n->arch, &r->text, decoded);
   if (err != KPACK_SUCCESS) {
     free(r);
     return err;
@@ -154,9 +144,11 @@ kpack_error_t kfs_render_acquire(kfs_fs* fs, const kfs_node* n,
   slot->flags |= SLOT_RENDERING;
   pthread_mutex_unlock(&rs->lock);
 
-  kpack_error_t err = build(fs, n, &r);
+  uint64_t decoded = 0;
+  kpack_error_t err = build(fs, n, &r, &decoded);
 
   pthread_mutex_lock(&rs->lock);
+  rs->decoded += decoded;
   slot->flags &= (uint8_t)~SLOT_RENDERING;
   pthread_cond_broadcast(&rs->done);
   if (err != KPACK_SUCCESS) {
@@ -198,42 +190,14 @@ bool kfs_render_size(kfs_renders* rs, const kfs_node* n, uint64_t* size) {
   return known;
 }
 
-bool kfs_render_announce_begin(kfs_renders* rs, const kfs_node* n) {
-  bool json = n->kind == KFS_METADATA;
-  uint8_t announcing = json ? SLOT_ANNOUNCING_JSON : SLOT_ANNOUNCING_KERNELS;
-  uint8_t announced = json ? SLOT_ANNOUNCED_JSON : SLOT_ANNOUNCED_KERNELS;
-  kfs_render_slot* slot = &rs->slots[n->render];
-  bool mine = false;
-  pthread_mutex_lock(&rs->lock);
-  while ((slot->flags & announcing) && !(slot->flags & announced))
-    pthread_cond_wait(&rs->done, &rs->lock);
-  if (!(slot->flags & announced)) {
-    slot->flags |= announcing;
-    mine = true;
-  }
-  pthread_mutex_unlock(&rs->lock);
-  return mine;
-}
-
-void kfs_render_announce_end(kfs_renders* rs, const kfs_node* n,
-                             bool announced) {
-  bool json = n->kind == KFS_METADATA;
-  kfs_render_slot* slot = &rs->slots[n->render];
-  pthread_mutex_lock(&rs->lock);
-  slot->flags &=
-      (uint8_t) ~(json ? SLOT_ANNOUNCING_JSON : SLOT_ANNOUNCING_KERNELS);
-  if (announced)
-    slot->flags |= json ? SLOT_ANNOUNCED_JSON : SLOT_ANNOUNCED_KERNELS;
-  pthread_cond_broadcast(&rs->done);
-  pthread_mutex_unlock(&rs->lock);
-}
-
 int kfs_render_stats(kfs_renders* rs, char** text) {
   pthread_mutex_lock(&rs->lock);
   uint64_t renders = rs->renders, failures = rs->failures, bytes = rs->bytes;
+  uint64_t decoded = rs->decoded;
   pthread_mutex_unlock(&rs->lock);
   return asprintf(text,
                   "renders=%" PRIu64 "\nrender_failures=%" PRIu64
-                  "\nrender_bytes=%" PRIu64 "\n",
-                  renders, failures, bytes);
+                  "\nrender_bytes=%" PRIu64 "\nrender_decoded_bytes=%" PRIu64
+                  "\n",
+                  renders, failures, bytes, decoded);
 }

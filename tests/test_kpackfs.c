@@ -1974,7 +1974,7 @@ static int run_logged(char* const argv[], const char* log) {
 #define GEMM90 "lib/libgemm.so#0/gfx90a:xnack-/"
 #define GEMM942 "lib/libgemm.so#0/gfx942/"
 
-static void test_listing_code_objects_renders_and_decompresses_nothing(
+static void test_long_listing_sizes_text_files_without_decompressing(
     void** state) {
   (void)state;
   mnt* m = &scratch[0];
@@ -1996,11 +1996,48 @@ static void test_listing_code_objects_renders_and_decompresses_nothing(
   char names[512];
   assert_true(listxattr(hsaco, names, sizeof(names)) > 0);
   free(hsaco);
-  /* Unknown until rendered, so 0; nothing was decompressed to say it. */
-  assert_int_equal(size_of(m, GEMM90 "kernels"), 0);
-  assert_int_equal(size_of(m, GEMM90 "metadata.json"), 0);
+  /* ls -lR and du stat every text file: each code object's note was
+   * decoded for its exact size, but no kernel was decompressed. */
+  assert_int_equal(stat_value(m, "decompressions"), 0);
+  assert_int_equal(stat_value(m, "renders"), 4);
+  char* want = expected_kernels(gemm_gfx90a, 2);
+  assert_int_equal(size_of(m, GEMM90 "kernels"), strlen(want));
+  free(want);
+  want = expected_json(co_gfx90a.data, co_gfx90a.size);
+  assert_int_equal(size_of(m, GEMM90 "metadata.json"), strlen(want));
+  free(want);
+  assert_int_equal(stat_value(m, "renders"), 4);
+  free(log);
+  mnt_stop_clean(m);
+}
+
+/* A listing of a fresh mount (readdir, find -name, as `ls` does without
+ * -l) neither decompresses nor renders. */
+static void test_find_by_name_renders_and_decompresses_nothing(void** state) {
+  (void)state;
+  mnt* m = &scratch[0];
+  mnt_init(m, "co-find");
+  const char* args[] = {path_co, path_co_odd, NULL};
+  mnt_start(m, args);
+  char* log = kt_path(tmp, "co-find.out");
+  char* find[] = {"find", m->dir, "-name", "kernels", NULL};
+  char* ls[] = {"ls", "-R", m->dir, NULL};
+  assert_int_equal(run_logged(find, log), 0);
+  char* out = slurp(log);
+  assert_non_null(strstr(out, GEMM90 "kernels\n"));
+  assert_null(strstr(out, "metadata.json"));
+  free(out);
+  assert_int_equal(run_logged(ls, log), 0);
   assert_int_equal(stat_value(m, "decompressions"), 0);
   assert_int_equal(stat_value(m, "renders"), 0);
+  assert_int_equal(stat_value(m, "render_decoded_bytes"), 0);
+  /* A stat then renders from a prefix, sized exactly. */
+  char* want = expected_kernels(gemm_gfx90a, 2);
+  assert_int_equal(size_of(m, GEMM90 "kernels"), strlen(want));
+  free(want);
+  assert_int_equal(stat_value(m, "renders"), 1);
+  assert_int_equal(stat_value(m, "decompressions"), 0);
+  assert_true(stat_value(m, "render_decoded_bytes") > 0);
   free(log);
   mnt_stop_clean(m);
 }
@@ -2023,8 +2060,8 @@ static void test_kernels_and_metadata_json_show_the_code_object(void** state) {
   assert_string_equal(got, json);
   assert_int_equal(size_of(m, GEMM90 "metadata.json"), strlen(json));
   free(got);
-  /* One decompression and one render served both files. */
-  assert_int_equal(stat_value(m, "decompressions"), 1);
+  /* One render served both files, from a prefix: no kernel decompressed. */
+  assert_int_equal(stat_value(m, "decompressions"), 0);
   assert_int_equal(stat_value(m, "renders"), 1);
   /* Later opens are served from what was kept. */
   for (int i = 0; i < 3; i++) {
@@ -2033,7 +2070,7 @@ static void test_kernels_and_metadata_json_show_the_code_object(void** state) {
     free(got);
   }
   assert_int_equal(stat_value(m, "renders"), 1);
-  assert_int_equal(stat_value(m, "decompressions"), 1);
+  assert_int_equal(stat_value(m, "decompressions"), 0);
   free(want);
   free(json);
 
@@ -2186,9 +2223,9 @@ static void* read_text_concurrently(void* arg) {
 }
 
 /* Eight readers open both text files of a kernel at once on a fresh mount:
- * one render, one decompression, and every reader sees the whole text. A
- * reader whose size refresh raced a second invalidation of the same file
- * once read it as empty, so this runs a few rounds. */
+ * one render, no decompression, and every reader sees the whole text. A
+ * reader whose size refresh raced another reader's once read it as empty,
+ * so this runs a few rounds. */
 static void test_parallel_first_reads_render_once(void** state) {
   (void)state;
   const char* dirs[] = {GEMM90, GEMM942};
@@ -2226,7 +2263,7 @@ static void test_parallel_first_reads_render_once(void** state) {
       pthread_barrier_destroy(&start);
     }
     assert_int_equal(stat_value(m, "renders"), 2);
-    assert_int_equal(stat_value(m, "decompressions"), 2);
+    assert_int_equal(stat_value(m, "decompressions"), 0);
     mnt_stop_clean(m);
     mnt_free(m);
   }
@@ -2558,9 +2595,8 @@ static void tree_free(tree_list* l) {
 }
 
 /* The mounted tree and an extracted one hold the same names, and each file
- * the same bytes and, once read, the same size (a text file's size is 0 in
- * the mount until its first open renders it; every other file's is exact
- * from the start). Returns how many files were compared. */
+ * the same bytes and the same size, from the first stat on (text files
+ * included). Returns how many files were compared. */
 static size_t assert_same_tree(const char* mounted, const char* extracted) {
   tree_list a = {0}, b = {0};
   tree_walk(mounted, "", &a);
@@ -2593,10 +2629,9 @@ static size_t assert_same_tree(const char* mounted, const char* extracted) {
                n1, n2);
     assert_int_equal(stat(in_mnt, &after), 0);
     assert_int_equal(after.st_size, n2);
-    const char* base = strrchr(rel, '/') + 1;
-    if (strcmp(base, KPACK_CO_KERNELS_FILE) != 0 &&
-        strcmp(base, KPACK_CO_METADATA_FILE) != 0)
-      assert_int_equal(before.st_size, n2);
+    if (before.st_size != (off_t)n2)
+      fail_msg("%s: size %lld before the first read, %zu bytes", rel,
+               (long long)before.st_size, n2);
     free(x);
     free(y);
     free(in_mnt);
@@ -2765,7 +2800,8 @@ static void test_real_library_mount_and_extract_show_one_tree(void** state) {
   const char* args[] = {"-o", "cache_size=64M", archive, NULL};
   mnt_start(m, args);
   assert_mount_is_the_extracted_tree(m, tree, 21); /* 7 arches, 3 files */
-  /* Each code object decompressed once for all three files. */
+  /* Each code object decompressed once, for kernel.hsaco; the text files
+   * come from prefixes. */
   assert_int_equal(stat_value(m, "decompressions"), 7);
   KPACK_OK(log, "create", "-q", "-l", "1", "-o", again, m->dir);
   mnt_stop_clean(m);
@@ -2774,6 +2810,135 @@ static void test_real_library_mount_and_extract_show_one_tree(void** state) {
   free(tree);
   free(again);
   free(log);
+}
+
+/* `du -ab ROOT` as "size path-below-ROOT" lines for regular files only
+ * (directory sizes are the filesystem's own), sorted. */
+static char* du_files(const char* root) {
+  char* log = kt_path(tmp, "du.out");
+  char* du[] = {"du", "-ab", "--exclude=.kpackfs", (char*)root, NULL};
+  assert_int_equal(run_logged(du, log), 0);
+  char* out = slurp(log);
+  tree_list lines = {0};
+  size_t root_len = strlen(root);
+  for (char* line = strtok(out, "\n"); line != NULL;
+       line = strtok(NULL, "\n")) {
+    char* tab = strchr(line, '\t');
+    assert_non_null(tab);
+    struct stat st;
+    assert_int_equal(lstat(tab + 1, &st), 0);
+    if (!S_ISREG(st.st_mode))
+      continue;
+    assert_true(strncmp(tab + 1, root, root_len) == 0);
+    char* entry;
+    assert_true(asprintf(&entry, "%.*s %s", (int)(tab - line), line,
+                         tab + 1 + root_len) > 0);
+    tree_push(&lines, 'F', entry);
+    free(entry);
+  }
+  qsort(lines.items, lines.count, sizeof(*lines.items), by_string);
+  char* joined = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&joined, &len);
+  for (size_t i = 0; i < lines.count; i++)
+    fprintf(f, "%s\n", lines.items[i]);
+  fclose(f);
+  tree_free(&lines);
+  free(out);
+  free(log);
+  return joined;
+}
+
+/* Runs a shell command line; fails the test with its output unless it
+ * exits 0. */
+static void shell_ok(const char* command) {
+  char* log = kt_path(tmp, "shell.out");
+  char* argv[] = {"sh", "-c", (char*)command, NULL};
+  if (run_logged(argv, log) != 0) {
+    char* text = slurp(log);
+    fail_msg("%s:\n%s", command, text);
+  }
+  free(log);
+}
+
+/* What backup and copying tools do to a freshly mounted tree (they read
+ * st_size first and copy that many bytes): tar, rsync -a and cp -a each
+ * give a tree that diff -r finds identical to what `kpack extract` writes,
+ * and du -b sees the extracted tree's sizes. */
+static void copies_of_a_fresh_mount_are_the_extracted_tree(const char* archive,
+                                                           const char* name) {
+  char* tree = kt_path(tmp, name);
+  char* log = kt_path(tmp, "copies.log");
+  KPACK_OK(log, "extract", "-C", tree, archive);
+  static const char* const tools[] = {"tar", "rsync", "cp", "du"};
+  for (size_t t = 0; t < sizeof tools / sizeof tools[0]; t++) {
+    mnt* m = &scratch[0];
+    mnt_init(m, "copies");
+    const char* args[] = {archive, NULL};
+    mnt_start(m, args);
+    char* copy = kt_path(tmp, "copy");
+    char* command = NULL;
+    switch (t) {
+      case 0:
+        assert_true(asprintf(&command,
+                             "tar -C '%s' --exclude=./.kpackfs -cf '%s.tar' . "
+                             "&& mkdir '%s' && tar -C '%s' -xf '%s.tar'",
+                             m->dir, copy, copy, copy, copy) > 0);
+        break;
+      case 1:
+        assert_true(asprintf(&command,
+                             "rsync -a --exclude=/.kpackfs '%s/' '%s/'", m->dir,
+                             copy) > 0);
+        break;
+      case 2:
+        assert_true(asprintf(&command, "cp -a '%s' '%s'", m->dir, copy) > 0);
+        break;
+      default: {
+        char* mounted = du_files(m->dir);
+        char* extracted = du_files(tree);
+        assert_string_equal(mounted, extracted);
+        free(mounted);
+        free(extracted);
+      }
+    }
+    if (command != NULL) {
+      shell_ok(command);
+      char* diff = NULL;
+      assert_true(asprintf(&diff, "diff -r -x .kpackfs '%s' '%s'", tree, copy) >
+                  0);
+      shell_ok(diff);
+      free(diff);
+      free(command);
+      /* Sizes came from prefixes: no kernel was decompressed for them. */
+      assert_int_equal(stat_value(m, "render_failures"), 0);
+    }
+    mnt_stop_clean(m);
+    mnt_free(m);
+    char* tarball;
+    assert_true(asprintf(&tarball, "%s.tar", copy) > 0);
+    unlink(tarball);
+    free(tarball);
+    if (access(copy, F_OK) == 0)
+      kt_rmtree(copy); /* the tests run as root: 0555 directories go too */
+    free(copy);
+  }
+  kt_rmtree(tree);
+  free(tree);
+  free(log);
+}
+
+static void test_tar_rsync_cp_and_du_of_a_fresh_mount_see_the_extracted_tree(
+    void** state) {
+  (void)state;
+  char* archive = one_tree_archive("copies.kpack");
+  copies_of_a_fresh_mount_are_the_extracted_tree(archive, "copies-extracted");
+  free(archive);
+}
+
+static void test_copies_of_a_fresh_real_library_mount_are_exact(void** state) {
+  (void)state;
+  copies_of_a_fresh_mount_are_the_extracted_tree(real_archive(),
+                                                 "real-copies-extracted");
 }
 
 int main(void) {
@@ -2809,7 +2974,8 @@ int main(void) {
       T(test_hundreds_of_sources_in_one_fstab_list_mount),
       T(test_more_archives_than_the_soft_fd_limit_mount),
       T(test_kernel_file_names_over_255_bytes_are_skipped),
-      T(test_listing_code_objects_renders_and_decompresses_nothing),
+      T(test_long_listing_sizes_text_files_without_decompressing),
+      T(test_find_by_name_renders_and_decompresses_nothing),
       T(test_kernels_and_metadata_json_show_the_code_object),
       T(test_cat_grep_wc_and_read_see_the_whole_text),
       T(test_code_object_xattrs_and_kernels_that_are_not_code_objects),
@@ -2818,6 +2984,8 @@ int main(void) {
       T(test_mount_and_extract_show_one_tree),
       T(test_mounted_and_extracted_trees_repack_with_their_maps),
       T(test_real_library_mount_and_extract_show_one_tree),
+      T(test_tar_rsync_cp_and_du_of_a_fresh_mount_see_the_extracted_tree),
+      T(test_copies_of_a_fresh_real_library_mount_are_exact),
 #undef T
   };
   return cmocka_run_group_tests_name("kpackfs", tests, group_setup,
