@@ -93,9 +93,12 @@ $(BUILD)/contrib/%.o: contrib/%.c $(HEADERS) $(wildcard contrib/*.h)
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
+# The tool demangles kernel names with the C++ runtime's __cxa_demangle
+# (kpack list --kernels -C): libstdc++'s runtime, present wherever g++ or
+# apt is, not its development package.
 $(TOOL): $(TOOL_SRCS:%.c=$(BUILD)/%.o) $(LIB_A)
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) -lz
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) -lz -l:libstdc++.so.6
 
 # ---- man pages ----------------------------------------------------------------
 # kpack(1) and kpackfs(8) are made from the manuals the programs print for

@@ -31,6 +31,24 @@ const char* cli_code_object_error_text(kpack_error_t err) {
   }
 }
 
+/* The C++ runtime's demangler (libstdc++'s, which the tool links; the
+ * library stays free of C++), declared here so that the tool stays C. */
+extern char* __cxa_demangle(const char* mangled, char* buffer, size_t* length,
+                            int* status);
+
+/* A kernel name as c++filt shows it, malloc'ed: demangled when it is a
+ * mangled C++ name (_Z...), else a copy. NULL only when out of memory. */
+static char* demangle(const char* name) {
+  if (strncmp(name, "_Z", 2) == 0) {
+    int status = -1;
+    char* out = __cxa_demangle(name, NULL, NULL, &status);
+    if (status == 0 && out != NULL)
+      return out;
+    free(out);
+  }
+  return strdup(name);
+}
+
 static void code_object_error(const char* subject, kpack_error_t err) {
   cli_error("%s: %s (%s)", subject, kpack_error_string(err),
             cli_code_object_error_text(err));
@@ -246,23 +264,27 @@ typedef struct kernels_state {
   char* const* globs; /* --kernel patterns; none matches every kernel */
   size_t glob_count;
   bool json, many, first;
+  bool demangle; /* -C: names as c++filt shows them */
   int status;
   cli_table table;
   size_t code_objects, kernels;
 } kernels_state;
 
-static bool wanted(const kernels_state* s, const char* name) {
+/* A pattern matches the name as shown or, with -C, as stored. */
+static bool wanted(const kernels_state* s, const char* name,
+                   const char* shown) {
   if (s->glob_count == 0)
     return true;
   for (size_t i = 0; i < s->glob_count; i++)
-    if (fnmatch(s->globs[i], name, 0) == 0)
+    if (fnmatch(s->globs[i], name, 0) == 0 ||
+        fnmatch(s->globs[i], shown, 0) == 0)
       return true;
   return false;
 }
 
 static void kernel_row(kernels_state* s, const char* binary, const char* arch,
                        const kpack_code_object_info_t* info,
-                       const kpack_co_kernel_t* k) {
+                       const kpack_co_kernel_t* k, const char* shown) {
   char cells[256];
   s->kernels++;
   if (s->json) {
@@ -277,32 +299,33 @@ static void kernel_row(kernels_state* s, const char* binary, const char* arch,
     cli_json_string(stdout, info->target);
     fputs(", ", stdout);
     json_kernel(k);
+    if (s->demangle) {
+      fputs(", \"demangled\": ", stdout);
+      cli_json_string(stdout, shown);
+    }
     fputs("}", stdout);
     return;
   }
   resource_cells(k, cells, sizeof(cells));
   if (s->many)
     cli_table_row(&s->table, "%s\t%s\t%s\t%s\t%s", s->archive_path, binary,
-                  arch, cells, k->name);
+                  arch, cells, shown);
   else
-    cli_table_row(&s->table, "%s\t%s\t%s\t%s", binary, arch, cells, k->name);
+    cli_table_row(&s->table, "%s\t%s\t%s\t%s", binary, arch, cells, shown);
 }
 
 static bool list_code_object(kpack_archive_t archive, const char* binary,
                              const char* arch, const kpack_kernel_info_t* kinfo,
                              void* user) {
   kernels_state* s = user;
-  void* data = NULL;
-  size_t size;
   kpack_code_object_t* co = NULL;
   if (cli_interrupted())
     return false;
   if (strcmp(kinfo->type, "hsaco") != 0)
     return true; /* not a code object by its type: nothing to list */
-  kpack_error_t err = kpack_get_kernel(archive, binary, arch, &data, &size);
-  if (err == KPACK_SUCCESS)
-    err = kpack_code_object_parse(data, size, &co);
-  kpack_free_kernel(data);
+  /* Only the prefix that holds the metadata note is decoded. */
+  kpack_error_t err =
+      kpack_kernel_code_object(archive, binary, arch, &co, NULL);
   if (err != KPACK_SUCCESS) {
     cli_error("%s: %s %s: %s (%s)", s->archive_path, binary, arch,
               kpack_error_string(err), cli_code_object_error_text(err));
@@ -315,8 +338,16 @@ static bool list_code_object(kpack_archive_t archive, const char* binary,
   for (size_t i = 0; i < info.kernel_count; i++) {
     kpack_co_kernel_t k;
     kpack_code_object_get_kernel(co, i, &k);
-    if (wanted(s, k.name))
-      kernel_row(s, binary, arch, &info, &k);
+    char* demangled = s->demangle ? demangle(k.name) : NULL;
+    if (s->demangle && demangled == NULL) {
+      cli_error("out of memory");
+      s->status = CLI_FAIL;
+      break;
+    }
+    const char* shown = demangled != NULL ? demangled : k.name;
+    if (wanted(s, k.name, shown))
+      kernel_row(s, binary, arch, &info, &k, shown);
+    free(demangled);
   }
   kpack_code_object_free(co);
   return true;
@@ -328,6 +359,7 @@ int cli_list_kernels(int argc, char** argv) {
       {"json", no_argument, NULL, OPT_JSON},
       {"kernels", no_argument, NULL, OPT_KERNELS},
       {"kernel", required_argument, NULL, OPT_KERNEL},
+      {"demangle", no_argument, NULL, 'C'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   static const char* headers[RESOURCE_COLUMNS + 4];
@@ -339,10 +371,13 @@ int cli_list_kernels(int argc, char** argv) {
     cli_error("out of memory");
     return CLI_FAIL;
   }
-  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "hC", options, NULL)) != -1) {
     switch (c) {
       case OPT_JSON:
         s.json = true;
+        break;
+      case 'C':
+        s.demangle = true;
         break;
       case OPT_KERNELS:
         break;

@@ -16,7 +16,7 @@ static const char list_manual[] =
     "\n"
     "SYNOPSIS\n"
     "    kpack list [--json] ARCHIVE|HOST-BINARY...\n"
-    "    kpack list --kernels [--json] [--kernel GLOB]... ARCHIVE...\n"
+    "    kpack list --kernels [-C] [--json] [--kernel GLOB]... ARCHIVE...\n"
     "\n"
     "DESCRIPTION\n"
     "    One row per kernel: the binary it belongs to (an install-tree path\n"
@@ -35,8 +35,9 @@ static const char list_manual[] =
     "    are read, so memory does not grow with the binary. A kpack-ified\n"
     "    binary holds no code objects: a note says so (see kpack info).\n"
     "\n"
-    "    With --kernels, each code object (type hsaco) of the archives is\n"
-    "    decompressed and its metadata note read instead: one row per\n"
+    "    With --kernels, the metadata note of each code object (type\n"
+    "    hsaco) of the archives is read instead, decompressing only the\n"
+    "    start of the code object that holds it: one row per\n"
     "    binary, architecture and GPU kernel, with the resources the note\n"
     "    gives: VGPR, SGPR and AGPR counts, LDS (group segment) and scratch\n"
     "    (private segment, per work-item) bytes, wavefront size, maximum\n"
@@ -58,8 +59,12 @@ static const char list_manual[] =
     "                   private_segment_fixed_size, kernarg_segment_size,\n"
     "                   wavefront_size, max_flat_workgroup_size,\n"
     "                   vgpr_spill_count, sgpr_spill_count} (null when the\n"
-    "                   note has no value)\n"
+    "                   note has no value), and with -C also demangled\n"
     "    --kernels      list the GPU kernels inside the code objects\n"
+    "    -C, --demangle with --kernels (implied), show kernel names as\n"
+    "                   c++filt does: C++ names demangled by the C++\n"
+    "                   runtime's own demangler; --json keeps the mangled\n"
+    "                   name and adds the demangled one\n"
     "    --kernel GLOB  with --kernels (implied), only kernels whose name\n"
     "                   matches the shell pattern GLOB; may be repeated\n"
     "    -h, --help     print this manual\n"
@@ -69,6 +74,7 @@ static const char list_manual[] =
     "    kpack list --json .kpack/*.kpack\n"
     "    kpack list /usr/lib/x86_64-linux-gnu/librocrand.so.1\n"
     "    kpack list --kernels --kernel '*gemm*' .kpack/*.kpack\n"
+    "    kpack list --kernels -C rand.kpack\n"
     "    kpack list --kernels --json rand.kpack | jq '.[] | "
     "select(.sgpr_count\n"
     "        > 64) | .name'\n"
@@ -284,9 +290,11 @@ static int list_run(int argc, char** argv) {
   size_t listed = 0;
   char a[32], b[32], r[32];
 
-  /* --kernels reads the code objects: a command of its own. */
+  /* --kernels reads the code objects: a command of its own (--kernel and
+   * -C/--demangle imply it). */
   for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
-    if (strncmp(argv[i], "--kernel", 8) == 0)
+    if (strncmp(argv[i], "--kernel", 8) == 0 || strcmp(argv[i], "-C") == 0 ||
+        strcmp(argv[i], "--demangle") == 0)
       return cli_list_kernels(argc, argv);
   int early = parse_json_flag(&cli_list_command, argc, argv, &s.json, NULL);
   if (early >= 0)

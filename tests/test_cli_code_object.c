@@ -457,6 +457,59 @@ static void test_verify_warns_of_unknown_targets_and_fails_broken_notes(
 /* ---- real code objects ------------------------------------------------------
  */
 
+/* `text | c++filt`, c++filt's output. */
+static char* cxxfilt(const char* text) {
+  char* in = kt_path(kt_tmp, "cxxfilt.in");
+  kt_write_file(in, text, strlen(text));
+  char* argv[] = {"sh", "-c", "c++filt < \"$0\"", in, NULL};
+  char* out;
+  assert_int_equal(kt_run(argv, 60, &out, NULL), 0);
+  free(in);
+  return out;
+}
+
+/* -C shows real librocrand kernel names exactly as c++filt demangles them:
+ * the demangled table is the mangled one through c++filt (the names are
+ * the last column), and --json keeps the mangled name beside. */
+static void test_demangled_kernel_names_are_what_cxxfilt_shows(void** state) {
+  (void)state;
+  char* lib = kt_librocrand();
+  char* archive = kt_path(kt_tmp, "rand-demangle.kpack");
+  char* input;
+  char *mangled, *demangled, *json;
+  assert_true(asprintf(&input, "%s=lib/librocrand.so.1", lib) > 0);
+  assert_int_equal(
+      KP(NULL, NULL, "create", "-o", archive, "-l", "1", "--fatbin", input), 0);
+  assert_int_equal(KP(&mangled, NULL, "list", "--kernels", archive), 0);
+  assert_int_equal(KP(&demangled, NULL, "list", "--kernels", "-C", archive), 0);
+  char* want = cxxfilt(mangled);
+  assert_string_equal(demangled, want);
+  assert_string_not_equal(demangled, mangled); /* names did change */
+  assert_contains(demangled,
+                  "  rocrand_host::detail::init_engines_kernel(rocrand_device::"
+                  "xorwow_engine*, unsigned int, unsigned long long, unsigned "
+                  "long long)\n");
+  free(want);
+  /* --demangle implies --kernels; --json has both names. */
+  assert_int_equal(KP(&json, NULL, "list", "--demangle", "--json", "--kernel",
+                      "*xorwow_engineEjyy", archive),
+                   0);
+  assert_contains(
+      json,
+      "\"name\": \"_ZN12rocrand_host6detailL19init_engines_kernelEPN"
+      "14rocrand_device13xorwow_engineEjyy\"");
+  assert_contains(json,
+                  "\"demangled\": \"rocrand_host::detail::init_engines_kernel("
+                  "rocrand_device::xorwow_engine*, unsigned int, unsigned long "
+                  "long, unsigned long long)\"}");
+  free(json);
+  free(mangled);
+  free(demangled);
+  free(input);
+  free(archive);
+  free(lib);
+}
+
 static void test_real_librocrand_kernels_list_and_verify(void** state) {
   (void)state;
   char* lib = kt_librocrand();
@@ -681,6 +734,7 @@ int main(void) {
       T(test_verify_accepts_generic_code_objects_under_their_family),
       T(test_verify_warns_of_unknown_targets_and_fails_broken_notes),
       T(test_real_librocrand_kernels_list_and_verify),
+      T(test_demangled_kernel_names_are_what_cxxfilt_shows),
       T(test_extract_writes_kernels_and_metadata_json_beside_code_objects),
       T(test_extract_bytes_only_leaves_the_text_files_out),
 #undef T
