@@ -376,6 +376,64 @@ static void loader(const char* path) {
   msgpack_sbuffer_destroy(&buf);
 }
 
+/* What `kpack list --kernels` does per code object: parse it from the
+ * prefix that holds its metadata note (kpack_kernel_code_object), against
+ * what it did before, decompress it whole and parse that. Bytes that are
+ * not a code object fail the parse the same way on both sides. */
+static double parse_all(kpack_archive_t a, const bn_kernel* k, size_t n,
+                        bool prefix, uint64_t* decoded) {
+  double t = bn_now();
+  *decoded = 0;
+  for (size_t i = 0; i < n; i++) {
+    kpack_code_object_t* co = NULL;
+    uint64_t got = 0;
+    kpack_error_t err;
+    if (prefix) {
+      err = kpack_kernel_code_object(a, k[i].binary, k[i].arch, &co, &got);
+    } else {
+      void* data;
+      size_t size;
+      err = kpack_get_kernel(a, k[i].binary, k[i].arch, &data, &size);
+      if (err == KPACK_SUCCESS) {
+        err = kpack_code_object_parse(data, size, &co);
+        got = size;
+        kpack_free_kernel(data);
+      }
+    }
+    if (err == KPACK_ERROR_IO_ERROR || err == KPACK_ERROR_OUT_OF_MEMORY ||
+        err == KPACK_ERROR_DECOMPRESSION_FAILED)
+      bn_die_kpack("reading a code object", err);
+    *decoded += got;
+    kpack_code_object_free(co);
+  }
+  return bn_now() - t;
+}
+
+static void list_kernels(const bench_data* d) {
+  static const char name[] =
+      "list --kernels 1.23 GB: note from prefixes vs whole kernels";
+  if (!bn_exists(d->fatbin_kpack)) {
+    bn_row_not_run(name, ">= 3.00x", "no fat-binary archive (needs kpack)");
+    return;
+  }
+  size_t n;
+  bn_kernel* k;
+  kpack_archive_t a = bn_open_listed(d->fatbin_kpack, &k, &n);
+  double pre[REPS], whole[REPS];
+  uint64_t pre_bytes = 0, whole_bytes = 0;
+  for (int r = 0; r < REPS; r++) {
+    pre[r] = parse_all(a, k, n, true, &pre_bytes);
+    whole[r] = parse_all(a, k, n, false, &whole_bytes);
+  }
+  double p = bn_median(pre, REPS), w = bn_median(whole, REPS);
+  char value[96];
+  snprintf(value, sizeof(value), "%.1fx (%.3f vs %.3f s; %.1f%% decoded)",
+           w / p, p, w, whole_bytes ? 100.0 * pre_bytes / whole_bytes : 0.0);
+  bn_row(name, value, ">= 3.00x", w / p >= 3.0);
+  free(k);
+  kpack_close(a);
+}
+
 void bench_library(const bench_data* d) {
   open_footprint(d->zstd_2000);
   cold_open(d->zstd_2000);
@@ -387,4 +445,5 @@ void bench_library(const bench_data* d) {
   raw_blobs(d->none_2000);
   two_threads(d->zstd_2000);
   loader(d->zstd_2000);
+  list_kernels(d);
 }
