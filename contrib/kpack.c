@@ -88,7 +88,10 @@ static ssize_t stdout_write(void* cookie, const char* buf, size_t size) {
     if (n <= 0) {
       if (stdout_errno == 0)
         stdout_errno = n < 0 ? errno : EIO;
-      return done > 0 ? (ssize_t)done : -1;
+      /* Never negative (fopencookie(3)): glibc subtracts the result from
+       * what is left to write, and -1 made fwrite copy a byte past the
+       * caller's buffer into its own. */
+      return (ssize_t)done;
     }
     done += (size_t)n;
   }
