@@ -75,6 +75,15 @@ void cli_table_free(cli_table* t);
 
 /* A JSON string literal, quoted and escaped. */
 void cli_json_string(FILE* out, const char* s);
+
+/* A kernel name as c++filt shows it, malloc'ed: demangled by the C++
+ * runtime's __cxa_demangle when it is a mangled C++ name (_Z...), else a
+ * copy. NULL only when out of memory. */
+char* cli_demangle(const char* name);
+/* A `kernels` text (kpack_code_object.h) with each line's name demangled
+ * so, malloc'ed and NUL-terminated, *size its length; NULL when out of
+ * memory. An escaped name (\t, \xHH...) is no mangled name and stays. */
+char* cli_demangle_kernels(const char* text, size_t* size);
 /* "1.23x", or "-" when stored is 0. */
 const char* cli_ratio(char buf[32], uint64_t size, uint64_t stored);
 /* "12.3 MiB" style, for summaries. */

@@ -31,24 +31,6 @@ const char* cli_code_object_error_text(kpack_error_t err) {
   }
 }
 
-/* The C++ runtime's demangler (libstdc++'s, which the tool links; the
- * library stays free of C++), declared here so that the tool stays C. */
-extern char* __cxa_demangle(const char* mangled, char* buffer, size_t* length,
-                            int* status);
-
-/* A kernel name as c++filt shows it, malloc'ed: demangled when it is a
- * mangled C++ name (_Z...), else a copy. NULL only when out of memory. */
-static char* demangle(const char* name) {
-  if (strncmp(name, "_Z", 2) == 0) {
-    int status = -1;
-    char* out = __cxa_demangle(name, NULL, NULL, &status);
-    if (status == 0 && out != NULL)
-      return out;
-    free(out);
-  }
-  return strdup(name);
-}
-
 static void code_object_error(const char* subject, kpack_error_t err) {
   cli_error("%s: %s (%s)", subject, kpack_error_string(err),
             cli_code_object_error_text(err));
@@ -338,7 +320,7 @@ static bool list_code_object(kpack_archive_t archive, const char* binary,
   for (size_t i = 0; i < info.kernel_count; i++) {
     kpack_co_kernel_t k;
     kpack_code_object_get_kernel(co, i, &k);
-    char* demangled = s->demangle ? demangle(k.name) : NULL;
+    char* demangled = s->demangle ? cli_demangle(k.name) : NULL;
     if (s->demangle && demangled == NULL) {
       cli_error("out of memory");
       s->status = CLI_FAIL;

@@ -18,7 +18,8 @@ static const char extract_manual[] =
     "    kpack extract - write archives out as the tree kpackfs shows\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack extract [-C DIR] [-b BINARY] [-a ARCH] [-B] [-v] ARCHIVE...\n"
+    "    kpack extract [-C DIR] [-b BINARY] [-a ARCH] [-B] [--demangle] [-v]\n"
+    "                  ARCHIVE...\n"
     "\n"
     "DESCRIPTION\n"
     "    Writes every kernel to DIR/<binary>/<arch>/kernel.<type>, the layout\n"
@@ -65,6 +66,11 @@ static const char extract_manual[] =
     " or\n"
     "                         " KPACK_CO_METADATA_FILE
     ")\n"
+    "    --demangle           write the names in " KPACK_CO_KERNELS_FILE
+    " as c++filt shows\n"
+    "                         them (C++ names demangled); the tree then\n"
+    "                         differs from a mount, which shows them as\n"
+    "                         stored\n"
     "    -v, --verbose        print each file written\n"
     "    -h, --help           print this manual\n"
     "\n"
@@ -92,6 +98,7 @@ typedef struct extract_state {
   const char* only_arch;
   bool verbose;
   bool bytes_only;  /* no kernels and metadata.json beside code objects */
+  bool demangle;    /* names in `kernels` as c++filt shows them */
   const char* path; /* archive being extracted */
   kpack_archive_t* earlier; /* archives named before it */
   size_t earlier_count;
@@ -154,15 +161,22 @@ static bool write_beside(const extract_state* s, kpack_archive_t archive,
   kpack_co_render_t r = {0};
   bool shown = !s->bytes_only && strcmp(type, "hsaco") == 0;
   kpack_get_entry_metadata(archive, binary, arch, &map, &map_size);
-  if (shown && kpack_code_object_render(data, size, &r) != KPACK_SUCCESS) {
+  char* demangled = NULL;
+  size_t demangled_size = 0;
+  if (shown && (kpack_code_object_render(data, size, &r) != KPACK_SUCCESS ||
+                (s->demangle && (demangled = cli_demangle_kernels(
+                                     r.kernels, &demangled_size)) == NULL))) {
+    kpack_co_render_free(&r);
     cli_error("out of memory");
     return false;
   }
-  bool ok =
-      put_file(s, dir, KPACK_ENTRY_METADATA_FILE, map, map_size) &&
-      put_file(s, dir, KPACK_CO_KERNELS_FILE, r.kernels, r.kernels_size) &&
-      put_file(s, dir, KPACK_CO_METADATA_FILE, r.metadata_json,
-               r.metadata_json_size);
+  bool ok = put_file(s, dir, KPACK_ENTRY_METADATA_FILE, map, map_size) &&
+            put_file(s, dir, KPACK_CO_KERNELS_FILE,
+                     demangled != NULL ? demangled : r.kernels,
+                     demangled != NULL ? demangled_size : r.kernels_size) &&
+            put_file(s, dir, KPACK_CO_METADATA_FILE, r.metadata_json,
+                     r.metadata_json_size);
+  free(demangled);
   kpack_co_render_free(&r);
   return ok;
 }
@@ -231,6 +245,7 @@ static int extract_run(int argc, char** argv) {
       {"arch", required_argument, NULL, 'a'},
       {"verbose", no_argument, NULL, 'v'},
       {"bytes-only", no_argument, NULL, 'B'},
+      {"demangle", no_argument, NULL, 'D'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   extract_state s = {.dir = "."};
@@ -251,6 +266,9 @@ static int extract_run(int argc, char** argv) {
         break;
       case 'B':
         s.bytes_only = true;
+        break;
+      case 'D':
+        s.demangle = true;
         break;
       case 'h':
         return cli_print_manual(&cli_extract_command);

@@ -374,3 +374,55 @@ void cli_catch_signals(void) {
 int cli_interrupted(void) {
   return (int)caught_signal;
 }
+
+/* The C++ runtime's demangler (libstdc++'s, which the tool links; the
+ * library stays free of C++), declared here so that the tool stays C. */
+extern char* __cxa_demangle(const char* mangled, char* buffer, size_t* length,
+                            int* status);
+
+char* cli_demangle(const char* name) {
+  if (strncmp(name, "_Z", 2) == 0) {
+    int status = -1;
+    char* out = __cxa_demangle(name, NULL, NULL, &status);
+    if (status == 0 && out != NULL)
+      return out;
+    free(out);
+  }
+  return strdup(name);
+}
+
+char* cli_demangle_kernels(const char* text, size_t* size) {
+  char* out = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&out, &len);
+  if (f == NULL)
+    return NULL;
+  for (const char* line = text; *line != '\0';) {
+    size_t name_len = strcspn(line, "\t\n");
+    size_t line_len = strcspn(line, "\n");
+    char* name = strndup(line, name_len);
+    char* shown = name != NULL ? cli_demangle(name) : NULL;
+    if (shown != NULL) {
+      fputs(shown, f);
+      fwrite(line + name_len, 1, line_len - name_len, f);
+    }
+    free(shown);
+    free(name);
+    if (shown == NULL) {
+      fclose(f);
+      free(out);
+      return NULL;
+    }
+    line += line_len;
+    if (*line == '\n') {
+      fputc('\n', f);
+      line++;
+    }
+  }
+  if (fclose(f) != 0) {
+    free(out);
+    return NULL;
+  }
+  *size = len;
+  return out;
+}

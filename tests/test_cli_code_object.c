@@ -503,6 +503,37 @@ static void test_demangled_kernel_names_are_what_cxxfilt_shows(void** state) {
                   "rocrand_device::xorwow_engine*, unsigned int, unsigned long "
                   "long, unsigned long long)\"}");
   free(json);
+
+  /* extract --demangle writes each `kernels` file as c++filt shows it. */
+  char* plain = kt_path(kt_tmp, "rand-plain");
+  char* shown = kt_path(kt_tmp, "rand-shown");
+  assert_int_equal(KP(NULL, NULL, "extract", "-C", plain, archive), 0);
+  assert_int_equal(
+      KP(NULL, NULL, "extract", "--demangle", "-C", shown, archive), 0);
+  static const char* const arches[] = {"gfx1030", "gfx803", "gfx90a:xnack-"};
+  for (size_t i = 0; i < 3; i++) {
+    char *rel, *a, *b;
+    size_t na, nb;
+    assert_true(asprintf(&rel, "lib/librocrand.so.1#0/%s/kernels", arches[i]) >
+                0);
+    char* pa = kt_path(plain, rel);
+    char* pb = kt_path(shown, rel);
+    a = kt_read_file(pa, &na);
+    b = kt_read_file(pb, &nb);
+    free(pa);
+    free(pb);
+    want = cxxfilt(a);
+    assert_string_equal(b, want);
+    assert_true(nb > 0 && strcmp(a, b) != 0);
+    free(want);
+    free(a);
+    free(b);
+    free(rel);
+  }
+  kt_rmtree(plain);
+  kt_rmtree(shown);
+  free(plain);
+  free(shown);
   free(mangled);
   free(demangled);
   free(input);
