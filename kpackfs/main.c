@@ -22,9 +22,9 @@
 
 /* The page cache keeps what was read across opens, and an open kernel is
  * pinned whatever the budget, so the cache only bridges a kernel's closes:
- * `kernels` and `metadata.json` rendered right after `kernel.hsaco` was
- * read (they sort next to each other), a tool that reads the ELF header,
- * closes and comes back for the sections. That is the last kernel closed,
+ * a tool that reads the ELF header, closes and comes back for the sections
+ * (`kernels` and `metadata.json` are rendered from a prefix of the kernel,
+ * outside the cache). That is the last kernel closed,
  * 1-2 MB in a real library; more only duplicates the page cache (README,
  * "How reads work"). */
 #define KFS_DEFAULT_CACHE (2ull << 20)
