@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "hipk.h"
+#include "loader/hipk.h"
 #include "support.h"
 
 /* ---- encoding helpers ---------------------------------------------------- */

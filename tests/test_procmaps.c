@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "procmaps.h"
+#include "loader/procmaps.h"
 #include "support.h"
 
 /* ---- line parsing -------------------------------------------------------- */

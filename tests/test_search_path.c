@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "search_path.h"
+#include "loader/search_path.h"
 #include "support.h"
 
 static void expect_list(const kp_strlist* list, const char* const* want,

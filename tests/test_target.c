@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "support.h"
-#include "target.h"
+#include "loader/target.h"
 
 /* Asserts that `isa` expands to exactly `want[0..n)`, in order. */
 static void expect_targets(const char* isa, const char* const* want, size_t n) {

@@ -4,7 +4,7 @@
  * that may serve it, most specific first, so the loader can prefer an exact
  * "gfx942:sramecc+:xnack-" build and fall back to plain "gfx942".
  */
-#include "target.h"
+#include "loader/target.h"
 
 #include <stdlib.h>
 #include <string.h>

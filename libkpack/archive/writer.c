@@ -20,8 +20,8 @@
 #include <unistd.h>
 #include <zstd.h>
 
-#include "archive.h"
-#include "byteorder.h"
+#include "archive/archive.h"
+#include "common/byteorder.h"
 
 #define KP_BLOB_ALIGN 64u
 #define KP_DEFAULT_LEVEL 3

@@ -2,7 +2,7 @@
  *
  * Bounded reads from a buffer or a file (see input.h).
  */
-#include "input.h"
+#include "common/input.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -11,7 +11,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "archive.h"
+kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset) {
+  uint8_t* p = buf;
+  while (size > 0) {
+    ssize_t n = pread(fd, p, size, (off_t)offset);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return KPACK_ERROR_IO_ERROR; /* error, or the file shrank */
+    p += n;
+    size -= (size_t)n;
+    offset += (uint64_t)n;
+  }
+  return KPACK_SUCCESS;
+}
 
 kpack_error_t kp_input_open(const char* path, kp_input* in) {
   struct stat st;

@@ -5,7 +5,7 @@
  * symbols and loaded objects; HIPK metadata lives in data segments, so the
  * kernel's own view of the address space is the reliable source.
  */
-#include "procmaps.h"
+#include "loader/procmaps.h"
 
 #include <stdio.h>
 #include <stdlib.h>

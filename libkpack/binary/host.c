@@ -10,8 +10,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "elf.h"
-#include "hipk.h"
+#include "binary/elf.h"
+#include "loader/hipk.h"
 #include "rocm_kpack/kpack_host.h"
 
 struct kpack_host {

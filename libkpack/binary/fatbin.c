@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "elf.h"
-#include "offload_bundle.h"
+#include "binary/elf.h"
+#include "binary/offload_bundle.h"
 #include "rocm_kpack/kpack_host.h"
 
 /* Zero padding between walked bundles is scanned this much at a time. */

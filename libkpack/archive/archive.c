@@ -9,24 +9,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "archive.h"
-#include "byteorder.h"
-#include "input.h"
-
-kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset) {
-  uint8_t* p = buf;
-  while (size > 0) {
-    ssize_t n = pread(fd, p, size, (off_t)offset);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return KPACK_ERROR_IO_ERROR; /* error, or the file shrank */
-    p += n;
-    size -= (size_t)n;
-    offset += (uint64_t)n;
-  }
-  return KPACK_SUCCESS;
-}
+#include "archive/archive.h"
+#include "common/byteorder.h"
+#include "common/input.h"
 
 static kpack_error_t read_header(int fd, uint64_t file_size,
                                  uint64_t* toc_offset) {

@@ -5,7 +5,8 @@
  * small pieces so that a gigabyte library is never held whole and a file
  * that changes underneath is an IO_ERROR rather than a SIGBUS. Stateless: a
  * kp_input is a value that may be copied, sliced and shared by threads.
- * Opening a file by path (kp_input_open) serves archive.c too.
+ * Opening a file by path (kp_input_open) and whole preads (kp_pread_all)
+ * serve the archive modules too.
  */
 #ifndef KPACK_INPUT_H
 #define KPACK_INPUT_H
@@ -14,6 +15,10 @@
 #include <stdint.h>
 
 #include "rocm_kpack/kpack_types.h"
+
+/* Reads exactly `size` bytes at `offset`, retrying short reads and EINTR.
+ *   IO_ERROR  the read failed or the file ended first (it shrank) */
+kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset);
 
 typedef struct kp_input {
   const uint8_t* mem; /* the bytes, or NULL to read `fd` */

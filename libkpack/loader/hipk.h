@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "rocm_kpack/kpack_types.h"
-#include "search_path.h"
+#include "loader/search_path.h"
 
 /* The most metadata bytes ever read from the caller's pointer. */
 #define KP_HIPK_MAX_SIZE ((size_t)64 * 1024)

@@ -5,7 +5,7 @@
  * every container count before any element is rendered, so hostile input
  * costs at most a few output bytes per input byte.
  */
-#include "msgpack_json.h"
+#include "common/msgpack_json.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "byteorder.h"
+#include "common/byteorder.h"
 
 typedef struct js_out {
   char* data;

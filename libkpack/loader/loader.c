@@ -14,10 +14,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "archive.h"
-#include "hipk.h"
-#include "search_path.h"
-#include "target.h"
+#include "archive/archive.h"
+#include "loader/hipk.h"
+#include "loader/search_path.h"
+#include "loader/target.h"
 
 /* An archive the cache has tried to open, under its canonical path. While
  * `opening` (read and written under the cache's lock) one thread opens it

@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "input.h"
+#include "common/input.h"
 #include "rocm_kpack/kpack_bundle.h"
 
 #define OB_MAGIC "__CLANG_OFFLOAD_BUNDLE__"

@@ -4,11 +4,11 @@
  * kpack formats use is typed (maps, arrays, str, unsigned ints); everything
  * else can be skipped so unknown keys stay forward compatible.
  */
-#include "msgpack_reader.h"
+#include "common/msgpack_reader.h"
 
 #include <string.h>
 
-#include "byteorder.h"
+#include "common/byteorder.h"
 
 /* Reads an n-byte big-endian length or value following the tag byte. */
 static mp_status take_be(mp_cursor* c, unsigned n, uint64_t* out) {

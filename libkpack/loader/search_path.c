@@ -6,7 +6,7 @@
  * does), @GFXARCH@ substitution and directory listing. Only the resolution
  * and kp_path_list_dir look at the file system.
  */
-#include "search_path.h"
+#include "loader/search_path.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -6,9 +6,9 @@
  */
 #include <stdlib.h>
 
-#include "archive.h"
-#include "msgpack_json.h"
-#include "msgpack_reader.h"
+#include "archive/archive.h"
+#include "common/msgpack_json.h"
+#include "common/msgpack_reader.h"
 
 kpack_error_t kp_metadata_check(const void* data, size_t size) {
   mp_cursor c = mp_cursor_make(data, size);

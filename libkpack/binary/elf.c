@@ -4,12 +4,12 @@
  * little-endian ELF file (see elf.h). Everything read is bounds-checked
  * against the file; relocation sections are read a chunk at a time.
  */
-#include "elf.h"
+#include "binary/elf.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "byteorder.h"
+#include "common/byteorder.h"
 
 #define ELF_EHDR_SIZE 64u
 #define ELF_SHDR_SIZE 64u

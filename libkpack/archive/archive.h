@@ -149,7 +149,4 @@ kpack_error_t kp_copy_frame(kpack_archive_t archive, const kp_kernel* kernel,
  * allocate. */
 kpack_error_t kp_metadata_check(const void* data, size_t size);
 
-/* Full pread: IO_ERROR on failure or a short read. */
-kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset);
-
 #endif /* KPACK_ARCHIVE_H */

@@ -11,8 +11,9 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "archive.h"
-#include "byteorder.h"
+#include "archive/archive.h"
+#include "common/input.h"
+#include "common/byteorder.h"
 
 /* No zstd frame expands further: each block yields at most 128 KiB and one
  * that yields anything takes at least 4 bytes (3-byte header + 1). */

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "input.h"
+#include "common/input.h"
 
 #define ELF_ET_REL 1u
 #define ELF_ET_EXEC 2u

@@ -11,8 +11,9 @@
 #include <string.h>
 #include <zstd.h>
 
-#include "archive.h"
-#include "byteorder.h"
+#include "archive/archive.h"
+#include "common/input.h"
+#include "common/byteorder.h"
 
 /* The longest zstd frame header (ZSTD_FRAMEHEADERSIZE_MAX, which zstd.h
  * only exposes to static linkers). */

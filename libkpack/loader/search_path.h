@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #include "rocm_kpack/kpack_types.h"
-#include "target.h"
+#include "loader/target.h"
 
 #define KP_GFXARCH_PLACEHOLDER "@GFXARCH@"
 

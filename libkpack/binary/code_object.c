@@ -11,11 +11,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "byteorder.h"
-#include "msgpack_json.h"
-#include "msgpack_reader.h"
+#include "common/byteorder.h"
+#include "common/msgpack_json.h"
+#include "common/msgpack_reader.h"
 #include "rocm_kpack/kpack_code_object.h"
-#include "target.h"
+#include "loader/target.h"
 
 #define CO_EHDR_SIZE 64u
 #define CO_PHDR_SIZE 56u

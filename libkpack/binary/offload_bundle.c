@@ -13,8 +13,8 @@
 #include <zlib.h>
 #include <zstd.h>
 
-#include "byteorder.h"
-#include "offload_bundle.h"
+#include "common/byteorder.h"
+#include "binary/offload_bundle.h"
 
 /* Plain bundle: magic, u64 entry count, then per entry u64 offset, u64 size,
  * u64 ID length and the ID bytes. */

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "archive.h"
-#include "msgpack_reader.h"
+#include "archive/archive.h"
+#include "common/msgpack_reader.h"
 
 /* Top-level values located in the first pass; the last duplicate wins. */
 typedef struct toc_fields {

@@ -4,15 +4,15 @@
  * wrapper with no length, so the read is bounded twice: by a fixed
  * look-ahead and by the end of the memory mapping that holds it.
  */
-#include "hipk.h"
+#include "loader/hipk.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "msgpack_reader.h"
-#include "procmaps.h"
+#include "common/msgpack_reader.h"
+#include "loader/procmaps.h"
 
 /* A msgpack str as a C string; NULL for an embedded NUL. *err tells an
  * allocation failure apart. */
