@@ -226,7 +226,7 @@ int cli_code_object_metadata(const char* path) {
     return CLI_FAIL;
   }
   /* The bytes a mount shows as metadata.json: one renderer for both. */
-  kpack_error_t err = kpack_code_object_render(data, size, &r);
+  kpack_error_t err = kpack_co_render(data, size, &r);
   free(data);
   if (err == KPACK_SUCCESS)
     err = r.status;

@@ -534,12 +534,12 @@ static void test_metadata_json_renders_the_whole_note(void** state) {
   fx_free(&image);
 }
 
-/* ---- the files a code object shows (kpack_code_object_render) -------------
+/* ---- the files a code object shows (kpack_co_render) -------------
  */
 
 static kpack_co_render_t render_ok(const void* data, size_t size) {
   kpack_co_render_t r;
-  assert_int_equal(kpack_code_object_render(data, size, &r), KPACK_SUCCESS);
+  assert_int_equal(kpack_co_render(data, size, &r), KPACK_SUCCESS);
   assert_non_null(r.kernels);
   assert_non_null(r.metadata_json);
   assert_int_equal(strlen(r.kernels), r.kernels_size);
@@ -736,10 +736,8 @@ static void test_resources_come_in_kernels_file_order(void** state) {
   assert_false(kpack_co_kernel_resource(NULL, 0, &key, &value));
   assert_false(kpack_co_kernel_resource(&k, 0, NULL, &value));
   kpack_co_render_t r;
-  assert_int_equal(kpack_code_object_render("x", 1, NULL),
-                   KPACK_ERROR_INVALID_ARGUMENT);
-  assert_int_equal(kpack_code_object_render(NULL, 1, &r),
-                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_co_render("x", 1, NULL), KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_co_render(NULL, 1, &r), KPACK_ERROR_INVALID_ARGUMENT);
   assert_null(r.kernels);
 }
 

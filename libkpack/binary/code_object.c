@@ -588,7 +588,3 @@ KPACK_API const char* kpack_feature_name(kpack_feature_t feature) {
   }
   return NULL;
 }
-
-KPACK_API bool kpack_target_serves(const char* target, const char* arch) {
-  return target != NULL && arch != NULL && kp_target_serves(target, arch);
-}

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * The text a code object shows as files (kpack_code_object.h): the
+ * The text a code object shows as files (kpack_render.h): the
  * `kernels` table and `metadata.json`. kpackfs serves them and `kpack
  * extract` writes them; both take them from here, so a mounted and an
  * extracted tree hold the same bytes.
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rocm_kpack/kpack_code_object.h"
+#include "rocm_kpack/kpack_render.h"
 
 /* The `kernels` columns, in order: the key each line writes and the field
  * it shows. */
@@ -126,8 +126,8 @@ static kpack_error_t render_metadata(const kpack_code_object_t* co, char** text,
   return KPACK_SUCCESS;
 }
 
-KPACK_API kpack_error_t kpack_code_object_render(const void* data, size_t size,
-                                                 kpack_co_render_t* render) {
+KPACK_API kpack_error_t kpack_co_render(const void* data, size_t size,
+                                        kpack_co_render_t* render) {
   kpack_code_object_t* co = NULL;
   kpack_co_render_t r = {0};
   kpack_code_object_info_t info;

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rocm_kpack/kpack_target.h"
+
 /* Longer names yield only themselves: real ISA names are a few dozen bytes,
  * and the subset strings of a long name would multiply its size by 2^n. */
 #define KP_TARGET_MAX_NAME 255
@@ -148,4 +150,8 @@ bool kp_target_serves(const char* target, const char* arch) {
       return false;
   }
   return true;
+}
+
+KPACK_API bool kpack_target_serves(const char* target, const char* arch) {
+  return target != NULL && arch != NULL && kp_target_serves(target, arch);
 }

@@ -729,13 +729,13 @@ static size_t bounded_strlen(const char* s, size_t max) {
   return n;
 }
 
-/* kpack_code_object_render() agrees with the reader: empty files exactly
+/* kpack_co_render() agrees with the reader: empty files exactly
  * when the parse failed, one `kernels` line per kernel, a metadata.json
  * that is the note's JSON and a newline unless that JSON failed. */
 static void check_render(const uint8_t* data, size_t size, kpack_error_t parsed,
                          size_t kernel_count) {
   kpack_co_render_t r;
-  kpack_error_t err = kpack_code_object_render(data, size, &r);
+  kpack_error_t err = kpack_co_render(data, size, &r);
   require(err == KPACK_SUCCESS || err == KPACK_ERROR_OUT_OF_MEMORY,
           "render failed on input");
   if (err != KPACK_SUCCESS)
