@@ -60,8 +60,7 @@ void kfs_renders_free(kfs_renders* rs) {
   memset(rs, 0, sizeof(*rs));
 }
 
-/* ---- the LRU of released renders (under the lock) --------------------------
- */
+/* ---- the LRU of released renders (under the lock) ------------------------ */
 
 static void lru_remove(kfs_renders* rs, kfs_render* r) {
   if (r->lru_next == r) {
@@ -99,8 +98,7 @@ static void evict_over_budget(kfs_renders* rs) {
   }
 }
 
-/* ---- rendering -------------------------------------------------------------
- */
+/* ---- rendering ----------------------------------------------------------- */
 
 static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render** out) {
   const kfs_source* src = &fs->tree.sources[n->source];

@@ -22,8 +22,7 @@
 static const kpack_compression_scheme_t schemes[] = {
     KPACK_COMPRESSION_NOOP, KPACK_COMPRESSION_ZSTD_PER_KERNEL};
 
-/* ---- fixtures ---------------------------------------------------------------
- */
+/* ---- fixtures ------------------------------------------------------------ */
 
 /* A whole archive in memory, to be patched and saved. */
 typedef struct image {
@@ -144,8 +143,7 @@ static size_t frame_offset(const image* img, unsigned ordinal) {
   return pos + 4;
 }
 
-/* ---- round trips ------------------------------------------------------------
- */
+/* ---- round trips --------------------------------------------------------- */
 
 static void roundtrip(kpack_compression_scheme_t scheme, const size_t* sizes,
                       size_t count) {
@@ -1033,8 +1031,7 @@ static void test_eight_threads_read_one_handle_concurrently(void** state) {
     free((void*)k[i].data);
 }
 
-/* ---- frame-size table (SPEC §1) ---------------------------------------------
- */
+/* ---- frame-size table (SPEC §1) ------------------------------------------ */
 
 /* Replaces zstd_frame_sizes with `len` bytes of `type` (BIN or STR). */
 static void set_frame_sizes(image* img, const uint8_t* bytes, size_t len,

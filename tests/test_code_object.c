@@ -14,8 +14,7 @@
 #include "fixture_code_object.h"
 #include "support.h"
 
-/* ---- helpers ----------------------------------------------------------------
- */
+/* ---- helpers ------------------------------------------------------------- */
 
 /* Parses a copy of exactly `size` bytes, so ASan and valgrind catch any read
  * past the end; checks the handle is NULL on failure. */
@@ -534,8 +533,7 @@ static void test_metadata_json_renders_the_whole_note(void** state) {
   fx_free(&image);
 }
 
-/* ---- the files a code object shows (kpack_co_render) -------------
- */
+/* ---- the files a code object shows (kpack_co_render) --------------------- */
 
 static kpack_co_render_t render_ok(const void* data, size_t size) {
   kpack_co_render_t r;
@@ -741,8 +739,7 @@ static void test_resources_come_in_kernels_file_order(void** state) {
   assert_null(r.kernels);
 }
 
-/* ---- malformed ELF: INVALID_FORMAT -----------------------------------------
- */
+/* ---- malformed ELF: INVALID_FORMAT --------------------------------------- */
 
 static fx_buf sample_image(fx_co_layout* layout) {
   fx_buf meta = fx_co_metadata(NULL, 5, sample, 2);
@@ -831,8 +828,7 @@ static void test_notes_outside_their_region_are_invalid_format(void** state) {
   expect_damage(ph + 32, 11, 8, KPACK_SUCCESS);
 }
 
-/* ---- malformed note: MSGPACK_PARSE_FAILED ----------------------------------
- */
+/* ---- malformed note: MSGPACK_PARSE_FAILED -------------------------------- */
 
 static void test_broken_msgpack_in_the_note_fails_to_parse(void** state) {
   (void)state;

@@ -102,8 +102,7 @@ static kpack_error_t write_all(int fd, const void* data, size_t size,
   return KPACK_SUCCESS;
 }
 
-/* ---- name index -----------------------------------------------------------
- */
+/* ---- name index ---------------------------------------------------------- */
 
 static uint64_t name_hash(const char* binary, const char* arch) {
   uint64_t h = 1469598103934665603ull; /* FNV-1a */
@@ -149,8 +148,7 @@ static kpack_error_t index_grow(kpack_writer_t* w) {
   return KPACK_SUCCESS;
 }
 
-/* ---- payload ----------------------------------------------------------------
- */
+/* ---- payload ------------------------------------------------------------- */
 
 /* Writes `head` then `data` at offset with one call where the kernel
  * takes both (a frame's size field and the frame). */

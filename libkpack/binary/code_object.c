@@ -130,8 +130,7 @@ static const char* keep_string(kpack_code_object_t* co, const char* s,
   return p;
 }
 
-/* ---- ELF ------------------------------------------------------------------
- */
+/* ---- ELF ----------------------------------------------------------------- */
 
 /* A table of `count` entries of `entsize` bytes at `offset` fits in size. */
 static bool table_fits(uint64_t size, uint64_t offset, uint64_t entsize,
@@ -252,8 +251,7 @@ static kpack_error_t find_note(const uint8_t* data, uint64_t size,
   return KPACK_SUCCESS;
 }
 
-/* ---- metadata -------------------------------------------------------------
- */
+/* ---- metadata ------------------------------------------------------------ */
 
 /* A value of the wrong type is a wrong shape; anything else a broken
  * encoding (cannot happen after the note was validated, but never trusted). */
@@ -413,8 +411,7 @@ static kpack_error_t read_metadata(kpack_code_object_t* co) {
   return KPACK_SUCCESS;
 }
 
-/* ---- target ---------------------------------------------------------------
- */
+/* ---- target -------------------------------------------------------------- */
 
 static const co_processor* find_processor(uint32_t mach) {
   for (size_t i = 0; i < sizeof(processors) / sizeof(processors[0]); i++)
@@ -468,8 +465,7 @@ static kpack_error_t derive_target(kpack_code_object_t* co) {
   return info->target != NULL ? KPACK_SUCCESS : KPACK_ERROR_OUT_OF_MEMORY;
 }
 
-/* ---- public API -------------------------------------------------------------
- */
+/* ---- public API ---------------------------------------------------------- */
 
 KPACK_API bool kpack_is_code_object(const void* data, size_t size) {
   const uint8_t* h = data;

@@ -80,8 +80,7 @@ static const char* entry_arch(const char* id) {
   return NULL;
 }
 
-/* ---- the plain entry table ------------------------------------------------
- */
+/* ---- the plain entry table ----------------------------------------------- */
 
 /* Validates the plain bundle whose first `avail` bytes are at `d` and which
  * may occupy `limit` >= avail bytes, and computes its extent (the end of its
@@ -207,8 +206,7 @@ static kpack_error_t read_table(const kp_input* in, struct kpack_bundle* out,
   return err;
 }
 
-/* ---- CCOB envelopes -------------------------------------------------------
- */
+/* ---- CCOB envelopes ------------------------------------------------------ */
 
 static kpack_error_t read_ccob_header(const kp_input* in, ob_ccob* c) {
   uint8_t h[OB_CCOB_MAX_HEADER];
@@ -494,8 +492,7 @@ static bool is_ccob(const kp_input* in, kpack_error_t* err) {
          memcmp(magic, OB_CCOB_MAGIC, OB_CCOB_MAGIC_SIZE) == 0;
 }
 
-/* ---- entry points ---------------------------------------------------------
- */
+/* ---- entry points -------------------------------------------------------- */
 
 static void set_compression(struct kpack_bundle* b, const ob_ccob* c) {
   b->info.compression =

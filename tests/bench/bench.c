@@ -23,8 +23,7 @@
 #include "bench.h"
 #include "fixture_toc.h"
 
-/* ---- stamps ---------------------------------------------------------------
- */
+/* ---- stamps -------------------------------------------------------------- */
 
 static uint64_t fnv1a(const void* data, size_t size, uint64_t h) {
   const uint8_t* p = data;
@@ -57,8 +56,7 @@ static void remove_path(const char* path) {
   bn_run_ok(argv);
 }
 
-/* ---- archives -------------------------------------------------------------
- */
+/* ---- archives ------------------------------------------------------------ */
 
 static void make_archive(const char* path, kpack_compression_scheme_t scheme,
                          size_t count, size_t size) {
@@ -134,8 +132,7 @@ static void strip_frame_table(const char* from, const char* to) {
   free(bytes);
 }
 
-/* ---- trees and images -----------------------------------------------------
- */
+/* ---- trees and images ---------------------------------------------------- */
 
 static void extract_tree(const bench_data* d, const char* archive,
                          const char* tree) {

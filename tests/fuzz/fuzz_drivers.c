@@ -19,8 +19,7 @@
 
 #include "rocm_kpack/kpack_ext.h"
 
-/* ---- shared ---------------------------------------------------------------
- */
+/* ---- shared -------------------------------------------------------------- */
 
 /* A broken promise is a finding: abort() so libFuzzer records the input. */
 static void require(bool ok, const char* what) {
@@ -59,8 +58,7 @@ static void write_whole(int fd, const void* data, size_t size) {
   }
 }
 
-/* ---- archives ---------------------------------------------------------------
- */
+/* ---- archives ------------------------------------------------------------ */
 
 typedef struct kf_seen {
   const char* binary;
@@ -355,8 +353,7 @@ size_t kf_archive_input(const uint8_t* data, size_t size) {
   return read;
 }
 
-/* ---- HIPK metadata and the loader ------------------------------------------
- */
+/* ---- HIPK metadata and the loader ---------------------------------------- */
 
 /* The most metadata bytes placed before the guard page: the loader never
  * looks further than 64 KiB. */
@@ -587,8 +584,7 @@ size_t kf_hipk_input(const uint8_t* data, size_t size) {
          (again.err == KPACK_SUCCESS) + (from_env.err == KPACK_SUCCESS);
 }
 
-/* ---- offload bundles and fat binaries ---------------------------------------
- */
+/* ---- offload bundles and fat binaries ------------------------------------ */
 
 static bool inside(const void* p, uint64_t n, const uint8_t* base,
                    size_t size) {
@@ -826,8 +822,7 @@ size_t kf_code_object_input(const uint8_t* data, size_t size) {
   return 1 + info.kernel_count;
 }
 
-/* ---- host binaries ---------------------------------------------------------
- */
+/* ---- host binaries ------------------------------------------------------- */
 
 static kpack_error_t status_of(kpack_host_problem_t problem) {
   switch (problem) {
