@@ -22,6 +22,7 @@
 
 #include "archive/archive.h"
 #include "common/byteorder.h"
+#include "common/grow.h"
 
 #define KP_BLOB_ALIGN 64u
 #define KP_DEFAULT_LEVEL 3
@@ -504,14 +505,11 @@ static kpack_error_t add_arch(kpack_writer_t* w, const char* arch) {
   for (size_t i = 0; i < w->arch_count; i++)
     if (strcmp(w->arches[i], arch) == 0)
       return KPACK_SUCCESS;
-  if (w->arch_count == w->arch_cap) {
-    size_t cap = w->arch_cap ? w->arch_cap * 2 : 8;
-    char** grown = realloc(w->arches, cap * sizeof(*grown));
-    if (grown == NULL)
-      return KPACK_ERROR_OUT_OF_MEMORY;
-    w->arches = grown;
-    w->arch_cap = cap;
-  }
+  char** grown =
+      kp_grow(w->arches, w->arch_count, &w->arch_cap, sizeof(*grown), 8);
+  if (grown == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  w->arches = grown;
   if ((w->arches[w->arch_count] = strdup(arch)) == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   w->arch_count++;

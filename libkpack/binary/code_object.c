@@ -16,6 +16,7 @@
 #include "common/msgpack_reader.h"
 #include "rocm_kpack/kpack_code_object.h"
 #include "loader/target.h"
+#include "common/grow.h"
 
 #define CO_EHDR_SIZE 64u
 #define CO_PHDR_SIZE 56u
@@ -359,14 +360,11 @@ static kpack_error_t read_kernels(kpack_code_object_t* co, mp_cursor* c) {
     return shape_error(st);
   for (uint32_t i = 0; i < count; i++) {
     /* Grown as kernels parse, so a count that lies costs nothing. */
-    if (co->info.kernel_count == co->kernel_cap) {
-      size_t cap = co->kernel_cap ? co->kernel_cap * 2 : 16;
-      kpack_co_kernel_t* grown = realloc(co->kernels, cap * sizeof(*grown));
-      if (grown == NULL)
-        return KPACK_ERROR_OUT_OF_MEMORY;
-      co->kernels = grown;
-      co->kernel_cap = cap;
-    }
+    kpack_co_kernel_t* grown = kp_grow(co->kernels, co->info.kernel_count,
+                                       &co->kernel_cap, sizeof(*grown), 16);
+    if (grown == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    co->kernels = grown;
     kpack_error_t err = read_kernel(co, c, &co->kernels[co->info.kernel_count]);
     if (err != KPACK_SUCCESS)
       return err;

@@ -15,6 +15,7 @@
 #include "binary/elf.h"
 #include "binary/offload_bundle.h"
 #include "rocm_kpack/kpack_host.h"
+#include "common/grow.h"
 
 /* Zero padding between walked bundles is scanned this much at a time. */
 #define FB_PAD_READ ((size_t)64 * 1024)
@@ -90,16 +91,13 @@ static kpack_error_t locate_by_walking(struct kpack_fatbin* fb) {
                               &rest)) != KPACK_SUCCESS ||
         (err = ob_measure(&rest, &extent)) != KPACK_SUCCESS)
       break;
-    if (fb->info.bundle_count == cap) {
-      size_t next = cap ? cap * 2 : 16;
-      uint64_t* p = realloc(fb->offsets, next * sizeof(*p));
-      if (p == NULL) {
-        err = KPACK_ERROR_OUT_OF_MEMORY;
-        break;
-      }
-      fb->offsets = p;
-      cap = next;
+    uint64_t* p =
+        kp_grow(fb->offsets, fb->info.bundle_count, &cap, sizeof(*p), 16);
+    if (p == NULL) {
+      err = KPACK_ERROR_OUT_OF_MEMORY;
+      break;
     }
+    fb->offsets = p;
     fb->offsets[fb->info.bundle_count++] = pos;
     pos += extent; /* extent > 0: the walk always moves on */
   }
@@ -163,12 +161,11 @@ KPACK_API kpack_error_t kpack_fatbin_open(const char* path,
 
 KPACK_API kpack_error_t kpack_fatbin_open_memory(const void* data, size_t size,
                                                  kpack_fatbin_t** fatbin) {
-  if (fatbin == NULL)
+  kp_input in;
+  if (fatbin != NULL)
+    *fatbin = NULL;
+  if (fatbin == NULL || !kp_input_memory(data, size, &in))
     return KPACK_ERROR_INVALID_ARGUMENT;
-  *fatbin = NULL;
-  if (data == NULL)
-    return KPACK_ERROR_INVALID_ARGUMENT;
-  kp_input in = {.mem = data, .fd = -1, .size = size};
   return open_common(&in, -1, fatbin);
 }
 

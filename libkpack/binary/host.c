@@ -185,12 +185,11 @@ KPACK_API kpack_error_t kpack_host_open(const char* path, kpack_host_t** host) {
 
 KPACK_API kpack_error_t kpack_host_open_memory(const void* data, size_t size,
                                                kpack_host_t** host) {
-  if (host == NULL)
+  kp_input in;
+  if (host != NULL)
+    *host = NULL;
+  if (host == NULL || !kp_input_memory(data, size, &in))
     return KPACK_ERROR_INVALID_ARGUMENT;
-  *host = NULL;
-  if (data == NULL)
-    return KPACK_ERROR_INVALID_ARGUMENT;
-  kp_input in = {.mem = data, .fd = -1, .size = size};
   return open_input(&in, host);
 }
 

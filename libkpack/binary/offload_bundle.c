@@ -675,12 +675,11 @@ kpack_error_t ob_measure(const kp_input* in, uint64_t* extent) {
 
 KPACK_API kpack_error_t kpack_bundle_parse(const void* data, size_t size,
                                            kpack_bundle_t** bundle) {
-  if (bundle == NULL)
+  kp_input in;
+  if (bundle != NULL)
+    *bundle = NULL;
+  if (bundle == NULL || !kp_input_memory(data, size, &in))
     return KPACK_ERROR_INVALID_ARGUMENT;
-  *bundle = NULL;
-  if (data == NULL)
-    return KPACK_ERROR_INVALID_ARGUMENT;
-  kp_input in = {.mem = data, .fd = -1, .size = size};
   return ob_parse(&in, bundle);
 }
 

@@ -44,6 +44,13 @@ kpack_error_t kp_input_open(const char* path, kp_input* in) {
   return KPACK_SUCCESS;
 }
 
+bool kp_input_memory(const void* data, size_t size, kp_input* in) {
+  if (data == NULL)
+    return false;
+  *in = (kp_input){.mem = data, .fd = -1, .size = size};
+  return true;
+}
+
 kpack_error_t kp_input_slice(const kp_input* in, uint64_t offset, uint64_t size,
                              kp_input* out) {
   if (offset > in->size || size > in->size - offset)

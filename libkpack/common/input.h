@@ -11,6 +11,7 @@
 #ifndef KPACK_INPUT_H
 #define KPACK_INPUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -34,6 +35,10 @@ typedef struct kp_input {
  *   IO_ERROR        it cannot be opened or is not a regular file (EISDIR)
  * On failure nothing stays open and errno holds the system's reason. */
 kpack_error_t kp_input_open(const char* path, kp_input* in);
+
+/* An input over data[0, size), the bytes of an *_open_memory() or parse
+ * entry point: false (nothing set) when data is NULL. */
+bool kp_input_memory(const void* data, size_t size, kp_input* in);
 
 /* Bytes [offset, offset + size) of `in` as an input of their own.
  *   INVALID_FORMAT  the range does not lie within `in` */

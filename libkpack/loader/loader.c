@@ -18,6 +18,7 @@
 #include "loader/hipk.h"
 #include "loader/search_path.h"
 #include "loader/target.h"
+#include "common/grow.h"
 
 /* An archive the cache has tried to open, under its canonical path. While
  * `opening` (read and written under the cache's lock) one thread opens it
@@ -253,16 +254,13 @@ static kpack_error_t table_get(kpack_cache_t cache, const char* canonical,
     pthread_mutex_unlock(&cache->lock);
     return KPACK_SUCCESS;
   }
-  if (cache->slot_count == cache->slot_cap) {
-    size_t cap = cache->slot_cap ? cache->slot_cap * 2 : 8;
-    archive_slot** grown = realloc(cache->slots, cap * sizeof(*grown));
-    if (grown == NULL) {
-      pthread_mutex_unlock(&cache->lock);
-      return KPACK_ERROR_OUT_OF_MEMORY;
-    }
-    cache->slots = grown;
-    cache->slot_cap = cap;
+  archive_slot** grown = kp_grow(cache->slots, cache->slot_count,
+                                 &cache->slot_cap, sizeof(*grown), 8);
+  if (grown == NULL) {
+    pthread_mutex_unlock(&cache->lock);
+    return KPACK_ERROR_OUT_OF_MEMORY;
   }
+  cache->slots = grown;
   if ((slot = calloc(1, sizeof(*slot))) == NULL ||
       (slot->canonical = strdup(canonical)) == NULL) {
     free(slot);
@@ -322,14 +320,11 @@ static void alias_add(kpack_cache_t cache, const char* path,
   if (copy == NULL)
     return;
   pthread_mutex_lock(&cache->lock);
-  if (cache->alias_count == cache->alias_cap) {
-    size_t cap = cache->alias_cap ? cache->alias_cap * 2 : 8;
-    path_alias* grown = realloc(cache->aliases, cap * sizeof(*grown));
-    if (grown == NULL)
-      goto unlock;
-    cache->aliases = grown;
-    cache->alias_cap = cap;
-  }
+  path_alias* grown = kp_grow(cache->aliases, cache->alias_count,
+                              &cache->alias_cap, sizeof(*grown), 8);
+  if (grown == NULL)
+    goto unlock;
+  cache->aliases = grown;
   cache->aliases[cache->alias_count++] = (path_alias){copy, slot};
   copy = NULL;
 unlock:
@@ -361,16 +356,13 @@ static void resolution_add(kpack_cache_t cache, const char* binary_path,
   if (r.binary_path == NULL || r.search_path == NULL || r.resolved == NULL)
     goto fail;
   pthread_mutex_lock(&cache->lock);
-  if (cache->resolution_count == cache->resolution_cap) {
-    size_t cap = cache->resolution_cap ? cache->resolution_cap * 2 : 8;
-    resolution* grown = realloc(cache->resolutions, cap * sizeof(*grown));
-    if (grown == NULL) {
-      pthread_mutex_unlock(&cache->lock);
-      goto fail;
-    }
-    cache->resolutions = grown;
-    cache->resolution_cap = cap;
+  resolution* grown = kp_grow(cache->resolutions, cache->resolution_count,
+                              &cache->resolution_cap, sizeof(*grown), 8);
+  if (grown == NULL) {
+    pthread_mutex_unlock(&cache->lock);
+    goto fail;
   }
+  cache->resolutions = grown;
   cache->resolutions[cache->resolution_count++] = r;
   pthread_mutex_unlock(&cache->lock);
   return;
@@ -392,16 +384,13 @@ static bool has_candidate(const search* s, const char* path) {
 /* Appends a candidate; takes ownership of `path`. */
 static kpack_error_t push_candidate(search* s, char* path, const char* source,
                                     bool exists) {
-  if (s->cand_count == s->cand_cap) {
-    size_t cap = s->cand_cap ? s->cand_cap * 2 : 8;
-    candidate* grown = realloc(s->cands, cap * sizeof(*grown));
-    if (grown == NULL) {
-      free(path);
-      return KPACK_ERROR_OUT_OF_MEMORY;
-    }
-    s->cands = grown;
-    s->cand_cap = cap;
+  candidate* grown =
+      kp_grow(s->cands, s->cand_count, &s->cand_cap, sizeof(*grown), 8);
+  if (grown == NULL) {
+    free(path);
+    return KPACK_ERROR_OUT_OF_MEMORY;
   }
+  s->cands = grown;
   candidate c = {.path = path, .source = source, .exists = exists};
   s->cands[s->cand_count++] = c;
   return KPACK_SUCCESS;

@@ -7,6 +7,7 @@
  * and kp_path_list_dir look at the file system.
  */
 #include "loader/search_path.h"
+#include "common/grow.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -19,16 +20,13 @@
 kpack_error_t kp_strlist_push_owned(kp_strlist* list, char* str) {
   if (str == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
-  if (list->count == list->cap) {
-    size_t cap = list->cap ? list->cap * 2 : 8;
-    char** grown = realloc(list->items, cap * sizeof(*grown));
-    if (grown == NULL) {
-      free(str);
-      return KPACK_ERROR_OUT_OF_MEMORY;
-    }
-    list->items = grown;
-    list->cap = cap;
+  char** grown =
+      kp_grow(list->items, list->count, &list->cap, sizeof(*grown), 8);
+  if (grown == NULL) {
+    free(str);
+    return KPACK_ERROR_OUT_OF_MEMORY;
   }
+  list->items = grown;
   list->items[list->count++] = str;
   return KPACK_SUCCESS;
 }
