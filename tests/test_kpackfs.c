@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * kpackfs mounted for real (SPEC §3, §7): build/bin/kpackfs runs with -f in
+ * kpackfs mounted for real (docs/mount.md): build/bin/kpackfs runs with -f in
  * a child process over archives the project's writer made, and every check
  * goes through the kernel's FUSE client. Each mount is torn down by its
  * test's teardown (fusermount3 -u, then SIGKILL and -u -z as a last resort),
@@ -1889,7 +1889,7 @@ static void test_mounted_tree_packs_back_into_the_same_archive(void** state) {
 
 /* ---- code objects: `kernels`, `metadata.json`, their xattrs -------------- */
 
-/* The `kernels` text the SPEC describes, written here from the fixture's
+/* The `kernels` text docs/mount.md describes, written here from the fixture's
  * kernels: name (tab and backslash escaped), a tab, the resources, "-" for a
  * field the note leaves out. */
 static char* expected_kernels(const fx_co_kernel* k, size_t n) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * Fault injection under a live kpackfs mount (SPEC §3, §7): archives
+ * Fault injection under a live kpackfs mount (docs/mount.md): archives
  * truncated, overwritten, replaced and deleted while mounted, corrupt frames,
  * TOC sizes that disagree with their frames, 16 checksumming readers, unmount
  * and SIGTERM with readers active, a cache budget below one kernel. In every

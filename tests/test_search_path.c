@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * Search path handling (SPEC §2.2): ':'-lists, lexical normalisation,
+ * Search path handling (docs/loader.md): ':'-lists, lexical normalisation,
  * resolution against the binary's directory (lexical where nothing exists,
  * symlinks followed against a real tree where it does), @GFXARCH@
  * expansion and directories of *.kpack.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * Target compatibility (SPEC §2.2): triple prefixes, every feature subset
+ * Target compatibility (docs/loader.md): triple prefixes, every feature subset
  * from most to least specific in a fixed order, and the bounds on hostile
  * names.
  */

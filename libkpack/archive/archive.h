@@ -113,8 +113,8 @@ const kp_kernel* kp_toc_find_kernel(const kp_toc* toc, const char* binary,
 /* frame_table.c: fills toc->extents for the zstd region, and for kernels
  * without original_size, the content size their frame declares. The TOC's
  * frame-size table (`sizes`, `sizes_len` bytes, may be NULL) is used when
- * its length and total match the region (SPEC §1); otherwise the region's
- * size fields are walked. */
+ * its length and total match the region (docs/format.md); otherwise the
+ * region's size fields are walked. */
 kpack_error_t kp_frame_table_load(int fd, uint64_t file_size, kp_toc* toc,
                                   const uint8_t* sizes, size_t sizes_len);
 /* Walks the region's size fields into a new array of toc->extent_count

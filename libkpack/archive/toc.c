@@ -314,8 +314,9 @@ static kpack_error_t parse_scheme(mp_cursor c, kpack_compression_scheme_t* s) {
   return KPACK_SUCCESS;
 }
 
-/* The frame-size table, if it is a bin; any other type is ignored (SPEC
- * §1). Its shape is checked against the region by frame_table.c. */
+/* The frame-size table, if it is a bin; any other type is ignored
+ * (docs/format.md). Its shape is checked against the region by frame_table.c.
+ */
 static void find_frame_sizes(const toc_fields* f, const uint8_t** sizes,
                              size_t* len) {
   mp_cursor c = f->zstd_frame_sizes;

@@ -765,7 +765,7 @@ static int pack_cstr(msgpack_packer* pk, const char* s) {
   return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, s, n);
 }
 
-/* zstd_frame_sizes (SPEC §1): every frame's size, u32 LE by ordinal, the
+/* zstd_frame_sizes (docs/format.md): every frame's size, u32 LE by ordinal, the
  * same values as the size fields in the region, so that a reader can place
  * every frame without reading the region. Omitted if it could not be one
  * msgpack bin. */

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
- * AMDGPU code objects (SPEC §2.4): the target from the ELF header's e_flags
- * and the kernels of the NT_AMDGPU_METADATA note, read straight from the
- * bytes with the bounded MessagePack reader. The note is validated as a
+ * AMDGPU code objects (kpack_code_object.h): the target from the ELF header's
+ * e_flags and the kernels of the NT_AMDGPU_METADATA note, read straight from
+ * the bytes with the bounded MessagePack reader. The note is validated as a
  * whole before it is walked, so the walk only meets values of the wrong
  * type, never truncation.
  */

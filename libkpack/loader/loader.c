@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * The loader (SPEC §2.2): finds the code object HIPK metadata names in the
+ * The loader (docs/loader.md): finds the code object HIPK metadata names in the
  * archives its search paths lead to, for the best architecture a device
  * accepts. A cache keeps every archive it opened until it is destroyed.
  * Each search step is reported as a trace event; ROCM_KPACK_DEBUG logging

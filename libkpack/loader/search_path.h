@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * Search path handling for the loader (SPEC §2.2): ':'-separated lists,
+ * Search path handling for the loader (docs/loader.md): ':'-separated lists,
  * lexical normalisation, resolution against a binary's directory, @GFXARCH@
  * expansion and directories of *.kpack. Owned by search_path.c; it keeps no
  * state, and every list and string it returns belongs to the caller.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * ISA target compatibility (SPEC §2.2): which archive architectures can
+ * ISA target compatibility (docs/loader.md): which archive architectures can
  * serve a device ISA name. Owned by target.c; the lists it returns belong
  * to the caller.
  */
@@ -37,8 +37,8 @@ const char* kp_target_strip_prefix(const char* isa);
 
 /* True when a code object built for `target` runs on every device whose
  * compatible targets (kp_target_compatible) include `arch`: same processor,
- * and each feature flag of `target` also a flag of `arch` (SPEC §2.4, kpack
- * verify). Names whose flags cannot be split compare whole. */
+ * and each feature flag of `target` also a flag of `arch` (kpack verify,
+ * kpack_target_serves). Names whose flags cannot be split compare whole. */
 bool kp_target_serves(const char* target, const char* arch);
 
 #endif /* KPACK_TARGET_H */

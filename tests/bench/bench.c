@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT
  *
  * `make bench`: generates the data sets once into the cache directory and
- * prints the performance table of SPEC §6 (rows in library.c, create.c and
- * mounts.c). Usage: bench CACHE_DIR [BIN_DIR [GROUPS]]; without BIN_DIR
- * (kpack and kpackfs) only the library rows run; GROUPS (e.g.
+ * prints the performance table of README "Performance" (rows in library.c,
+ * create.c and mounts.c). Usage: bench CACHE_DIR [BIN_DIR [GROUPS]]; without
+ * BIN_DIR (kpack and kpackfs) only the library rows run; GROUPS (e.g.
  * "library,mounts") picks among library, create and mounts.
  *
  * Generated data is reused while it is current: fixture.stamp records the
