@@ -179,7 +179,9 @@ check: deps
 check-suites: all $(TEST_BINS)
 	@fail=0; for t in $(TEST_BINS); do \
 	  echo "== $$t"; $(TEST_WRAP) $$t || fail=1; \
-	done; exit $$fail
+	done; \
+	echo "== tests/layers.sh"; tests/layers.sh "$(CC)" "$(CPPFLAGS) $(CFLAGS)" || fail=1; \
+	exit $$fail
 
 # ---- benchmarks ---------------------------------------------------------------
 # tests/bench/*.c: one program printing the performance table (README
