@@ -163,7 +163,7 @@ static bool write_beside(const extract_state* s, kpack_archive_t archive,
   kpack_get_entry_metadata(archive, binary, arch, &map, &map_size);
   char* demangled = NULL;
   size_t demangled_size = 0;
-  if (shown && (kpack_code_object_render(data, size, &r) != KPACK_SUCCESS ||
+  if (shown && (kpack_co_render(data, size, &r) != KPACK_SUCCESS ||
                 (s->demangle && (demangled = cli_demangle_kernels(
                                      r.kernels, &demangled_size)) == NULL))) {
     kpack_co_render_free(&r);

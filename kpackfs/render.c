@@ -56,8 +56,7 @@ void kfs_renders_free(kfs_renders* rs) {
   memset(rs, 0, sizeof(*rs));
 }
 
-/* ---- the LRU of released renders (under the lock) --------------------------
- */
+/* ---- the LRU of released renders (under the lock) ------------------------ */
 
 static void lru_remove(kfs_renders* rs, kfs_render* r) {
   if (r->lru_next == r) {
@@ -95,8 +94,7 @@ static void evict_over_budget(kfs_renders* rs) {
   }
 }
 
-/* ---- rendering -------------------------------------------------------------
- */
+/* ---- rendering ----------------------------------------------------------- */
 
 /* Decodes only as much of the kernel as its metadata note needs; the
  * kernel cache is left to readers of the kernel itself. */

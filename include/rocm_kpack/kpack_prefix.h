@@ -13,6 +13,7 @@
 
 #include "kpack.h"
 #include "kpack_code_object.h"
+#include "kpack_render.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -62,9 +63,10 @@ KPACK_API kpack_error_t
 kpack_code_object_parse_prefix(const void* data, size_t avail, uint64_t size,
                                kpack_code_object_t** code_object);
 
-/* kpack_code_object_render() from such a prefix: the same texts. */
-KPACK_API kpack_error_t kpack_code_object_render_prefix(
-    const void* data, size_t avail, uint64_t size, kpack_co_render_t* render);
+/* kpack_co_render() from such a prefix: the same texts. */
+KPACK_API kpack_error_t kpack_co_render_prefix(const void* data, size_t avail,
+                                               uint64_t size,
+                                               kpack_co_render_t* render);
 
 /* The whole loop for an archive's kernel: reads its prefix (64 KiB first,
  * then as far as kpack_code_object_prefix_needed() asks) and parses or
@@ -76,7 +78,7 @@ KPACK_API kpack_error_t kpack_code_object_render_prefix(
  * are INVALID_FORMAT).
  * kpack_kernel_render: the statuses of kpack_read_kernel_prefix(); bytes
  * that are no code object render as empty texts, as with
- * kpack_code_object_render(). */
+ * kpack_co_render(). */
 KPACK_API kpack_error_t kpack_kernel_code_object(
     kpack_archive_t archive, const char* binary_name, const char* arch,
     kpack_code_object_t** code_object, uint64_t* decoded);
