@@ -275,19 +275,11 @@ static int extract_run(int argc, char** argv) {
   }
   for (int i = optind; i < argc && !cli_interrupted(); i++) {
     kpack_archive_t archive;
-    kpack_error_t err = kpack_open(argv[i], &archive);
-    if (err != KPACK_SUCCESS) {
-      cli_kerror(argv[i], err);
-      s.status = CLI_FAIL;
-      continue;
-    }
     s.path = argv[i];
-    err = cli_for_each_kernel(archive, extract_kernel, &s);
-    if (err != KPACK_SUCCESS) {
-      cli_kerror(argv[i], err);
+    if (cli_walk_archive(argv[i], extract_kernel, &s, &archive) != CLI_WALKED)
       s.status = CLI_FAIL;
-    }
-    s.earlier[s.earlier_count++] = archive;
+    if (archive != NULL) /* what it provides shadows later archives */
+      s.earlier[s.earlier_count++] = archive;
   }
   for (size_t i = 0; i < s.earlier_count; i++)
     kpack_close(s.earlier[i]);
