@@ -331,27 +331,6 @@ bool cli_mkdirs(const char* path, unsigned mode) {
   return ok;
 }
 
-bool cli_safe_component(const char* name) {
-  return name[0] != '\0' && strchr(name, '/') == NULL &&
-         strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
-}
-
-bool cli_safe_binary_name(const char* name) {
-  if (name[0] == '\0' || name[0] == '/')
-    return false;
-  const char* p = name;
-  for (;;) {
-    const char* slash = strchr(p, '/');
-    size_t n = slash ? (size_t)(slash - p) : strlen(p);
-    if (n == 0 || (n == 1 && p[0] == '.') ||
-        (n == 2 && p[0] == '.' && p[1] == '.'))
-      return false;
-    if (slash == NULL)
-      return true;
-    p = slash + 1;
-  }
-}
-
 /* ---- archives --------------------------------------------------------------
  */
 

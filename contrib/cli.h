@@ -103,11 +103,6 @@ const char* cli_human_size(char buf[32], uint64_t bytes);
 bool cli_read_file(const char* path, void** data, size_t* size);
 /* mkdir -p; false with errno set on failure. */
 bool cli_mkdirs(const char* path, unsigned mode);
-/* True if a TOC binary name can be a relative path: not empty, no leading or
- * trailing '/', no empty, "." or ".." component. */
-bool cli_safe_binary_name(const char* name);
-/* True if an arch (or type) can be one path component. */
-bool cli_safe_component(const char* name);
 
 /* ---- archives ---------------------------------------------------------- */
 

@@ -236,18 +236,19 @@ static bool scan_tree_file(cr_state* s, size_t source, const char* full,
       arch_start--;
   }
   bool in_arch_dir = arch_start != NULL && arch_start != rel;
-  if (in_arch_dir && (strcmp(name, KPACK_CO_KERNELS_FILE) == 0 ||
-                      strcmp(name, KPACK_CO_METADATA_FILE) == 0))
+  if (in_arch_dir && (strcmp(name, KPACK_LAYOUT_KERNELS_FILE) == 0 ||
+                      strcmp(name, KPACK_LAYOUT_METADATA_FILE) == 0))
     return true;
-  bool sidecar = in_arch_dir && strcmp(name, KPACK_ENTRY_METADATA_FILE) == 0;
-  if (!sidecar && (strncmp(name, "kernel.", 7) != 0 || !in_arch_dir)) {
+  bool sidecar =
+      in_arch_dir && strcmp(name, KPACK_LAYOUT_TOC_METADATA_FILE) == 0;
+  const char* type = kpack_layout_kernel_type(name);
+  if (!sidecar && (type == NULL || !in_arch_dir)) {
     cli_error("%s: not in the kpackfs layout <binary>#N/<arch>/kernel.hsaco",
               full);
     return false;
   }
-  if (!sidecar && strcmp(name + 7, "hsaco") != 0) {
-    cli_error("%s: kernel type '%s' not supported (only hsaco)", full,
-              name + 7);
+  if (!sidecar && strcmp(type, "hsaco") != 0) {
+    cli_error("%s: kernel type '%s' not supported (only hsaco)", full, type);
     return false;
   }
   char* binary = strndup(rel, (size_t)(arch_start - 1 - rel));
@@ -304,7 +305,7 @@ static bool scan_tree(cr_state* s, size_t source, const char* full,
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
       continue;
     /* kpackfs's own files, at the top of a mounted tree. */
-    if (depth == 0 && strcmp(e->d_name, ".kpackfs") == 0)
+    if (depth == 0 && strcmp(e->d_name, KPACK_LAYOUT_RESERVED_DIR) == 0)
       continue;
     if (asprintf(&child, "%s/%s", full, e->d_name) < 0)
       child = NULL;
@@ -386,7 +387,7 @@ static bool scan_fatbin(cr_state* s, size_t source) {
       kpack_bundle_get_entry(bundle, i, &e);
       if (e.arch == NULL)
         continue; /* host code, or another offload kind */
-      if (!cli_safe_component(e.arch)) {
+      if (kpack_layout_arch_problem(e.arch) != NULL) {
         cli_error(
             "%s: code object %zu: target '%s' cannot be a directory "
             "name",
@@ -897,9 +898,10 @@ static bool add_fatbin_source(cr_state* s, char* arg) {
   char* name = strdup(eq != NULL ? eq + 1 : slash ? slash + 1 : arg);
   if (name == NULL)
     return false;
-  if (!cli_safe_binary_name(name)) {
-    cli_error("--fatbin %s: binary name '%s' is not a relative path", arg,
-              name);
+  const char* why = kpack_layout_binary_problem(name);
+  if (why != NULL) {
+    cli_error("--fatbin %s: binary name '%s' is not a relative path (%s)", arg,
+              name, why);
     free(name);
     return false;
   }
@@ -1043,7 +1045,7 @@ static int create_run(int argc, char** argv) {
         bool seen = false;
         for (size_t i = 0; i < s.only_count; i++)
           seen = seen || strcmp(s.only_arches[i], optarg) == 0;
-        if (!cli_safe_component(optarg)) {
+        if (kpack_layout_arch_problem(optarg) != NULL) {
           status = cli_usage_error(cmd,
                                    "--arch '%s' cannot be a directory "
                                    "name",
