@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture_code_object.h"
 #include "fixture_fatbin.h"
 #include "support.h"
 
@@ -2099,6 +2100,95 @@ static void test_real_librocrand_host_binary(void** state) {
   free(lib);
 }
 
+/* ---- JSON whatever fails ---------------------------------------------------
+ */
+
+/* `kpack ARGS...` (any exit status) prints one JSON document: jq, a real
+ * parser, reads its standard output without error. */
+static void expect_json(const char* const* args) {
+  char* out = NULL;
+  run_full(&out, NULL, NULL, args);
+  char* file = path_in("out.json");
+  kt_write_file(file, out, strlen(out));
+  char* err = NULL;
+  char* jq[] = {"jq", ".", file, NULL};
+  if (kt_run(jq, 30, NULL, &err) != 0) {
+    fail_msg("kpack %s %s ...: not JSON (%s):\n%s", args[0], args[1], err, out);
+  }
+  free(err);
+  free(out);
+  free(file);
+}
+#define EXPECT_JSON(...) expect_json((const char* const[]){__VA_ARGS__, NULL})
+
+static void test_every_json_output_parses_whatever_fails(void** state) {
+  (void)state;
+  char* good = sample_archive("good.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  char* garbage = path_in("garbage.kpack");
+  char* missing = path_in("missing.kpack");
+  kt_write_file(garbage, "KPAK\1\0\0\0", 8);
+  /* A code object cut after its header: recognised, then refused. */
+  static const fx_co_kernel kernels[] = {
+      {"gemm\tf32", 128, 96, 64, 16384, 272, 96, 64, 256, 3, 1, 0}};
+  fx_buf co =
+      fx_code_object_for(FX_MACH_GFX90A, KPACK_FEATURE_OFF, KPACK_FEATURE_ANY,
+                         "amdgcn-amd-amdhsa--gfx90a:xnack-", kernels, 1);
+  char* good_co = path_in("good.hsaco");
+  char* cut_co = path_in("cut.hsaco");
+  kt_write_file(good_co, co.data, co.size);
+  kt_write_file(cut_co, co.data, 64);
+  fx_free(&co);
+  void* k[3][2];
+  char* fat = sample_fatbin("libthing.so.2", k);
+  /* A fat binary with a record that is neither HIPF nor HIPK: its host
+   * view opens, its fat binary view does not. */
+  fx_entry e[] = {{"hipv4-amdgcn-amd-amdhsa--gfx90a", "abcd", 4}};
+  fx_buf bundle = fx_bundle(e, 1);
+  fx_wrapper w[2] = {{0, 1, 0, FX_PTR_FILE, 0},
+                     {0x12345678, 1, 0, FX_PTR_FILE, 0}};
+  fx_elf_opts o = {
+      .bundles = &bundle, .bundle_count = 1, .wrappers = w, .wrapper_count = 2};
+  char* bad_fat = path_in("badfat.so");
+  fx_write_elf(bad_fat, &o);
+  fx_free(&bundle);
+  char* root = path_in("kp");
+  void* kk[3];
+  char* kpackified = kpackified_tree(root, FX_ET_DYN, FX_PTR_RELATIVE, kk);
+
+  EXPECT_JSON("list", "--json", good, garbage, missing, fat, bad_fat,
+              kpackified, good);
+  EXPECT_JSON("list", "--json", garbage, good);
+  EXPECT_JSON("list", "--json", missing);
+  /* Pattern bytes typed hsaco: each code object fails to parse. */
+  EXPECT_JSON("list", "--kernels", "--json", good, garbage, missing, good);
+  EXPECT_JSON("info", "--json", cut_co, good, garbage, good_co, fat, bad_fat,
+              kpackified, missing, cut_co);
+  EXPECT_JSON("info", "--json", garbage, cut_co, bad_fat);
+  EXPECT_JSON("info", "--json", bad_fat, good);
+  EXPECT_JSON("resolve", "--json", "--binary", bad_fat, "--arch", "gfx90a");
+  EXPECT_JSON("resolve", "--json", "--binary", fat, "--arch", "gfx90a");
+  EXPECT_JSON("resolve", "--json", "--binary", kpackified, "--arch", "gfx942");
+  EXPECT_JSON("resolve", "--json", "--kernel", "lib/x.so#0", "--search-path",
+              garbage, "--search-path", missing, "--search-path", good,
+              "--arch", "gfx90a:xnack-");
+
+  for (int i = 0; i < 3; i++) {
+    free(k[i][0]);
+    free(k[i][1]);
+  }
+  free_kernels3(kk);
+  free(kpackified);
+  free(root);
+  free(bad_fat);
+  free(fat);
+  free(good_co);
+  free(cut_co);
+  free(good);
+  free(garbage);
+  free(missing);
+  free_sample();
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_version_help_and_manuals, setup,
@@ -2175,6 +2265,8 @@ int main(void) {
           teardown),
       cmocka_unit_test_setup_teardown(test_real_librocrand_host_binary, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(
+          test_every_json_output_parses_whatever_fails, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
