@@ -555,11 +555,31 @@ static bool load_item(const cr_state* s, const cr_item* item, void** data,
   return true;
 }
 
-/* Two inputs give the same (binary, arch): fine if kernel and metadata are
- * identical, an error naming both otherwise. */
+/* An item's TOC type: an archive's entry says; a tree's kernel.hsaco and a
+ * fat binary's entries are code objects. */
+static const char* item_type(const cr_state* s, const cr_item* item) {
+  kpack_archive_t archive = s->sources[item->source].archive;
+  kpack_kernel_info_t info;
+  if (archive != NULL &&
+      kpack_get_kernel_info(archive, item->binary, item->arch, &info) ==
+          KPACK_SUCCESS)
+    return info.type;
+  return "hsaco";
+}
+
+/* Two inputs give the same (binary, arch): fine if type, kernel and
+ * metadata are identical (together they are the entry), an error naming
+ * both otherwise. */
 static bool same_kernel(const cr_state* s, const cr_item* a, const cr_item* b) {
-  void *da, *db = NULL, *ma, *mb = NULL;
+  void *da = NULL, *db = NULL, *ma = NULL, *mb = NULL;
   size_t sa, sb = 0, la, lb = 0;
+  const char* ta = item_type(s, a);
+  const char* tb = item_type(s, b);
+  if (strcmp(ta, tb) != 0) {
+    cli_error("%s for %s: type '%s' in %s and type '%s' in %s", a->binary,
+              a->arch, ta, source_of(s, a), tb, source_of(s, b));
+    return false;
+  }
   bool ok = load_item(s, a, &da, &sa, &ma, &la);
   ok = ok && load_item(s, b, &db, &sb, &mb, &lb);
   if (ok && (sa != sb || memcmp(da, db, sa) != 0)) {

@@ -565,8 +565,14 @@ static int explain_fat(const char* path, const rs_request* r, bool json) {
   cli_table_free(&s.table);
   kpack_fatbin_close(fb);
   /* A bundle with nothing the agent runs is a module the runtime cannot
-   * load (hipErrorNoBinaryForGpu): a failed search, like a kpack miss. */
-  return ok && s.loadable == info.bundle_count ? CLI_OK : CLI_FAIL;
+   * load (hipErrorNoBinaryForGpu): a failed search, like a kpack miss; so
+   * is a fat binary with no code object at all, which has nothing to
+   * load on any agent. */
+  if (ok && info.bundle_count == 0)
+    cli_error("%s: .hip_fatbin holds no code object: nothing to load", path);
+  return ok && info.bundle_count > 0 && s.loadable == info.bundle_count
+             ? CLI_OK
+             : CLI_FAIL;
 }
 
 /* One row of the closing summary. */
@@ -576,9 +582,13 @@ static void summary_row(cli_table* sum, size_t index, const char* kernel,
   for (size_t i = 0; t != NULL && i < t->count; i++)
     if (t->events[i].kind == KPACK_TRACE_RESULT)
       result = &t->events[i];
+  /* Names are escaped: a tab or newline in one must not shift columns. */
+  kernel = cli_table_text(sum, kernel);
   if (status == KPACK_SUCCESS && result != NULL)
     cli_table_row(sum, "%zu\t%s\t%s\t%s from %s", index, kernel,
-                  kpack_error_string(status), result->target, result->path);
+                  kpack_error_string(status),
+                  cli_table_text(sum, result->target),
+                  cli_table_text(sum, result->path));
   else
     cli_table_row(sum, "%zu\t%s\t%s\t%s", index, kernel,
                   kpack_error_string(status), cli_error_text(status));
@@ -676,9 +686,8 @@ static int explain_records(const char* path, const kpack_host_t* host,
       printf("search paths (as written -> as the loader resolves them)\n");
       for (size_t j = 0; j < w.search_path_count; j++) {
         char* resolved = NULL;
-        kpack_resolve_search_path(path, w.search_paths[j], &resolved);
-        printf("  %s -> %s\n", w.search_paths[j],
-               resolved ? resolved : "(out of memory)");
+        printf("  %s -> %s\n", cli_search_path_written(w.search_paths[j]),
+               cli_search_path_shown(path, w.search_paths[j], &resolved));
         free(resolved);
       }
     }

@@ -279,15 +279,30 @@ static const char* magic_name(uint32_t magic) {
                                           : "unknown";
 }
 
+const char* cli_search_path_shown(const char* path, const char* written,
+                                  char** owned) {
+  *owned = NULL;
+  if (written[0] == '\0')
+    return CLI_SEARCH_PATH_DROPPED; /* as the loader's add_items() does */
+  kpack_resolve_search_path(path, written, owned);
+  return *owned != NULL ? *owned : "(out of memory)";
+}
+
+const char* cli_search_path_written(const char* written) {
+  return written[0] != '\0' ? written : "\"\"";
+}
+
 void cli_host_json_search_paths(cli_json* json, const char* path,
                                 const kpack_host_wrapper_t* w) {
   cli_json_array(json, CLI_JSON_INLINE, false);
   for (size_t j = 0; j < w->search_path_count; j++) {
     char* resolved = NULL;
-    kpack_resolve_search_path(path, w->search_paths[j], &resolved);
+    cli_search_path_shown(path, w->search_paths[j], &resolved);
     cli_json_object(json, CLI_JSON_INLINE, false);
     cli_json_key_str(json, "written", w->search_paths[j]);
     cli_json_key_str(json, "resolved", resolved);
+    if (w->search_paths[j][0] == '\0')
+      cli_json_key_bool(json, "dropped", true);
     cli_json_end(json);
     free(resolved);
   }
@@ -333,10 +348,10 @@ void cli_host_record_rows(cli_table* t, const char* path,
     }
     for (size_t j = 0; j < w.search_path_count; j++) {
       char* resolved = NULL;
-      kpack_resolve_search_path(path, w.search_paths[j], &resolved);
-      const char* written = cli_table_text(t, w.search_paths[j]);
-      const char* where =
-          resolved ? cli_table_text(t, resolved) : "(out of memory)";
+      const char* written =
+          cli_table_text(t, cli_search_path_written(w.search_paths[j]));
+      const char* where = cli_table_text(
+          t, cli_search_path_shown(path, w.search_paths[j], &resolved));
       if (j == 0)
         cli_table_row(t, "%zu\tHIPK\t%s#%llu\t%s\t%s", i,
                       cli_table_text(t, w.kernel_name),

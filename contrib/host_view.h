@@ -27,9 +27,20 @@ int cli_host_info(const char* path, cli_json* json, bool first);
  * whether a table is already out (a blank line goes first) and becomes
  * true. Returns an exit status. */
 int cli_host_list(const char* path, cli_json* json, bool* printed);
+/* What the loader makes of search path `written` of a binary opened as
+ * `path`, for people: the path it tries (kpack_resolve_search_path(); in
+ * *owned, to free), CLI_SEARCH_PATH_DROPPED for an empty one, which the
+ * loader drops instead of trying the binary's directory, or "(out of
+ * memory)". */
+#define CLI_SEARCH_PATH_DROPPED "(empty: the loader skips it)"
+const char* cli_search_path_shown(const char* path, const char* written,
+                                  char** owned);
+/* A written search path for people: itself, or "" in quotes when empty. */
+const char* cli_search_path_written(const char* written);
 /* A HIPK record's search paths as a JSON array of {written, resolved}, the
  * second as the loader resolves it against `path` (null when out of
- * memory). */
+ * memory); an empty path, which the loader drops, has resolved null and
+ * "dropped": true. */
 void cli_host_json_search_paths(cli_json* json, const char* path,
                                 const kpack_host_wrapper_t* w);
 /* Rows RECORD, MAGIC, KERNEL, SEARCH PATH, RESOLVED for every record. */
