@@ -93,8 +93,7 @@ bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
   return true;
 }
 
-/* ---- tables ----------------------------------------------------------------
- */
+/* ---- tables -------------------------------------------------------------- */
 
 void cli_table_row(cli_table* t, const char* fmt, ...) {
   char* line = NULL;
@@ -211,8 +210,7 @@ oom:
   exit(CLI_FAIL);
 }
 
-/* ---- numbers --------------------------------------------------------------
- */
+/* ---- numbers ------------------------------------------------------------- */
 
 const char* cli_ratio(char buf[32], uint64_t size, uint64_t stored) {
   if (stored == 0)
@@ -255,8 +253,7 @@ const char* cli_total_human(char buf[32], cli_total t) {
   return cli_human_size(buf, t.value);
 }
 
-/* ---- files -----------------------------------------------------------------
- */
+/* ---- files --------------------------------------------------------------- */
 
 bool cli_read_file(const char* path, void** data, size_t* size) {
   bool ok = false;
@@ -331,8 +328,7 @@ bool cli_mkdirs(const char* path, unsigned mode) {
   return ok;
 }
 
-/* ---- archives --------------------------------------------------------------
- */
+/* ---- archives ------------------------------------------------------------ */
 
 kpack_error_t cli_for_each_kernel(kpack_archive_t archive, cli_kernel_fn fn,
                                   void* user) {
@@ -381,8 +377,7 @@ cli_walk cli_walk_archive(const char* path, cli_kernel_fn fn, void* user,
   return walk;
 }
 
-/* ---- interruption ----------------------------------------------------------
- */
+/* ---- interruption -------------------------------------------------------- */
 
 static volatile sig_atomic_t caught_signal;
 

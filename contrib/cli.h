@@ -37,7 +37,7 @@ extern const cli_command cli_list_command, cli_info_command, cli_cat_command,
     cli_extract_command, cli_create_command, cli_verify_command,
     cli_resolve_command;
 
-/* ---- messages ---------------------------------------------------------- */
+/* ---- messages ------------------------------------------------------------ */
 
 /* "kpack: <message>" on stderr. */
 void cli_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -51,13 +51,13 @@ int cli_usage_error(const cli_command* cmd, const char* fmt, ...)
 /* Prints the manual of `cmd` to stdout; returns CLI_OK. */
 int cli_print_manual(const cli_command* cmd);
 
-/* ---- parsing ----------------------------------------------------------- */
+/* ---- parsing ------------------------------------------------------------- */
 
 /* Parses a decimal integer in [min, max]; false if it is not one. */
 bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
                     unsigned long* out);
 
-/* ---- output ------------------------------------------------------------ */
+/* ---- output -------------------------------------------------------------- */
 
 /* A text table: columns sized to their widest cell, numbers right-aligned. */
 typedef struct cli_table {
@@ -97,14 +97,14 @@ const char* cli_ratio(char buf[32], uint64_t size, uint64_t stored);
 /* "12.3 MiB" style, for summaries. */
 const char* cli_human_size(char buf[32], uint64_t bytes);
 
-/* ---- files ------------------------------------------------------------- */
+/* ---- files --------------------------------------------------------------- */
 
 /* Whole-file read into a malloc'ed buffer; false with errno set on failure. */
 bool cli_read_file(const char* path, void** data, size_t* size);
 /* mkdir -p; false with errno set on failure. */
 bool cli_mkdirs(const char* path, unsigned mode);
 
-/* ---- archives ---------------------------------------------------------- */
+/* ---- archives ------------------------------------------------------------ */
 
 /* Called for each kernel, binaries in byte-wise order and each binary's
  * arches sorted; return false to stop. */
@@ -129,7 +129,7 @@ typedef enum cli_walk {
 cli_walk cli_walk_archive(const char* path, cli_kernel_fn fn, void* user,
                           kpack_archive_t* keep);
 
-/* ---- interruption ------------------------------------------------------ */
+/* ---- interruption -------------------------------------------------------- */
 
 /* Installs SIGINT/SIGTERM/SIGHUP handlers that only set a flag, so that a
  * long command can stop between steps and clean up. */

@@ -90,7 +90,7 @@ const cli_command cli_list_command = {
     "list", "list archives' kernels (sizes; --kernels: GPU kernels inside)",
     list_manual, list_run};
 
-/* ---- archives and fat binaries ------------------------------------------ */
+/* ---- archives and fat binaries ------------------------------------------- */
 
 typedef struct list_state {
   const char* archive_path;
@@ -211,7 +211,7 @@ static int list_archives(int argc, char** argv) {
   return s.failed ? CLI_FAIL : status;
 }
 
-/* ---- GPU kernels (--kernels) -------------------------------------------- */
+/* ---- GPU kernels (--kernels) --------------------------------------------- */
 
 typedef struct kernels_state {
   const char* archive_path;

@@ -470,8 +470,7 @@ static void print_json(const rs_request* r, const rs_trace* t,
   cli_json_finish(&w);
 }
 
-/* ---- the binary's own records ----------------------------------------------
- */
+/* ---- the binary's own records -------------------------------------------- */
 
 typedef struct fat_explain {
   const rs_request* r;

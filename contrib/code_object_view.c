@@ -124,7 +124,7 @@ static kpack_error_t load_file(const char* path, kpack_code_object_t** co) {
   return err;
 }
 
-/* ---- kpack info FILE.hsaco ---------------------------------------------- */
+/* ---- kpack info FILE.hsaco ----------------------------------------------- */
 
 static void info_json(cli_json* w, const char* path,
                       const kpack_code_object_t* co,
@@ -219,7 +219,7 @@ int cli_code_object_metadata(const char* path) {
     return CLI_FAIL;
   }
   /* The bytes a mount shows as metadata.json: one renderer for both. */
-  kpack_error_t err = kpack_code_object_render(data, size, &r);
+  kpack_error_t err = kpack_co_render(data, size, &r);
   free(data);
   if (err == KPACK_SUCCESS)
     err = r.status;
