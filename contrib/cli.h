@@ -76,7 +76,8 @@ void cli_table_row(cli_table* t, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void cli_table_print(const cli_table* t, FILE* out);
 void cli_table_free(cli_table* t);
-/* `s` as one cell's text: itself when it holds no control byte, else a copy
+/* `s` as one cell's text: itself when it holds no control byte and no
+ * backslash, else a copy
  * kept by the table until cli_table_free() with backslash, tab, newline and
  * carriage return written \\ \t \n \r and other control bytes \xHH,
  * as the `kernels` file of a mount writes a kernel's name, so that a name
@@ -121,7 +122,8 @@ typedef enum cli_walk {
   CLI_WALK_UNOPENED, /* could not be opened: reported */
   CLI_WALK_BROKEN,   /* opened, but its TOC could not be walked: reported */
 } cli_walk;
-/* The loop of every command that takes ARCHIVE...: opens `path`, calls fn
+/* The loop of the commands that walk the kernels of each ARCHIVE argument
+ * (list, list --kernels, extract): opens `path`, calls fn
  * for each kernel as cli_for_each_kernel() does, reports a failure on
  * standard error naming the file and the status, and closes the archive,
  * or hands it to the caller through *keep when keep is not NULL (NULL
