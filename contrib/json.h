@@ -2,10 +2,11 @@
  *
  * The one JSON writer of the kpack tool: every `--json` output goes through
  * it. It places the commas, the ": " after a key and the closing brackets
- * itself, and escapes strings, so that what it writes parses whatever
- * happens between two calls: a command that fails half-way through an
- * object closes back to a depth it saved (cli_json_depth(),
- * cli_json_close_to()) instead of leaving the object open.
+ * itself, and escapes strings (invalid UTF-8 included), so that what it
+ * writes parses whatever happens between two calls: a command that fails
+ * half-way through an object closes back to a depth it saved
+ * (cli_json_depth(), cli_json_close_to()) instead of leaving the object
+ * open.
  */
 #ifndef KPACK_CLI_JSON_H
 #define KPACK_CLI_JSON_H
@@ -77,7 +78,8 @@ void cli_json_key_bool(cli_json* w, const char* key, bool v);
 /* Closes whatever is open and ends the line. */
 void cli_json_finish(cli_json* w);
 
-/* A JSON string literal, quoted and escaped, on its own. */
+/* A JSON string literal, quoted and escaped, on its own; a byte that is
+ * not part of valid UTF-8 becomes U+FFFD, as in libkpack's renderings. */
 void cli_json_string(FILE* out, const char* s);
 
 #endif /* KPACK_CLI_JSON_H */

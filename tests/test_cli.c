@@ -2152,6 +2152,18 @@ static void test_every_json_output_parses_whatever_fails(void** state) {
               kpackified, good);
   EXPECT_JSON("list", "--json", garbage, good);
   EXPECT_JSON("list", "--json", missing);
+  /* JSON text is UTF-8: bytes of a TOC name that are not become U+FFFD. */
+  void* data = kt_pattern(10, 3);
+  kt_kernel odd[] = {{"lib/\xff\xc3.so#0", "gfx90a", data, 10}};
+  char* latin = path_in("latin.kpack");
+  kt_write_archive(latin, KPACK_COMPRESSION_NOOP, NULL, 0, odd, 1);
+  char* out;
+  assert_int_equal(KP(&out, NULL, "list", "--json", latin), 0);
+  assert_contains(out, "\"binary\": \"lib/\\ufffd\\ufffd.so#0\"");
+  free(out);
+  EXPECT_JSON("list", "--json", latin);
+  free(latin);
+  free(data);
   /* Pattern bytes typed hsaco: each code object fails to parse. */
   EXPECT_JSON("list", "--kernels", "--json", good, garbage, missing, good);
   EXPECT_JSON("info", "--json", cut_co, good, garbage, good_co, fat, bad_fat,
