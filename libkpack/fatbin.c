@@ -27,8 +27,8 @@ struct kpack_fatbin {
 };
 
 /* Bundle offsets from the wrapper table, in wrapper order. */
-static kpack_error_t locate_by_wrappers(const elf_file* elf, size_t seg,
-                                        size_t fat, struct kpack_fatbin* fb) {
+static kpack_error_t locate_by_wrappers(elf_file* elf, size_t seg, size_t fat,
+                                        struct kpack_fatbin* fb) {
   elf_wrapper* records;
   size_t count;
   kpack_error_t err = elf_read_wrappers(elf, seg, &records, &count);

@@ -52,7 +52,7 @@ static kpack_error_t read_metadata(const kp_input* ref, uint64_t offset,
 }
 
 /* Classifies one HIPK record's pointer and reads what it points at. */
-static kpack_error_t read_hipk(const elf_file* elf, const elf_pointer* ptr,
+static kpack_error_t read_hipk(elf_file* elf, const elf_pointer* ptr,
                                size_t ref_index, const kp_input* ref,
                                kp_scratch* scratch, kpack_host_wrapper_t* w,
                                kp_hipk* meta) {
@@ -74,8 +74,8 @@ static kpack_error_t read_hipk(const elf_file* elf, const elf_pointer* ptr,
   return KPACK_SUCCESS;
 }
 
-static kpack_error_t read_records(const elf_file* elf, size_t seg,
-                                  size_t ref_index, struct kpack_host* h) {
+static kpack_error_t read_records(elf_file* elf, size_t seg, size_t ref_index,
+                                  struct kpack_host* h) {
   kpack_error_t err;
   kp_input ref = {0};
   kp_scratch meta_buf = {0};
