@@ -17,9 +17,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "byteorder.h"
-#include "elf.h"
-#include "hipk.h"
+#include "common/byteorder.h"
+#include "binary/elf.h"
+#include "loader/hipk.h"
 #include "rocm_kpack/kpack_host.h"
 #include "rocm_kpack/kpack_transform.h"
 
