@@ -140,6 +140,7 @@ all: $(LIB_SO) $(LIB_A) $(LIB_PC) $(PROGRAMS) $(MANPAGES)
 TEST_SRCS    := $(sort $(wildcard tests/test_*.c))
 TEST_BINS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_FIXTURE := $(BUILD)/tests/fixture_fatbin.o $(BUILD)/tests/fixture_code_object.o \
+                $(BUILD)/tests/fixture_program.o \
                 $(BUILD)/tests/fixture_toc.o
 TEST_SUPPORT := $(BUILD)/tests/support.o $(TEST_FIXTURE)
 VALGRIND ?=

@@ -204,7 +204,7 @@ static kpack_error_t tf_open(tf_state* st, kpack_transform_kind_t* kind) {
       (err = elf_find_section(&st->elf, ".hipFatBinSegment", &st->seg)))
     return tf_elf_fail(st, err);
   *kind = KPACK_TRANSFORM_NO_DEVICE_CODE;
-  if (st->seg != 0) {
+  if (st->seg != 0 && st->elf.sections[st->seg].type != ELF_SHT_NOBITS) {
     err =
         elf_read_wrappers(&st->elf, st->seg, &st->wrappers, &st->wrapper_count);
     if (err != KPACK_SUCCESS)
@@ -331,8 +331,9 @@ static kpack_error_t scan_rela(tf_state* st, size_t rsec, char* name,
           st->relocated[w] = true;
         continue;
       }
-      if (!dynamic)
-        continue; /* link-time records: offsets in their own sections */
+      if (!dynamic || type == 0)
+        continue; /* link-time records (offsets in their own sections), or
+                     R_*_NONE */
       uint64_t target = addend, value;
       bool known = type == st->mach->relative;
       if ((type == st->mach->abs64 || type == st->mach->glob_dat) &&
@@ -441,7 +442,9 @@ typedef struct tf_layout {
                         then the metadata */
   uint64_t vaddr;    /* its address */
   size_t phnum;      /* program headers in the output */
+  uint64_t ph_off;   /* program header table offset in the block (0) */
   uint64_t meta_off; /* metadata offset in the block */
+  uint64_t meta_size;
   uint64_t block_size;
   uint64_t names_off; /* the section name table, rewritten */
   uint64_t names_size;
@@ -563,10 +566,18 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
   L->phnum = elf->segment_count + 1 + (L->split ? 1 : 0);
   if (L->phnum >= 0xffff)
     return tf_fail(st, KPACK_ERROR_INVALID_FORMAT, "too many program headers");
-  L->meta_off = align_up((uint64_t)L->phnum * ELF_PHDR_SIZE, 8);
+  /* The program header table, then the metadata. objcopy and strip
+   * rewrite such a file with the table placed right after the previous
+   * segment's bytes, moving the segment's address down by up to a page
+   * to keep the metadata where it is: the page left free below the block
+   * keeps that move clear of the segments before it. */
+  uint64_t ph_size = (uint64_t)L->phnum * ELF_PHDR_SIZE;
+  L->ph_off = 0;
+  L->meta_off = align_up(ph_size, 8);
+  L->meta_size = meta_size;
   L->block_size = L->meta_off + meta_size;
   uint64_t end = align_up(tf_out(st, L->cut), 8);
-  uint64_t top = align_up(maxend, P);
+  uint64_t top = align_up(maxend, P) + P;
   if (exec_like) {
     /* Kernels compute AT_PHDR as the first PT_LOAD's p_vaddr - p_offset
      * plus e_phoff: the table's file offset must be its address less that
@@ -676,8 +687,8 @@ static kpack_error_t build_phdrs(tf_state* st, const tf_layout* L,
     uint64_t align = kp_load_le(raw + 48, 8);
     if (s->type == ELF_PT_PHDR) {
       uint64_t size = (uint64_t)L->phnum * ELF_PHDR_SIZE;
-      put_phdr(p, s->type, s->flags, L->block, L->vaddr, L->vaddr, size, size,
-               align);
+      put_phdr(p, s->type, s->flags, L->block + L->ph_off, L->vaddr + L->ph_off,
+               L->vaddr + L->ph_off, size, size, align);
     } else if (i == L->load) {
       uint64_t head = f->offset - s->offset;
       put_phdr(p, s->type, s->flags, s->offset, s->vaddr, paddr, head,
@@ -730,7 +741,7 @@ static kpack_error_t build_shdrs(tf_state* st, const tf_layout* L,
   kp_store_le(p + 8, ELF_SHF_ALLOC, 8);
   kp_store_le(p + 16, st->meta_addr, 8);
   kp_store_le(p + 24, L->block + L->meta_off, 8);
-  kp_store_le(p + 32, L->block_size - L->meta_off, 8);
+  kp_store_le(p + 32, L->meta_size, 8);
   kp_store_le(p + 48, 1, 8);
   if (L->shnum >= 0xff00) /* the count lives in section 0 */
     kp_store_le(out + 32, L->shnum, 8);
@@ -772,9 +783,9 @@ static kpack_error_t write_output(tf_state* st, int fd, const tf_layout* L,
     err = tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
-  if ((err = build_phdrs(st, L, table)) != KPACK_SUCCESS)
-    goto done;
   memcpy(table + L->meta_off, meta, meta_size);
+  if ((err = build_phdrs(st, L, table + L->ph_off)) != KPACK_SUCCESS)
+    goto done;
   if ((err = write_at(st, fd, L->block, table, (size_t)L->block_size)))
     goto done;
 
@@ -809,7 +820,7 @@ static kpack_error_t write_output(tf_state* st, int fd, const tf_layout* L,
     err = tf_elf_fail(st, err);
     goto done;
   }
-  kp_store_le(h + 32, L->block, 8);
+  kp_store_le(h + 32, L->block + L->ph_off, 8);
   kp_store_le(h + 40, L->shoff, 8);
   kp_store_le(h + 54, ELF_PHDR_SIZE, 2);
   kp_store_le(h + 56, L->phnum, 2);
