@@ -205,6 +205,18 @@ typedef struct sp_state {
   uint64_t host_before, host_after, code_bytes, stored_bytes;
 } sp_state;
 
+/* A refusal of the transform, naming the file once. */
+static void transform_error(const char* path, kpack_error_t err,
+                            const kpack_transform_message_t* msg) {
+  size_t n = strlen(path);
+  if (msg->text[0] == '\0')
+    cli_kerror(path, err);
+  else if (strncmp(msg->text, path, n) == 0 && msg->text[n] == ':')
+    cli_error("%s (%s)", msg->text, kpack_error_string(err));
+  else
+    cli_error("%s: %s (%s)", path, msg->text, kpack_error_string(err));
+}
+
 static bool grow(void** items, size_t* cap, size_t count, size_t size) {
   if (count < *cap)
     return true;
@@ -510,10 +522,7 @@ static bool classify(sp_state* s) {
       continue;
     kpack_error_t err = kpack_transform_classify(f->src, &f->kind, &msg);
     if (err != KPACK_SUCCESS) {
-      if (msg.text[0] != '\0')
-        cli_error("%s: %s (%s)", f->src, msg.text, kpack_error_string(err));
-      else
-        cli_kerror(f->src, err);
+      transform_error(f->src, err, &msg);
       return false;
     }
     if (s->verbose && f->kind != KPACK_TRANSFORM_NOT_ELF)
@@ -602,10 +611,7 @@ static bool transform_all(sp_state* s) {
       kpack_error_t err =
           kpack_transform_write(f->src, fd, &o, &f->result, &msg);
       if (err != KPACK_SUCCESS) {
-        if (msg.text[0] != '\0')
-          cli_error("%s: %s (%s)", f->src, msg.text, kpack_error_string(err));
-        else
-          cli_kerror(f->src, err);
+        transform_error(f->src, err, &msg);
         close(fd);
         ok = false;
       } else {

@@ -99,17 +99,20 @@ static bool write_all(int fd, const char* buf, size_t n, off_t offset) {
 
 /* Copies `in` to `out` from offset 0 to the end of `in`: copy_file_range
  * where the filesystems allow (no bytes through user space, reflinks where
- * supported), else a read/write loop. A step is counted after the first
- * chunk, so the kill hook can stop a copy halfway. */
+ * supported), else a read/write loop. The first chunk is half the file and
+ * a step is counted after it, so the kill hook stops a copy halfway. */
 static bool copy_fd(int in, int out, off_t size) {
   static char buf[1 << 16];
   off_t done = 0;
   bool stepped = false, plain = false;
   while (done < size) {
     ssize_t n = -1;
+    off_t want = stepped ? size - done : size / 2 > 0 ? size / 2 : size;
+    if (want > ((off_t)1 << 30))
+      want = (off_t)1 << 30;
     if (!plain) {
       loff_t ri = done, wo = done;
-      n = copy_file_range(in, &ri, out, &wo, (size_t)(size - done), 0);
+      n = copy_file_range(in, &ri, out, &wo, (size_t)want, 0);
       if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
                     errno == EOPNOTSUPP)) {
         plain = true;
@@ -118,9 +121,8 @@ static bool copy_fd(int in, int out, off_t size) {
       if (n < 0 && errno == EINTR)
         continue;
     } else {
-      size_t want = size - done < (off_t)sizeof(buf) ? (size_t)(size - done)
-                                                     : sizeof(buf);
-      n = pread(in, buf, want, done);
+      n = pread(in, buf, want < (off_t)sizeof(buf) ? (size_t)want : sizeof(buf),
+                done);
       if (n < 0 && errno == EINTR)
         continue;
       if (n > 0 && !write_all(out, buf, (size_t)n, done))
