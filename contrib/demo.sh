@@ -211,6 +211,34 @@ demo() {
     show fusermount3 -u "$mnt"
     mnt=""
   fi
+
+  say "8. split the library itself: its device code into per-arch archives"
+  # An install tree with the library and its soname link, split into a
+  # kpack-ified tree: the library without .hip_fatbin bytes, one archive
+  # per architecture in .kpack/.
+  install="$work/install"
+  split="$work/split"
+  mkdir -p "$install/lib"
+  cp "$lib" "$install/lib/librocrand.so.1.1"
+  ln -s librocrand.so.1.1 "$install/lib/librocrand.so.1"
+  show "$kpack" split -o "$split" --prefix rand_lib -j "$(nproc)" "$install"
+  printf 'host library: %s bytes before, %s bytes after\n' \
+    "$(stat -c %s "$install/lib/librocrand.so.1.1")" \
+    "$(stat -c %s "$split/lib/librocrand.so.1.1")"
+  show ls "$split/.kpack"
+  show "$kpack" verify --binary "$split/lib/librocrand.so.1"
+  # What the HIP runtime does with its one record on a gfx90a agent.
+  show "$kpack" resolve --binary "$split/lib/librocrand.so.1" \
+    --arch gfx90a:sramecc+:xnack- --co-index 0
+  if [ -x "$kpackfs" ] && mkdir -p "$work/mnt-split" &&
+    "$kpackfs" "$split"/.kpack/*.kpack "$work/mnt-split"; then
+    mnt="$work/mnt-split"
+    echo "the archives it wrote, mounted with kpackfs at $mnt:"
+    (cd "$mnt" && find . -path ./.kpackfs -prune -o -type f -name 'kernel.*' -print |
+      LC_ALL=C sort | while read -r f; do printf '%10s  %s\n' "$(wc -c <"$f")" "$f"; done)
+    show fusermount3 -u "$mnt"
+    mnt=""
+  fi
   echo
   echo "demo: done"
 }
