@@ -590,7 +590,8 @@ static bool settle_items(cr_state* s) {
     i = j;
   }
   /* On failure the unsettled rest stays, for free_state to free. */
-  memmove(s->items + kept, s->items + i, (s->count - i) * sizeof(*s->items));
+  if (i < s->count)
+    memmove(s->items + kept, s->items + i, (s->count - i) * sizeof(*s->items));
   s->count = kept + (s->count - i);
   return ok;
 }

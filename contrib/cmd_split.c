@@ -1035,11 +1035,14 @@ static bool add_tree(sp_state* s, const char* arg, const char* outdir,
     bool inside = S_ISDIR(st.st_mode)
                       ? is_within(out, real) || is_within(real, out)
                       : strcmp(out, real) == 0;
-    if (inside)
+    if (inside && strcmp(out, real) == 0)
       cli_error(
-          "%s: the output directory %s is %s the input%s", arg, outdir,
-          strcmp(out, real) == 0 ? "" : "inside or around",
-          strcmp(out, real) == 0 ? " (use --in-place to rewrite it)" : "");
+          "%s: the output directory %s is the input%s itself (use "
+          "--in-place to rewrite it)",
+          arg, outdir, S_ISDIR(st.st_mode) ? "" : "'s directory");
+    else if (inside)
+      cli_error("%s: the output directory %s %s the input", arg, outdir,
+                is_within(out, real) ? "is inside" : "holds");
     free(out);
     if (inside)
       goto done;
