@@ -24,8 +24,7 @@
 
 #define KPACKFS_VERSION KPACK_VERSION_STRING
 
-/* ---- sources.c ------------------------------------------------------------
- */
+/* ---- sources.c ----------------------------------------------------------- */
 
 /* Archive paths in mount order, canonical and without duplicates. */
 typedef struct kfs_paths {
@@ -97,8 +96,7 @@ typedef struct kfs_node {
 
 typedef struct kfs_arena_chunk kfs_arena_chunk;
 
-/* ---- render.c --------------------------------------------------------------
- */
+/* ---- render.c ------------------------------------------------------------ */
 
 /* What a kernel's code object shows as files and attributes, built on the
  * first request that needs it and immutable afterwards. */
@@ -199,8 +197,7 @@ extern const struct fuse_lowlevel_ops kfs_ops;
  * released, unpinning its kernel, so the cache can be destroyed. */
 void kfs_close_open_files(kfs_fs* fs);
 
-/* ---- render.c, continued ---------------------------------------------------
- */
+/* ---- render.c, continued ------------------------------------------------- */
 
 /* One slot per kernel file; called by kfs_tree_build once the tree is
  * complete, and by kfs_tree_free. 0 or -ENOMEM. */

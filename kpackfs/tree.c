@@ -14,8 +14,7 @@
 
 #include "kpackfs.h"
 
-/* ---- name arena ------------------------------------------------------------
- */
+/* ---- name arena ---------------------------------------------------------- */
 
 #define KFS_ARENA_CHUNK 65536u
 
@@ -155,8 +154,7 @@ static fuse_ino_t dir_get(kfs_tree* t, fuse_ino_t parent, const char* name,
   return copy != NULL ? node_add(t, parent, copy, KFS_DIR, source) : 0;
 }
 
-/* ---- names ----------------------------------------------------------------
- */
+/* ---- names --------------------------------------------------------------- */
 
 static bool is_dot_name(const char* s, size_t n) {
   return (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.');
