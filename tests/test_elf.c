@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT
  *
- * The one ELF reader (libkpack/binary/elf_file.c) under the host and fat-binary readers,
- * on files the system toolchain makes: a shared object linked with
- * --emit-relocs, whose static relocations must not be taken for dynamic
- * ones; a relocatable object with more sections than the 16-bit section
+ * The one ELF reader (libkpack/binary/elf_file.c) under the host and
+ * fat-binary readers, on files the system toolchain makes: a shared object
+ * linked with --emit-relocs, whose static relocations must not be taken for
+ * dynamic ones; a relocatable object with more sections than the 16-bit section
  * index holds (symbols through SHT_SYMTAB_SHNDX); and truncated files, for
  * which the library and the tool say what is cut off and where.
  */
