@@ -347,7 +347,7 @@ static bool scan_fatbin(cr_state* s, size_t source) {
   if (err == KPACK_SUCCESS)
     err = kpack_fatbin_get_info(src->fatbin, &info);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(src->path, err);
+    cli_host_error(src->path, err);
     return false;
   }
   if (!info.has_fatbin) {

@@ -78,9 +78,9 @@ bool fx_build_program(const char* dir, const fx_program_opts* o,
       return false;
     }
     fprintf(src,
-            "    \".p2align 12\\n.globl fx_bundle%zu\\n.hidden fx_bundle%zu\\n"
+            "    \".p2align %u\\n.globl fx_bundle%zu\\n.hidden fx_bundle%zu\\n"
             "fx_bundle%zu:\\n.incbin \\\"%s\\\"\\n\"\n",
-            i, i, i, bin);
+            o->align_log2 ? o->align_log2 : 12, i, i, i, bin);
   }
   fprintf(src, "    \".previous\\n\");\n");
   for (size_t i = 0; i < o->bundle_count; i++)
@@ -100,9 +100,11 @@ bool fx_build_program(const char* dir, const fx_program_opts* o,
   const char* kind = o->kind == FX_PROGRAM_SHARED ? "-shared -fPIC"
                      : o->kind == FX_PROGRAM_PIE  ? "-DFX_MAIN -pie -fPIE"
                                                  : "-DFX_MAIN -no-pie -fno-pie";
-  if (asprintf(&cmd, "%s -O1 %s%s%s -o '%s' '%s' 2>&1", cc && *cc ? cc : "cc",
-               kind, o->relr ? " -Wl,-z,pack-relative-relocs" : "",
-               o->emit_relocs ? " -g -Wl,--emit-relocs" : "", out, path) < 0)
+  if (asprintf(&cmd, "%s -O1 %s%s%s %s -o '%s' '%s' 2>&1",
+               cc && *cc ? cc : "cc", kind,
+               o->relr ? " -Wl,-z,pack-relative-relocs" : "",
+               o->emit_relocs ? " -g -Wl,--emit-relocs" : "",
+               o->flags ? o->flags : "", out, path) < 0)
     return false;
   int status = system(cmd);
   if (status != 0 || !WIFEXITED(status))

@@ -30,7 +30,7 @@ typedef enum fx_program_kind {
 
 typedef struct fx_program_opts {
   fx_program_kind kind;
-  const fx_buf* bundles; /* bundle i is placed 4096-aligned in .hip_fatbin */
+  const fx_buf* bundles; /* bundle i is placed aligned in .hip_fatbin */
   size_t bundle_count;
   /* Record i points at bundle target[i]; when NULL, the bundles in reverse
    * order (so that record order and bundle order differ). */
@@ -38,6 +38,8 @@ typedef struct fx_program_opts {
   size_t record_count; /* bundle_count when 0 */
   bool relr;           /* -Wl,-z,pack-relative-relocs: .relr.dyn */
   bool emit_relocs;    /* -g -Wl,--emit-relocs: static relocations kept */
+  unsigned align_log2; /* bundle alignment: 1 << align_log2 (4096 when 0) */
+  const char* flags;   /* more compiler and linker flags, or NULL */
 } fx_program_opts;
 
 /* Builds the program at `out`, with its sources and bundles in `dir`.

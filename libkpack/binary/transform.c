@@ -4,7 +4,7 @@
  * binary without its device code out, each .hipFatBinSegment record turned
  * into a HIPK record pointing at msgpack metadata in .rocm_kpack_ref. The
  * layout of the result is described in docs/split.md ("The transformed
- * ELF"). The input is read through elf.c; the output is copied range by
+ * ELF"). The input is read through elf_file.c; the output is copied range by
  * range (copy_file_range, else a fixed buffer), then the few changed bytes
  * (records, relocations, headers) are written over it, so memory does not
  * grow with the file.
@@ -18,7 +18,7 @@
 #include <unistd.h>
 
 #include "common/byteorder.h"
-#include "binary/elf.h"
+#include "binary/elf_file.h"
 #include "loader/hipk.h"
 #include "rocm_kpack/kpack_host.h"
 #include "rocm_kpack/kpack_transform.h"
@@ -26,6 +26,9 @@
 #define TF_COPY_BUFFER ((size_t)1 << 20)
 #define TF_PF_R 4u
 #define TF_NEW_NAME ".rocm_kpack_ref"
+/* The most an executable's file may grow by a hole before its program
+ * header table (see plan()). */
+#define TF_MAX_HOLE ((uint64_t)256 << 20)
 
 /* What the transform needs to know of a machine. */
 typedef struct tf_machine {
@@ -522,6 +525,12 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
   }
   for (size_t i = 1; i < elf->section_count; i++) {
     const elf_section* s = &elf->sections[i];
+    /* The new name goes at the end of the name table: a name past it
+     * would become that name. */
+    if (s->name >= elf->sections[elf->names].size)
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     "section %zu's name lies outside the section name table",
+                     i);
     if (i == st->fat || s->type == ELF_SHT_NOBITS || s->size == 0)
       continue;
     if (s->offset < fo + fs && fo < s->offset + s->size)
@@ -584,6 +593,14 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
      * base. The file grows to that offset (a hole) when needed. */
     if (top - base < end)
       top += align_up(end - (top - base), P);
+    if (top - base - end > TF_MAX_HOLE)
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     "the program header table would start at file offset "
+                     "0x%" PRIx64 ", %" PRIu64
+                     " bytes past the file's end "
+                     "(its address less the load base): more than the "
+                     "%" PRIu64 "-byte hole allowed",
+                     top - base, top - base - end, (uint64_t)TF_MAX_HOLE);
     L->block = top - base;
     L->vaddr = top;
   } else {
@@ -848,7 +865,7 @@ static kpack_error_t patch_records(tf_state* st) {
                      i, s->addr + i * ELF_WRAPPER_SIZE + 8);
     kp_store_le(r, KPACK_HOST_HIPK_MAGIC, 4);
     kp_store_le(r + 8, st->meta_addr, 8); /* RELR, ET_EXEC: the value */
-    kp_store_le(r + 16, i, 4);
+    kp_store_le(r + 16, i, 8);            /* reserved1 and the u32 after it */
     if ((err = tf_add_patch(st, s->offset + i * ELF_WRAPPER_SIZE, r,
                             sizeof(r))) != KPACK_SUCCESS)
       return err;
@@ -881,6 +898,12 @@ static kpack_error_t transform(tf_state* st, int fd,
                    "unsupported machine (e_machine %u): its page size and "
                    "relocations are unknown",
                    (unsigned)st->elf.machine);
+  size_t ref;
+  if ((err = elf_find_section(&st->elf, TF_NEW_NAME, &ref)) != KPACK_SUCCESS)
+    return tf_elf_fail(st, err);
+  if (ref != 0)
+    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                   "section %zu is already called " TF_NEW_NAME, ref);
   for (size_t i = 0; i < st->wrapper_count; i++) {
     uint64_t off;
     const elf_pointer* p = &st->wrappers[i].pointer;

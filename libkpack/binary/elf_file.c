@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT
  *
  * Section table, program headers, section names and relocated pointer
- * fields of a 64-bit little-endian ELF file (see elf.h). Everything read is
- * bounds-checked against the file once, here; relocation sections are read
+ * fields of a 64-bit little-endian ELF file (see elf_file.h). Everything read
+ * is bounds-checked against the file once, here; relocation sections are read
  * a chunk at a time. A failure leaves its reason in elf->why.
  */
-#include "binary/elf.h"
+#include "binary/elf_file.h"
 
 #include <inttypes.h>
 #include <stdarg.h>
@@ -59,6 +59,7 @@ static void parse_section(const uint8_t* p, elf_section* s) {
   s->size = kp_load_le(p + 32, 8);
   s->link = (uint32_t)kp_load_le(p + 40, 4);
   s->info = (uint32_t)kp_load_le(p + 44, 4);
+  s->align = kp_load_le(p + 48, 8);
 }
 
 static void parse_segment(const uint8_t* p, elf_segment* s) {
@@ -68,6 +69,7 @@ static void parse_segment(const uint8_t* p, elf_segment* s) {
   s->vaddr = kp_load_le(p + 16, 8);
   s->filesz = kp_load_le(p + 32, 8);
   s->memsz = kp_load_le(p + 40, 8);
+  s->align = kp_load_le(p + 48, 8);
 }
 
 static kpack_error_t read_sections(elf_file* elf, uint64_t count,
@@ -90,16 +92,8 @@ static kpack_error_t read_sections(elf_file* elf, uint64_t count,
   elf->section_count = (size_t)count;
   for (size_t i = 0; i < elf->section_count; i++)
     parse_section(table + i * elf->shentsize, &elf->sections[i]);
-  if (strndx == 0 || strndx >= count) {
-    err = elf_fail(elf, KPACK_ERROR_INVALID_FORMAT,
-                   "section name table index %" PRIu64
-                   " is not one of the %" PRIu64 " sections",
-                   strndx, count);
-    goto done;
-  }
-  elf->names = (size_t)strndx;
-  kp_input names;
-  err = elf_section_input(elf, elf->names, &names);
+  elf->names = strndx < count ? (size_t)strndx : 0;
+  elf->names_declared = strndx;
 done:
   kp_scratch_free(&scratch);
   return err;
@@ -127,6 +121,21 @@ static kpack_error_t read_segments(elf_file* elf, uint64_t count) {
 done:
   kp_scratch_free(&scratch);
   return err;
+}
+
+bool elf_is_elf64le(const uint8_t* h, size_t size) {
+  return h != NULL && size >= ELF_EHDR_SIZE && memcmp(h, "\177ELF", 4) == 0 &&
+         h[4] == 2 /* ELFCLASS64 */ && h[5] == 1 /* ELFDATA2LSB */;
+}
+
+/* The section name table as an input, or why there is none. */
+static kpack_error_t names_input(elf_file* elf, kp_input* names) {
+  if (elf->names == 0)
+    return elf_fail(elf, KPACK_ERROR_INVALID_FORMAT,
+                    "section name table index %" PRIu64
+                    " is not one of the %zu sections",
+                    elf->names_declared, elf->section_count);
+  return elf_section_input(elf, elf->names, names);
 }
 
 kpack_error_t elf_open(const kp_input* in, elf_file* elf) {
@@ -163,8 +172,8 @@ kpack_error_t elf_open(const kp_input* in, elf_file* elf) {
                       "section header entries of %" PRIu64
                       " bytes (at least %u)",
                       elf->shentsize, ELF_SHDR_SIZE);
-    if ((err = check_table(elf, "section header table", elf->shoff, 1,
-                           elf->shentsize)) != KPACK_SUCCESS)
+    if ((err = check_table(elf, "section header table", elf->shoff,
+                           count ? count : 1, elf->shentsize)) != KPACK_SUCCESS)
       return err;
     /* Section 0 holds the real count, name-table index and program header
      * count when they do not fit the header's 16-bit fields. */
@@ -229,7 +238,7 @@ kpack_error_t elf_section_name(elf_file* elf, size_t index, char* name,
   kp_input names;
   name[0] = '\0';
   if (size == 0 || elf->section_count == 0 ||
-      elf_section_input(elf, elf->names, &names) != KPACK_SUCCESS)
+      names_input(elf, &names) != KPACK_SUCCESS)
     return KPACK_SUCCESS;
   uint64_t at = elf->sections[index].name;
   if (at >= names.size)
@@ -251,7 +260,7 @@ kpack_error_t elf_find_section(elf_file* elf, const char* name, size_t* index) {
   *index = 0;
   if (elf->section_count == 0 || len > sizeof(got))
     return KPACK_SUCCESS;
-  kpack_error_t err = elf_section_input(elf, elf->names, &names);
+  kpack_error_t err = names_input(elf, &names);
   if (err != KPACK_SUCCESS)
     return err;
   for (size_t i = 1; i < elf->section_count; i++) {

@@ -6,10 +6,10 @@
  * in a table of records once the linker's relocations are applied, and the
  * wrapper records of .hipFatBinSegment read that way.
  * Reads go through kp_input in small pieces; nothing but the section table
- * is kept. Owned by elf.c; an elf_file belongs to its caller.
+ * is kept. Owned by elf_file.c; an elf_file belongs to its caller.
  */
-#ifndef KPACK_ELF_H
-#define KPACK_ELF_H
+#ifndef KPACK_ELF_FILE_H
+#define KPACK_ELF_FILE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -24,11 +24,13 @@
 #define ELF_EM_AARCH64 183u
 #define ELF_SHT_PROGBITS 1u
 #define ELF_SHT_RELA 4u
+#define ELF_SHT_NOTE 7u
 #define ELF_SHT_NOBITS 8u
 #define ELF_SHT_RELR 19u
 #define ELF_SHF_ALLOC 2u
 #define ELF_PT_LOAD 1u
 #define ELF_PT_INTERP 3u
+#define ELF_PT_NOTE 4u
 #define ELF_PT_PHDR 6u
 #define ELF_EHDR_SIZE 64u
 #define ELF_PHDR_SIZE 56u
@@ -45,6 +47,7 @@ typedef struct elf_section {
   uint64_t size;
   uint32_t link;
   uint32_t info;
+  uint64_t align;
 } elf_section;
 
 typedef struct elf_segment {
@@ -54,6 +57,7 @@ typedef struct elf_segment {
   uint64_t vaddr;
   uint64_t filesz;
   uint64_t memsz;
+  uint64_t align;
 } elf_segment;
 
 /* What the last failing call on an elf_file found wrong, in words, e.g.
@@ -65,32 +69,42 @@ typedef struct elf_file {
   kp_input in;
   uint16_t type;
   uint16_t machine;
-  uint64_t shoff;        /* section header table; 0 when there is none */
-  uint64_t shentsize;    /* its entry size (at least ELF_SHDR_SIZE) */
-  uint64_t phoff;        /* program header table; 0 when there is none */
-  uint64_t phentsize;    /* its entry size (at least ELF_PHDR_SIZE) */
-  elf_section* sections; /* [0] is the null section */
-  size_t section_count;  /* 0 when the file has no section table */
-  size_t names;          /* index of the section name table */
-  elf_segment* segments; /* the program headers, in table order */
+  uint64_t shoff;          /* section header table; 0 when there is none */
+  uint64_t shentsize;      /* its entry size (at least ELF_SHDR_SIZE) */
+  uint64_t phoff;          /* program header table; 0 when there is none */
+  uint64_t phentsize;      /* its entry size (at least ELF_PHDR_SIZE) */
+  elf_section* sections;   /* [0] is the null section */
+  size_t section_count;    /* 0 when the file has no section table */
+  uint64_t names_declared; /* e_shstrndx (or section 0's sh_link) */
+  size_t names;            /* index of the section name table; 0 when
+                              e_shstrndx names no section */
+  elf_segment* segments;   /* the program headers, in table order */
   size_t segment_count;
   char why[ELF_WHY_SIZE]; /* set by a call that fails with INVALID_FORMAT */
 } elf_file;
 
+#define ELF_EM_AMDGPU 224u
+
+/* True when `h` (size bytes) starts with the header of a 64-bit
+ * little-endian ELF file. */
+bool elf_is_elf64le(const uint8_t* h, size_t size);
+
 /* Reads the ELF header, the section table and the program headers (with the
  * extended section count, name table index and program header count of
- * section 0 when the header's 16-bit fields cannot hold them). On failure
+ * section 0 when the header's 16-bit fields cannot hold them). The section
+ * name table is checked when a name is first looked up. On failure
  * elf->why says what is wrong and where.
- *   INVALID_FORMAT  not a 64-bit little-endian ELF, a section table,
- *                   program header table or name table outside the file,
- *                   or entries too small
+ *   INVALID_FORMAT  not a 64-bit little-endian ELF, a section table or
+ *                   program header table outside the file, or entries too
+ *                   small
  *   IO_ERROR        the read failed
  *   OUT_OF_MEMORY   allocation failed */
 kpack_error_t elf_open(const kp_input* in, elf_file* elf);
 void elf_close(elf_file* elf);
 
 /* *index is the section called `name`, or 0 when there is none.
- *   IO_ERROR  a read failed */
+ *   INVALID_FORMAT  the section name table is missing or outside the file
+ *   IO_ERROR        a read failed */
 kpack_error_t elf_find_section(elf_file* elf, const char* name, size_t* index);
 
 /* The file bytes of section `index`.
@@ -169,4 +183,4 @@ typedef struct elf_wrapper {
 kpack_error_t elf_read_wrappers(elf_file* elf, size_t seg,
                                 elf_wrapper** records, size_t* count);
 
-#endif /* KPACK_ELF_H */
+#endif /* KPACK_ELF_FILE_H */
