@@ -237,12 +237,12 @@ static double now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-static void show_progress(sp_state* s, bool final, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+static void show_progress(sp_state* s, const char* fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
-static void show_progress(sp_state* s, bool final, const char* fmt, ...) {
+static void show_progress(sp_state* s, const char* fmt, ...) {
   double t = now_seconds();
-  if (!s->progress || (!final && t - s->progress_shown < 0.1))
+  if (!s->progress || t - s->progress_shown < 0.1)
     return;
   s->progress_shown = t;
   va_list ap;
@@ -541,7 +541,7 @@ static bool classify(sp_state* s) {
     kpack_fatbin_close(fatbin);
     if (!ok)
       return false;
-    show_progress(s, false, "reading %zu/%zu files", i + 1, s->file_count);
+    show_progress(s, "reading %zu/%zu files", i + 1, s->file_count);
   }
   return true;
 }
@@ -627,7 +627,7 @@ static bool transform_all(sp_state* s) {
     s->transformed++;
     s->host_before += f->result.input_size;
     s->host_after += f->result.output_size;
-    show_progress(s, false, "transformed %zu/%zu binaries", ++done, total);
+    show_progress(s, "transformed %zu/%zu binaries", ++done, total);
   }
   return true;
 }
@@ -750,7 +750,7 @@ static bool write_archive(sp_state* s, const char* path, size_t first,
       goto done;
     s->packed++;
     s->code_bytes += size;
-    show_progress(s, false, "packing %s: %zu/%zu code objects", arch, i - first,
+    show_progress(s, "packing %s: %zu/%zu code objects", arch, i - first,
                   end - first);
   }
   err = kpack_writer_finish(w);
@@ -893,7 +893,7 @@ static bool install_mirror(sp_state* s) {
     }
     if (!ok)
       return false;
-    show_progress(s, false, "writing %zu/%zu files", i + 1, s->file_count);
+    show_progress(s, "writing %zu/%zu files", i + 1, s->file_count);
   }
   for (size_t i = s->file_count; i-- > 0;) {
     const sp_file* f = &s->files[i];
