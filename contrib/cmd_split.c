@@ -12,6 +12,9 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1225,6 +1228,15 @@ static int split_run(int argc, char** argv) {
   }
   s.progress = !quiet && isatty(STDERR_FILENO);
   cli_catch_signals();
+#ifdef __GLIBC__
+  /* Code objects and frames (megabytes each) are allocated and freed over
+   * and over, by the threads of one archive after another. glibc would
+   * raise its mmap threshold after the first free and carve them from the
+   * arenas, which fragment: peak memory grew with the number of archives
+   * (48 MiB instead of 21 for the bench's seven). A fixed threshold keeps
+   * them mapped and unmapped whole. */
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
+#endif
 
   /* Plan: nothing is written until every input has been read. */
   for (int i = optind; i < argc; i++)
