@@ -459,10 +459,23 @@ static void test_split_mirrors_links_symlinks_modes_and_times(void** state) {
   set_mtime(link1, 1200000000);
   set_mtime(empty, 1300000000);
 
+  /* A separate debug file: its .hip_fatbin is NOBITS. */
+  char* debug = tree_path(in, "lib/debug/libfat.so.1.debug");
+  char* objcopy[] = {"objcopy", "--only-keep-debug", lib, debug, NULL};
+  assert_int_equal(kt_run(objcopy, 60, NULL, NULL), 0);
   char* text;
   assert_int_equal(KP(&text, NULL, "split", "-o", out, in), 0);
   assert_contains(text, "2 binaries transformed");
+  assert_contains(text, "1 left alone (0 already kpack-ified, 1 debug only)");
+  assert_contains(text, "libfat.so.1.debug: no device code bytes");
   free(text);
+  char* o_debug = kt_path(out, "lib/debug/libfat.so.1.debug");
+  size_t debug_size;
+  void* debug_bytes = kt_read_file(debug, &debug_size);
+  assert_true(holds(o_debug, debug_bytes, debug_size));
+  free(debug_bytes);
+  free(o_debug);
+  free(debug);
 
   struct stat a, b;
   char* o_data = kt_path(out, "share/data.txt");
