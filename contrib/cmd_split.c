@@ -583,7 +583,8 @@ static bool transform_all(sp_state* s) {
     if (cli_interrupted())
       return false;
     /* One search path per directory that holds a name of the file (hard
-     * links), each relative to that directory, first name first. */
+     * links; the first eight directories), each relative to that
+     * directory, first name first. */
     char* paths[8];
     size_t path_count = 0;
     bool ok = true;
@@ -591,7 +592,7 @@ static bool transform_all(sp_state* s) {
       const sp_file* name = &s->files[j];
       if (j != i && (name->type != SP_HARDLINK || name->link_of != i))
         continue;
-      char* p = search_path(name->rel, s->trees[name->tree].prefix);
+      char* p = search_path(name->rel, s->trees[f->tree].prefix);
       bool seen = p == NULL;
       for (size_t k = 0; !seen && k < path_count; k++)
         seen = strcmp(paths[k], p) == 0;
@@ -644,11 +645,13 @@ static int compare_kernels(const void* a, const void* b) {
   return c != 0 ? c : strcmp(x->key, y->key);
 }
 
-/* The input file that is the archive `path` of this run: an archive split
- * earlier, whose kernels are carried over. NULL if none. */
+/* The input path that is the archive `path` of this run (a file, a hard
+ * link or a symbolic link): an archive split earlier, whose kernels are
+ * carried over, and which is not mirrored over the new one. NULL if
+ * none. */
 static sp_file* existing_archive(sp_state* s, const char* path) {
   for (size_t i = 0; i < s->file_count; i++)
-    if (s->files[i].type == SP_FILE && strcmp(s->files[i].dst, path) == 0)
+    if (s->files[i].type != SP_DIR && strcmp(s->files[i].dst, path) == 0)
       return &s->files[i];
   return NULL;
 }
@@ -867,7 +870,9 @@ static bool install_mirror(sp_state* s) {
     bool ok = true;
     if (cli_interrupted())
       return false;
-    if (f->type == SP_HARDLINK || f->type == SP_SYMLINK) {
+    if (f->archive_rewritten) {
+      /* written anew, its old kernels carried over */
+    } else if (f->type == SP_HARDLINK || f->type == SP_SYMLINK) {
       ok = install_link(s, f);
     } else if (f->type == SP_FILE && f->tmp != NULL) {
       ok = fr_install(f->tmp, f->dst, false);
@@ -875,7 +880,7 @@ static bool install_mirror(sp_state* s) {
         free(f->tmp);
         f->tmp = NULL;
       }
-    } else if (f->type == SP_FILE && !f->archive_rewritten) {
+    } else if (f->type == SP_FILE) {
       char* tmp = NULL;
       int fd;
       ok = fr_create_temp(f->dst, &tmp, &fd);
