@@ -573,6 +573,42 @@ static void test_bad_input_is_refused_and_left_untouched(void** s) {
   release(&ex);
 }
 
+/* An ELF without program headers (the fixture builder's, like the
+ * benchmark's library) gets a table of one PT_LOAD, above its sections. */
+static void test_file_without_program_headers_gets_one_segment(void** s) {
+  (void)s;
+  char* dir = kt_tmpdir();
+  char* in = kt_path(dir, "in.so");
+  char* out = kt_path(dir, "out.so");
+  fx_buf bundles[2] = {make_bundle(0), make_bundle(1)};
+  fx_wrapper w[2] = {{FX_HIPF_MAGIC, 1, 1, FX_PTR_RELATIVE, 0},
+                     {FX_HIPF_MAGIC, 1, 0, FX_PTR_RELATIVE, 0}};
+  fx_elf_opts o = {
+      .bundles = bundles, .bundle_count = 2, .wrappers = w, .wrapper_count = 2};
+  fx_write_elf(in, &o);
+  kpack_transform_result_t r;
+  kpack_transform_message_t msg;
+  if (transform(in, out, "lib/in.so", &r, &msg) != KPACK_SUCCESS)
+    fail_msg("transform: %s", msg.text);
+  assert_true(r.output_size < r.input_size - r.fatbin_size / 2);
+  kpack_host_t* host;
+  assert_int_equal(kpack_host_open(out, &host), KPACK_SUCCESS);
+  for (size_t i = 0; i < 2; i++) {
+    kpack_host_wrapper_t hw;
+    assert_int_equal(kpack_host_get_wrapper(host, i, &hw), KPACK_SUCCESS);
+    assert_string_equal(hw.kernel_name, "lib/in.so");
+    assert_int_equal(hw.reserved, i);
+  }
+  kpack_host_close(host);
+  check_readelf(out);
+  fx_free(&bundles[0]);
+  fx_free(&bundles[1]);
+  kt_rmtree(dir);
+  free(in);
+  free(out);
+  free(dir);
+}
+
 static void test_classify_names_every_kind(void** s) {
   (void)s;
   char* dir = kt_tmpdir();
@@ -609,6 +645,7 @@ int main(void) {
       cmocka_unit_test(test_emit_relocs_shared_object_is_transformed),
       cmocka_unit_test(test_librocrand_shrinks_and_round_trips),
       cmocka_unit_test(test_bad_input_is_refused_and_left_untouched),
+      cmocka_unit_test(test_file_without_program_headers_gets_one_segment),
       cmocka_unit_test(test_classify_names_every_kind),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
