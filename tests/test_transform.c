@@ -555,10 +555,34 @@ static void test_bad_input_is_refused_and_left_untouched(void** s) {
   refused(&ex, eb, ex_size, KPACK_ERROR_INVALID_FORMAT,
           "wrapper 1: the pointer (0x10) is outside .hip_fatbin");
 
+  /* A section name past the name table (the appended name would become
+   * its name). */
+  memcpy(b, orig, size);
+  set_le(section(b, ".comment"), le(section(b, ".shstrtab") + 32, 8) + 1, 4);
+  refused(&so, b, size, KPACK_ERROR_INVALID_FORMAT,
+          "name lies outside the section name table");
+
   /* Nothing to do: already transformed. */
   kpack_transform_result_t r;
   kpack_transform_message_t msg;
   assert_int_equal(transform(so.in, so.out, so.name, &r, &msg), KPACK_SUCCESS);
+  /* The whole reserved field is the index, whatever it held. */
+  memcpy(b, orig, size);
+  seg = section(b, ".hipFatBinSegment");
+  set_le(b + le(seg + 24, 8) + 16, 0xffffffff00000000ull, 8);
+  char* in2 = kt_path(so.dir, "high");
+  char* out2 = kt_path(so.dir, "high.out");
+  kt_write_file(in2, b, size);
+  assert_int_equal(transform(in2, out2, so.name, &r, &msg), KPACK_SUCCESS);
+  kpack_host_t* host;
+  kpack_host_wrapper_t hw;
+  assert_int_equal(kpack_host_open(out2, &host), KPACK_SUCCESS);
+  assert_int_equal(kpack_host_get_wrapper(host, 0, &hw), KPACK_SUCCESS);
+  assert_int_equal(hw.reserved, 0);
+  kpack_host_close(host);
+  free(in2);
+  free(out2);
+
   char* twice = kt_path(so.dir, "twice");
   assert_int_equal(transform(so.out, twice, so.name, &r, &msg),
                    KPACK_ERROR_INVALID_ARGUMENT);
