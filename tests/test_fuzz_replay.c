@@ -127,7 +127,7 @@ static void test_host_seeds_read_every_record(void** state) {
 
 static void test_transform_seeds_and_past_crashes_replay_cleanly(void** s) {
   (void)s;
-  replay("transform", kf_transform_input, false); /* one seed is refused */
+  replay("transform", kf_transform_input, true);
 }
 
 /* The linked seeds transform, every record: the fuzzer starts from files

@@ -555,10 +555,34 @@ static void test_bad_input_is_refused_and_left_untouched(void** s) {
   refused(&ex, eb, ex_size, KPACK_ERROR_INVALID_FORMAT,
           "wrapper 1: the pointer (0x10) is outside .hip_fatbin");
 
+  /* A section name past the name table (the appended name would become
+   * its name). */
+  memcpy(b, orig, size);
+  set_le(section(b, ".comment"), le(section(b, ".shstrtab") + 32, 8) + 1, 4);
+  refused(&so, b, size, KPACK_ERROR_INVALID_FORMAT,
+          "name lies outside the section name table");
+
   /* Nothing to do: already transformed. */
   kpack_transform_result_t r;
   kpack_transform_message_t msg;
   assert_int_equal(transform(so.in, so.out, so.name, &r, &msg), KPACK_SUCCESS);
+  /* The whole reserved field is the index, whatever it held. */
+  memcpy(b, orig, size);
+  seg = section(b, ".hipFatBinSegment");
+  set_le(b + le(seg + 24, 8) + 16, 0xffffffff00000000ull, 8);
+  char* in2 = kt_path(so.dir, "high");
+  char* out2 = kt_path(so.dir, "high.out");
+  kt_write_file(in2, b, size);
+  assert_int_equal(transform(in2, out2, so.name, &r, &msg), KPACK_SUCCESS);
+  kpack_host_t* host;
+  kpack_host_wrapper_t hw;
+  assert_int_equal(kpack_host_open(out2, &host), KPACK_SUCCESS);
+  assert_int_equal(kpack_host_get_wrapper(host, 0, &hw), KPACK_SUCCESS);
+  assert_int_equal(hw.reserved, 0);
+  kpack_host_close(host);
+  free(in2);
+  free(out2);
+
   char* twice = kt_path(so.dir, "twice");
   assert_int_equal(transform(so.out, twice, so.name, &r, &msg),
                    KPACK_ERROR_INVALID_ARGUMENT);
@@ -571,6 +595,61 @@ static void test_bad_input_is_refused_and_left_untouched(void** s) {
   free(ex_orig);
   release(&so);
   release(&ex);
+}
+
+/* An ELF without program headers (the fixture builder's, like the
+ * benchmark's library) gets a table of one PT_LOAD, above its sections,
+ * aligned to the machine's page: 4 KiB on x86-64, 64 KiB on AArch64. */
+static void test_file_without_program_headers_gets_one_segment(void** s) {
+  (void)s;
+  static const struct {
+    uint16_t machine;
+    uint64_t page;
+  } machines[] = {{FX_EM_X86_64, 4096}, {FX_EM_AARCH64, 65536}};
+  char* dir = kt_tmpdir();
+  char* in = kt_path(dir, "in.so");
+  char* out = kt_path(dir, "out.so");
+  fx_buf bundles[2] = {make_bundle(0), make_bundle(1)};
+  for (size_t m = 0; m < 2; m++) {
+    fx_wrapper w[2] = {{FX_HIPF_MAGIC, 1, 1, FX_PTR_RELATIVE, 0},
+                       {FX_HIPF_MAGIC, 1, 0, FX_PTR_RELATIVE, 0}};
+    fx_elf_opts o = {.machine = machines[m].machine,
+                     .bundles = bundles,
+                     .bundle_count = 2,
+                     .bundle_align = machines[m].page,
+                     .wrappers = w,
+                     .wrapper_count = 2};
+    fx_write_elf(in, &o);
+    kpack_transform_result_t r;
+    kpack_transform_message_t msg;
+    if (transform(in, out, "lib/in.so", &r, &msg) != KPACK_SUCCESS)
+      fail_msg("transform: %s", msg.text);
+    kpack_host_t* host;
+    assert_int_equal(kpack_host_open(out, &host), KPACK_SUCCESS);
+    for (size_t i = 0; i < 2; i++) {
+      kpack_host_wrapper_t hw;
+      assert_int_equal(kpack_host_get_wrapper(host, i, &hw), KPACK_SUCCESS);
+      assert_string_equal(hw.kernel_name, "lib/in.so");
+      assert_int_equal(hw.reserved, i);
+    }
+    kpack_host_close(host);
+    size_t size;
+    uint8_t* elf = kt_read_file(out, &size);
+    const uint8_t* ph = elf + le(elf + 32, 8);
+    assert_int_equal(le(elf + 56, 2), 1);
+    assert_int_equal(le(ph, 4), 1); /* PT_LOAD */
+    assert_int_equal(le(ph + 48, 8), machines[m].page);
+    assert_int_equal(le(ph + 8, 8) % machines[m].page,
+                     le(ph + 16, 8) % machines[m].page);
+    free(elf);
+    check_readelf(out);
+  }
+  fx_free(&bundles[0]);
+  fx_free(&bundles[1]);
+  kt_rmtree(dir);
+  free(in);
+  free(out);
+  free(dir);
 }
 
 static void test_classify_names_every_kind(void** s) {
@@ -609,6 +688,7 @@ int main(void) {
       cmocka_unit_test(test_emit_relocs_shared_object_is_transformed),
       cmocka_unit_test(test_librocrand_shrinks_and_round_trips),
       cmocka_unit_test(test_bad_input_is_refused_and_left_untouched),
+      cmocka_unit_test(test_file_without_program_headers_gets_one_segment),
       cmocka_unit_test(test_classify_names_every_kind),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

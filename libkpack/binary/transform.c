@@ -489,9 +489,6 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
   bool base_set = false, exec_like = elf->type == ELF_ET_EXEC;
 
   memset(L, 0, sizeof(*L));
-  if (elf->segment_count == 0)
-    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
-                   "no program headers: not a linked program or library");
   L->load = SIZE_MAX;
   for (size_t i = 0; i < elf->segment_count; i++) {
     const elf_segment* s = &elf->segments[i];
@@ -509,7 +506,7 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
         s->filesz - (fo - s->offset) >= fs && s->vaddr + (fo - s->offset) == fa)
       L->load = i;
   }
-  if (L->load == SIZE_MAX)
+  if (L->load == SIZE_MAX && elf->segment_count > 0)
     return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
                    ".hip_fatbin (0x%" PRIx64 " bytes at offset 0x%" PRIx64
                    ") is not loaded by a PT_LOAD",
@@ -537,8 +534,19 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
       return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
                      "section %zu overlaps .hip_fatbin in the file", i);
   }
-  const elf_segment* ld = &elf->segments[L->load];
-  L->split = fo + fs < ld->offset + ld->filesz || ld->memsz > ld->filesz;
+  if (L->load != SIZE_MAX) {
+    const elf_segment* ld = &elf->segments[L->load];
+    L->split = fo + fs < ld->offset + ld->filesz || ld->memsz > ld->filesz;
+  } else {
+    /* No program headers (an object no loader maps): the new segment goes
+     * above every allocated section, and is the table's only entry. */
+    exec_like = false;
+    for (size_t i = 1; i < elf->section_count; i++) {
+      const elf_section* s = &elf->sections[i];
+      if ((s->flags & ELF_SHF_ALLOC) != 0 && s->addr + s->size > maxend)
+        maxend = s->addr + s->size;
+    }
+  }
 
   /* Remove whole pages so every later segment keeps p_offset == p_vaddr
    * modulo the page, and keep (zeroed) the bytes that share the last page
@@ -687,10 +695,13 @@ static kpack_error_t build_phdrs(tf_state* st, const tf_layout* L,
                                  uint8_t* out) {
   elf_file* elf = &st->elf;
   const elf_section* f = &elf->sections[st->fat];
-  size_t last_load = 0, n = 0;
+  size_t last_load = SIZE_MAX, n = 0;
   for (size_t i = 0; i < elf->segment_count; i++)
     if (elf->segments[i].type == ELF_PT_LOAD)
       last_load = i;
+  if (last_load == SIZE_MAX) /* the new segment is the only one */
+    put_phdr(out + n++ * ELF_PHDR_SIZE, ELF_PT_LOAD, TF_PF_R, L->block,
+             L->vaddr, L->vaddr, L->block_size, L->block_size, st->mach->page);
   for (size_t i = 0; i < elf->segment_count; i++) {
     uint8_t raw[ELF_PHDR_SIZE];
     uint8_t* p = out + n++ * ELF_PHDR_SIZE;

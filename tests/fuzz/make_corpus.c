@@ -530,7 +530,7 @@ static void host_seeds(void) {
  * (16-byte bundle alignment, one page per segment, no symbols), in each
  * form the transform rewrites: RELATIVE in .rela.dyn, in .relr.dyn, and
  * stored pointers; then the fixture builder's fat ELF, which has no
- * program headers and is refused. */
+ * program headers. */
 static void transform_seeds(void) {
   static const struct {
     const char* name;
