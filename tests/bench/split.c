@@ -2,9 +2,11 @@
  *
  * `kpack split` rows, on a linked shared object holding the synthetic fat
  * binary's 777 code objects (1.2 GB; the system compiler links it once, from
- * fixture_program.h, into libsynth-linked.so): split against `kpack create
- * --fatbin` of the same library at the same -j, and split's peak RSS. Inputs
- * are in the page cache for every run.
+ * fixture_program.h, into libsynth-linked/lib/libsynth.so, a library as the
+ * linker makes them, with program headers and relocated records; the
+ * transform rows use it too): split against `kpack create --fatbin` of the
+ * same library at the same -j, and split's peak RSS. Inputs are in the page
+ * cache for every run.
  */
 #include <stdio.h>
 #include <stdlib.h>
