@@ -87,7 +87,8 @@ static const char verify_manual[] =
 static int verify_run(int argc, char** argv);
 
 const cli_command cli_verify_command = {
-    "verify", "decompress every kernel, check its size and its target",
+    "verify",
+    "check every kernel of archives, or the loads of split binaries (--binary)",
     verify_manual, verify_run};
 
 typedef struct verify_state {
