@@ -87,8 +87,7 @@ static const char verify_manual[] =
 static int verify_run(int argc, char** argv);
 
 const cli_command cli_verify_command = {
-    "verify",
-    "check every kernel of archives, or the loads of split binaries (--binary)",
+    "verify", "check archives' kernels, or split binaries' loads (--binary)",
     verify_manual, verify_run};
 
 typedef struct verify_state {
