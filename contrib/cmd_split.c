@@ -128,8 +128,7 @@ static const char split_manual[] =
 static int split_run(int argc, char** argv);
 
 const cli_command cli_split_command = {
-    "split",
-    "move the device code of HIP binaries and trees into per-arch archives",
+    "split", "move the device code of HIP binaries into per-arch archives",
     split_manual, split_run};
 
 /* ---- the plan -----------------------------------------------------------
