@@ -596,6 +596,25 @@ static void test_split_of_its_own_output_changes_nothing(void** state) {
   free(again);
 }
 
+static void test_split_output_is_deterministic_whatever_the_jobs(void** state) {
+  (void)state;
+  char* in = path_in("in");
+  char* one = path_in("one");
+  char* two = path_in("two");
+  char* a = tree_path(in, "lib/liba.so.1");
+  char* b = tree_path(in, "bin/b");
+  write_fat(a, MANY_WRAPPERS, 71);
+  write_program(b, FX_PROGRAM_PIE, CCOB_BUNDLES, 72);
+  assert_int_equal(KP(NULL, NULL, "split", "-j1", "-o", one, in), 0);
+  assert_int_equal(KP(NULL, NULL, "split", "-j3", "-o", two, in), 0);
+  assert_same_tree(one, two); /* byte for byte */
+  free(a);
+  free(b);
+  free(in);
+  free(one);
+  free(two);
+}
+
 static void test_split_in_place_keeps_hard_links(void** state) {
   (void)state;
   char* in = path_in("in");
@@ -934,6 +953,9 @@ int main(void) {
           test_split_mirrors_links_symlinks_modes_and_times, setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_split_of_its_own_output_changes_nothing, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_output_is_deterministic_whatever_the_jobs, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(test_split_in_place_keeps_hard_links,
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(
