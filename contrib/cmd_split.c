@@ -25,6 +25,7 @@
 #include "cli.h"
 #include "fatbin_stream.h"
 #include "file_replace.h"
+#include "host_view.h"
 
 // clang-format off
 static const char split_manual[] =
@@ -537,7 +538,7 @@ static bool classify(sp_state* s) {
     kpack_fatbin_t* fatbin = NULL;
     err = kpack_fatbin_open(f->src, &fatbin);
     if (err != KPACK_SUCCESS) {
-      cli_kerror(f->src, err);
+      cli_host_error(f->src, err);
       return false;
     }
     sp_listing l = {s, i, group_of(s, &s->trees[f->tree])};
@@ -735,7 +736,7 @@ static bool write_archive(sp_state* s, const char* path, size_t first,
       fatbin_file = f;
       err = kpack_fatbin_open(f->src, &fatbin);
       if (err != KPACK_SUCCESS) {
-        cli_kerror(f->src, err);
+        cli_host_error(f->src, err);
         goto done;
       }
     }
@@ -1030,7 +1031,7 @@ static bool add_tree(sp_state* s, const char* arg, const char* outdir,
     cli_error("out of memory");
     goto done;
   }
-  if (!cli_safe_component(t->prefix)) {
+  if (t->prefix[0] == '\0' || strchr(t->prefix, '/') != NULL) {
     cli_error("%s: the prefix '%s' cannot be part of a file name", arg,
               t->prefix);
     goto done;
@@ -1180,7 +1181,7 @@ static int split_run(int argc, char** argv) {
         s.wo.threads = (unsigned)value;
         break;
       case OPT_ARCH:
-        if (!cli_safe_component(optarg)) {
+        if (kpack_layout_arch_problem(optarg) != NULL) {
           status = cli_usage_error(
               cmd, "--arch '%s' cannot be part of a file name", optarg);
           goto done;

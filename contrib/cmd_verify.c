@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "code_object_view.h"
 
 static const char verify_manual[] =
     "NAME\n"

@@ -60,7 +60,7 @@ bool fbs_list(const char* path, const kpack_fatbin_t* fatbin, const char* name,
       kpack_bundle_get_entry(bundle, i, &e);
       if (e.arch == NULL)
         continue; /* host code, or another offload kind */
-      if (!cli_safe_component(e.arch)) {
+      if (kpack_layout_arch_problem(e.arch) != NULL) {
         cli_error(
             "%s: code object %zu: target '%s' cannot be a directory "
             "name",
