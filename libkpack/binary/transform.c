@@ -194,12 +194,12 @@ static kpack_error_t tf_open(tf_state* st, kpack_transform_kind_t* kind) {
   kpack_error_t err = kp_input_read(in, 0, ident, sizeof(ident));
   if (err != KPACK_SUCCESS)
     return tf_fail(st, err, "cannot read the file (%s)", strerror(errno));
-  if (memcmp(ident, "\177ELF", 4) != 0)
+  if (elf_ident(ident, sizeof(ident)) == ELF_IDENT_NONE)
     return KPACK_SUCCESS;
   /* HIP host code is 64-bit little-endian: any other ELF (firmware, a
    * 32-bit tool) holds no device code for the runtime. */
   *kind = KPACK_TRANSFORM_NO_DEVICE_CODE;
-  if (ident[4] != 2 || ident[5] != 1)
+  if (elf_ident(ident, sizeof(ident)) != ELF_IDENT_64LE)
     return KPACK_SUCCESS;
   if ((err = elf_open(in, &st->elf)) != KPACK_SUCCESS)
     return tf_elf_fail(st, err);
