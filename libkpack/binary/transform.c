@@ -853,7 +853,12 @@ static kpack_error_t write_output(tf_state* st, int fd, const tf_layout* L,
   kp_store_le(h + 54, ELF_PHDR_SIZE, 2);
   kp_store_le(h + 56, L->phnum, 2);
   kp_store_le(h + 60, L->shnum < 0xff00 ? L->shnum : 0, 2);
-  err = write_at(st, fd, 0, h, sizeof(h));
+  if ((err = write_at(st, fd, 0, h, sizeof(h))) != KPACK_SUCCESS)
+    goto done;
+  /* The file ends with the section header table, whatever it held. */
+  if (ftruncate(fd, (off_t)(L->shoff + sh_size)) != 0)
+    err = tf_fail(st, KPACK_ERROR_IO_ERROR, "cannot set the output's size: %s",
+                  strerror(errno));
 done:
   free(buf);
   free(table);
