@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/byteorder.h"
+#include "common/grow.h"
 #include "binary/elf_file.h"
 #include "loader/hipk.h"
 #include "rocm_kpack/kpack_host.h"
@@ -93,14 +94,11 @@ static uint64_t tf_out(const tf_state* st, uint64_t x) {
 
 static kpack_error_t tf_add_patch(tf_state* st, uint64_t at, const void* bytes,
                                   size_t size) {
-  if (st->patch_count == st->patch_cap) {
-    size_t cap = st->patch_cap ? 2 * st->patch_cap : 16;
-    tf_patch* p = realloc(st->patches, cap * sizeof(*p));
-    if (p == NULL)
-      return KPACK_ERROR_OUT_OF_MEMORY;
-    st->patches = p;
-    st->patch_cap = cap;
-  }
+  tf_patch* grown =
+      kp_grow(st->patches, st->patch_count, &st->patch_cap, sizeof(*grown), 16);
+  if (grown == NULL)
+    return tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
+  st->patches = grown;
   tf_patch* p = &st->patches[st->patch_count++];
   p->at = at;
   p->size = size;
@@ -151,7 +149,7 @@ static kpack_error_t encode_metadata(tf_state* st,
   uint8_t* b = malloc(cap);
   size_t n = 0;
   if (b == NULL)
-    return KPACK_ERROR_OUT_OF_MEMORY;
+    return tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
   b[n++] = 0x82; /* fixmap, 2 pairs */
   mp_str(b, &n, "kernel_name");
   mp_str(b, &n, o->kernel_name);
