@@ -156,44 +156,6 @@ static fuse_ino_t dir_get(kfs_tree* t, fuse_ino_t parent, const char* name,
 
 /* ---- names --------------------------------------------------------------- */
 
-static bool is_dot_name(const char* s, size_t n) {
-  return (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.');
-}
-
-/* A binary path must be relative, with non-empty components that are not
- * "." or "..", and must not reach into the .kpackfs directory. */
-static const char* binary_problem(const char* b) {
-  if (*b == '\0')
-    return "empty binary name";
-  if (*b == '/')
-    return "absolute binary path";
-  for (const char* p = b;;) {
-    const char* slash = strchr(p, '/');
-    size_t n = slash ? (size_t)(slash - p) : strlen(p);
-    if (n == 0)
-      return "empty path component";
-    if (is_dot_name(p, n))
-      return "'.' or '..' path component";
-    if (p == b && n == 8 && memcmp(p, ".kpackfs", 8) == 0)
-      return "reserved name .kpackfs";
-    if (n > 255)
-      return "path component longer than 255 bytes";
-    if (slash == NULL)
-      return NULL;
-    p = slash + 1;
-  }
-}
-
-/* An arch or kernel file name is one path component. */
-static const char* component_problem(const char* s, const char* what) {
-  size_t n = strlen(s);
-  if (n == 0)
-    return what;
-  if (strchr(s, '/') != NULL || is_dot_name(s, n) || n > 255)
-    return what;
-  return NULL;
-}
-
 static void warn_skip(const kfs_tree* t, uint32_t source, const char* binary,
                       const char* arch, const char* why) {
   fprintf(stderr, "kpackfs: warning: %s: skipping '%s' arch '%s': %s\n",
@@ -234,8 +196,8 @@ static int add_text_files(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
   static const struct {
     const char* name;
     kfs_kind kind;
-  } files[] = {{KPACK_CO_KERNELS_FILE, KFS_KERNELS},
-               {KPACK_CO_METADATA_FILE, KFS_METADATA}};
+  } files[] = {{KPACK_LAYOUT_KERNELS_FILE, KFS_KERNELS},
+               {KPACK_LAYOUT_METADATA_FILE, KFS_METADATA}};
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
     kfs_node* n;
     int rc =
@@ -261,7 +223,7 @@ static int add_toc_metadata(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
   if (map == NULL)
     return 0;
   kfs_node* n;
-  int rc = add_beside(t, dir, kernel, fresh, KPACK_ENTRY_METADATA_FILE,
+  int rc = add_beside(t, dir, kernel, fresh, KPACK_LAYOUT_TOC_METADATA_FILE,
                       KFS_TOC_METADATA, &n);
   if (n != NULL)
     n->size = size;
@@ -270,12 +232,13 @@ static int add_toc_metadata(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
 
 /* "kernel." + type: one shared string for the usual type. */
 static const char* kernel_file_name(kfs_tree* t, const char* type) {
-  static const char hsaco[] = "kernel.hsaco";
+  static const char hsaco[] = KPACK_LAYOUT_KERNEL_PREFIX "hsaco";
   if (strcmp(type, "hsaco") == 0)
     return hsaco;
-  char name[256];
-  int n = snprintf(name, sizeof(name), "kernel.%s", type);
-  return arena_strndup(t, name, (size_t)n);
+  char name[KPACK_LAYOUT_NAME_MAX + 1];
+  if (kpack_layout_kernel_file(type, name, sizeof(name)) != KPACK_SUCCESS)
+    return NULL; /* kpack_layout_entry_problem() let no such type through */
+  return arena_strndup(t, name, strlen(name));
 }
 
 /* The directory of `binary`, its path components created as needed; 0 with
@@ -311,15 +274,8 @@ static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
   if (kpack_get_kernel_info(a, binary, arch, &info) != KPACK_SUCCESS)
     return -EIO; /* listed by the archive itself: cannot happen */
   if (why != NULL ||
-      (why = component_problem(arch, "arch is not a file name")) != NULL ||
-      (why = component_problem(info.type, "type is not a file name")) != NULL)
+      (why = kpack_layout_entry_problem(binary, arch, info.type)) != NULL)
     goto skip;
-  /* statfs promises names of at most 255 bytes, and the kernel would
-   * refuse to look a longer one up. */
-  if (strlen(info.type) > 255 - strlen("kernel.")) {
-    why = "file name 'kernel.<type>' longer than 255 bytes";
-    goto skip;
-  }
   if (*binary_dir == 0 &&
       (*binary_dir =
            binary_dir_get(t, source, binary, binary_fresh, &conflict)) == 0)
@@ -384,7 +340,7 @@ static int add_source(kfs_tree* t, uint32_t source) {
     bool fresh = false;
     kpack_get_binary(a, i, &binary);
     kpack_get_binary_arch_count(a, binary, &arches);
-    const char* why = binary_problem(binary);
+    const char* why = kpack_layout_binary_problem(binary);
     for (size_t j = 0; j < arches; j++) {
       const char* arch;
       kpack_get_binary_arch(a, binary, j, &arch);
@@ -542,7 +498,8 @@ int kfs_tree_build(kfs_tree* t, const kfs_paths* paths) {
   }
   t->node_count = 1;
   if (node_add(t, 0, "", KFS_DIR, 0) != KFS_INO_ROOT ||
-      node_add(t, KFS_INO_ROOT, ".kpackfs", KFS_DIR, 0) != KFS_INO_META ||
+      node_add(t, KFS_INO_ROOT, KPACK_LAYOUT_RESERVED_DIR, KFS_DIR, 0) !=
+          KFS_INO_META ||
       node_add(t, KFS_INO_META, "stats", KFS_STATS, 0) != KFS_INO_STATS ||
       node_add(t, KFS_INO_META, "archives", KFS_ARCHIVES, 0) !=
           KFS_INO_ARCHIVES) {
