@@ -258,6 +258,30 @@ static void run_tool(const char* tool, const char* opt, const char* in,
   free(e);
 }
 
+static uint64_t le(const uint8_t* p, unsigned n);
+
+static void check_phdr_address(const char* path) {
+  size_t size;
+  uint8_t* elf = kt_read_file(path, &size);
+  uint64_t phoff = le(elf + 32, 8), n = le(elf + 56, 2), base = 0, phdr = 0;
+  bool have_base = false;
+  for (uint64_t i = 0; i < n; i++) {
+    const uint8_t* ph = elf + phoff + i * 56;
+    if (le(ph, 4) == 1 && !have_base) {
+      base = le(ph + 16, 8) - le(ph + 8, 8);
+      have_base = true;
+    }
+    if (le(ph, 4) == 6) { /* PT_PHDR */
+      assert_int_equal(le(ph + 8, 8), phoff);
+      phdr = le(ph + 16, 8);
+    }
+  }
+  assert_true(have_base);
+  assert_int_not_equal(phdr, 0);
+  assert_int_equal(base + phoff, phdr);
+  free(elf);
+}
+
 static void transformed_program(fx_program_kind kind, bool relr,
                                 bool emit_relocs) {
   program p;
@@ -286,6 +310,12 @@ static void transformed_program(fx_program_kind kind, bool relr,
   assert_int_equal((uint64_t)st.st_size, r.output_size);
   assert_int_equal(kpack_transform_classify(p.out, &k, &msg), KPACK_SUCCESS);
   assert_int_equal(k, KPACK_TRANSFORM_KPACKIFIED);
+
+  /* An executable's program header table is at the first PT_LOAD's
+   * p_vaddr - p_offset plus e_phoff, where kernels that compute AT_PHDR
+   * that way look for it; PT_PHDR says the same. */
+  if (kind != FX_PROGRAM_SHARED)
+    check_phdr_address(p.out);
 
   /* The input is as it was. */
   size_t again_size;

@@ -123,9 +123,15 @@ done:
   return err;
 }
 
+elf_ident_kind elf_ident(const uint8_t* h, size_t size) {
+  if (h == NULL || size < 6 || memcmp(h, "\177ELF", 4) != 0)
+    return ELF_IDENT_NONE;
+  /* ELFCLASS64, ELFDATA2LSB: HIP hosts are 64-bit little-endian. */
+  return h[4] == 2 && h[5] == 1 ? ELF_IDENT_64LE : ELF_IDENT_OTHER;
+}
+
 bool elf_is_elf64le(const uint8_t* h, size_t size) {
-  return h != NULL && size >= ELF_EHDR_SIZE && memcmp(h, "\177ELF", 4) == 0 &&
-         h[4] == 2 /* ELFCLASS64 */ && h[5] == 1 /* ELFDATA2LSB */;
+  return size >= ELF_EHDR_SIZE && elf_ident(h, size) == ELF_IDENT_64LE;
 }
 
 /* The section name table as an input, or why there is none. */
@@ -149,10 +155,10 @@ kpack_error_t elf_open(const kp_input* in, elf_file* elf) {
                     "%" PRIu64 " bytes: too short for an ELF header", in->size);
   if ((err = kp_input_read(in, 0, h, sizeof(h))) != KPACK_SUCCESS)
     return err;
-  if (memcmp(h, "\177ELF", 4) != 0)
+  elf_ident_kind kind = elf_ident(h, sizeof(h));
+  if (kind == ELF_IDENT_NONE)
     return elf_fail(elf, KPACK_ERROR_INVALID_FORMAT, "not an ELF file");
-  /* ELFCLASS64, ELFDATA2LSB: HIP hosts are 64-bit little-endian. */
-  if (h[4] != 2 || h[5] != 1)
+  if (kind != ELF_IDENT_64LE)
     return elf_fail(elf, KPACK_ERROR_INVALID_FORMAT,
                     "not a 64-bit little-endian ELF (class %u, data %u)",
                     (unsigned)h[4], (unsigned)h[5]);

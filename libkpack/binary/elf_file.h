@@ -85,7 +85,17 @@ typedef struct elf_file {
 
 #define ELF_EM_AMDGPU 224u
 
-/* True when `h` (size bytes) starts with the header of a 64-bit
+/* What the identification bytes at the start of a file say. */
+typedef enum elf_ident_kind {
+  ELF_IDENT_NONE,  /* not an ELF file (or fewer than 6 bytes) */
+  ELF_IDENT_OTHER, /* an ELF file of another class or byte order */
+  ELF_IDENT_64LE,  /* a 64-bit little-endian ELF file, the only kind read */
+} elf_ident_kind;
+
+/* Classifies the first `size` bytes at `h` (6 are enough). */
+elf_ident_kind elf_ident(const uint8_t* h, size_t size);
+
+/* True when `h` (size bytes) holds the whole header of a 64-bit
  * little-endian ELF file. */
 bool elf_is_elf64le(const uint8_t* h, size_t size);
 

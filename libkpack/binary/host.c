@@ -244,7 +244,7 @@ KPACK_API void kpack_host_close(kpack_host_t* host) {
 
 KPACK_API bool kpack_is_host_binary(const void* data, size_t size) {
   const uint8_t* h = data;
-  return h != NULL && size >= 20 && memcmp(h, "\177ELF\2\1", 6) == 0 &&
+  return size >= 20 && elf_ident(h, size) == ELF_IDENT_64LE &&
          (unsigned)(h[18] | h[19] << 8) != ELF_EM_AMDGPU;
 }
 

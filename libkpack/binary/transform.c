@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/byteorder.h"
+#include "common/grow.h"
 #include "binary/elf_file.h"
 #include "loader/hipk.h"
 #include "rocm_kpack/kpack_host.h"
@@ -93,14 +94,11 @@ static uint64_t tf_out(const tf_state* st, uint64_t x) {
 
 static kpack_error_t tf_add_patch(tf_state* st, uint64_t at, const void* bytes,
                                   size_t size) {
-  if (st->patch_count == st->patch_cap) {
-    size_t cap = st->patch_cap ? 2 * st->patch_cap : 16;
-    tf_patch* p = realloc(st->patches, cap * sizeof(*p));
-    if (p == NULL)
-      return KPACK_ERROR_OUT_OF_MEMORY;
-    st->patches = p;
-    st->patch_cap = cap;
-  }
+  tf_patch* grown =
+      kp_grow(st->patches, st->patch_count, &st->patch_cap, sizeof(*grown), 16);
+  if (grown == NULL)
+    return tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
+  st->patches = grown;
   tf_patch* p = &st->patches[st->patch_count++];
   p->at = at;
   p->size = size;
@@ -151,7 +149,7 @@ static kpack_error_t encode_metadata(tf_state* st,
   uint8_t* b = malloc(cap);
   size_t n = 0;
   if (b == NULL)
-    return KPACK_ERROR_OUT_OF_MEMORY;
+    return tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
   b[n++] = 0x82; /* fixmap, 2 pairs */
   mp_str(b, &n, "kernel_name");
   mp_str(b, &n, o->kernel_name);
@@ -194,12 +192,12 @@ static kpack_error_t tf_open(tf_state* st, kpack_transform_kind_t* kind) {
   kpack_error_t err = kp_input_read(in, 0, ident, sizeof(ident));
   if (err != KPACK_SUCCESS)
     return tf_fail(st, err, "cannot read the file (%s)", strerror(errno));
-  if (memcmp(ident, "\177ELF", 4) != 0)
+  if (elf_ident(ident, sizeof(ident)) == ELF_IDENT_NONE)
     return KPACK_SUCCESS;
   /* HIP host code is 64-bit little-endian: any other ELF (firmware, a
    * 32-bit tool) holds no device code for the runtime. */
   *kind = KPACK_TRANSFORM_NO_DEVICE_CODE;
-  if (ident[4] != 2 || ident[5] != 1)
+  if (elf_ident(ident, sizeof(ident)) != ELF_IDENT_64LE)
     return KPACK_SUCCESS;
   if ((err = elf_open(in, &st->elf)) != KPACK_SUCCESS)
     return tf_elf_fail(st, err);
@@ -853,7 +851,12 @@ static kpack_error_t write_output(tf_state* st, int fd, const tf_layout* L,
   kp_store_le(h + 54, ELF_PHDR_SIZE, 2);
   kp_store_le(h + 56, L->phnum, 2);
   kp_store_le(h + 60, L->shnum < 0xff00 ? L->shnum : 0, 2);
-  err = write_at(st, fd, 0, h, sizeof(h));
+  if ((err = write_at(st, fd, 0, h, sizeof(h))) != KPACK_SUCCESS)
+    goto done;
+  /* The file ends with the section header table, whatever it held. */
+  if (ftruncate(fd, (off_t)(L->shoff + sh_size)) != 0)
+    err = tf_fail(st, KPACK_ERROR_IO_ERROR, "cannot set the output's size: %s",
+                  strerror(errno));
 done:
   free(buf);
   free(table);
