@@ -521,7 +521,7 @@ static int explain_fat(const char* path, const rs_request* r, bool json) {
   kpack_fatbin_info_t info;
   kpack_error_t err = kpack_fatbin_open(path, &fb);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
+    cli_host_error(path, err);
     return CLI_FAIL;
   }
   kpack_fatbin_get_info(fb, &info);
@@ -741,7 +741,7 @@ static int resolve_binary(const rs_request* r, bool json, bool summary,
   kpack_host_info_t info;
   kpack_error_t err = kpack_host_open(r->binary, &host);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(r->binary, err);
+    cli_host_error(r->binary, err);
     return CLI_FAIL;
   }
   kpack_host_get_info(host, &info);

@@ -16,18 +16,23 @@
 #include "host_view.h"
 #include "json.h"
 
-#define EM_AMDGPU 224u
-
 bool cli_is_host_binary(const char* path) {
   uint8_t h[20];
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return false;
-  bool elf = read(fd, h, sizeof(h)) == (ssize_t)sizeof(h);
+  ssize_t n = read(fd, h, sizeof(h));
   close(fd);
-  /* 64-bit little-endian ELF, and not a GPU code object. */
-  return elf && memcmp(h, "\177ELF\2\1", 6) == 0 &&
-         (unsigned)(h[18] | h[19] << 8) != EM_AMDGPU;
+  return n > 0 && kpack_is_host_binary(h, (size_t)n);
+}
+
+void cli_host_error(const char* path, kpack_error_t err) {
+  char why[256];
+  if (err == KPACK_ERROR_INVALID_FORMAT &&
+      kpack_host_diagnose(path, why, sizeof(why)) == err && why[0] != '\0')
+    cli_error("%s: %s (%s)", path, kpack_error_string(err), why);
+  else
+    cli_kerror(path, err);
 }
 
 static const char* elf_type_name(uint16_t type) {
@@ -215,7 +220,7 @@ static int info_fat(const char* path, const kpack_host_info_t* host,
   char a[32];
   kpack_error_t err = kpack_fatbin_open(path, &fb);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
+    cli_host_error(path, err);
     return CLI_FAIL;
   }
   kpack_fatbin_get_info(fb, &info);
@@ -397,7 +402,7 @@ int cli_host_info(const char* path, cli_json* json, bool first) {
   kpack_host_info_t info;
   kpack_error_t err = kpack_host_open(path, &host);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
+    cli_host_error(path, err);
     return CLI_FAIL;
   }
   kpack_host_get_info(host, &info);
@@ -492,7 +497,7 @@ int cli_host_list(const char* path, cli_json* json, bool* printed) {
   char a[32];
   kpack_error_t err = kpack_host_open(path, &host);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
+    cli_host_error(path, err);
     return CLI_FAIL;
   }
   kpack_host_get_info(host, &info);
@@ -510,7 +515,7 @@ int cli_host_list(const char* path, cli_json* json, bool* printed) {
     return CLI_FAIL;
   }
   if ((err = kpack_fatbin_open(path, &fb)) != KPACK_SUCCESS) {
-    cli_kerror(path, err);
+    cli_host_error(path, err);
     return CLI_FAIL;
   }
   list_state s = {.name = base_name(path), .json = json};

@@ -17,6 +17,9 @@
 /* A 64-bit little-endian ELF that is not an AMDGPU code object: a HIP host
  * binary, fat or kpack-ified, for info, list and resolve. */
 bool cli_is_host_binary(const char* path);
+/* cli_kerror() for a host binary that failed to open, saying for a
+ * malformed one what is wrong and where (kpack_host_diagnose()). */
+void cli_host_error(const char* path, kpack_error_t err);
 /* `kpack info` on a host binary: fat (bundles, arches, sizes, compression)
  * or kpack-ified (per record: kernel, search paths written and resolved),
  * after a blank line unless `first`; with `json` one whole object of

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binary/elf_file.h"
 #include "common/byteorder.h"
 #include "common/msgpack_json.h"
 #include "common/msgpack_reader.h"
@@ -19,15 +20,10 @@
 #include "loader/target.h"
 #include "rocm_kpack/kpack_prefix.h"
 
-#define CO_EHDR_SIZE 64u
-#define CO_PHDR_SIZE 56u
-#define CO_SHDR_SIZE 64u
-#define CO_EM_AMDGPU 224u
 #define CO_ELFOSABI_AMDGPU_HSA 64u
-#define CO_PT_NOTE 4u
-#define CO_SHT_NOTE 7u
-#define CO_PN_XNUM 0xffffu
 #define CO_NOTE_HEADER 12u
+/* e_phnum saying section 0 holds the count (as elf_file.c reads it). */
+#define CO_PN_XNUM 0xffffu
 #define CO_NT_AMDGPU_METADATA 32u
 
 /* e_flags fields (LLVM's EF_AMDGPU_*). */
@@ -134,12 +130,6 @@ static const char* keep_string(kpack_code_object_t* co, const char* s,
 
 /* ---- ELF ----------------------------------------------------------------- */
 
-/* A table of `count` entries of `entsize` bytes at `offset` fits in size. */
-static bool table_fits(uint64_t size, uint64_t offset, uint64_t entsize,
-                       uint64_t count) {
-  return count == 0 || (offset <= size && count <= (size - offset) / entsize);
-}
-
 /* Where the metadata note's description is, once found. */
 typedef struct co_note {
   const uint8_t* desc;
@@ -203,54 +193,37 @@ static kpack_error_t read_header(const uint8_t* h, size_t size,
 }
 
 /* Finds the metadata note: in the PT_NOTE segments, else in the SHT_NOTE
- * sections. Every header table must fit, and so must every note region
- * walked. */
+ * sections. Every header table must fit (elf_file.c bounds them), and so must
+ * every note region walked. */
 static kpack_error_t find_note(const uint8_t* data, uint64_t size,
                                co_note* note) {
-  const uint8_t* h = data;
-  uint64_t phoff = kp_load_le(h + 32, 8), shoff = kp_load_le(h + 40, 8);
-  uint64_t phentsize = kp_load_le(h + 54, 2), phnum = kp_load_le(h + 56, 2);
-  uint64_t shentsize = kp_load_le(h + 58, 2), shnum = kp_load_le(h + 60, 2);
-  kpack_error_t err;
-
-  /* Section 0 holds the real counts when they do not fit in the header. */
-  if (shoff != 0 && (shnum == 0 || phnum == CO_PN_XNUM)) {
-    if (shentsize < CO_SHDR_SIZE || !table_fits(size, shoff, shentsize, 1))
-      return KPACK_ERROR_INVALID_FORMAT;
-    if (shnum == 0)
-      shnum = kp_load_le(data + shoff + 32, 8);
-    if (phnum == CO_PN_XNUM)
-      phnum = kp_load_le(data + shoff + 44, 4);
-  }
-  if (shoff == 0)
-    shnum = 0;
-  if (phoff == 0)
-    phnum = 0;
-  if ((phnum > 0 && phentsize < CO_PHDR_SIZE) ||
-      (shnum > 0 && shentsize < CO_SHDR_SIZE) ||
-      !table_fits(size, phoff, phentsize, phnum) ||
-      !table_fits(size, shoff, shentsize, shnum))
-    return KPACK_ERROR_INVALID_FORMAT;
-
-  for (uint64_t i = 0; i < phnum && !note->found; i++) {
-    const uint8_t* ph = data + phoff + i * phentsize;
-    if (kp_load_le(ph, 4) != CO_PT_NOTE)
+  kp_input in = {.mem = data, .fd = -1, .size = size};
+  elf_file elf;
+  kpack_error_t err = elf_open(&in, &elf);
+  if (err != KPACK_SUCCESS)
+    return err;
+  for (size_t i = 0; i < elf.segment_count && !note->found; i++) {
+    const elf_segment* ph = &elf.segments[i];
+    if (ph->type != ELF_PT_NOTE)
       continue;
-    err = scan_notes(data, size, kp_load_le(ph + 8, 8), kp_load_le(ph + 32, 8),
-                     kp_load_le(ph + 48, 8) == 8 ? 8 : 4, note);
+    err = scan_notes(data, size, ph->offset, ph->filesz, ph->align == 8 ? 8 : 4,
+                     note);
     if (err != KPACK_SUCCESS)
-      return err;
+      goto done;
   }
-  for (uint64_t i = 0; i < shnum && !note->found; i++) {
-    const uint8_t* sh = data + shoff + i * shentsize;
-    if (kp_load_le(sh + 4, 4) != CO_SHT_NOTE)
+  for (size_t i = 0; i < elf.section_count && !note->found; i++) {
+    const elf_section* sh = &elf.sections[i];
+    if (sh->type != ELF_SHT_NOTE)
       continue;
-    err = scan_notes(data, size, kp_load_le(sh + 24, 8), kp_load_le(sh + 32, 8),
-                     kp_load_le(sh + 48, 8) == 8 ? 8 : 4, note);
+    err = scan_notes(data, size, sh->offset, sh->size, sh->align == 8 ? 8 : 4,
+                     note);
     if (err != KPACK_SUCCESS)
-      return err;
+      goto done;
   }
-  return KPACK_SUCCESS;
+  err = KPACK_SUCCESS;
+done:
+  elf_close(&elf);
+  return err;
 }
 
 /* ---- metadata ------------------------------------------------------------ */
@@ -468,15 +441,15 @@ static kpack_error_t derive_target(kpack_code_object_t* co) {
 
 KPACK_API bool kpack_is_code_object(const void* data, size_t size) {
   const uint8_t* h = data;
-  return h != NULL && size >= CO_EHDR_SIZE && memcmp(h, "\177ELF", 4) == 0 &&
-         h[4] == 2 /* ELFCLASS64 */ && h[5] == 1 /* ELFDATA2LSB */ &&
-         kp_load_le(h + 18, 2) == CO_EM_AMDGPU;
+  return elf_is_elf64le(h, size) && kp_load_le(h + 18, 2) == ELF_EM_AMDGPU;
 }
 
-/* Parses a code object of `size` bytes from `data`, which must hold every
- * byte the parse reads: all of them, or the prefix prefix_needed() asks
- * for. */
+/* Parses a code object of `size` bytes from `data`. With `located` NULL,
+ * data holds all of it and the note is looked for; otherwise the note was
+ * found in a segment of the prefix at data (walk_prefix()), which holds the
+ * ELF header the parse reads too. */
 static kpack_error_t parse_bytes(const uint8_t* data, uint64_t size,
+                                 const co_note* located,
                                  kpack_code_object_t** code_object) {
   kpack_error_t err;
   kpack_code_object_t* co = NULL;
@@ -490,8 +463,11 @@ static kpack_error_t parse_bytes(const uint8_t* data, uint64_t size,
   co->info.target = "";
   if ((err = read_header(data, size > SIZE_MAX ? SIZE_MAX : (size_t)size,
                          &co->info)) != KPACK_SUCCESS ||
-      (err = find_note(data, size, &note)) != KPACK_SUCCESS)
+      (located == NULL &&
+       (err = find_note(data, size, &note)) != KPACK_SUCCESS))
     goto fail;
+  if (located != NULL)
+    note = *located;
 
   /* Every str in the note takes at least one header byte there, so its
    * text and NUL fit in note_size bytes; the target and a processor taken
@@ -533,7 +509,7 @@ KPACK_API kpack_error_t kpack_code_object_parse(
   *code_object = NULL;
   if (data == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  return parse_bytes(data, size, code_object);
+  return parse_bytes(data, size, NULL, code_object);
 }
 
 /* ---- prefixes (kpack_prefix.h) ------------------------------------------- */
@@ -542,50 +518,75 @@ static uint64_t at_least(uint64_t a, uint64_t b) {
   return a > b ? a : b;
 }
 
+/* What the bytes seen so far say about the parse of a prefix. */
+typedef enum {
+  PREFIX_FAILS, /* the whole parse fails (INVALID_FORMAT) on what is here */
+  PREFIX_NOTE,  /* the note is in a PT_NOTE segment: the prefix is enough */
+  PREFIX_WHOLE, /* the note is in no segment: the sections (last) decide */
+} prefix_outcome;
+
+/* A table of `count` entries of `entsize` bytes at `offset` fits in size
+ * (as elf_open() checks it). */
+static bool fits(uint64_t size, uint64_t offset, uint64_t count,
+                 uint64_t entsize) {
+  return offset <= size && count <= (size - offset) / entsize;
+}
+
 /* How many leading bytes of a code object of `size` bytes parse_bytes()
- * reads, judged from the `avail` bytes at d: its reads in the same order,
- * stopping at the first that lies beyond avail (the caller reads that far
- * and asks again) or at the first failure (decided: the parse fails the
- * same way on the prefix). The ELF header, the program headers and the
- * PT_NOTE segments up to the one with the metadata note; a code object
- * whose note is not in a segment needs its section headers, at the end of
- * the file, and so all of it. */
-static uint64_t prefix_needed(const uint8_t* d, uint64_t avail, uint64_t size) {
-  uint64_t need = size < CO_EHDR_SIZE ? size : CO_EHDR_SIZE;
-  if (avail < need || !kpack_is_code_object(d, (size_t)need))
+ * reads before it knows its answer, judged from the `avail` bytes at d. It
+ * makes the checks of read_header(), elf_open() and find_note() in their
+ * order, stopping at the first read that lies beyond avail (the caller
+ * reads that far and asks again; *outcome is then unset) or at the first
+ * failure (PREFIX_FAILS: the parse fails the same way). The ELF header, the
+ * program headers, section 0 when the header's counts live there, and the
+ * PT_NOTE segments up to the one with the metadata note (PREFIX_NOTE, *note
+ * set); without one, the section headers at the end of the file and so all
+ * of it (PREFIX_WHOLE). Only header fields and section 0 decide whether
+ * elf_open() fails, so the rest of the section table is never needed when
+ * a segment holds the note. */
+static uint64_t walk_prefix(const uint8_t* d, uint64_t avail, uint64_t size,
+                            co_note* note, prefix_outcome* outcome) {
+  uint64_t need = size < ELF_EHDR_SIZE ? size : ELF_EHDR_SIZE;
+  *outcome = PREFIX_FAILS;
+  if (avail < need)
     return need;
+  if (!kpack_is_code_object(d, (size_t)need))
+    return need; /* read_header() */
   uint64_t phoff = kp_load_le(d + 32, 8), shoff = kp_load_le(d + 40, 8);
   uint64_t phentsize = kp_load_le(d + 54, 2), phnum = kp_load_le(d + 56, 2);
-  uint64_t shentsize = kp_load_le(d + 58, 2), shnum = kp_load_le(d + 60, 2);
-  if (shoff != 0 && (shnum == 0 || phnum == CO_PN_XNUM)) {
-    if (shentsize < CO_SHDR_SIZE || !table_fits(size, shoff, shentsize, 1))
+  uint64_t shentsize = kp_load_le(d + 58, 2), count = kp_load_le(d + 60, 2);
+  if (shoff != 0) {
+    if (shentsize < ELF_SHDR_SIZE ||
+        !fits(size, shoff, count ? count : 1, shentsize))
       return need;
-    need = at_least(need, shoff + CO_SHDR_SIZE);
-    if (avail < need)
-      return need;
-    if (shnum == 0)
-      shnum = kp_load_le(d + shoff + 32, 8);
-    if (phnum == CO_PN_XNUM)
-      phnum = kp_load_le(d + shoff + 44, 4);
+    if (count == 0 || phnum == CO_PN_XNUM) {
+      need = at_least(need, shoff + ELF_SHDR_SIZE);
+      if (avail < need)
+        return need;
+      if (count == 0)
+        count = kp_load_le(d + shoff + 32, 8);
+      if (phnum == CO_PN_XNUM)
+        phnum = kp_load_le(d + shoff + 44, 4);
+      if (count == 0)
+        return need;
+    }
   }
-  if (shoff == 0)
-    shnum = 0;
   if (phoff == 0)
     phnum = 0;
-  if ((phnum > 0 && phentsize < CO_PHDR_SIZE) ||
-      (shnum > 0 && shentsize < CO_SHDR_SIZE) ||
-      !table_fits(size, phoff, phentsize, phnum) ||
-      !table_fits(size, shoff, shentsize, shnum))
+  if (phnum > 0) {
+    if (phentsize < ELF_PHDR_SIZE || !fits(size, phoff, phnum, phentsize))
+      return need;
+  }
+  if (shoff != 0 && !fits(size, shoff, count, shentsize))
     return need;
   if (phnum > 0) {
     need = at_least(need, phoff + phnum * phentsize);
     if (avail < need)
       return need;
   }
-  co_note note = {0};
-  for (uint64_t i = 0; i < phnum && !note.found; i++) {
+  for (uint64_t i = 0; i < phnum && !note->found; i++) {
     const uint8_t* ph = d + phoff + i * phentsize;
-    if (kp_load_le(ph, 4) != CO_PT_NOTE)
+    if (kp_load_le(ph, 4) != ELF_PT_NOTE)
       continue;
     uint64_t offset = kp_load_le(ph + 8, 8), len = kp_load_le(ph + 32, 8);
     if (offset > size || len > size - offset)
@@ -594,34 +595,44 @@ static uint64_t prefix_needed(const uint8_t* d, uint64_t avail, uint64_t size) {
     if (avail < need)
       return need;
     if (scan_notes(d, size, offset, len, kp_load_le(ph + 48, 8) == 8 ? 8 : 4,
-                   &note) != KPACK_SUCCESS)
+                   note) != KPACK_SUCCESS)
       return need;
   }
-  return note.found ? need : size;
+  *outcome = note->found ? PREFIX_NOTE : PREFIX_WHOLE;
+  return note->found ? need : size;
 }
 
 KPACK_API kpack_error_t kpack_code_object_prefix_needed(const void* data,
                                                         size_t avail,
                                                         uint64_t size,
                                                         uint64_t* needed) {
+  co_note note = {0};
+  prefix_outcome outcome;
   if (needed != NULL)
     *needed = 0;
   if (needed == NULL || (data == NULL && avail > 0) || avail > size)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  *needed = prefix_needed(data, avail, size);
+  *needed = walk_prefix(data, avail, size, &note, &outcome);
   return KPACK_SUCCESS;
 }
 
 KPACK_API kpack_error_t
 kpack_code_object_parse_prefix(const void* data, size_t avail, uint64_t size,
                                kpack_code_object_t** code_object) {
+  co_note note = {0};
+  prefix_outcome outcome;
   if (code_object == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
   *code_object = NULL;
   if ((data == NULL && avail > 0) || avail > size ||
-      prefix_needed(data, avail, size) > avail)
+      walk_prefix(data, avail, size, &note, &outcome) > avail)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  return parse_bytes(data != NULL ? data : (const void*)"", size, code_object);
+  if (outcome == PREFIX_FAILS)
+    return KPACK_ERROR_INVALID_FORMAT;
+  /* With the note in a segment, the section table is not read at all; the
+   * whole code object is at hand otherwise. */
+  return parse_bytes(data, size, outcome == PREFIX_NOTE ? &note : NULL,
+                     code_object);
 }
 
 KPACK_API kpack_error_t kpack_code_object_get_info(

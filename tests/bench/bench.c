@@ -2,9 +2,10 @@
  *
  * `make bench`: generates the data sets once into the cache directory and
  * prints the performance table of README "Performance" (rows in library.c,
- * create.c and mounts.c). Usage: bench CACHE_DIR [BIN_DIR [GROUPS]]; without
- * BIN_DIR (kpack and kpackfs) only the library rows run; GROUPS (e.g.
- * "library,mounts") picks among library, create and mounts.
+ * create.c, mounts.c, transform.c and split.c). Usage: bench CACHE_DIR
+ * [BIN_DIR [GROUPS]]; without BIN_DIR (kpack and kpackfs) only the library
+ * rows run; GROUPS (e.g. "library,mounts") picks among library, create,
+ * mounts, transform and split.
  *
  * Generated data is reused while it is current: fixture.stamp records the
  * code-object generator and the fat binary's shape, writer.stamp the bytes
@@ -343,6 +344,10 @@ int main(int argc, char** argv) {
     bench_create(&d);
   if (d.bin != NULL && wanted(groups, "mounts"))
     bench_mounts(&d);
+  if (d.bin != NULL && wanted(groups, "transform"))
+    bench_transform(&d);
+  if (d.bin != NULL && wanted(groups, "split"))
+    bench_split(&d);
   printf(
       "\nbench: %.0f s (%.0f s generating data into %s); medians; page "
       "cache dropped per file with POSIX_FADV_DONTNEED before cold runs\n",
