@@ -227,7 +227,7 @@ kpack_archive_t bn_open_listed(const char* path, bn_kernel** kernels,
 /* Starts a FUSE daemon in the foreground; returns the seconds until the
  * mount appears. Its output goes to `log`, or nowhere when NULL. */
 double bn_daemon_start(bn_daemon* m, char* const argv[], const char* dir,
-                           const char* log) {
+                       const char* log) {
   struct stat before, st;
   mkdir(dir, 0755);
   if (stat(dir, &before) != 0)
@@ -279,4 +279,3 @@ size_t bn_walk(const char* path, size_t* dirs) {
   closedir(d);
   return count;
 }
-

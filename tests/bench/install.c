@@ -24,9 +24,9 @@
 #define KERNEL_SIZE 2048
 
 static const char* const components[] = {
-    "rocblas",   "hipblaslt", "miopen",    "rocfft",     "rocsparse",
-    "rocrand",   "hiprand",   "rocsolver", "hipsparse",  "rccl",
-    "rocprim",   "hipcub",    "rocthrust", "composable", "rocalution"};
+    "rocblas", "hipblaslt", "miopen",    "rocfft",     "rocsparse",
+    "rocrand", "hiprand",   "rocsolver", "hipsparse",  "rccl",
+    "rocprim", "hipcub",    "rocthrust", "composable", "rocalution"};
 #define COMPONENTS (sizeof(components) / sizeof(components[0]))
 
 static const char* const arches[] = {
@@ -39,15 +39,15 @@ static const char* const arches[] = {
 #define ARCHIVES (COMPONENTS * ARCHES)
 
 typedef struct install {
-  char dir[512];  /* install-420 */
+  char dir[512];   /* install-420 */
   char kpack[600]; /* its .kpack folder: the archives */
   char tree[600];  /* the archives extracted */
   char image[600]; /* the tree as a squashfs image */
   char* paths[ARCHIVES];
 } install;
 
-static void archive_path(char* out, size_t cap, const char* kpack_dir,
-                         size_t c, size_t a) {
+static void archive_path(char* out, size_t cap, const char* kpack_dir, size_t c,
+                         size_t a) {
   snprintf(out, cap, "%s/%s_lib_%s.kpack", kpack_dir, components[c], arches[a]);
 }
 
@@ -69,8 +69,7 @@ static void write_archive(const char* path, size_t c, size_t a) {
              components[c], i);
     fx_fill_code(buf, sizeof(buf),
                  (uint32_t)((c * ARCHES + a) * KERNELS_PER_ARCHIVE + i));
-    if ((err = kpack_writer_add_kernel(w, binary, arches[a], buf,
-                                       sizeof(buf))))
+    if ((err = kpack_writer_add_kernel(w, binary, arches[a], buf, sizeof(buf))))
       bn_die_kpack("add kernel", err);
   }
   if ((err = kpack_writer_finish(w)))
@@ -132,12 +131,10 @@ static void prepare_install(const bench_data* d, install* in) {
     char tmp[700];
     snprintf(tmp, sizeof(tmp), "%s.tmp", in->image);
     fprintf(stderr, "bench: mksquashfs %s (once; a few minutes)\n", in->image);
-    char* argv[] = {"mksquashfs", in->tree,
-                    tmp,          "-comp",
-                    "zstd",       "-Xcompression-level",
-                    "3",          "-b",
-                    "1M",         "-noappend",
-                    "-quiet",     "-no-progress",
+    char* argv[] = {"mksquashfs", in->tree, tmp,
+                    "-comp",      "zstd",   "-Xcompression-level",
+                    "3",          "-b",     "1M",
+                    "-noappend",  "-quiet", "-no-progress",
                     NULL};
     bn_run_ok(argv);
     if (rename(tmp, in->image) != 0)
@@ -283,8 +280,8 @@ static void mounts(const bench_data* d, const install* in) {
          "<= 48 MiB", hwm <= 48.0);
 
   if (!d->have_squashfuse) {
-    bn_row_not_run("install: first walk, kpackfs vs squashfuse_ll",
-                   "<= 1.00x", "squashfuse_ll or mksquashfs missing");
+    bn_row_not_run("install: first walk, kpackfs vs squashfuse_ll", "<= 1.00x",
+                   "squashfuse_ll or mksquashfs missing");
     return;
   }
   double kw = bn_median(k.walk, REPS), qw = bn_median(q.walk, REPS);
