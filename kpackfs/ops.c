@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-#include "kpackfs.h"
+#include "ops.h"
 
 /* Nothing under the mount ever changes, so the kernel may cache names,
  * attributes and negative lookups for as long as it likes. */
@@ -88,7 +88,7 @@ static char* render_stats(kfs_fs* fs, size_t* size) {
   /* The renders' counters follow (render.c). */
   char* renders = NULL;
   char* all = NULL;
-  if (kfs_render_stats(&fs->tree.renders, &renders) >= 0) {
+  if (kfs_render_stats(&fs->renders, &renders) >= 0) {
     if (asprintf(&all, "%s%s", text, renders) < 0)
       all = NULL;
     free(renders);
@@ -135,7 +135,7 @@ static void fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
       /* 0 until the kernel is first rendered (stat must not decompress),
        * then the exact size; kfs_open tells the kernel when it changes. */
       uint64_t size = 0;
-      kfs_render_size(&fs->tree.renders, n, &size);
+      kfs_render_size(&fs->renders, n, &size);
       st->st_mode = S_IFREG | 0444;
       st->st_size = (off_t)size;
       break;
@@ -339,7 +339,7 @@ static void free_handle(kfs_fs* fs, kfs_handle* h) {
     h->next->prev = h->prev;
   pthread_mutex_unlock(&fs->handles_lock);
   kpack_kcache_release(fs->cache, h->entry);
-  kfs_render_release(&fs->tree.renders, h->render);
+  kfs_render_release(&fs->renders, h->render);
   pthread_mutex_destroy(&h->pin_lock);
   free(h->owned);
   free(h);
@@ -416,12 +416,12 @@ static int pin_text(kfs_fs* fs, kfs_handle* h) {
 static int open_text(kfs_fs* fs, fuse_ino_t ino, kfs_handle* h,
                      struct fuse_file_info* fi) {
   fi->keep_cache = 1;
-  if (!kfs_render_announce_begin(&fs->tree.renders, h->node))
+  if (!kfs_render_announce_begin(&fs->renders, h->node))
     return 0;
   int err = pin_text(fs, h);
   bool told = err == 0 && fs->session != NULL &&
               fuse_lowlevel_notify_inval_inode(fs->session, ino, -1, 0) == 0;
-  kfs_render_announce_end(&fs->tree.renders, h->node, told);
+  kfs_render_announce_end(&fs->renders, h->node, told);
   if (err == 0 && !told) {
     fi->keep_cache = 0;
     fi->direct_io = 1;
@@ -640,7 +640,7 @@ static void reply_code_object_xattr(fuse_req_t req, kfs_fs* fs,
     const char* value = index == 0 ? r->text.target : count;
     reply_xattr_bytes(req, value, strlen(value), size);
   }
-  kfs_render_release(&fs->tree.renders, r);
+  kfs_render_release(&fs->renders, r);
 }
 
 static void kfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,

@@ -12,7 +12,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "kpackfs.h"
+#include "tree.h"
 
 /* ---- name arena ------------------------------------------------------------
  */
@@ -560,8 +560,7 @@ int kfs_tree_build(kfs_tree* t, const kfs_paths* paths) {
     t->nodes = exact;
     t->node_cap = t->node_count;
   }
-  if ((rc = index_children(t)) != 0 || (rc = render_archives(t)) != 0 ||
-      (rc = kfs_renders_init(&t->renders, t->kernels, KFS_RENDER_BUDGET)) != 0)
+  if ((rc = index_children(t)) != 0 || (rc = render_archives(t)) != 0)
     goto fail;
   return 0;
 
@@ -582,7 +581,6 @@ void kfs_tree_free(kfs_tree* t) {
   free(t->children);
   free(t->slots);
   free(t->archives_text);
-  kfs_renders_free(&t->renders);
   while (t->arena != NULL) {
     kfs_arena_chunk* next = t->arena->next;
     free(t->arena);
