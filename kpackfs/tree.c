@@ -184,6 +184,15 @@ static bool is_code_object(const kernel_ref* k) {
 /* ---- a binary directory's entries -----------------------------------------
  */
 
+/* What the mount learns of a kernel while it checks names, so that
+ * counting need not ask the archive again. Held only while building. */
+typedef struct kernel_facts {
+  const char* arch;
+  uint64_t size;
+  bool code_object; /* type "hsaco": kernels and metadata.json beside it */
+  bool map;         /* a metadata map: toc-metadata.msgpack beside it */
+} kernel_facts;
+
 static int by_arch(const void* a, const void* b) {
   const kfs_listing_entry* x = a;
   const kfs_listing_entry* y = b;
@@ -193,8 +202,10 @@ static int by_arch(const void* a, const void* b) {
 }
 
 /* The arches of unique binary u across its sources, sorted, the first
- * source's kernel kept for each; *shadowed counts the others. */
-static int make_listing(const kfs_tree* t, uint32_t u, kfs_listing** out,
+ * source's kernel kept for each; *shadowed counts the others. `facts`,
+ * while building, saves asking the archives for arch names. */
+static int make_listing(const kfs_tree* t, uint32_t u,
+                        const kernel_facts* facts, kfs_listing** out,
                         size_t* shadowed) {
   const kfs_tree_binary* b = &t->unique[u];
   size_t n = 0;
@@ -210,13 +221,17 @@ static int make_listing(const kfs_tree* t, uint32_t u, kfs_listing** out,
   for (uint32_t c = 0; c < b->count; c++) {
     const kfs_source* s = &t->sources[t->contributors[2 * (b->first + c)]];
     size_t i = t->contributors[2 * (b->first + c) + 1];
-    const char* name;
-    kpack_get_binary(s->archive, i, &name);
+    const char* name = NULL;
+    if (facts == NULL)
+      kpack_get_binary(s->archive, i, &name);
     for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++) {
       const char* arch;
-      if (!is_shown(t, g) ||
-          kpack_get_binary_arch(s->archive, name, g - s->binary_kernel[i],
-                                &arch) != KPACK_SUCCESS)
+      if (!is_shown(t, g))
+        continue;
+      if (facts != NULL)
+        arch = facts[g].arch;
+      else if (kpack_get_binary_arch(s->archive, name, g - s->binary_kernel[i],
+                                     &arch) != KPACK_SUCCESS)
         continue;
       l->entries[l->count++] = (kfs_listing_entry){arch, g};
     }
@@ -246,7 +261,7 @@ static int listing(const kfs_tree* t, uint32_t d, const kfs_listing** out) {
   if (l == NULL) {
     size_t shadowed;
     kfs_listing* made;
-    int rc = make_listing(t, t->dirs[d].binary, &made, &shadowed);
+    int rc = make_listing(t, t->dirs[d].binary, NULL, &made, &shadowed);
     if (rc != 0)
       return rc;
     if (atomic_compare_exchange_strong_explicit(&t->listings[d], &l, made,
@@ -340,20 +355,36 @@ static int merge_binaries(kfs_tree* t) {
     goto out;
   for (uint32_t s = 0; s < t->source_count; s++) {
     kfs_source* src = &t->sources[s];
+    /* An install's archives of one component, one per arch, list the same
+     * binaries: the previous source's binary at the same index is tried
+     * before the hash (binary_unique holds first-seen indices until the
+     * names are sorted below). */
+    const kfs_source* prev = s > 0 ? &t->sources[s - 1] : NULL;
     for (uint32_t i = 0; i < src->binary_count; i++) {
       const char* name;
+      const char* before;
+      uint32_t u;
       kpack_get_binary(src->archive, i, &name);
-      if (kfs_binary_problem(name) != NULL)
-        continue;
-      size_t h = hash_name(name) & (cap - 1);
-      while (slots[h] != 0 && strcmp(unique[slots[h] - 1].name, name) != 0)
-        h = (h + 1) & (cap - 1);
-      if (slots[h] == 0) {
-        unique[n] = (kfs_tree_binary){.name = name, .source = NONE};
-        slots[h] = (uint32_t)++n;
+      if (prev != NULL && i < prev->binary_count &&
+          prev->binary_unique[i] != NONE &&
+          kpack_get_binary(prev->archive, i, &before) == KPACK_SUCCESS &&
+          strcmp(before, name) == 0) {
+        u = prev->binary_unique[i];
+      } else {
+        if (kfs_binary_problem(name) != NULL)
+          continue;
+        size_t h = hash_name(name) & (cap - 1);
+        while (slots[h] != 0 && strcmp(unique[slots[h] - 1].name, name) != 0)
+          h = (h + 1) & (cap - 1);
+        if (slots[h] == 0) {
+          unique[n] = (kfs_tree_binary){.name = name, .source = NONE};
+          slots[h] = (uint32_t)++n;
+        }
+        u = slots[h] - 1;
       }
-      unique[slots[h] - 1].count++;
-      order[count++] = (seen){slots[h] - 1, s, i};
+      src->binary_unique[i] = u;
+      unique[u].count++;
+      order[count++] = (seen){u, s, i};
     }
   }
   /* Contributors grouped by binary, in source order (counting sort). */
@@ -450,14 +481,16 @@ static int number_kernels(kfs_tree* t) {
 }
 
 /* Checks every kernel's names, in mount order, warning about each one
- * skipped. */
-static void check_kernels(kfs_tree* t) {
+ * skipped; notes what counting needs in facts[global number]. */
+static void check_kernels(kfs_tree* t, kernel_facts* facts) {
   for (uint32_t s = 0; s < t->source_count; s++) {
     kfs_source* src = &t->sources[s];
     for (size_t i = 0; i < src->binary_count; i++) {
       const char* binary;
       kpack_get_binary(src->archive, i, &binary);
-      const char* binary_why = kfs_binary_problem(binary);
+      /* merge_binaries() left out exactly the binaries with a problem. */
+      const char* binary_why =
+          src->binary_unique[i] == NONE ? kfs_binary_problem(binary) : NULL;
       for (uint32_t g = src->binary_kernel[i]; g < src->binary_kernel[i + 1];
            g++) {
         const char* arch;
@@ -469,9 +502,14 @@ static void check_kernels(kfs_tree* t) {
         if (why != NULL) {
           kfs_warn_skip(t, s, binary, arch, why);
           t->skipped++;
-        } else {
-          t->shown[g / 8] |= (uint8_t)(1u << (g % 8));
+          continue;
         }
+        const void* map = NULL;
+        size_t map_size;
+        kpack_get_entry_metadata(src->archive, binary, arch, &map, &map_size);
+        t->shown[g / 8] |= (uint8_t)(1u << (g % 8));
+        facts[g] = (kernel_facts){arch, info.size,
+                                  strcmp(info.type, "hsaco") == 0, map != NULL};
       }
     }
   }
@@ -479,28 +517,32 @@ static void check_kernels(kfs_tree* t) {
 
 /* What each binary shows: its arch directories (counted, not kept), the
  * kernels and their files, the first source with a kernel shown. */
-static int count_shown(kfs_tree* t) {
+static int count_shown(kfs_tree* t, const kernel_facts* facts) {
   for (uint32_t u = 0; u < t->unique_count; u++) {
     kfs_tree_binary* b = &t->unique[u];
     kfs_listing* l;
     size_t shadowed;
-    int rc = make_listing(t, u, &l, &shadowed);
+    int rc = make_listing(t, u, facts, &l, &shadowed);
     if (rc != 0)
       return rc;
     b->arches = (uint32_t)l->count;
     t->shadowed += shadowed;
     for (size_t i = 0; i < l->count; i++) {
-      kernel_ref k;
-      if (!kernel_at(t, l->entries[i].kernel, &k))
-        continue;
-      if (k.source < b->source)
-        b->source = k.source;
+      const kernel_facts* f = &facts[l->entries[i].kernel];
       t->kernels++;
-      t->kernel_bytes += k.info.size;
-      t->inodes += 2 + (is_code_object(&k) ? 2 : 0) + (k.map != NULL);
+      t->kernel_bytes += f->size;
+      t->inodes += 2 + (f->code_object ? 2 : 0) + f->map;
     }
     t->binaries += l->count > 0;
     free(l);
+    /* The first source with a kernel shown has every arch it shows. */
+    for (uint32_t c = 0; c < b->count && b->source == NONE; c++) {
+      const kfs_source* s = &t->sources[t->contributors[2 * (b->first + c)]];
+      size_t i = t->contributors[2 * (b->first + c) + 1];
+      for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++)
+        if (is_shown(t, g))
+          b->source = t->contributors[2 * (b->first + c)];
+    }
   }
   return 0;
 }
@@ -635,10 +677,14 @@ static int build_derived(kfs_tree* t) {
     return rc;
   if (binaries_nest(t))
     return 1;
-  check_kernels(t);
-  if ((rc = count_shown(t)) != 0)
-    return rc;
-  return make_dirs(t);
+  kernel_facts* facts =
+      calloc(t->kernel_total ? t->kernel_total : 1, sizeof(*facts));
+  if (facts == NULL)
+    return -ENOMEM;
+  check_kernels(t, facts);
+  rc = count_shown(t, facts);
+  free(facts);
+  return rc != 0 ? rc : make_dirs(t);
 }
 
 static void free_derived(kfs_tree* t) {

@@ -34,6 +34,7 @@ typedef struct toc_builder {
   size_t names_mask;
   size_t names_count;
   uint32_t hsaco; /* offset of "hsaco", the usual type; UINT32_MAX unset */
+  uint32_t last;  /* 1 + offset of the last name interned; 0 none */
 } toc_builder;
 
 static kpack_error_t from_mp(mp_status st) {
@@ -89,6 +90,15 @@ static size_t name_hash(const char* s, size_t len) {
  * of kernels. */
 static kpack_error_t intern(toc_builder* b, const char* s, size_t len,
                             uint32_t* offset) {
+  /* An archive's entries mostly repeat the name before: one arch (per
+   * arch archives), or the arches in the same order for each binary. */
+  if (b->last != 0) {
+    const char* name = kp_toc_str(b->toc, b->last - 1);
+    if (strncmp(name, s, len) == 0 && name[len] == '\0') {
+      *offset = b->last - 1;
+      return KPACK_SUCCESS;
+    }
+  }
   if ((b->names_count + 1) * 2 > b->names_mask + 1) {
     size_t cap = b->names_mask ? (b->names_mask + 1) * 2 : 64;
     uint32_t* names = calloc(cap, sizeof(*names));
@@ -112,6 +122,7 @@ static kpack_error_t intern(toc_builder* b, const char* s, size_t len,
     const char* name = kp_toc_str(b->toc, b->names[i] - 1);
     if (strncmp(name, s, len) == 0 && name[len] == '\0') {
       *offset = b->names[i] - 1;
+      b->last = b->names[i];
       return KPACK_SUCCESS;
     }
   }
@@ -122,6 +133,7 @@ static kpack_error_t intern(toc_builder* b, const char* s, size_t len,
     return KPACK_ERROR_OUT_OF_MEMORY; /* 1 + offset must fit */
   b->names[i] = *offset + 1;
   b->names_count++;
+  b->last = b->names[i];
   return KPACK_SUCCESS;
 }
 
