@@ -41,7 +41,7 @@ typedef struct kfs_enode {
 typedef struct kfs_arena_chunk kfs_arena_chunk;
 
 struct kfs_eager {
-  kfs_tree* tree;  /* sources, counters and warnings */
+  kfs_tree* tree;   /* sources, counters and warnings */
   kfs_enode* nodes; /* nodes[ino]; nodes[0] is unused */
   size_t node_count;
   size_t node_cap;
