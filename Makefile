@@ -28,7 +28,16 @@ CMOCKA_LIBS := $(shell pkg-config --libs cmocka 2>/dev/null)
 
 OPT      ?= -O2 -g
 WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wvla
-CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude -Ilibkpack -DKPACK_VERSION_STRING='"$(VERSION)"'
+# Programs see only the public headers (include/); libkpack's own headers
+# (libkpack/<part>/*.h, included as "<part>/name.h") are on the include path
+# of the library and of the unit tests that test its modules directly, so a
+# program that reaches for one fails to build.
+CPPFLAGS += -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude -DKPACK_VERSION_STRING='"$(VERSION)"'
+LIB_INCLUDES := -Ilibkpack
+LIB_CPPFLAGS := $(LIB_INCLUDES) -DKPACK_BUILDING_LIBRARY
+# Every object records the headers it read (-MMD) and tolerates their
+# removal (-MP); the .d files are included at the end.
+DEPFLAGS := -MMD -MP
 CFLAGS   += -std=c11 $(OPT) $(WARN) -fvisibility=hidden -pthread $(DEPS_CFLAGS)
 LDFLAGS  += -pthread
 # ---- sanitizers ---------------------------------------------------------------
@@ -42,7 +51,12 @@ LIB_NO_UNDEFINED :=
 endif
 
 # ---- libkpack --------------------------------------------------------------
-LIB_SRCS := $(sort $(wildcard libkpack/*.c))
+# libkpack/ in layers, each folder including only itself and the ones above
+# it in this list: common/ (errors, byte order, input, msgpack, JSON),
+# archive/ (TOC, frames, reads, kernel cache, writer), loader/ (search
+# paths, targets, process maps, HIPK metadata), binary/ (ELF, offload
+# bundles, fat and host binaries, code objects).
+LIB_SRCS := $(sort $(wildcard libkpack/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SONAME   := librocm_kpack.so.$(SOVER)
 LIB_REAL := librocm_kpack.so.$(VERSION)
@@ -51,9 +65,9 @@ LIB_A    := $(BUILD)/lib/librocm_kpack.a
 LIB_PC   := $(BUILD)/lib/rocm_kpack.pc
 HEADERS  := $(wildcard include/rocm_kpack/*.h)
 
-$(BUILD)/libkpack/%.o: libkpack/%.c $(HEADERS) $(wildcard libkpack/*.h)
+$(BUILD)/libkpack/%.o: libkpack/%.c
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(CPPFLAGS) -DKPACK_BUILDING_LIBRARY $(CFLAGS) -fPIC -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(LIB_CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -fPIC -c $< -o $@
 
 $(LIB_SO): $(LIB_OBJS)
 	@mkdir -p $(@D)
@@ -81,17 +95,17 @@ TOOL_SRCS    := $(sort $(wildcard contrib/*.c))
 TOOL         := $(BUILD)/bin/kpack
 PROGRAMS     := $(strip $(if $(KPACKFS_SRCS),$(KPACKFS)) $(if $(TOOL_SRCS),$(TOOL)))
 
-$(BUILD)/kpackfs/%.o: kpackfs/%.c $(HEADERS) $(wildcard kpackfs/*.h)
+$(BUILD)/kpackfs/%.o: kpackfs/%.c
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(FUSE_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $(FUSE_CFLAGS) -c $< -o $@
 
 $(KPACKFS): $(KPACKFS_SRCS:%.c=$(BUILD)/%.o) $(LIB_A)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(FUSE_LIBS)
 
-$(BUILD)/contrib/%.o: contrib/%.c $(HEADERS) $(wildcard contrib/*.h)
+$(BUILD)/contrib/%.o: contrib/%.c
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(TOOL): $(TOOL_SRCS:%.c=$(BUILD)/%.o) $(LIB_A)
 	@mkdir -p $(@D)
@@ -142,9 +156,9 @@ export KPACK_SANITIZE := $(SANITIZE)
 export KPACK_VALGRIND := $(VALGRIND)
 export KPACK_SOURCE_DIR := $(CURDIR)
 
-$(BUILD)/tests/%.o: tests/%.c $(HEADERS) $(wildcard tests/*.h) $(wildcard libkpack/*.h)
+$(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -Wno-missing-prototypes -c $< -o $@
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(LIB_INCLUDES) -Itests $(CFLAGS) $(DEPFLAGS) -Wno-missing-prototypes -c $< -o $@
 
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_SUPPORT) $(LIB_A)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -lz -ldl
@@ -165,10 +179,13 @@ check: deps
 check-suites: all $(TEST_BINS)
 	@fail=0; for t in $(TEST_BINS); do \
 	  echo "== $$t"; $(TEST_WRAP) $$t || fail=1; \
-	done; exit $$fail
+	done; \
+	echo "== tests/layers.sh"; tests/layers.sh "$(CC)" "$(CPPFLAGS) $(CFLAGS)" || fail=1; \
+	exit $$fail
 
 # ---- benchmarks ---------------------------------------------------------------
-# tests/bench/*.c: one program printing the table of SPEC section 6. Its data
+# tests/bench/*.c: one program printing the performance table (README
+# "Performance"): each row a measurement against its limit or peer. Its data
 # (archives, a 1.2 GB synthetic fat binary, trees and squashfs images for the
 # squashfuse_ll rows) is generated once into .cache/bench (ignored, ~4 GB)
 # and reused; squashfuse, squashfs-tools and zstd are installed when missing
@@ -205,13 +222,13 @@ FUZZ_LIB     := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_DRIVERS := $(FUZZ_BUILD)/tests/fuzz/fuzz_drivers.o
 
 # Only the library carries coverage feedback; the drivers are just checked.
-$(FUZZ_BUILD)/libkpack/%.o: libkpack/%.c $(HEADERS) $(wildcard libkpack/*.h)
+$(FUZZ_BUILD)/libkpack/%.o: libkpack/%.c
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(FUZZ_CC) $(CPPFLAGS) -DKPACK_BUILDING_LIBRARY $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(call say,CC,$<)$(FUZZ_CC) $(CPPFLAGS) $(LIB_CPPFLAGS) $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
-$(FUZZ_BUILD)/tests/fuzz/%.o: tests/fuzz/%.c tests/fuzz/fuzz_drivers.h $(HEADERS)
+$(FUZZ_BUILD)/tests/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(@D)
-	$(call say,CC,$<)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) -c $< -o $@
+	$(call say,CC,$<)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_DRIVERS) $(FUZZ_LIB)
 	$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(DEPS_LIBS)
@@ -235,7 +252,6 @@ fuzz: $(FUZZ_BINS)
 
 # make check replays the committed seeds and past crashes through the same
 # drivers (tests/test_fuzz_replay.c), with whatever SANITIZE/VALGRIND is set.
-$(BUILD)/tests/fuzz/fuzz_drivers.o: tests/fuzz/fuzz_drivers.h
 $(BUILD)/tests/test_fuzz_replay: $(BUILD)/tests/test_fuzz_replay.o $(BUILD)/tests/fuzz/fuzz_drivers.o $(TEST_SUPPORT) $(LIB_A)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS)
 
@@ -261,7 +277,7 @@ COV_FLAGS     := -std=c11 -g -O0 $(WARN) -pthread $(DEPS_CFLAGS) -fprofile-instr
 fuzz-coverage:
 	@rm -rf $(COV_BUILD) && mkdir -p $(COV_BUILD)
 	@for n in $(FUZZ_NAMES); do \
-	  $(FUZZ_CC) $(CPPFLAGS) -DKPACK_BUILDING_LIBRARY $(COV_FLAGS) -fsanitize=fuzzer \
+	  $(FUZZ_CC) $(CPPFLAGS) $(LIB_CPPFLAGS) $(COV_FLAGS) -fsanitize=fuzzer \
 	    -o $(COV_BUILD)/fuzz_$$n tests/fuzz/fuzz_$$n.c tests/fuzz/fuzz_drivers.c $(LIB_SRCS) $(DEPS_LIBS) || exit 1; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
 	  LLVM_PROFILE_FILE=$(COV_BUILD)/$$n.profraw $(COV_BUILD)/fuzz_$$n -runs=0 \
@@ -340,6 +356,9 @@ format:
 
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_FILES)
+
+# Header dependencies recorded by -MMD, for every build tree.
+-include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)
 
 help:
 	@echo "make            build librocm_kpack.so.0/.a, rocm_kpack.pc, kpackfs, kpack,"

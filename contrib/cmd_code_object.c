@@ -15,8 +15,7 @@
 
 #include "cli.h"
 
-/* ---- shared ---------------------------------------------------------------
- */
+/* ---- shared -------------------------------------------------------------- */
 
 const char* cli_code_object_error_text(kpack_error_t err) {
   switch (err) {
@@ -132,8 +131,7 @@ static kpack_error_t load_file(const char* path, kpack_code_object_t** co) {
   return err;
 }
 
-/* ---- kpack info FILE.hsaco --------------------------------------------------
- */
+/* ---- kpack info FILE.hsaco ----------------------------------------------- */
 
 static void info_json(const char* path, const kpack_code_object_t* co,
                       const kpack_code_object_info_t* info, bool first) {
@@ -226,7 +224,7 @@ int cli_code_object_metadata(const char* path) {
     return CLI_FAIL;
   }
   /* The bytes a mount shows as metadata.json: one renderer for both. */
-  kpack_error_t err = kpack_code_object_render(data, size, &r);
+  kpack_error_t err = kpack_co_render(data, size, &r);
   free(data);
   if (err == KPACK_SUCCESS)
     err = r.status;
@@ -238,8 +236,7 @@ int cli_code_object_metadata(const char* path) {
   return err == KPACK_SUCCESS ? CLI_OK : CLI_FAIL;
 }
 
-/* ---- kpack list --kernels ---------------------------------------------------
- */
+/* ---- kpack list --kernels ------------------------------------------------ */
 
 typedef struct kernels_state {
   const char* archive_path;

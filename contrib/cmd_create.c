@@ -167,8 +167,7 @@ typedef struct cr_state {
   bool verbose;
 } cr_state;
 
-/* ---- scanning ---------------------------------------------------------------
- */
+/* ---- scanning ------------------------------------------------------------ */
 
 static bool add_item(cr_state* s, cr_item item) {
   if (s->count == s->cap) {
@@ -684,8 +683,7 @@ static const char** declared_arches(const cr_state* s, size_t* count) {
   return arches;
 }
 
-/* ---- writing ----------------------------------------------------------------
- */
+/* ---- writing ------------------------------------------------------------- */
 
 static double now_seconds(void) {
   struct timespec ts;
@@ -870,8 +868,7 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
   return ok;
 }
 
-/* ---- command ----------------------------------------------------------------
- */
+/* ---- command ------------------------------------------------------------- */
 
 static bool add_source(cr_state* s, const char* path, char* name) {
   cr_source* p = realloc(s->sources, (s->source_count + 1) * sizeof(*p));

@@ -154,7 +154,7 @@ static bool write_beside(const extract_state* s, kpack_archive_t archive,
   kpack_co_render_t r = {0};
   bool shown = !s->bytes_only && strcmp(type, "hsaco") == 0;
   kpack_get_entry_metadata(archive, binary, arch, &map, &map_size);
-  if (shown && kpack_code_object_render(data, size, &r) != KPACK_SUCCESS) {
+  if (shown && kpack_co_render(data, size, &r) != KPACK_SUCCESS) {
     cli_error("out of memory");
     return false;
   }

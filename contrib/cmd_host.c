@@ -70,8 +70,7 @@ static const char* base_name(const char* path) {
   return slash ? slash + 1 : path;
 }
 
-/* ---- fat binaries ----------------------------------------------------------
- */
+/* ---- fat binaries -------------------------------------------------------- */
 
 bool cli_for_each_bundle(const char* path, const kpack_fatbin_t* fb,
                          cli_bundle_fn fn, void* user) {
@@ -233,8 +232,7 @@ static int info_fat(const char* path, const kpack_host_info_t* host,
   return ok ? CLI_OK : CLI_FAIL;
 }
 
-/* ---- kpack-ified binaries ---------------------------------------------------
- */
+/* ---- kpack-ified binaries ------------------------------------------------ */
 
 /* Reports the records that cannot be used, on stderr; false if any. */
 static bool report_records(const char* path, const kpack_host_t* host) {

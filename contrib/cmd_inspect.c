@@ -215,8 +215,7 @@ static int parse_json_flag(const cli_command* cmd, int argc, char** argv,
   return -1;
 }
 
-/* ---- list -----------------------------------------------------------------
- */
+/* ---- list ---------------------------------------------------------------- */
 
 typedef struct list_state {
   const char* archive_path;
@@ -334,8 +333,7 @@ static int list_run(int argc, char** argv) {
   return s.failed ? CLI_FAIL : status;
 }
 
-/* ---- info -----------------------------------------------------------------
- */
+/* ---- info ---------------------------------------------------------------- */
 
 typedef struct totals {
   uint64_t size, stored;
@@ -473,8 +471,7 @@ static int info_run(int argc, char** argv) {
   return status;
 }
 
-/* ---- cat ------------------------------------------------------------------
- */
+/* ---- cat ----------------------------------------------------------------- */
 
 static int cat_run(int argc, char** argv) {
   static const struct option options[] = {{"help", no_argument, NULL, 'h'},

@@ -473,8 +473,7 @@ static void print_json(const rs_request* r, const rs_trace* t,
   fputs("}\n", stdout);
 }
 
-/* ---- the binary's own records ----------------------------------------------
- */
+/* ---- the binary's own records -------------------------------------------- */
 
 typedef struct fat_explain {
   const rs_request* r;

@@ -93,8 +93,7 @@ bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
   return true;
 }
 
-/* ---- tables ----------------------------------------------------------------
- */
+/* ---- tables -------------------------------------------------------------- */
 
 void cli_table_row(cli_table* t, const char* fmt, ...) {
   char* line = NULL;
@@ -168,8 +167,7 @@ void cli_table_free(cli_table* t) {
   t->rows = t->cap = 0;
 }
 
-/* ---- JSON and numbers ------------------------------------------------------
- */
+/* ---- JSON and numbers ---------------------------------------------------- */
 
 void cli_json_string(FILE* out, const char* s) {
   fputc('"', out);
@@ -223,8 +221,7 @@ const char* cli_human_size(char buf[32], uint64_t bytes) {
   return buf;
 }
 
-/* ---- files -----------------------------------------------------------------
- */
+/* ---- files --------------------------------------------------------------- */
 
 bool cli_read_file(const char* path, void** data, size_t* size) {
   bool ok = false;
@@ -320,8 +317,7 @@ bool cli_safe_binary_name(const char* name) {
   }
 }
 
-/* ---- archives --------------------------------------------------------------
- */
+/* ---- archives ------------------------------------------------------------ */
 
 kpack_error_t cli_for_each_kernel(kpack_archive_t archive, cli_kernel_fn fn,
                                   void* user) {
@@ -351,8 +347,7 @@ kpack_error_t cli_for_each_kernel(kpack_archive_t archive, cli_kernel_fn fn,
   return KPACK_SUCCESS;
 }
 
-/* ---- interruption ----------------------------------------------------------
- */
+/* ---- interruption -------------------------------------------------------- */
 
 static volatile sig_atomic_t caught_signal;
 

@@ -568,8 +568,7 @@ static void kfs_statfs(fuse_req_t req, fuse_ino_t ino) {
   fuse_reply_statfs(req, &st);
 }
 
-/* ---- extended attributes --------------------------------------------------
- */
+/* ---- extended attributes ------------------------------------------------- */
 
 static const char* const xattr_names[] = {
     "user.kpack.archive",     "user.kpack.binary",      "user.kpack.arch",
@@ -729,8 +728,7 @@ static void kfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
   reply_xattr_bytes(req, list, len, size);
 }
 
-/* ---- everything that would write ------------------------------------------
- */
+/* ---- everything that would write ----------------------------------------- */
 
 static void refuse(fuse_req_t req) {
   fuse_reply_err(req, EROFS);

@@ -2,7 +2,7 @@
  *
  * What a kernel's code object shows beside it: the `kernels` and
  * `metadata.json` files and the user.kpack.target and user.kpack.kernels
- * attributes, rendered once by libkpack (kpack_code_object_render(), the
+ * attributes, rendered once by libkpack (kpack_co_render(), the
  * same bytes `kpack extract` writes) and kept within a byte budget. Owns
  * kfs_renders; ops.c pins a render while a file or request needs it.
  */
@@ -62,8 +62,7 @@ void kfs_renders_free(kfs_renders* rs) {
   memset(rs, 0, sizeof(*rs));
 }
 
-/* ---- the LRU of released renders (under the lock) --------------------------
- */
+/* ---- the LRU of released renders (under the lock) ------------------------ */
 
 static void lru_remove(kfs_renders* rs, kfs_render* r) {
   if (r->lru_next == r) {
@@ -101,8 +100,7 @@ static void evict_over_budget(kfs_renders* rs) {
   }
 }
 
-/* ---- rendering -------------------------------------------------------------
- */
+/* ---- rendering ----------------------------------------------------------- */
 
 static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render** out) {
   const kfs_source* src = &fs->tree.sources[n->source];
@@ -118,7 +116,7 @@ static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render** out) {
   if ((r = calloc(1, sizeof(*r))) == NULL)
     err = KPACK_ERROR_OUT_OF_MEMORY;
   else
-    err = kpack_code_object_render(data, size, &r->text);
+    err = kpack_co_render(data, size, &r->text);
   kpack_kcache_release(fs->cache, entry); /* the render has copies */
   if (err != KPACK_SUCCESS) {
     free(r);

@@ -63,8 +63,7 @@ static const char* const kernels_file = KPACK_CO_KERNELS_FILE;
 static const char* const json_file = KPACK_CO_METADATA_FILE;
 static const char* const map_file = KPACK_ENTRY_METADATA_FILE;
 
-/* ---- names ----------------------------------------------------------------
- */
+/* ---- names --------------------------------------------------------------- */
 
 static bool is_dot_name(const char* s, size_t n) {
   return (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.');
@@ -124,8 +123,9 @@ void kfs_warn_skip(const kfs_tree* t, uint32_t source, const char* binary,
           t->sources[source].path, binary, arch, why);
 }
 
-/* ---- kernels by global number ---------------------------------------------
- * Kernels are numbered across the sources in mount order, each archive's in
+/* ---- kernels by global number -------------------------------------------- */
+
+/* Kernels are numbered across the sources in mount order, each archive's in
  * its own order (binaries by name, then arches). */
 
 typedef struct kernel_ref {
@@ -181,8 +181,7 @@ static bool is_code_object(const kernel_ref* k) {
   return strcmp(k->info.type, "hsaco") == 0;
 }
 
-/* ---- a binary directory's entries -----------------------------------------
- */
+/* ---- a binary directory's entries ---------------------------------------- */
 
 /* What the mount learns of a kernel while it checks names, so that
  * counting need not ask the archive again. Held only while building. */
@@ -275,8 +274,7 @@ static int listing(const kfs_tree* t, uint32_t d, const kfs_listing** out) {
   return 0;
 }
 
-/* ---- inode numbers --------------------------------------------------------
- */
+/* ---- inode numbers ------------------------------------------------------- */
 
 static fuse_ino_t dir_ino(uint32_t d) {
   return d == 0 ? KFS_INO_ROOT : (fuse_ino_t)d + 4;
@@ -315,8 +313,7 @@ static bool has_slot(const kernel_ref* k, unsigned slot) {
   return true;
 }
 
-/* ---- building -------------------------------------------------------------
- */
+/* ---- building ------------------------------------------------------------ */
 
 /* Names of every archive's binaries, merged: unique[] sorted by name, each
  * with its contributors in source order. Binaries whose path is unsafe are
@@ -713,8 +710,7 @@ static void free_derived(kfs_tree* t) {
   t->dir_count = t->unique_count = t->kernel_total = 0;
 }
 
-/* ---- sources --------------------------------------------------------------
- */
+/* ---- sources ------------------------------------------------------------- */
 
 static int render_archives(kfs_tree* t) {
   size_t size = 0;
@@ -822,8 +818,7 @@ void kfs_tree_free(kfs_tree* t) {
   *t = (kfs_tree){0};
 }
 
-/* ---- requests -------------------------------------------------------------
- */
+/* ---- requests ------------------------------------------------------------ */
 
 bool kfs_tree_node(const kfs_tree* t, fuse_ino_t ino, kfs_node* n) {
   if (t->eager != NULL)

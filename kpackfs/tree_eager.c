@@ -51,8 +51,7 @@ struct kfs_eager {
   kfs_arena_chunk* arena; /* names that are not TOC strings */
 };
 
-/* ---- name arena ------------------------------------------------------------
- */
+/* ---- name arena ---------------------------------------------------------- */
 
 #define KFS_ARENA_CHUNK 65536u
 

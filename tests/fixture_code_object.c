@@ -21,8 +21,7 @@ uint32_t fx_co_flags(uint32_t mach, kpack_feature_t xnack,
   return mach | (uint32_t)xnack << 8 | (uint32_t)sramecc << 10;
 }
 
-/* ---- the metadata note ----------------------------------------------------
- */
+/* ---- the metadata note --------------------------------------------------- */
 
 static void pack_str(msgpack_packer* pk, const char* s) {
   size_t n = strlen(s);
@@ -132,8 +131,7 @@ fx_buf fx_co_metadata(const char* target, unsigned version,
   return out;
 }
 
-/* ---- the ELF file ---------------------------------------------------------
- */
+/* ---- the ELF file -------------------------------------------------------- */
 
 static const char shstrtab[] = "\0.note\0.text\0.shstrtab";
 enum { NAME_NOTE = 1, NAME_TEXT = 7, NAME_SHSTRTAB = 13 };

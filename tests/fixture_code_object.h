@@ -31,8 +31,7 @@
 uint32_t fx_co_flags(uint32_t mach, kpack_feature_t xnack,
                      kpack_feature_t sramecc);
 
-/* ---- the metadata note ----------------------------------------------------
- */
+/* ---- the metadata note --------------------------------------------------- */
 
 /* One kernel of amdhsa.kernels. Counts are written as the smallest
  * unsigned encoding, as LLVM does; a field in `omit` (KPACK_CO_* bits,
@@ -53,8 +52,7 @@ typedef struct fx_co_kernel {
 fx_buf fx_co_metadata(const char* target, unsigned version,
                       const fx_co_kernel* kernels, size_t count);
 
-/* ---- the ELF file ---------------------------------------------------------
- */
+/* ---- the ELF file -------------------------------------------------------- */
 
 typedef struct fx_co_note {
   const char* owner; /* "AMDGPU" (namesz 7, with the NUL) when NULL */

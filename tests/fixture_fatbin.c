@@ -29,8 +29,7 @@ static void* xmalloc(size_t size) {
   return p;
 }
 
-/* ---- buffers --------------------------------------------------------------
- */
+/* ---- buffers ------------------------------------------------------------- */
 
 void fx_put(fx_buf* b, const void* data, size_t size) {
   if (b->cap < b->size || size > b->cap - b->size) {
@@ -81,8 +80,7 @@ void fx_free(fx_buf* b) {
   memset(b, 0, sizeof(*b));
 }
 
-/* ---- kernel bytes ---------------------------------------------------------
- */
+/* ---- kernel bytes -------------------------------------------------------- */
 
 void fx_fill_pattern(uint8_t* p, size_t size, uint32_t seed) {
   uint32_t x = seed * 2654435761u + 1;
@@ -118,8 +116,7 @@ void fx_fill_code(uint8_t* p, size_t size, uint32_t seed) {
   memset(p + i, 0, size - i);
 }
 
-/* ---- bundles and envelopes ------------------------------------------------
- */
+/* ---- bundles and envelopes ----------------------------------------------- */
 
 fx_buf fx_bundle(const fx_entry* e, size_t n) {
   fx_buf b = {0};
@@ -189,8 +186,7 @@ fx_buf fx_ccob(unsigned version, unsigned method, const fx_buf* plain) {
   return b;
 }
 
-/* ---- HIPK metadata --------------------------------------------------------
- */
+/* ---- HIPK metadata ------------------------------------------------------- */
 
 static void mp_str(fx_buf* b, const char* s) {
   size_t n = strlen(s);
@@ -226,8 +222,7 @@ fx_buf fx_hipk_metadata(const char* kernel_name, const char* const* paths,
   return b;
 }
 
-/* ---- ELF files ------------------------------------------------------------
- */
+/* ---- ELF files ----------------------------------------------------------- */
 
 /* Where ELF bytes go: a memory buffer, or a file written front to back with
  * the header patched in at the end. */
@@ -548,8 +543,7 @@ fx_buf fx_elf(const fx_elf_opts* o) {
   return b;
 }
 
-/* ---- large fat binaries ---------------------------------------------------
- */
+/* ---- large fat binaries -------------------------------------------------- */
 
 static uint32_t mix(uint32_t x) {
   x ^= x >> 16;

@@ -39,8 +39,7 @@ void fx_set_le(fx_buf* b, size_t at, uint64_t v, unsigned n);
 uint64_t fx_get_le(const fx_buf* b, size_t at, unsigned n);
 void fx_free(fx_buf* b);
 
-/* ---- kernel bytes ---------------------------------------------------------
- */
+/* ---- kernel bytes -------------------------------------------------------- */
 
 /* Runs of a few repeated symbols from a small alphabet: compressible, and no
  * two seeds give the same bytes. Small and fast; for unit tests. */
@@ -51,8 +50,7 @@ void fx_fill_pattern(uint8_t* p, size_t size, uint32_t seed);
  * objects of librocrand shrink 4.4x); for benchmarks. */
 void fx_fill_code(uint8_t* p, size_t size, uint32_t seed);
 
-/* ---- offload bundles ------------------------------------------------------
- */
+/* ---- offload bundles ----------------------------------------------------- */
 
 typedef struct fx_entry {
   const char* id; /* "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", "host-..." */
@@ -73,8 +71,7 @@ fx_buf fx_bundle(const fx_entry* entries, size_t count);
  * always detected). The hash field holds a constant: readers ignore it. */
 fx_buf fx_ccob(unsigned version, unsigned method, const fx_buf* plain);
 
-/* ---- HIPK metadata --------------------------------------------------------
- */
+/* ---- HIPK metadata ------------------------------------------------------- */
 
 /* The msgpack map a kpack-ified binary keeps per wrapper:
  * {"kernel_name": name, "kpack_search_paths": [paths...]}, in the shortest
@@ -82,8 +79,7 @@ fx_buf fx_ccob(unsigned version, unsigned method, const fx_buf* plain);
 fx_buf fx_hipk_metadata(const char* kernel_name, const char* const* paths,
                         size_t path_count);
 
-/* ---- host ELF files -------------------------------------------------------
- */
+/* ---- host ELF files ------------------------------------------------------ */
 
 #define FX_ET_REL 1u
 #define FX_ET_EXEC 2u
@@ -159,8 +155,7 @@ fx_buf fx_elf(const fx_elf_opts* opts);
  * bundles a gigabyte apart takes little disk. */
 void fx_write_elf(const char* path, const fx_elf_opts* opts);
 
-/* ---- large fat binaries, streamed to a file -------------------------------
- */
+/* ---- large fat binaries, streamed to a file ------------------------------ */
 
 typedef struct fx_fatbin_spec {
   size_t bundle_count;       /* translation units: one bundle + wrapper each */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
- * Archive reading (SPEC §1, §2.1): round trips through the writer in both
- * schemes, and every malformed-input case with its exact status. Malformed
+ * Archive reading (docs/format.md, kpack.h): round trips through the writer in
+ * both schemes, and every malformed-input case with its exact status. Malformed
  * archives are the writer's output with the TOC re-packed or bytes patched.
  */
 #include <errno.h>
@@ -22,8 +22,7 @@
 static const kpack_compression_scheme_t schemes[] = {
     KPACK_COMPRESSION_NOOP, KPACK_COMPRESSION_ZSTD_PER_KERNEL};
 
-/* ---- fixtures ---------------------------------------------------------------
- */
+/* ---- fixtures ------------------------------------------------------------ */
 
 /* A whole archive in memory, to be patched and saved. */
 typedef struct image {
@@ -144,8 +143,7 @@ static size_t frame_offset(const image* img, unsigned ordinal) {
   return pos + 4;
 }
 
-/* ---- round trips ------------------------------------------------------------
- */
+/* ---- round trips --------------------------------------------------------- */
 
 static void roundtrip(kpack_compression_scheme_t scheme, const size_t* sizes,
                       size_t count) {
@@ -1033,8 +1031,7 @@ static void test_eight_threads_read_one_handle_concurrently(void** state) {
     free((void*)k[i].data);
 }
 
-/* ---- frame-size table (SPEC §1) ---------------------------------------------
- */
+/* ---- frame-size table (docs/format.md) ----------------------------------- */
 
 /* Replaces zstd_frame_sizes with `len` bytes of `type` (BIN or STR). */
 static void set_frame_sizes(image* img, const uint8_t* bytes, size_t len,

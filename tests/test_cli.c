@@ -43,8 +43,7 @@ static int teardown(void** state) {
   return 0;
 }
 
-/* ---- running the tool -------------------------------------------------------
- */
+/* ---- running the tool ---------------------------------------------------- */
 
 static pid_t spawn_tool(const char* const* args, const char* out_path,
                         const char* err_path) {
@@ -204,8 +203,7 @@ static void free_sample(void) {
   }
 }
 
-/* ---- help and usage ---------------------------------------------------------
- */
+/* ---- help and usage ------------------------------------------------------ */
 
 static void test_version_help_and_manuals(void** state) {
   (void)state;
@@ -255,8 +253,7 @@ static void test_bad_command_lines_exit_2(void** state) {
   assert_int_equal(KP(NULL, NULL, "extract"), 2);
 }
 
-/* ---- list, info, cat --------------------------------------------------------
- */
+/* ---- list, info, cat ----------------------------------------------------- */
 
 static void test_list_shows_every_kernel_with_sizes_and_ratio(void** state) {
   (void)state;
@@ -397,8 +394,7 @@ static void test_cat_writes_the_kernel_bytes(void** state) {
   free_sample();
 }
 
-/* ---- extract and create -----------------------------------------------------
- */
+/* ---- extract and create -------------------------------------------------- */
 
 static void test_extract_writes_the_kpackfs_layout(void** state) {
   (void)state;
@@ -1005,8 +1001,7 @@ static void test_interrupted_create_leaves_nothing(void** state) {
   free(e);
 }
 
-/* ---- verify -----------------------------------------------------------------
- */
+/* ---- verify -------------------------------------------------------------- */
 
 static void test_verify_reports_one_line_per_corrupt_kernel(void** state) {
   (void)state;
@@ -1107,8 +1102,7 @@ static void test_verify_undeclared_arch_is_a_warning_unless_strict(
   free_sample();
 }
 
-/* ---- resolve ----------------------------------------------------------------
- */
+/* ---- resolve ------------------------------------------------------------- */
 
 /* root/lib/libx.so (any file) and root/.kpack/<name> with kernel
  * "lib/libx.so#1" for `arch`, declared as `arches`. */
@@ -1315,8 +1309,7 @@ static void test_resolve_falls_through_and_follows_rocm_kpack_path(
   free(b);
 }
 
-/* ---- real data --------------------------------------------------------------
- */
+/* ---- real data ----------------------------------------------------------- */
 
 static void test_real_librocrand_packs_lists_verifies_and_resolves(
     void** state) {
@@ -1685,8 +1678,7 @@ static void test_create_output_follows_symlinks_and_takes_long_names(
   free_sample();
 }
 
-/* ---- host binaries: info, list, resolve --binary ----------------------------
- */
+/* ---- host binaries: info, list, resolve --binary ------------------------- */
 
 /* A kpack-ified lib/libfoo.so under `root` (made if needed): three HIPK
  * records of kernel lib/libfoo.so with co_index 0, 1, 2 and search path

@@ -233,8 +233,7 @@ static void test_info_on_a_broken_code_object_names_file_and_cause(
   fx_free(&object);
 }
 
-/* ---- list --kernels ---------------------------------------------------------
- */
+/* ---- list --kernels ------------------------------------------------------ */
 
 static void test_list_kernels_has_a_row_per_binary_arch_and_kernel(
     void** state) {
@@ -313,8 +312,7 @@ static void test_list_kernels_reports_unreadable_code_objects_and_goes_on(
   fx_free(&good);
 }
 
-/* ---- verify -----------------------------------------------------------------
- */
+/* ---- verify -------------------------------------------------------------- */
 
 static void test_verify_names_a_mislabelled_code_object(void** state) {
   (void)state;
@@ -399,8 +397,7 @@ static void test_verify_warns_of_unknown_targets_and_fails_broken_notes(
   fx_free(&broken);
 }
 
-/* ---- real code objects ------------------------------------------------------
- */
+/* ---- real code objects --------------------------------------------------- */
 
 static void test_real_librocrand_kernels_list_and_verify(void** state) {
   (void)state;
@@ -454,8 +451,7 @@ static void test_real_librocrand_kernels_list_and_verify(void** state) {
   free(lib);
 }
 
-/* ---- extract: the files beside each code object ---------------------------
- */
+/* ---- extract: the files beside each code object -------------------------- */
 
 /* A whole file as a string; fails the test if it cannot be read. */
 static char* read_text(const char* dir, const char* rel) {

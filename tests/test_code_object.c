@@ -14,8 +14,7 @@
 #include "fixture_code_object.h"
 #include "support.h"
 
-/* ---- helpers ----------------------------------------------------------------
- */
+/* ---- helpers ------------------------------------------------------------- */
 
 /* Parses a copy of exactly `size` bytes, so ASan and valgrind catch any read
  * past the end; checks the handle is NULL on failure. */
@@ -534,12 +533,11 @@ static void test_metadata_json_renders_the_whole_note(void** state) {
   fx_free(&image);
 }
 
-/* ---- the files a code object shows (kpack_code_object_render) -------------
- */
+/* ---- the files a code object shows (kpack_co_render) --------------------- */
 
 static kpack_co_render_t render_ok(const void* data, size_t size) {
   kpack_co_render_t r;
-  assert_int_equal(kpack_code_object_render(data, size, &r), KPACK_SUCCESS);
+  assert_int_equal(kpack_co_render(data, size, &r), KPACK_SUCCESS);
   assert_non_null(r.kernels);
   assert_non_null(r.metadata_json);
   assert_int_equal(strlen(r.kernels), r.kernels_size);
@@ -736,15 +734,12 @@ static void test_resources_come_in_kernels_file_order(void** state) {
   assert_false(kpack_co_kernel_resource(NULL, 0, &key, &value));
   assert_false(kpack_co_kernel_resource(&k, 0, NULL, &value));
   kpack_co_render_t r;
-  assert_int_equal(kpack_code_object_render("x", 1, NULL),
-                   KPACK_ERROR_INVALID_ARGUMENT);
-  assert_int_equal(kpack_code_object_render(NULL, 1, &r),
-                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_co_render("x", 1, NULL), KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_co_render(NULL, 1, &r), KPACK_ERROR_INVALID_ARGUMENT);
   assert_null(r.kernels);
 }
 
-/* ---- malformed ELF: INVALID_FORMAT -----------------------------------------
- */
+/* ---- malformed ELF: INVALID_FORMAT --------------------------------------- */
 
 static fx_buf sample_image(fx_co_layout* layout) {
   fx_buf meta = fx_co_metadata(NULL, 5, sample, 2);
@@ -833,8 +828,7 @@ static void test_notes_outside_their_region_are_invalid_format(void** state) {
   expect_damage(ph + 32, 11, 8, KPACK_SUCCESS);
 }
 
-/* ---- malformed note: MSGPACK_PARSE_FAILED ----------------------------------
- */
+/* ---- malformed note: MSGPACK_PARSE_FAILED -------------------------------- */
 
 static void test_broken_msgpack_in_the_note_fails_to_parse(void** state) {
   (void)state;

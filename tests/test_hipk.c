@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * HIPK metadata (SPEC §2.2): the map's required fields and types, every
+ * HIPK metadata (docs/loader.md): the map's required fields and types, every
  * malformed shape as INVALID_METADATA, and the read bound: 64 KiB and never
  * past the end of the mapping that holds the pointer.
  */
@@ -10,7 +10,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "hipk.h"
+#include "loader/hipk.h"
 #include "support.h"
 
 /* ---- encoding helpers ---------------------------------------------------- */

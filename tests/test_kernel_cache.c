@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * The shared decompressed-kernel cache (SPEC §2.3): hits and misses, LRU
+ * The shared decompressed-kernel cache (kpack_kcache.h): hits and misses, LRU
  * eviction within the byte budget, recycling of evicted kernels' buffers,
  * pins, kernels larger than the budget,
  * failures that are never cached, purge, and single-flight decompression

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * kpackfs mounted for real (SPEC §3, §7): build/bin/kpackfs runs with -f in
+ * kpackfs mounted for real (docs/mount.md): build/bin/kpackfs runs with -f in
  * a child process over archives the project's writer made, and every check
  * goes through the kernel's FUSE client. Each mount is torn down by its
  * test's teardown (fusermount3 -u, then SIGKILL and -u -z as a last resort),
@@ -228,8 +228,7 @@ static void mnt_stop_clean(mnt* m) {
   }
 }
 
-/* ---- fixtures --------------------------------------------------------------
- */
+/* ---- fixtures ------------------------------------------------------------ */
 
 static char* path_a;      /* zstd, gfx90a/gfx942 (+gfx90a:xnack-) */
 static char* path_b;      /* none, gfx1100; one duplicate of a */
@@ -512,8 +511,7 @@ static int teardown(void** state) {
   return 0;
 }
 
-/* ---- helpers over the mount ------------------------------------------------
- */
+/* ---- helpers over the mount ---------------------------------------------- */
 
 static char* in_mount(const mnt* m, const char* rel) {
   return kt_path(m->dir, rel);
@@ -953,8 +951,7 @@ static void test_inode_numbers_are_stable_for_the_same_sources(void** state) {
   mnt_stop_clean(&scratch[0]);
 }
 
-/* ---- dedicated mounts -------------------------------------------------------
- */
+/* ---- dedicated mounts ---------------------------------------------------- */
 
 static void test_chunked_read_decompresses_once_and_rereads_hit_cache(
     void** state) {
@@ -1571,8 +1568,7 @@ static void test_metadata_map_is_a_json_xattr(void** state) {
   free(path);
 }
 
-/* ---- at the system's limits: many sources, descriptors, long names ---------
- */
+/* ---- at the system's limits: many sources, descriptors, long names ------- */
 
 /* `n` copies of one small archive as tmp/DIR/librocm-kernels-gfx942-NNNN.kpack
  * (names long enough that a few hundred joined pass 4 KiB); NULL-terminated,
@@ -1891,10 +1887,9 @@ static void test_mounted_tree_packs_back_into_the_same_archive(void** state) {
   free(again);
 }
 
-/* ---- code objects: `kernels`, `metadata.json`, their xattrs ----------------
- */
+/* ---- code objects: `kernels`, `metadata.json`, their xattrs -------------- */
 
-/* The `kernels` text the SPEC describes, written here from the fixture's
+/* The `kernels` text docs/mount.md describes, written here from the fixture's
  * kernels: name (tab and backslash escaped), a tab, the resources, "-" for a
  * field the note leaves out. */
 static char* expected_kernels(const fx_co_kernel* k, size_t n) {
@@ -2499,8 +2494,7 @@ static void test_files_beside_a_kernel_leave_taken_names_alone(void** state) {
   free(second);
 }
 
-/* ---- one tree: what a mount shows is what `kpack extract` writes ---------
- */
+/* ---- one tree: what a mount shows is what `kpack extract` writes --------- */
 
 /* Every directory and regular file below root, as "D rel" and "F rel",
  * sorted; .kpackfs at the top is left out (kpackfs's own files). */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * Fault injection under a live kpackfs mount (SPEC §3, §7): archives
+ * Fault injection under a live kpackfs mount (docs/mount.md): archives
  * truncated, overwritten, replaced and deleted while mounted, corrupt frames,
  * TOC sizes that disagree with their frames, 16 checksumming readers, unmount
  * and SIGTERM with readers active, a cache budget below one kernel. In every
@@ -23,8 +23,7 @@
 #include "fixture_toc.h"
 #include "support.h"
 
-/* ---- the daemon -------------------------------------------------------------
- */
+/* ---- the daemon ---------------------------------------------------------- */
 
 typedef struct fs {
   char* dir;
@@ -180,8 +179,7 @@ static uint64_t stat_value(const fs* m, const char* key) {
   return value;
 }
 
-/* ---- fixtures ---------------------------------------------------------------
- */
+/* ---- fixtures ------------------------------------------------------------ */
 
 typedef struct kernel_def {
   const char* binary;
@@ -304,8 +302,7 @@ static void set_original_size(const char* path, const char* binary,
   free(file);
 }
 
-/* ---- reading ----------------------------------------------------------------
- */
+/* ---- reading ------------------------------------------------------------- */
 
 /* Reads a whole file in `chunk`-byte reads after dropping its cached pages,
  * so the request reaches the daemon. Returns 0 or -errno; *size and *hash
@@ -545,8 +542,7 @@ static void test_toc_size_disagreeing_with_its_frame_is_eio(void** state) {
   fs_free(m);
 }
 
-/* ---- many readers -----------------------------------------------------------
- */
+/* ---- many readers -------------------------------------------------------- */
 
 typedef struct reader {
   const fs* m;

@@ -55,8 +55,7 @@ static int patience(void) {
   return under_valgrind() ? 120 : 20;
 }
 
-/* ---- the install ----------------------------------------------------------
- */
+/* ---- the install --------------------------------------------------------- */
 
 static char* binary_name(size_t c, size_t i) {
   char* name;
@@ -102,8 +101,7 @@ static void write_install(const char* dir) {
   }
 }
 
-/* ---- mounts ---------------------------------------------------------------
- */
+/* ---- mounts -------------------------------------------------------------- */
 
 typedef struct mnt {
   char* dir;
@@ -199,8 +197,7 @@ static uint64_t checksum(const char* path, size_t* size) {
   return h;
 }
 
-/* ---- walking --------------------------------------------------------------
- */
+/* ---- walking ------------------------------------------------------------- */
 
 typedef struct entry {
   char* rel;
@@ -262,8 +259,7 @@ static void walk_free(walk_list* w) {
   free(w->items);
 }
 
-/* ---- tests ----------------------------------------------------------------
- */
+/* ---- tests --------------------------------------------------------------- */
 
 static int suite_setup(void** state) {
   int rc = kt_tmp_setup(state);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
- * The loader (SPEC §2.2): search order across arches, targets and archives,
- * path resolution and @GFXARCH@, the environment, the status of each kind
- * of failure, debug logging, trace events and concurrent use of one cache.
+ * The loader (docs/loader.md): search order across arches, targets and
+ * archives, path resolution and @GFXARCH@, the environment, the status of each
+ * kind of failure, debug logging, trace events and concurrent use of one cache.
  * Archives are written by the project's writer into a fresh directory:
  * TMP/lib/libx.so is the (never created) binary, TMP/.kpack the archives.
  * The suite is linked with --wrap=kpack_open, so that a test can hold a

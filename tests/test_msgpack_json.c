@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "msgpack_json.h"
+#include "common/msgpack_json.h"
 #include "support.h"
 
 #define BYTES(...) \

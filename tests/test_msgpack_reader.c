@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "msgpack_reader.h"
+#include "common/msgpack_reader.h"
 #include "support.h"
 
 #define CURSOR(...)                              \

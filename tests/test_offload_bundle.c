@@ -364,8 +364,7 @@ static void test_truncated_ccob_never_succeeds(void** state) {
   }
 }
 
-/* ---- fat binaries ---------------------------------------------------------
- */
+/* ---- fat binaries -------------------------------------------------------- */
 
 /* Bundle i holds one gfx90a entry of kt_pattern(1000 + i, 100 + i) and one
  * gfx1100 entry; a host entry first, as clang writes. */
@@ -705,8 +704,7 @@ static void test_open_file_matches_memory_and_reports_errors(void** state) {
   free_bundles(bundles, 2);
 }
 
-/* ---- streaming: entry tables and one code object at a time ----------------
- */
+/* ---- streaming: entry tables and one code object at a time --------------- */
 
 /* Lists every bundle of `fb` and checks each entry against the parsed
  * bundle: same IDs, arches and sizes, no data until read, the same bytes
@@ -1029,8 +1027,7 @@ static void test_large_fat_binary_is_read_without_holding_it(void** state) {
   free_bundles(bundles, 3);
 }
 
-/* ---- real data ------------------------------------------------------------
- */
+/* ---- real data ----------------------------------------------------------- */
 
 static void test_real_librocrand_fat_binary(void** state) {
   (void)state;

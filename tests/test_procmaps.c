@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * /proc/self/maps parsing and kpack_discover_binary_path() (SPEC §2.2):
+ * /proc/self/maps parsing and kpack_discover_binary_path() (docs/loader.md):
  * the file and offset behind an address, names with spaces, deleted files,
  * small buffers and addresses with no file behind them.
  */
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "procmaps.h"
+#include "loader/procmaps.h"
 #include "support.h"
 
 /* ---- line parsing -------------------------------------------------------- */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * Search path handling (SPEC §2.2): ':'-lists, lexical normalisation,
+ * Search path handling (docs/loader.md): ':'-lists, lexical normalisation,
  * resolution against the binary's directory (lexical where nothing exists,
  * symlinks followed against a real tree where it does), @GFXARCH@
  * expansion and directories of *.kpack.
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "search_path.h"
+#include "loader/search_path.h"
 #include "support.h"
 
 static void expect_list(const kp_strlist* list, const char* const* want,

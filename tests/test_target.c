@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * Target compatibility (SPEC §2.2): triple prefixes, every feature subset
+ * Target compatibility (docs/loader.md): triple prefixes, every feature subset
  * from most to least specific in a fixed order, and the bounds on hostile
  * names.
  */
@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "support.h"
-#include "target.h"
+#include "loader/target.h"
 
 /* Asserts that `isa` expands to exactly `want[0..n)`, in order. */
 static void expect_targets(const char* isa, const char* const* want, size_t n) {

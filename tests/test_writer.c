@@ -230,8 +230,7 @@ static void test_finish_replaces_existing_file_with_ordinary_mode(
   free(path);
 }
 
-/* ---- metadata maps ----------------------------------------------------------
- */
+/* ---- metadata maps ------------------------------------------------------- */
 
 /* {"tuning": {"wg": int16 256, "fast": true}, "id": bin "\x01\x02",
  * "name": str8 "x"}: non-minimal encodings that a re-encoding would change,
@@ -341,8 +340,7 @@ static void test_metadata_that_is_not_one_map_is_invalid_argument(
   free(path);
 }
 
-/* ---- copying kernels from archives ------------------------------------------
- */
+/* ---- copying kernels from archives --------------------------------------- */
 
 /* 40 kernels, every fifth with the sample metadata map. */
 static void write_source(const char* path, kpack_compression_scheme_t scheme,
@@ -550,8 +548,7 @@ static void test_copy_refuses_a_frame_that_does_not_read_back(void** state) {
   free(dst);
 }
 
-/* ---- destination: long names, symbolic links, durability --------------------
- */
+/* ---- destination: long names, symbolic links, durability ----------------- */
 
 static void write_one(const char* path) {
   kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL};

@@ -12,8 +12,7 @@
 extern "C" {
 #endif
 
-/* ---- Clang offload bundles (HIP fat binaries) ------------------------------
- */
+/* ---- Clang offload bundles (HIP fat binaries) ---------------------------- */
 
 /* A HIP host binary carries its device code in the ELF section .hip_fatbin as
  * clang offload bundles: "__CLANG_OFFLOAD_BUNDLE__", a u64 entry count, then

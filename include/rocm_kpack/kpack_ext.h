@@ -12,6 +12,8 @@
  *   kpack_bundle.h          clang offload bundles and HIP fat binaries
  *   kpack_host.h            HIP host binaries: HIPF/HIPK records
  *   kpack_code_object.h     an AMDGPU code object's target and kernels
+ *   kpack_render.h          the `kernels` and `metadata.json` text of one
+ *   kpack_target.h          GPU target matching (kpack_target_serves)
  *   kpack_transform.h       kpack-ifying a HIP host binary
  * Status values are those of kpack_types.h.
  */
@@ -26,6 +28,8 @@
 #include "kpack_entry_metadata.h"
 #include "kpack_host.h"
 #include "kpack_kcache.h"
+#include "kpack_render.h"
+#include "kpack_target.h"
 #include "kpack_trace.h"
 #include "kpack_transform.h"
 #include "kpack_writer.h"

@@ -22,10 +22,9 @@
 extern "C" {
 #endif
 
-#define KPACK_HOST_HIPF_MAGIC 0x48495046u /* "HIPF": device code inside */
-#define KPACK_HOST_HIPK_MAGIC                    \
-  0x4B504948u /* "HIPK": device code in archives \
-               */
+/* Record magics: "HIPF", device code inside; "HIPK", in archives. */
+#define KPACK_HOST_HIPF_MAGIC 0x48495046u
+#define KPACK_HOST_HIPK_MAGIC 0x4B504948u
 
 typedef struct kpack_host kpack_host_t;
 

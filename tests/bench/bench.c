@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT
  *
  * `make bench`: generates the data sets once into the cache directory and
- * prints the performance table of SPEC §6 (rows in library.c, create.c and
- * mounts.c). Usage: bench CACHE_DIR [BIN_DIR [GROUPS]]; without BIN_DIR
- * (kpack and kpackfs) only the library rows run; GROUPS (e.g.
- * "library,mounts") picks among library, create, mounts and install.
+ * prints the performance table of README "Performance" (rows in library.c,
+ * create.c, mounts.c and install.c). Usage: bench CACHE_DIR [BIN_DIR
+ * [GROUPS]]; without BIN_DIR (kpack and kpackfs) only the library rows run;
+ * GROUPS (e.g. "library,mounts") picks among library, create, mounts and
+ * install.
  *
  * Generated data is reused while it is current: fixture.stamp records the
  * code-object generator and the fat binary's shape, writer.stamp the bytes
@@ -23,8 +24,7 @@
 #include "bench.h"
 #include "fixture_toc.h"
 
-/* ---- stamps ---------------------------------------------------------------
- */
+/* ---- stamps -------------------------------------------------------------- */
 
 static uint64_t fnv1a(const void* data, size_t size, uint64_t h) {
   const uint8_t* p = data;
@@ -57,8 +57,7 @@ static void remove_path(const char* path) {
   bn_run_ok(argv);
 }
 
-/* ---- archives -------------------------------------------------------------
- */
+/* ---- archives ------------------------------------------------------------ */
 
 static void make_archive(const char* path, kpack_compression_scheme_t scheme,
                          size_t count, size_t size) {
@@ -134,8 +133,7 @@ static void strip_frame_table(const char* from, const char* to) {
   free(bytes);
 }
 
-/* ---- trees and images -----------------------------------------------------
- */
+/* ---- trees and images ---------------------------------------------------- */
 
 static void extract_tree(const bench_data* d, const char* archive,
                          const char* tree) {

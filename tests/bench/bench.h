@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: MIT
  *
- * `make bench` (SPEC §6): shared helpers of the benchmark. bench.c generates
- * the data sets and runs the rows; library.c measures libkpack against raw
- * zstd, pread and msgpack; create.c `kpack create` against `zstd -3 -T1`;
- * mounts.c kpackfs against squashfuse_ll on the same kernels; install.c a
- * whole multi-arch install (420 archives) mounted and listed. Every row is
- * a ratio of two measurements taken in the same run, so a noisy machine
- * shifts both sides alike; it reports and never fails.
+ * `make bench` (README "Performance"): shared helpers of the benchmark.
+ * bench.c generates the data sets and runs the rows; library.c measures
+ * libkpack against raw zstd, pread and msgpack; create.c `kpack create`
+ * against `zstd -3 -T1`; mounts.c kpackfs against squashfuse_ll on the same
+ * kernels; install.c a whole multi-arch install (420 archives) mounted and
+ * listed. Every row is a ratio of two measurements taken in the same run,
+ * so a noisy machine shifts both sides alike; it reports and never fails.
  */
 #ifndef KPACK_BENCH_H
 #define KPACK_BENCH_H

@@ -221,8 +221,7 @@ kpack_archive_t bn_open_listed(const char* path, bn_kernel** kernels,
   return a;
 }
 
-/* ---- FUSE daemons ---------------------------------------------------------
- */
+/* ---- FUSE daemons -------------------------------------------------------- */
 
 /* Starts a FUSE daemon in the foreground; returns the seconds until the
  * mount appears. Its output goes to `log`, or nowhere when NULL. */

@@ -19,8 +19,7 @@
 
 #include "rocm_kpack/kpack_ext.h"
 
-/* ---- shared ---------------------------------------------------------------
- */
+/* ---- shared -------------------------------------------------------------- */
 
 /* A broken promise is a finding: abort() so libFuzzer records the input. */
 static void require(bool ok, const char* what) {
@@ -59,8 +58,7 @@ static void write_whole(int fd, const void* data, size_t size) {
   }
 }
 
-/* ---- archives ---------------------------------------------------------------
- */
+/* ---- archives ------------------------------------------------------------ */
 
 typedef struct kf_seen {
   const char* binary;
@@ -355,8 +353,7 @@ size_t kf_archive_input(const uint8_t* data, size_t size) {
   return read;
 }
 
-/* ---- HIPK metadata and the loader ------------------------------------------
- */
+/* ---- HIPK metadata and the loader ---------------------------------------- */
 
 /* The most metadata bytes placed before the guard page: the loader never
  * looks further than 64 KiB. */
@@ -587,8 +584,7 @@ size_t kf_hipk_input(const uint8_t* data, size_t size) {
          (again.err == KPACK_SUCCESS) + (from_env.err == KPACK_SUCCESS);
 }
 
-/* ---- offload bundles and fat binaries ---------------------------------------
- */
+/* ---- offload bundles and fat binaries ------------------------------------ */
 
 static bool inside(const void* p, uint64_t n, const uint8_t* base,
                    size_t size) {
@@ -729,13 +725,13 @@ static size_t bounded_strlen(const char* s, size_t max) {
   return n;
 }
 
-/* kpack_code_object_render() agrees with the reader: empty files exactly
+/* kpack_co_render() agrees with the reader: empty files exactly
  * when the parse failed, one `kernels` line per kernel, a metadata.json
  * that is the note's JSON and a newline unless that JSON failed. */
 static void check_render(const uint8_t* data, size_t size, kpack_error_t parsed,
                          size_t kernel_count) {
   kpack_co_render_t r;
-  kpack_error_t err = kpack_code_object_render(data, size, &r);
+  kpack_error_t err = kpack_co_render(data, size, &r);
   require(err == KPACK_SUCCESS || err == KPACK_ERROR_OUT_OF_MEMORY,
           "render failed on input");
   if (err != KPACK_SUCCESS)
@@ -826,8 +822,7 @@ size_t kf_code_object_input(const uint8_t* data, size_t size) {
   return 1 + info.kernel_count;
 }
 
-/* ---- host binaries ---------------------------------------------------------
- */
+/* ---- host binaries ------------------------------------------------------- */
 
 static kpack_error_t status_of(kpack_host_problem_t problem) {
   switch (problem) {

@@ -75,8 +75,7 @@ static uint8_t* kernel_bytes(size_t size, unsigned seed) {
   return p;
 }
 
-/* ---- archives -------------------------------------------------------------
- */
+/* ---- archives ------------------------------------------------------------ */
 
 typedef struct seed_kernel {
   const char* binary;
@@ -242,8 +241,7 @@ static void archive_seeds(void) {
   toc_save(&t, "zstd-metadata.kpack");
 }
 
-/* ---- HIPK metadata --------------------------------------------------------
- */
+/* ---- HIPK metadata ------------------------------------------------------- */
 
 static void pack_str(msgpack_packer* pk, const char* s) {
   msgpack_pack_str(pk, strlen(s));
@@ -322,8 +320,7 @@ static void hipk_seeds(void) {
   hipk_wide_seed();
 }
 
-/* ---- offload bundles and host ELF images ----------------------------------
- */
+/* ---- offload bundles and host ELF images --------------------------------- */
 
 static void save_buf(const char* harness, const char* name, fx_buf* b) {
   save(harness, name, b->data, b->size);
@@ -399,8 +396,7 @@ static void bundle_seeds(void) {
   fx_free(&bundles[1]);
 }
 
-/* ---- code objects ---------------------------------------------------------
- */
+/* ---- code objects -------------------------------------------------------- */
 
 static void code_object_seeds(void) {
   static const fx_co_kernel kernels[] = {

@@ -1,0 +1,236 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Opening and validating an archive, and the query functions over its TOC.
+ * Opening reads the 16-byte header, the TOC and (zstd) the frame table; the
+ * payload is only ever touched by kernel reads, through pread.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "archive/archive.h"
+#include "common/byteorder.h"
+#include "common/input.h"
+
+static kpack_error_t read_header(int fd, uint64_t file_size,
+                                 uint64_t* toc_offset) {
+  uint8_t header[KP_HEADER_SIZE];
+  if (file_size < KP_HEADER_SIZE)
+    return KPACK_ERROR_INVALID_FORMAT;
+  kpack_error_t err = kp_pread_all(fd, header, sizeof(header), 0);
+  if (err != KPACK_SUCCESS)
+    return err;
+  if (memcmp(header, KPACK_MAGIC, KPACK_MAGIC_SIZE) != 0)
+    return KPACK_ERROR_INVALID_FORMAT;
+  if (kp_load_le(header + 4, 4) != KPACK_CURRENT_VERSION)
+    return KPACK_ERROR_UNSUPPORTED_VERSION;
+  *toc_offset = kp_load_le(header + 8, 8);
+  if (*toc_offset < KP_HEADER_SIZE || *toc_offset >= file_size)
+    return KPACK_ERROR_INVALID_FORMAT;
+  return KPACK_SUCCESS;
+}
+
+/* Ties every kernel to stored bytes inside the file. For raw blobs the TOC
+ * size must match the blob; zstd sizes are checked as frames decompress. */
+static kpack_error_t bind_blobs(kp_toc* toc, uint64_t file_size) {
+  for (size_t i = 0; i < toc->extent_count; i++) {
+    const kp_extent* e = &toc->extents[i];
+    if (e->offset > file_size || e->size > file_size - e->offset)
+      return KPACK_ERROR_INVALID_FORMAT;
+  }
+  for (size_t i = 0; i < toc->kernel_count; i++) {
+    kp_kernel* k = &toc->kernels[i];
+    if (k->ordinal >= toc->extent_count)
+      return KPACK_ERROR_INVALID_FORMAT;
+    uint64_t stored = toc->extents[k->ordinal].size;
+    if (k->has_size && k->size != stored)
+      return KPACK_ERROR_INVALID_FORMAT;
+    k->size = stored;
+  }
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
+  kpack_error_t err;
+  uint8_t* toc_bytes = NULL;
+  const uint8_t* frame_sizes;
+  size_t frame_sizes_len;
+  uint64_t toc_offset;
+  struct kpack_archive* a;
+
+  if (archive != NULL)
+    *archive = NULL;
+  if (path == NULL || archive == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  a = calloc(1, sizeof(*a));
+  if (a == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  a->fd = -1;
+
+  kp_input file;
+  if ((err = kp_input_open(path, &file)))
+    goto fail;
+  a->fd = file.fd;
+  a->file_size = file.size;
+  if ((err = read_header(a->fd, a->file_size, &toc_offset)))
+    goto fail;
+  size_t toc_size = (size_t)(a->file_size - toc_offset);
+  toc_bytes = malloc(toc_size);
+  a->path = strdup(path);
+  if (toc_bytes == NULL || a->path == NULL) {
+    err = KPACK_ERROR_OUT_OF_MEMORY;
+    goto fail;
+  }
+  if ((err = kp_pread_all(a->fd, toc_bytes, toc_size, toc_offset)))
+    goto fail;
+  if ((err = kp_toc_parse(toc_bytes, toc_size, &a->toc, &frame_sizes,
+                          &frame_sizes_len)))
+    goto fail;
+  if (a->toc.scheme == KPACK_COMPRESSION_NOOP)
+    err = bind_blobs(&a->toc, a->file_size);
+  else
+    err = kp_frame_table_load(a->fd, a->file_size, &a->toc, frame_sizes,
+                              frame_sizes_len);
+  if (err != KPACK_SUCCESS)
+    goto fail;
+
+  free(toc_bytes);
+  *archive = a;
+  return KPACK_SUCCESS;
+
+fail:;
+  /* Callers tell a transient failure (EMFILE...) from a permanent one by
+   * errno, so the cleanup must not clobber it. */
+  int saved_errno = errno;
+  free(toc_bytes);
+  kpack_close(a);
+  errno = saved_errno;
+  return err;
+}
+
+KPACK_API void kpack_close(kpack_archive_t archive) {
+  if (archive == NULL)
+    return;
+  kp_reader_pool_free(archive);
+  kp_toc_free(&archive->toc);
+  free(archive->walked);
+  if (archive->fd >= 0)
+    close(archive->fd);
+  free(archive->path);
+  free(archive);
+}
+
+KPACK_API kpack_error_t kpack_get_architecture_count(kpack_archive_t archive,
+                                                     size_t* count) {
+  if (archive == NULL || count == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *count = archive->toc.arch_count;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_architecture(kpack_archive_t archive,
+                                               size_t index,
+                                               const char** arch) {
+  if (archive == NULL || arch == NULL || index >= archive->toc.arch_count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *arch = archive->toc.arches[index];
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_binary_count(kpack_archive_t archive,
+                                               size_t* count) {
+  if (archive == NULL || count == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *count = archive->toc.binary_count;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_binary(kpack_archive_t archive, size_t index,
+                                         const char** binary) {
+  if (archive == NULL || binary == NULL || index >= archive->toc.binary_count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *binary = kp_toc_str(&archive->toc, archive->toc.binaries[index].name);
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_group_name(kpack_archive_t archive,
+                                             const char** name) {
+  if (archive == NULL || name == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *name = archive->toc.group_name;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_gfx_arch_family(kpack_archive_t archive,
+                                                  const char** family) {
+  if (archive == NULL || family == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *family = archive->toc.family;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_compression_scheme(
+    kpack_archive_t archive, kpack_compression_scheme_t* scheme) {
+  if (archive == NULL || scheme == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *scheme = archive->toc.scheme;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_kernel_count(kpack_archive_t archive,
+                                               size_t* count) {
+  if (archive == NULL || count == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *count = archive->toc.kernel_count;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_kernel_info(kpack_archive_t archive,
+                                              const char* binary_name,
+                                              const char* arch,
+                                              kpack_kernel_info_t* info) {
+  if (archive == NULL || binary_name == NULL || arch == NULL || info == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  const kp_kernel* k = kp_toc_find_kernel(&archive->toc, binary_name, arch);
+  if (k == NULL)
+    return KPACK_ERROR_KERNEL_NOT_FOUND;
+  const kp_extent* e = &archive->toc.extents[k->ordinal];
+  info->size = k->size;
+  info->stored_size = e->size;
+  info->offset = e->offset;
+  info->ordinal = k->ordinal;
+  info->type = kp_toc_str(&archive->toc, k->type);
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_binary_arch_count(kpack_archive_t archive,
+                                                    const char* binary_name,
+                                                    size_t* count) {
+  if (archive == NULL || binary_name == NULL || count == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  const kp_binary* b = kp_toc_find_binary(&archive->toc, binary_name);
+  if (b == NULL)
+    return KPACK_ERROR_KERNEL_NOT_FOUND;
+  *count = b->count;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_binary_arch(kpack_archive_t archive,
+                                              const char* binary_name,
+                                              size_t index, const char** arch) {
+  if (archive == NULL || binary_name == NULL || arch == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  const kp_binary* b = kp_toc_find_binary(&archive->toc, binary_name);
+  if (b == NULL)
+    return KPACK_ERROR_KERNEL_NOT_FOUND;
+  if (index >= b->count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *arch =
+      kp_toc_str(&archive->toc, archive->toc.kernels[b->first + index].arch);
+  return KPACK_SUCCESS;
+}
+
+KPACK_API const char* kpack_get_path(kpack_archive_t archive) {
+  return archive != NULL ? archive->path : NULL;
+}

@@ -1,0 +1,191 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Internal layout of an open archive, shared by the modules that build it
+ * (toc.c parses, frame_table.c indexes zstd frames, archive.c validates and
+ * owns the handle) and those that read it (kernel_read.c, the loader, the
+ * kernel cache). Everything here is immutable once kpack_open() returns,
+ * except the decompression context pool, whose slots are atomic.
+ */
+#ifndef KPACK_ARCHIVE_H
+#define KPACK_ARCHIVE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rocm_kpack/kpack_ext.h"
+
+/* The fixed header: magic, version, TOC offset, padded to 64 bytes. */
+#define KP_HEADER_SIZE 16u
+#define KP_PAYLOAD_START 64u
+
+/* The TOC as an open archive keeps it (docs/mount.md, "How libkpack holds
+ * a TOC"): fixed-size entries in flat arrays and every name once in one
+ * string table, so that a handle costs about 52 bytes per kernel plus its
+ * binary names. Names are offsets into kp_toc.strings; arch and type names
+ * are stored once per archive however many kernels share them, so two
+ * equal arch or type names have the same offset. The msgpack bytes are not
+ * kept; an entry's metadata map is (its bytes are returned by pointer). */
+
+/* One (binary, arch) entry of the TOC: 24 bytes. */
+typedef struct kp_kernel {
+  uint64_t size;          /* decompressed, from the TOC or derived at open */
+  uint32_t arch;          /* name offset in strings */
+  uint32_t type;          /* name offset in strings */
+  uint32_t ordinal;       /* index of its blob or frame */
+  uint32_t has_size : 1;  /* original_size was present in the TOC */
+  uint32_t metadata : 31; /* 1 + index in kp_toc.metadata; 0 if none */
+} kp_kernel;
+
+/* A binary owns kernels[first .. first + count), sorted by arch. */
+typedef struct kp_binary {
+  uint32_t name; /* offset in strings */
+  uint32_t first;
+  uint32_t count;
+} kp_binary;
+
+/* An entry's "metadata" map: its msgpack bytes in kp_toc.metadata_bytes. */
+typedef struct kp_metadata {
+  size_t offset;
+  size_t size;
+} kp_metadata;
+
+/* Where ordinal i's stored bytes are: a raw blob or one zstd frame. */
+typedef struct kp_extent {
+  uint64_t offset;
+  uint64_t size;
+} kp_extent;
+
+/* Kernels and names are counted in 32 bits, metadata indices in 31: a TOC
+ * beyond these is refused with OUT_OF_MEMORY (it would need tens of GB). */
+#define KP_TOC_MAX_KERNELS 0x7fffffffu
+#define KP_TOC_MAX_STRINGS 0xffffffffu
+
+/* The parsed TOC. */
+typedef struct kp_toc {
+  char* strings; /* NUL-terminated names, referred to by offset */
+  size_t strings_size;
+  const char* group_name; /* into strings, or a static "" */
+  const char* family;
+  const char** arches; /* gfx_arches in declaration order, into strings */
+  size_t arch_count;
+  kpack_compression_scheme_t scheme;
+  kp_binary* binaries; /* sorted byte-wise by name */
+  size_t binary_count;
+  kp_kernel* kernels;
+  size_t kernel_count;
+  kp_metadata* metadata; /* entries that carry a map, few in practice */
+  size_t metadata_count;
+  uint8_t* metadata_bytes;
+  kp_extent* extents; /* "blobs" for none; filled by frame_table.c for zstd */
+  size_t extent_count;
+  /* zstd: extents come from the TOC's frame-size table, unverified against
+   * the region until each frame is read (kernel_read.c). */
+  bool extents_from_table;
+  bool has_region; /* zstd_offset and zstd_size were present */
+  /* The string table holds the binary names in their sorted order, as
+   * writers lay them out: kp_toc_find_binary() can find its own strings by
+   * address. */
+  bool names_by_address;
+  uint64_t region_offset;
+  uint64_t region_size;
+} kp_toc;
+
+/* The name at `offset` of the string table. */
+static inline const char* kp_toc_str(const kp_toc* toc, uint32_t offset) {
+  return toc->strings + offset;
+}
+
+/* Kernel k's metadata map (NULL, 0 when it has none). */
+static inline void kp_toc_metadata(const kp_toc* toc, const kp_kernel* k,
+                                   const uint8_t** data, size_t* size) {
+  if (k->metadata == 0) {
+    *data = NULL;
+    *size = 0;
+  } else {
+    const kp_metadata* m = &toc->metadata[k->metadata - 1];
+    *data = toc->metadata_bytes + m->offset;
+    *size = m->size;
+  }
+}
+
+/* A decompression context and a scratch buffer for compressed bytes; the
+ * pool hands each thread its own for the duration of one read. */
+#define KP_READER_SLOTS 32
+typedef struct kp_reader {
+  void* dctx; /* ZSTD_DCtx* */
+  void* scratch;
+  size_t scratch_cap;
+} kp_reader;
+
+struct kpack_archive {
+  int fd;
+  uint64_t file_size;
+  char* path;
+  kp_toc toc;
+  /* Idle readers. Taken and returned by atomic exchange, without a lock,
+   * so that a process that forks in the middle of a read leaves its child
+   * nothing to wait for (the reader in flight is only lost to the child). */
+  _Atomic(kp_reader*) pool[KP_READER_SLOTS];
+  /* The frame table walked from the region, published (atomically, once)
+   * by the first read that found a frame's size field disagreeing with the
+   * TOC's frame-size table. It serves only frames whose table extent
+   * disagrees, so a kernel reads the same whichever kernels were read
+   * before it. Freed by kpack_close. */
+  kp_extent* walked;
+};
+
+/* toc.c: parses TOC bytes. Leaves extents empty for zstd archives, and
+ * points *frame_sizes at the bytes of a zstd_frame_sizes bin inside `data`
+ * (NULL, 0 if there is none) for kp_frame_table_load. On failure the toc is
+ * freed and zeroed. */
+kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
+                           const uint8_t** frame_sizes,
+                           size_t* frame_sizes_len);
+void kp_toc_free(kp_toc* toc);
+/* Binary by name (binary search); NULL if absent. */
+const kp_binary* kp_toc_find_binary(const kp_toc* toc, const char* name);
+/* Kernel by binary and arch; NULL if absent. */
+const kp_kernel* kp_toc_find_kernel(const kp_toc* toc, const char* binary,
+                                    const char* arch);
+
+/* frame_table.c: fills toc->extents for the zstd region, and for kernels
+ * without original_size, the content size their frame declares. The TOC's
+ * frame-size table (`sizes`, `sizes_len` bytes, may be NULL) is used when
+ * its length and total match the region (docs/format.md); otherwise the
+ * region's size fields are walked. */
+kpack_error_t kp_frame_table_load(int fd, uint64_t file_size, kp_toc* toc,
+                                  const uint8_t* sizes, size_t sizes_len);
+/* Walks the region's size fields into a new array of toc->extent_count
+ * extents (the caller frees it). INVALID_FORMAT if the region does not hold
+ * that many frames; IO_ERROR if it cannot be read. */
+kpack_error_t kp_frame_table_walk(int fd, const kp_toc* toc, kp_extent** out);
+/* Called by a read that found a frame's size field disagreeing with the
+ * frame-size table: walks the region and publishes the result as
+ * archive->walked (once, whichever thread gets there first). SUCCESS if a
+ * walked table is in place (or the extents were walked at open);
+ * INVALID_FORMAT, IO_ERROR or OUT_OF_MEMORY if the walk failed. */
+kpack_error_t kp_frame_table_repair(kpack_archive_t archive);
+
+/* kernel_read.c: decompresses (or copies) one kernel into *dst, which holds
+ * kernel->size bytes. If *dst is NULL a buffer is malloc'ed, only once the
+ * stored bytes have been checked, so a lying TOC cannot force a huge
+ * allocation; on failure such a buffer is freed and *dst is NULL again. */
+kpack_error_t kp_read_kernel(kpack_archive_t archive, const kp_kernel* kernel,
+                             void** dst);
+void kp_reader_pool_free(kpack_archive_t archive);
+/* The stored zstd frame of kernel k, copied into *frame (grown with realloc
+ * to *cap bytes as needed; *size receives its length) after the same
+ * checks as a read, decompression included, so that only a frame that
+ * reads back as the kernel is passed on. INVALID_ARGUMENT for a `none`
+ * archive; otherwise the statuses of kp_read_kernel. */
+kpack_error_t kp_copy_frame(kpack_archive_t archive, const kp_kernel* kernel,
+                            void** frame, size_t* cap, size_t* size);
+
+/* entry_metadata.c: SUCCESS if data[0, size) is exactly one well-formed
+ * MessagePack map that renders as JSON (nesting within KP_JSON_MAX_DEPTH);
+ * INVALID_ARGUMENT otherwise, OUT_OF_MEMORY if checking it could not
+ * allocate. */
+kpack_error_t kp_metadata_check(const void* data, size_t size);
+
+#endif /* KPACK_ARCHIVE_H */

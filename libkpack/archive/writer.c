@@ -1,0 +1,929 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The streaming archive writer. Kernels are appended to a temporary file as
+ * they arrive (compressed inline, or by a pool of threads that hand frames
+ * back in ordinal order), then the TOC and header are written and the file
+ * is renamed over the destination. Output depends only on the options and
+ * the sequence of kernels: ordinals follow add order, the TOC lists
+ * binaries and arches sorted byte-wise, and each frame is compressed alone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <msgpack.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "archive/archive.h"
+#include "common/byteorder.h"
+#include "common/grow.h"
+
+#define KP_BLOB_ALIGN 64u
+#define KP_DEFAULT_LEVEL 3
+
+typedef struct wr_entry {
+  char* binary;
+  char* arch;
+  char* type; /* NULL: "hsaco" */
+  uint64_t size;
+  uint8_t* metadata; /* one msgpack map, or NULL */
+  size_t metadata_size;
+} wr_entry;
+
+/* One kernel in flight to a compression thread. A ring slot keeps its
+ * buffers from job to job, so steady state allocates nothing. A `stored`
+ * job carries a frame copied from another archive: it holds its output
+ * already and only keeps its place in ordinal order. */
+typedef struct wr_job {
+  void* input;
+  size_t input_size, input_cap;
+  void* output;
+  size_t output_size, output_cap;
+  bool stored;
+  bool done;
+  kpack_error_t err;
+} wr_job;
+
+struct kpack_writer {
+  char* path; /* the file to replace: the destination, links followed */
+  char* dir;  /* its directory, where the temporary file lives */
+  char* tmp_path;
+  int fd;
+  kpack_compression_scheme_t scheme;
+  int level;
+  char* group_name;
+  char* family;
+  char** arches;
+  size_t arch_count, arch_cap;
+  wr_entry* entries; /* by ordinal */
+  size_t entry_count, entry_cap;
+  uint32_t* index; /* open-addressing set of entry ordinals + 1, by name */
+  size_t index_cap;
+  uint64_t* stored;   /* stored size by ordinal: blob or frame */
+  uint64_t pos;       /* next payload offset */
+  uint64_t writeback; /* start_writeback() has covered [0, writeback) */
+  kpack_error_t err;  /* first failure; sticky */
+  ZSTD_CCtx* cctx;    /* inline compression, into `frame` */
+  void* frame;        /* also holds frames copied from other archives */
+  size_t frame_cap;
+
+  /* Compression threads. `lock` protects the ring (head, tail, next_job)
+   * and every job's done/err/output; input is owned by the job's thread. */
+  unsigned thread_count;
+  pthread_t* threads;
+  pthread_mutex_t lock;
+  pthread_cond_t work_ready, job_done;
+  wr_job* ring;
+  size_t ring_cap;
+  uint64_t head;     /* oldest job not yet written */
+  uint64_t next_job; /* next job a thread should take */
+  uint64_t tail;     /* next free slot */
+  bool stopping;
+};
+
+static kpack_error_t write_all(int fd, const void* data, size_t size,
+                               uint64_t offset) {
+  const uint8_t* p = data;
+  while (size > 0) {
+    ssize_t n = pwrite(fd, p, size, (off_t)offset);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return KPACK_ERROR_IO_ERROR;
+    p += n;
+    size -= (size_t)n;
+    offset += (uint64_t)n;
+  }
+  return KPACK_SUCCESS;
+}
+
+/* ---- name index ---------------------------------------------------------- */
+
+static uint64_t name_hash(const char* binary, const char* arch) {
+  uint64_t h = 1469598103934665603ull; /* FNV-1a */
+  for (const char* s = binary; *s; s++)
+    h = (h ^ (uint8_t)*s) * 1099511628211ull;
+  h = (h ^ 0xff) * 1099511628211ull; /* separator no name byte can forge */
+  for (const char* s = arch; *s; s++)
+    h = (h ^ (uint8_t)*s) * 1099511628211ull;
+  return h;
+}
+
+/* The slot holding (binary, arch), or the empty slot where it would go. */
+static size_t index_find(const kpack_writer_t* w, const char* binary,
+                         const char* arch, bool* found) {
+  size_t mask = w->index_cap - 1;
+  for (size_t i = name_hash(binary, arch) & mask;; i = (i + 1) & mask) {
+    uint32_t v = w->index[i];
+    *found = v != 0 && strcmp(w->entries[v - 1].binary, binary) == 0 &&
+             strcmp(w->entries[v - 1].arch, arch) == 0;
+    if (v == 0 || *found)
+      return i;
+  }
+}
+
+/* Doubles the table (kept at most half full, so probes stay short). */
+static kpack_error_t index_grow(kpack_writer_t* w) {
+  size_t cap = w->index_cap ? w->index_cap * 2 : 1024;
+  uint32_t* old = w->index;
+  size_t old_cap = w->index_cap;
+  uint32_t* table = calloc(cap, sizeof(*table));
+  if (table == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  w->index = table;
+  w->index_cap = cap;
+  for (size_t i = 0; i < old_cap; i++) {
+    if (old[i] == 0)
+      continue;
+    const wr_entry* e = &w->entries[old[i] - 1];
+    bool found;
+    w->index[index_find(w, e->binary, e->arch, &found)] = old[i];
+  }
+  free(old);
+  return KPACK_SUCCESS;
+}
+
+/* ---- payload ------------------------------------------------------------- */
+
+/* Writes `head` then `data` at offset with one call where the kernel
+ * takes both (a frame's size field and the frame). */
+static kpack_error_t write_pair(int fd, const void* head, size_t head_size,
+                                const void* data, size_t size,
+                                uint64_t offset) {
+  struct iovec iov[2] = {{(void*)head, head_size}, {(void*)data, size}};
+  struct iovec* v = iov;
+  int count = 2;
+  while (count > 0) {
+    ssize_t n = pwritev(fd, v, count, (off_t)offset);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return KPACK_ERROR_IO_ERROR;
+    offset += (uint64_t)n;
+    size_t done = (size_t)n;
+    while (count > 0 && done >= v->iov_len) {
+      done -= v->iov_len;
+      v++;
+      count--;
+    }
+    if (count > 0) { /* partly written: the rest of this vector next */
+      v->iov_base = (uint8_t*)v->iov_base + done;
+      v->iov_len -= done;
+    }
+  }
+  return KPACK_SUCCESS;
+}
+
+/* Starts writeback of what has been written since the last call, every
+ * KP_WRITEBACK_STEP bytes, so that the disk works while kernels are still
+ * being compressed and finish's fdatasync waits for the tail only. A hint:
+ * failures are left for fdatasync to report. */
+#define KP_WRITEBACK_STEP (8u << 20)
+static void start_writeback(kpack_writer_t* w) {
+#ifdef SYNC_FILE_RANGE_WRITE
+  if (w->pos - w->writeback < KP_WRITEBACK_STEP)
+    return;
+  sync_file_range(w->fd, (off_t)w->writeback, (off_t)(w->pos - w->writeback),
+                  SYNC_FILE_RANGE_WRITE);
+  w->writeback = w->pos;
+#else
+  (void)w;
+#endif
+}
+
+/* Appends ordinal's stored bytes: a 64-byte aligned blob, or a u32 frame size
+ * and the frame. Called in ordinal order only. */
+static kpack_error_t append_stored(kpack_writer_t* w, size_t ordinal,
+                                   const void* data, size_t size) {
+  kpack_error_t err;
+  if (w->scheme == KPACK_COMPRESSION_NOOP) {
+    /* Padding is left as a hole: it reads back as zeros. */
+    w->pos = (w->pos + KP_BLOB_ALIGN - 1) & ~(uint64_t)(KP_BLOB_ALIGN - 1);
+    err = write_all(w->fd, data, size, w->pos);
+  } else {
+    uint8_t word[4];
+    if (size > UINT32_MAX)
+      return KPACK_ERROR_INVALID_ARGUMENT;
+    kp_store_le(word, size, 4);
+    err = write_pair(w->fd, word, sizeof(word), data, size, w->pos);
+    w->pos += sizeof(word);
+  }
+  if (err != KPACK_SUCCESS)
+    return err;
+  w->stored[ordinal] = size;
+  w->pos += size;
+  start_writeback(w);
+  return KPACK_SUCCESS;
+}
+
+/* Every frame carries its content size (readers allocate from it) and a
+ * checksum, so a flipped payload byte is an error rather than a wrong
+ * kernel. */
+static ZSTD_CCtx* new_cctx(int level) {
+  ZSTD_CCtx* cctx = ZSTD_createCCtx();
+  if (cctx != NULL &&
+      (ZSTD_isError(
+           ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level)) ||
+       ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1)) ||
+       ZSTD_isError(ZSTD_CCtx_setParameter(cctx, ZSTD_c_contentSizeFlag, 1)))) {
+    ZSTD_freeCCtx(cctx);
+    cctx = NULL;
+  }
+  return cctx;
+}
+
+/* Grows *buf to hold `need` bytes; keeps what it has on failure. */
+static bool reserve(void** buf, size_t* cap, size_t need) {
+  if (*cap >= need && *buf != NULL)
+    return true;
+  void* grown = realloc(*buf, need ? need : 1);
+  if (grown == NULL)
+    return false;
+  *buf = grown;
+  *cap = need;
+  return true;
+}
+
+/* Compresses into *out (grown as needed and kept by the caller for reuse). */
+static kpack_error_t compress_frame(ZSTD_CCtx* cctx, const void* data,
+                                    size_t size, void** out, size_t* out_cap,
+                                    size_t* out_size) {
+  size_t bound = ZSTD_compressBound(size);
+  if (!reserve(out, out_cap, bound))
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  size_t n = ZSTD_compress2(cctx, *out, *out_cap, data, size);
+  if (ZSTD_isError(n))
+    return KPACK_ERROR_OUT_OF_MEMORY; /* the bound fits; only memory fails */
+  *out_size = n;
+  return KPACK_SUCCESS;
+}
+
+static void* compression_thread(void* arg) {
+  kpack_writer_t* w = arg;
+  ZSTD_CCtx* cctx = new_cctx(w->level);
+  pthread_mutex_lock(&w->lock);
+  for (;;) {
+    while (!w->stopping && w->next_job == w->tail)
+      pthread_cond_wait(&w->work_ready, &w->lock);
+    if (w->next_job == w->tail)
+      break; /* stopping, nothing left */
+    wr_job* job = &w->ring[w->next_job++ % w->ring_cap];
+    pthread_mutex_unlock(&w->lock);
+    /* This thread owns the job's buffers until it marks it done. */
+    size_t out_size = job->output_size;
+    kpack_error_t err = KPACK_SUCCESS;
+    if (!job->stored)
+      err = cctx == NULL
+                ? KPACK_ERROR_OUT_OF_MEMORY
+                : compress_frame(cctx, job->input, job->input_size,
+                                 &job->output, &job->output_cap, &out_size);
+    pthread_mutex_lock(&w->lock);
+    job->output_size = out_size;
+    job->err = err;
+    job->done = true;
+    pthread_cond_broadcast(&w->job_done);
+  }
+  pthread_mutex_unlock(&w->lock);
+  ZSTD_freeCCtx(cctx);
+  return NULL;
+}
+
+/* Writes finished jobs in ordinal order. Waits until every job is written
+ * (all) or until the ring has a free slot. */
+static void drain_jobs(kpack_writer_t* w, bool all) {
+  pthread_mutex_lock(&w->lock);
+  for (;;) {
+    wr_job* job = &w->ring[w->head % w->ring_cap];
+    if (w->head < w->tail && job->done) {
+      /* The slot stays untouched until this (the only queueing) thread
+       * queues into it again, so its output is written without the lock. */
+      size_t ordinal = (size_t)w->head++;
+      job->done = false;
+      pthread_mutex_unlock(&w->lock);
+      if (w->err == KPACK_SUCCESS)
+        w->err = job->err;
+      if (w->err == KPACK_SUCCESS)
+        w->err = append_stored(w, ordinal, job->output, job->output_size);
+      pthread_mutex_lock(&w->lock);
+      continue;
+    }
+    bool full = w->tail - w->head == w->ring_cap;
+    if (w->head < w->tail && (all || full)) {
+      pthread_cond_wait(&w->job_done, &w->lock);
+      continue;
+    }
+    break;
+  }
+  pthread_mutex_unlock(&w->lock);
+}
+
+/* Queues a kernel to compress, or (stored) a finished frame to write in
+ * its turn. */
+static kpack_error_t queue_job(kpack_writer_t* w, const void* data, size_t size,
+                               bool stored) {
+  drain_jobs(w, false);
+  /* The slot at `tail` is free and invisible to the compression threads
+   * until `tail` moves past it, which only this thread does. */
+  pthread_mutex_lock(&w->lock);
+  wr_job* job = &w->ring[w->tail % w->ring_cap];
+  pthread_mutex_unlock(&w->lock);
+  void** buf = stored ? &job->output : &job->input;
+  size_t* cap = stored ? &job->output_cap : &job->input_cap;
+  if (!reserve(buf, cap, size))
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  memcpy(*buf, data, size);
+  if (stored)
+    job->output_size = size;
+  else
+    job->input_size = size;
+  job->stored = stored;
+  job->err = KPACK_SUCCESS;
+  pthread_mutex_lock(&w->lock);
+  w->tail++;
+  pthread_cond_signal(&w->work_ready);
+  pthread_mutex_unlock(&w->lock);
+  return KPACK_SUCCESS;
+}
+
+static void stop_threads(kpack_writer_t* w) {
+  if (w->threads == NULL)
+    return;
+  pthread_mutex_lock(&w->lock);
+  w->stopping = true;
+  pthread_cond_broadcast(&w->work_ready);
+  pthread_mutex_unlock(&w->lock);
+  for (unsigned i = 0; i < w->thread_count; i++)
+    pthread_join(w->threads[i], NULL);
+  free(w->threads);
+  w->threads = NULL;
+}
+
+static kpack_error_t start_threads(kpack_writer_t* w, unsigned count) {
+  w->ring_cap = (size_t)count * 4;
+  w->ring = calloc(w->ring_cap, sizeof(*w->ring));
+  w->threads = calloc(count, sizeof(*w->threads));
+  if (w->ring == NULL || w->threads == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  for (; w->thread_count < count; w->thread_count++)
+    if (pthread_create(&w->threads[w->thread_count], NULL, compression_thread,
+                       w) != 0)
+      return w->thread_count > 0 ? KPACK_SUCCESS : KPACK_ERROR_OUT_OF_MEMORY;
+  return KPACK_SUCCESS;
+}
+
+/* ---- lifecycle
+ * ---------------------------------------------------------------- */
+
+static void writer_free(kpack_writer_t* w) {
+  stop_threads(w);
+  if (w->ring != NULL) {
+    for (size_t i = 0; i < w->ring_cap; i++) {
+      free(w->ring[i].input);
+      free(w->ring[i].output);
+    }
+    free(w->ring);
+  }
+  if (w->fd >= 0)
+    close(w->fd);
+  if (w->tmp_path != NULL)
+    unlink(w->tmp_path);
+  for (size_t i = 0; i < w->entry_count; i++) {
+    free(w->entries[i].binary);
+    free(w->entries[i].arch);
+    free(w->entries[i].type);
+    free(w->entries[i].metadata);
+  }
+  for (size_t i = 0; i < w->arch_count; i++)
+    free(w->arches[i]);
+  pthread_mutex_destroy(&w->lock);
+  pthread_cond_destroy(&w->work_ready);
+  pthread_cond_destroy(&w->job_done);
+  ZSTD_freeCCtx(w->cctx);
+  free(w->frame);
+  free(w->arches);
+  free(w->entries);
+  free(w->index);
+  free(w->stored);
+  free(w->group_name);
+  free(w->family);
+  free(w->path);
+  free(w->dir);
+  free(w->tmp_path);
+  free(w);
+}
+
+/* The file `path` names: a symbolic link is followed (relative targets
+ * against the link's directory), so that finishing replaces the file it
+ * points to and keeps the link, as writing through it would. A dangling
+ * link names the file to create. Malloc'ed; NULL with errno on failure
+ * (ELOOP past 40 links). */
+static char* final_target(const char* path) {
+  char* cur = strdup(path);
+  for (int links = 0; cur != NULL; links++) {
+    struct stat st;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode))
+      return cur; /* a file, a directory (rename will say so), or nothing */
+    if (links == 40) {
+      errno = ELOOP;
+      break;
+    }
+    char target[PATH_MAX];
+    ssize_t n = readlink(cur, target, sizeof(target) - 1);
+    if (n < 0)
+      break;
+    target[n] = '\0';
+    char* next = NULL;
+    const char* slash = strrchr(cur, '/');
+    if (target[0] == '/' || slash == NULL)
+      next = strdup(target);
+    else if (asprintf(&next, "%.*s/%s", (int)(slash - cur), cur, target) < 0)
+      next = NULL;
+    free(cur);
+    cur = next;
+  }
+  free(cur);
+  return NULL;
+}
+
+/* The directory part of a path ("." if none), malloc'ed. */
+static char* dir_of(const char* path) {
+  const char* slash = strrchr(path, '/');
+  if (slash == NULL)
+    return strdup(".");
+  if (slash == path)
+    return strdup("/");
+  return strndup(path, (size_t)(slash - path));
+}
+
+/* Creates "<dir>/.kpack-<pid>-<n>.tmp" exclusively beside the destination
+ * (rename needs the same filesystem; a short name, because the
+ * destination's own may already be near NAME_MAX), with the mode a plain
+ * create would give (0666 less the umask), so the renamed archive looks
+ * ordinary. */
+static kpack_error_t create_temp(kpack_writer_t* w) {
+  static unsigned counter;
+  size_t len = strlen(w->dir) + 64;
+  w->tmp_path = malloc(len);
+  if (w->tmp_path == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  for (int attempt = 0; attempt < 100; attempt++) {
+    unsigned n = __atomic_fetch_add(&counter, 1, __ATOMIC_RELAXED);
+    snprintf(w->tmp_path, len, "%s/.kpack-%ld-%u.tmp", w->dir, (long)getpid(),
+             n);
+    w->fd = open(w->tmp_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (w->fd >= 0)
+      return KPACK_SUCCESS;
+    if (errno != EEXIST)
+      break;
+  }
+  free(w->tmp_path);
+  w->tmp_path = NULL;
+  return KPACK_ERROR_IO_ERROR;
+}
+
+/* After the rename: sync the directory, so that a crash cannot bring the
+ * old archive (or no archive) back. Filesystems that cannot sync a
+ * directory (EINVAL) have nothing to make durable this way. */
+static kpack_error_t sync_dir(const char* dir) {
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return KPACK_ERROR_IO_ERROR;
+  kpack_error_t err = KPACK_SUCCESS;
+  if (fsync(fd) != 0 && errno != EINVAL)
+    err = KPACK_ERROR_IO_ERROR;
+  close(fd);
+  return err;
+}
+
+static kpack_error_t add_arch(kpack_writer_t* w, const char* arch) {
+  for (size_t i = 0; i < w->arch_count; i++)
+    if (strcmp(w->arches[i], arch) == 0)
+      return KPACK_SUCCESS;
+  char** grown =
+      kp_grow(w->arches, w->arch_count, &w->arch_cap, sizeof(*grown), 8);
+  if (grown == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  w->arches = grown;
+  if ((w->arches[w->arch_count] = strdup(arch)) == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  w->arch_count++;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_writer_create(const char* path,
+                                            const kpack_writer_options_t* o,
+                                            kpack_writer_t** writer) {
+  kpack_error_t err = KPACK_ERROR_OUT_OF_MEMORY;
+  if (writer != NULL)
+    *writer = NULL;
+  if (path == NULL || o == NULL || writer == NULL || *path == '\0' ||
+      (o->gfx_arches == NULL && o->gfx_arch_count > 0))
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (o->scheme != KPACK_COMPRESSION_NOOP &&
+      o->scheme != KPACK_COMPRESSION_ZSTD_PER_KERNEL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  int level = o->zstd_level == 0 ? KP_DEFAULT_LEVEL : o->zstd_level;
+  if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel())
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  for (size_t i = 0; i < o->gfx_arch_count; i++)
+    if (o->gfx_arches[i] == NULL)
+      return KPACK_ERROR_INVALID_ARGUMENT;
+
+  kpack_writer_t* w = calloc(1, sizeof(*w));
+  if (w == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  w->fd = -1;
+  w->scheme = o->scheme;
+  w->level = level;
+  w->pos = KP_PAYLOAD_START;
+  pthread_mutex_init(&w->lock, NULL);
+  pthread_cond_init(&w->work_ready, NULL);
+  pthread_cond_init(&w->job_done, NULL);
+  w->path = final_target(path);
+  if (w->path == NULL) {
+    err = errno == ENOMEM ? KPACK_ERROR_OUT_OF_MEMORY : KPACK_ERROR_IO_ERROR;
+    goto fail;
+  }
+  w->dir = dir_of(w->path);
+  w->group_name = strdup(o->group_name ? o->group_name : "");
+  w->family = strdup(o->gfx_arch_family ? o->gfx_arch_family : "");
+  if (w->dir == NULL || w->group_name == NULL || w->family == NULL)
+    goto fail;
+  for (size_t i = 0; i < o->gfx_arch_count; i++)
+    if ((err = add_arch(w, o->gfx_arches[i])))
+      goto fail;
+  if ((err = index_grow(w)))
+    goto fail;
+  if (w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL) {
+    /* The frame count precedes the frames; it is filled in at finish. */
+    w->pos += 4;
+    if (o->threads > 1)
+      err = start_threads(w, o->threads);
+    else if ((w->cctx = new_cctx(level)) == NULL)
+      err = KPACK_ERROR_OUT_OF_MEMORY;
+    if (err != KPACK_SUCCESS)
+      goto fail;
+  }
+  if ((err = create_temp(w)))
+    goto fail;
+  *writer = w;
+  return KPACK_SUCCESS;
+
+fail:
+  writer_free(w);
+  return err;
+}
+
+/* What a kernel's TOC entry says besides its name. */
+typedef struct wr_entry_info {
+  uint64_t size;
+  const char* type; /* NULL: "hsaco" */
+  const void* metadata;
+  size_t metadata_size;
+} wr_entry_info;
+
+static void free_entry(wr_entry* e) {
+  free(e->binary);
+  free(e->arch);
+  free(e->type);
+  free(e->metadata);
+}
+
+static kpack_error_t record_entry(kpack_writer_t* w, const char* binary,
+                                  const char* arch, const wr_entry_info* info) {
+  bool found;
+  size_t slot = index_find(w, binary, arch, &found);
+  if (found)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (w->entry_count == UINT32_MAX)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (w->entry_count == w->entry_cap) {
+    size_t cap = w->entry_cap ? w->entry_cap * 2 : 256;
+    wr_entry* e = realloc(w->entries, cap * sizeof(*e));
+    if (e == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    w->entries = e;
+    uint64_t* s = realloc(w->stored, cap * sizeof(*s));
+    if (s == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    w->stored = s;
+    w->entry_cap = cap;
+  }
+  wr_entry* e = &w->entries[w->entry_count];
+  memset(e, 0, sizeof(*e));
+  e->binary = strdup(binary);
+  e->arch = strdup(arch);
+  e->size = info->size;
+  bool ok = e->binary != NULL && e->arch != NULL;
+  if (ok && info->type != NULL && strcmp(info->type, "hsaco") != 0)
+    ok = (e->type = strdup(info->type)) != NULL;
+  if (ok && info->metadata != NULL) {
+    e->metadata = malloc(info->metadata_size);
+    if ((ok = e->metadata != NULL)) {
+      memcpy(e->metadata, info->metadata, info->metadata_size);
+      e->metadata_size = info->metadata_size;
+    }
+  }
+  kpack_error_t err = ok ? add_arch(w, arch) : KPACK_ERROR_OUT_OF_MEMORY;
+  if (err != KPACK_SUCCESS) {
+    free_entry(e);
+    return err;
+  }
+  w->index[slot] = (uint32_t)++w->entry_count;
+  if (w->entry_count * 2 > w->index_cap)
+    return index_grow(w);
+  return KPACK_SUCCESS;
+}
+
+static bool valid_names(const char* binary_name, const char* arch) {
+  return binary_name != NULL && arch != NULL && *binary_name != '\0' &&
+         *arch != '\0';
+}
+
+static kpack_error_t add_entry(kpack_writer_t* w, const char* binary_name,
+                               const char* arch, const void* data,
+                               const wr_entry_info* info) {
+  static const uint8_t nothing = 0;
+  if (data == NULL)
+    data = &nothing;
+  size_t size = (size_t)info->size;
+  size_t ordinal = w->entry_count;
+  kpack_error_t err = record_entry(w, binary_name, arch, info);
+  if (err != KPACK_SUCCESS)
+    return err;
+  if (w->scheme == KPACK_COMPRESSION_NOOP) {
+    err = append_stored(w, ordinal, data, size);
+  } else if (w->threads != NULL) {
+    err = queue_job(w, data, size, false);
+  } else {
+    size_t frame_size;
+    err = compress_frame(w->cctx, data, size, &w->frame, &w->frame_cap,
+                         &frame_size);
+    if (err == KPACK_SUCCESS)
+      err = append_stored(w, ordinal, w->frame, frame_size);
+  }
+  /* The entry is recorded, so a failure here poisons the whole archive. */
+  if (err != KPACK_SUCCESS)
+    w->err = err;
+  return err;
+}
+
+KPACK_API kpack_error_t kpack_writer_add_kernel(kpack_writer_t* w,
+                                                const char* binary_name,
+                                                const char* arch,
+                                                const void* data, size_t size) {
+  return kpack_writer_add_kernel_with_metadata(w, binary_name, arch, data, size,
+                                               NULL, 0);
+}
+
+KPACK_API kpack_error_t kpack_writer_add_kernel_with_metadata(
+    kpack_writer_t* w, const char* binary_name, const char* arch,
+    const void* data, size_t size, const void* metadata, size_t metadata_size) {
+  if (w == NULL || !valid_names(binary_name, arch) ||
+      (data == NULL && size > 0) || (metadata == NULL && metadata_size > 0))
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (w->err != KPACK_SUCCESS)
+    return w->err;
+  if (metadata != NULL) {
+    kpack_error_t err = kp_metadata_check(metadata, metadata_size);
+    if (err != KPACK_SUCCESS)
+      return err;
+  }
+  wr_entry_info info = {size, NULL, metadata, metadata_size};
+  return add_entry(w, binary_name, arch, data, &info);
+}
+
+KPACK_API kpack_error_t kpack_writer_copy_kernel(kpack_writer_t* w,
+                                                 kpack_archive_t archive,
+                                                 const char* binary_name,
+                                                 const char* arch,
+                                                 unsigned flags) {
+  if (w == NULL || archive == NULL || !valid_names(binary_name, arch) ||
+      (flags & ~KPACK_WRITER_RECOMPRESS) != 0)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (w->err != KPACK_SUCCESS)
+    return w->err;
+  const kp_kernel* k = kp_toc_find_kernel(&archive->toc, binary_name, arch);
+  if (k == NULL)
+    return KPACK_ERROR_KERNEL_NOT_FOUND;
+  if (k->size > SIZE_MAX)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  /* A map written by another tool is passed on only if it is one this
+   * writer would accept itself. */
+  const uint8_t* map;
+  size_t map_size;
+  kp_toc_metadata(&archive->toc, k, &map, &map_size);
+  if (map != NULL && kp_metadata_check(map, map_size) != KPACK_SUCCESS)
+    return KPACK_ERROR_INVALID_METADATA;
+  wr_entry_info info = {k->size, kp_toc_str(&archive->toc, k->type), map,
+                        map_size};
+  kpack_error_t err;
+
+  if (w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL &&
+      archive->toc.scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL &&
+      !(flags & KPACK_WRITER_RECOMPRESS)) {
+    /* The frame goes over byte for byte, once it has read back as the
+     * kernel: merging never decompresses into a different archive. */
+    size_t frame_size;
+    err = kp_copy_frame(archive, k, &w->frame, &w->frame_cap, &frame_size);
+    if (err != KPACK_SUCCESS)
+      return err; /* nothing recorded yet: the archive is still good */
+    size_t ordinal = w->entry_count;
+    if ((err = record_entry(w, binary_name, arch, &info)) != KPACK_SUCCESS)
+      return err;
+    if (w->threads != NULL)
+      err = queue_job(w, w->frame, frame_size, true);
+    else
+      err = append_stored(w, ordinal, w->frame, frame_size);
+    if (err != KPACK_SUCCESS)
+      w->err = err;
+    return err;
+  }
+  void* data = NULL;
+  if ((err = kp_read_kernel(archive, k, &data)) != KPACK_SUCCESS)
+    return err;
+  err = add_entry(w, binary_name, arch, data, &info);
+  free(data);
+  return err;
+}
+
+/* ---- TOC
+ * ----------------------------------------------------------------------- */
+
+static int compare_entry_names(const void* a, const void* b) {
+  const wr_entry* x = *(const wr_entry* const*)a;
+  const wr_entry* y = *(const wr_entry* const*)b;
+  int cmp = strcmp(x->binary, y->binary);
+  return cmp != 0 ? cmp : strcmp(x->arch, y->arch);
+}
+
+static int pack_cstr(msgpack_packer* pk, const char* s) {
+  size_t n = strlen(s);
+  return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, s, n);
+}
+
+/* zstd_frame_sizes (docs/format.md): every frame's size, u32 LE by ordinal, the
+ * same values as the size fields in the region, so that a reader can place
+ * every frame without reading the region. Omitted if it could not be one
+ * msgpack bin. */
+static int pack_frame_sizes(kpack_writer_t* w, msgpack_packer* pk) {
+  size_t len = w->entry_count * 4;
+  uint8_t* sizes = malloc(len ? len : 1);
+  if (sizes == NULL)
+    return -1;
+  for (size_t i = 0; i < w->entry_count; i++)
+    kp_store_le(sizes + 4 * i, w->stored[i], 4);
+  int rc = pack_cstr(pk, "zstd_frame_sizes");
+  rc |= msgpack_pack_bin(pk, len);
+  rc |= msgpack_pack_bin_body(pk, sizes, len);
+  free(sizes);
+  return rc;
+}
+
+/* The TOC map. Key order follows ROCm's writer: header fields, "toc", then
+ * the scheme and its payload index; the frame-size table comes last. */
+static int pack_toc(kpack_writer_t* w, msgpack_packer* pk, wr_entry** sorted) {
+  int rc = 0;
+  bool frame_sizes = w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL &&
+                     w->entry_count <= UINT32_MAX / 4;
+  rc |= msgpack_pack_map(pk, w->scheme == KPACK_COMPRESSION_NOOP ? 7
+                             : frame_sizes                       ? 9
+                                                                 : 8);
+  rc |= pack_cstr(pk, "format_version");
+  rc |= msgpack_pack_uint32(pk, KPACK_CURRENT_VERSION);
+  rc |= pack_cstr(pk, "group_name") || pack_cstr(pk, w->group_name);
+  rc |= pack_cstr(pk, "gfx_arch_family") || pack_cstr(pk, w->family);
+  rc |= pack_cstr(pk, "gfx_arches");
+  rc |= msgpack_pack_array(pk, w->arch_count);
+  for (size_t i = 0; i < w->arch_count; i++)
+    rc |= pack_cstr(pk, w->arches[i]);
+
+  size_t binaries = 0;
+  for (size_t i = 0; i < w->entry_count; i++)
+    binaries += i == 0 || strcmp(sorted[i - 1]->binary, sorted[i]->binary);
+  rc |= pack_cstr(pk, "toc");
+  rc |= msgpack_pack_map(pk, binaries);
+  for (size_t i = 0; i < w->entry_count;) {
+    size_t j = i;
+    while (j < w->entry_count &&
+           strcmp(sorted[j]->binary, sorted[i]->binary) == 0)
+      j++;
+    rc |= pack_cstr(pk, sorted[i]->binary);
+    rc |= msgpack_pack_map(pk, j - i);
+    for (; i < j; i++) {
+      const wr_entry* e = sorted[i];
+      rc |= pack_cstr(pk, e->arch);
+      /* ROCm's entry order; "metadata" only when there is one. */
+      rc |= msgpack_pack_map(pk, e->metadata != NULL ? 4 : 3);
+      rc |= pack_cstr(pk, "type") || pack_cstr(pk, e->type ? e->type : "hsaco");
+      rc |= pack_cstr(pk, "ordinal");
+      rc |= msgpack_pack_uint32(pk, (uint32_t)(e - w->entries));
+      rc |= pack_cstr(pk, "original_size");
+      rc |= msgpack_pack_uint64(pk, e->size);
+      if (e->metadata != NULL) {
+        /* Checked to be one map when added: copied as it came. */
+        rc |= pack_cstr(pk, "metadata");
+        rc |=
+            pk->callback(pk->data, (const char*)e->metadata, e->metadata_size);
+      }
+    }
+  }
+
+  rc |= pack_cstr(pk, "compression_scheme");
+  rc |= pack_cstr(pk, kpack_compression_scheme_name(w->scheme));
+  if (w->scheme == KPACK_COMPRESSION_NOOP) {
+    /* Blob offsets are recomputed exactly as append_stored placed them. */
+    uint64_t pos = KP_PAYLOAD_START;
+    rc |= pack_cstr(pk, "blobs");
+    rc |= msgpack_pack_array(pk, w->entry_count);
+    for (size_t i = 0; i < w->entry_count; i++) {
+      pos = (pos + KP_BLOB_ALIGN - 1) & ~(uint64_t)(KP_BLOB_ALIGN - 1);
+      rc |= msgpack_pack_map(pk, 2);
+      rc |= pack_cstr(pk, "offset") || msgpack_pack_uint64(pk, pos);
+      rc |= pack_cstr(pk, "size") || msgpack_pack_uint64(pk, w->stored[i]);
+      pos += w->stored[i];
+    }
+  } else {
+    rc |= pack_cstr(pk, "zstd_offset");
+    rc |= msgpack_pack_uint64(pk, KP_PAYLOAD_START);
+    rc |= pack_cstr(pk, "zstd_size");
+    rc |= msgpack_pack_uint64(pk, w->pos - KP_PAYLOAD_START);
+    if (frame_sizes)
+      rc |= pack_frame_sizes(w, pk);
+  }
+  return rc;
+}
+
+static kpack_error_t write_toc_and_header(kpack_writer_t* w) {
+  kpack_error_t err = KPACK_ERROR_OUT_OF_MEMORY;
+  msgpack_sbuffer buf;
+  msgpack_packer pk;
+  wr_entry** sorted =
+      malloc((w->entry_count ? w->entry_count : 1) * sizeof(*sorted));
+  msgpack_sbuffer_init(&buf);
+  if (sorted == NULL)
+    goto done;
+  for (size_t i = 0; i < w->entry_count; i++)
+    sorted[i] = &w->entries[i];
+  qsort(sorted, w->entry_count, sizeof(*sorted), compare_entry_names);
+  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+  if (pack_toc(w, &pk, sorted) != 0)
+    goto done;
+
+  uint8_t header[KP_PAYLOAD_START] = {0};
+  uint64_t toc_offset = w->pos;
+  memcpy(header, KPACK_MAGIC, KPACK_MAGIC_SIZE);
+  kp_store_le(header + 4, KPACK_CURRENT_VERSION, 4);
+  kp_store_le(header + 8, toc_offset, 8);
+  if ((err = write_all(w->fd, buf.data, buf.size, toc_offset)))
+    goto done;
+  if ((err = write_all(w->fd, header, sizeof(header), 0)))
+    goto done;
+  if (w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL) {
+    uint8_t count[4];
+    kp_store_le(count, w->entry_count, 4);
+    err = write_all(w->fd, count, sizeof(count), KP_PAYLOAD_START);
+  }
+done:
+  msgpack_sbuffer_destroy(&buf);
+  free(sorted);
+  return err;
+}
+
+KPACK_API kpack_error_t kpack_writer_finish(kpack_writer_t* w) {
+  if (w == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (w->threads != NULL) {
+    drain_jobs(w, true);
+    stop_threads(w);
+  }
+  kpack_error_t err = w->err;
+  if (err == KPACK_SUCCESS)
+    err = write_toc_and_header(w);
+  /* Durable before visible: a crash leaves the old archive or the new one. */
+  if (err == KPACK_SUCCESS && fdatasync(w->fd) != 0)
+    err = KPACK_ERROR_IO_ERROR;
+  if (close(w->fd) != 0 && err == KPACK_SUCCESS)
+    err = KPACK_ERROR_IO_ERROR;
+  w->fd = -1;
+  if (err == KPACK_SUCCESS && rename(w->tmp_path, w->path) != 0)
+    err = KPACK_ERROR_IO_ERROR;
+  if (err == KPACK_SUCCESS) {
+    free(w->tmp_path);
+    w->tmp_path = NULL; /* nothing left to unlink */
+    err = sync_dir(w->dir);
+  }
+  writer_free(w);
+  return err;
+}
+
+KPACK_API void kpack_writer_abort(kpack_writer_t* w) {
+  if (w != NULL)
+    writer_free(w);
+}

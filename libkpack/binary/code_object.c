@@ -1,0 +1,584 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * AMDGPU code objects (kpack_code_object.h): the target from the ELF header's
+ * e_flags and the kernels of the NT_AMDGPU_METADATA note, read straight from
+ * the bytes with the bounded MessagePack reader. The note is validated as a
+ * whole before it is walked, so the walk only meets values of the wrong
+ * type, never truncation.
+ */
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/byteorder.h"
+#include "common/msgpack_json.h"
+#include "common/msgpack_reader.h"
+#include "rocm_kpack/kpack_code_object.h"
+#include "loader/target.h"
+#include "common/grow.h"
+
+#define CO_EHDR_SIZE 64u
+#define CO_PHDR_SIZE 56u
+#define CO_SHDR_SIZE 64u
+#define CO_EM_AMDGPU 224u
+#define CO_ELFOSABI_AMDGPU_HSA 64u
+#define CO_PT_NOTE 4u
+#define CO_SHT_NOTE 7u
+#define CO_PN_XNUM 0xffffu
+#define CO_NOTE_HEADER 12u
+#define CO_NT_AMDGPU_METADATA 32u
+
+/* e_flags fields (LLVM's EF_AMDGPU_*). */
+#define CO_EF_MACH 0xffu
+#define CO_EF_XNACK_V2 0x01u
+#define CO_EF_XNACK_V3 0x100u
+#define CO_EF_SRAMECC_V3 0x200u
+#define CO_EF_XNACK_V4_SHIFT 8
+#define CO_EF_SRAMECC_V4_SHIFT 10
+#define CO_EF_GENERIC_SHIFT 24
+
+/* Which target features a processor has. */
+enum { CO_XNACK = 1, CO_SRAMECC = 2 };
+
+typedef struct co_processor {
+  uint8_t mach;
+  uint8_t features;
+  const char* name;
+} co_processor;
+
+/* EF_AMDGPU_MACH values of the AMDGCN processors (LLVM's BinaryFormat/ELF.h
+ * and AMDGPUUsage), with the features each one has. */
+static const co_processor processors[] = {
+    {0x20, 0, "gfx600"},
+    {0x21, 0, "gfx601"},
+    {0x22, 0, "gfx700"},
+    {0x23, 0, "gfx701"},
+    {0x24, 0, "gfx702"},
+    {0x25, 0, "gfx703"},
+    {0x26, 0, "gfx704"},
+    {0x28, CO_XNACK, "gfx801"},
+    {0x29, 0, "gfx802"},
+    {0x2a, 0, "gfx803"},
+    {0x2b, CO_XNACK, "gfx810"},
+    {0x2c, CO_XNACK, "gfx900"},
+    {0x2d, CO_XNACK, "gfx902"},
+    {0x2e, CO_XNACK, "gfx904"},
+    {0x2f, CO_XNACK | CO_SRAMECC, "gfx906"},
+    {0x30, CO_XNACK | CO_SRAMECC, "gfx908"},
+    {0x31, CO_XNACK, "gfx909"},
+    {0x32, CO_XNACK, "gfx90c"},
+    {0x33, CO_XNACK, "gfx1010"},
+    {0x34, CO_XNACK, "gfx1011"},
+    {0x35, CO_XNACK, "gfx1012"},
+    {0x36, 0, "gfx1030"},
+    {0x37, 0, "gfx1031"},
+    {0x38, 0, "gfx1032"},
+    {0x39, 0, "gfx1033"},
+    {0x3a, 0, "gfx602"},
+    {0x3b, 0, "gfx705"},
+    {0x3c, 0, "gfx805"},
+    {0x3d, 0, "gfx1035"},
+    {0x3e, 0, "gfx1034"},
+    {0x3f, CO_XNACK | CO_SRAMECC, "gfx90a"},
+    {0x40, CO_XNACK | CO_SRAMECC, "gfx940"},
+    {0x41, 0, "gfx1100"},
+    {0x42, CO_XNACK, "gfx1013"},
+    {0x43, 0, "gfx1150"},
+    {0x44, 0, "gfx1103"},
+    {0x45, 0, "gfx1036"},
+    {0x46, 0, "gfx1101"},
+    {0x47, 0, "gfx1102"},
+    {0x48, 0, "gfx1200"},
+    {0x49, 0, "gfx1250"},
+    {0x4a, 0, "gfx1151"},
+    {0x4b, CO_XNACK | CO_SRAMECC, "gfx941"},
+    {0x4c, CO_XNACK | CO_SRAMECC, "gfx942"},
+    {0x4e, 0, "gfx1201"},
+    {0x4f, CO_XNACK | CO_SRAMECC, "gfx950"},
+    {0x51, CO_XNACK, "gfx9-generic"},
+    {0x52, CO_XNACK, "gfx10-1-generic"},
+    {0x53, 0, "gfx10-3-generic"},
+    {0x54, 0, "gfx11-generic"},
+    {0x55, 0, "gfx1152"},
+    {0x58, 0, "gfx1153"},
+    {0x59, 0, "gfx12-generic"},
+    {0x5a, 0, "gfx1251"},
+    {0x5f, CO_XNACK | CO_SRAMECC, "gfx9-4-generic"},
+};
+
+struct kpack_code_object {
+  kpack_code_object_info_t info;
+  kpack_co_kernel_t* kernels;
+  size_t kernel_cap;
+  uint8_t* note; /* a copy of the metadata note's description */
+  size_t note_size;
+  char* strings; /* every string reported, NUL-terminated */
+  size_t strings_used;
+  size_t strings_cap;
+};
+
+/* Copies n bytes into the string arena, which was sized for every string
+ * the code object can report. */
+static const char* keep_string(kpack_code_object_t* co, const char* s,
+                               size_t n) {
+  if (n >= co->strings_cap - co->strings_used)
+    return NULL; /* cannot happen: see kpack_code_object_parse() */
+  char* p = co->strings + co->strings_used;
+  memcpy(p, s, n);
+  p[n] = '\0';
+  co->strings_used += n + 1;
+  return p;
+}
+
+/* ---- ELF ----------------------------------------------------------------- */
+
+/* A table of `count` entries of `entsize` bytes at `offset` fits in size. */
+static bool table_fits(uint64_t size, uint64_t offset, uint64_t entsize,
+                       uint64_t count) {
+  return count == 0 || (offset <= size && count <= (size - offset) / entsize);
+}
+
+/* Where the metadata note's description is, once found. */
+typedef struct co_note {
+  const uint8_t* desc;
+  uint32_t size;
+  bool found;
+} co_note;
+
+static bool is_metadata_note(const uint8_t* name, uint64_t namesz,
+                             uint64_t type) {
+  /* "AMDGPU" with its terminating NUL, as LLVM writes it, or without. */
+  return type == CO_NT_AMDGPU_METADATA &&
+         ((namesz == 7 && memcmp(name, "AMDGPU", 7) == 0) ||
+          (namesz == 6 && memcmp(name, "AMDGPU", 6) == 0));
+}
+
+/* Walks the notes of data[offset, offset + len), `align`-byte aligned, and
+ * records the first metadata note. A note that overruns the region is
+ * INVALID_FORMAT; fewer than 12 bytes left over at the end are padding. */
+static kpack_error_t scan_notes(const uint8_t* data, uint64_t size,
+                                uint64_t offset, uint64_t len, uint64_t align,
+                                co_note* note) {
+  if (offset > size || len > size - offset)
+    return KPACK_ERROR_INVALID_FORMAT;
+  const uint8_t* region = data + offset;
+  uint64_t pos = 0;
+  while (!note->found && len - pos >= CO_NOTE_HEADER) {
+    uint64_t namesz = kp_load_le(region + pos, 4);
+    uint64_t descsz = kp_load_le(region + pos + 4, 4);
+    uint64_t type = kp_load_le(region + pos + 8, 4);
+    pos += CO_NOTE_HEADER;
+    if (namesz > len - pos)
+      return KPACK_ERROR_INVALID_FORMAT;
+    const uint8_t* name = region + pos;
+    /* Name and description each start `align`-aligned in the region. */
+    uint64_t desc_at = (pos + namesz + align - 1) & ~(align - 1);
+    if (descsz > 0 && (desc_at > len || descsz > len - desc_at))
+      return KPACK_ERROR_INVALID_FORMAT;
+    if (is_metadata_note(name, namesz, type)) {
+      note->desc = region + desc_at;
+      note->size = (uint32_t)descsz;
+      note->found = true;
+    }
+    /* The last note's padding may be cut off by the end of the region. */
+    pos = (desc_at + descsz + align - 1) & ~(align - 1);
+    if (pos > len)
+      pos = len;
+  }
+  return KPACK_SUCCESS;
+}
+
+/* The ELF header checks, code object version and target fields. */
+static kpack_error_t read_header(const uint8_t* h, size_t size,
+                                 kpack_code_object_info_t* info) {
+  if (!kpack_is_code_object(h, size))
+    return KPACK_ERROR_INVALID_FORMAT;
+  info->version = h[7] == CO_ELFOSABI_AMDGPU_HSA ? (unsigned)h[8] + 2 : 0;
+  info->e_flags = (uint32_t)kp_load_le(h + 48, 4);
+  info->mach = info->e_flags & CO_EF_MACH;
+  info->generic_version = info->e_flags >> CO_EF_GENERIC_SHIFT;
+  return KPACK_SUCCESS;
+}
+
+/* Finds the metadata note: in the PT_NOTE segments, else in the SHT_NOTE
+ * sections. Every header table must fit, and so must every note region
+ * walked. */
+static kpack_error_t find_note(const uint8_t* data, uint64_t size,
+                               co_note* note) {
+  const uint8_t* h = data;
+  uint64_t phoff = kp_load_le(h + 32, 8), shoff = kp_load_le(h + 40, 8);
+  uint64_t phentsize = kp_load_le(h + 54, 2), phnum = kp_load_le(h + 56, 2);
+  uint64_t shentsize = kp_load_le(h + 58, 2), shnum = kp_load_le(h + 60, 2);
+  kpack_error_t err;
+
+  /* Section 0 holds the real counts when they do not fit in the header. */
+  if (shoff != 0 && (shnum == 0 || phnum == CO_PN_XNUM)) {
+    if (shentsize < CO_SHDR_SIZE || !table_fits(size, shoff, shentsize, 1))
+      return KPACK_ERROR_INVALID_FORMAT;
+    if (shnum == 0)
+      shnum = kp_load_le(data + shoff + 32, 8);
+    if (phnum == CO_PN_XNUM)
+      phnum = kp_load_le(data + shoff + 44, 4);
+  }
+  if (shoff == 0)
+    shnum = 0;
+  if (phoff == 0)
+    phnum = 0;
+  if ((phnum > 0 && phentsize < CO_PHDR_SIZE) ||
+      (shnum > 0 && shentsize < CO_SHDR_SIZE) ||
+      !table_fits(size, phoff, phentsize, phnum) ||
+      !table_fits(size, shoff, shentsize, shnum))
+    return KPACK_ERROR_INVALID_FORMAT;
+
+  for (uint64_t i = 0; i < phnum && !note->found; i++) {
+    const uint8_t* ph = data + phoff + i * phentsize;
+    if (kp_load_le(ph, 4) != CO_PT_NOTE)
+      continue;
+    err = scan_notes(data, size, kp_load_le(ph + 8, 8), kp_load_le(ph + 32, 8),
+                     kp_load_le(ph + 48, 8) == 8 ? 8 : 4, note);
+    if (err != KPACK_SUCCESS)
+      return err;
+  }
+  for (uint64_t i = 0; i < shnum && !note->found; i++) {
+    const uint8_t* sh = data + shoff + i * shentsize;
+    if (kp_load_le(sh + 4, 4) != CO_SHT_NOTE)
+      continue;
+    err = scan_notes(data, size, kp_load_le(sh + 24, 8), kp_load_le(sh + 32, 8),
+                     kp_load_le(sh + 48, 8) == 8 ? 8 : 4, note);
+    if (err != KPACK_SUCCESS)
+      return err;
+  }
+  return KPACK_SUCCESS;
+}
+
+/* ---- metadata ------------------------------------------------------------ */
+
+/* A value of the wrong type is a wrong shape; anything else a broken
+ * encoding (cannot happen after the note was validated, but never trusted). */
+static kpack_error_t shape_error(mp_status st) {
+  return st == MP_WRONG_TYPE ? KPACK_ERROR_INVALID_METADATA
+                             : KPACK_ERROR_MSGPACK_PARSE_FAILED;
+}
+
+static const struct {
+  const char* key;
+  uint32_t bit;
+  size_t offset;
+} kernel_counts[] = {
+    {".vgpr_count", KPACK_CO_VGPR_COUNT,
+     offsetof(kpack_co_kernel_t, vgpr_count)},
+    {".sgpr_count", KPACK_CO_SGPR_COUNT,
+     offsetof(kpack_co_kernel_t, sgpr_count)},
+    {".agpr_count", KPACK_CO_AGPR_COUNT,
+     offsetof(kpack_co_kernel_t, agpr_count)},
+    {".group_segment_fixed_size", KPACK_CO_GROUP_SEGMENT_FIXED_SIZE,
+     offsetof(kpack_co_kernel_t, group_segment_fixed_size)},
+    {".private_segment_fixed_size", KPACK_CO_PRIVATE_SEGMENT_FIXED_SIZE,
+     offsetof(kpack_co_kernel_t, private_segment_fixed_size)},
+    {".kernarg_segment_size", KPACK_CO_KERNARG_SEGMENT_SIZE,
+     offsetof(kpack_co_kernel_t, kernarg_segment_size)},
+    {".wavefront_size", KPACK_CO_WAVEFRONT_SIZE,
+     offsetof(kpack_co_kernel_t, wavefront_size)},
+    {".max_flat_workgroup_size", KPACK_CO_MAX_FLAT_WORKGROUP_SIZE,
+     offsetof(kpack_co_kernel_t, max_flat_workgroup_size)},
+    {".vgpr_spill_count", KPACK_CO_VGPR_SPILL_COUNT,
+     offsetof(kpack_co_kernel_t, vgpr_spill_count)},
+    {".sgpr_spill_count", KPACK_CO_SGPR_SPILL_COUNT,
+     offsetof(kpack_co_kernel_t, sgpr_spill_count)},
+};
+#define KERNEL_COUNTS (sizeof(kernel_counts) / sizeof(kernel_counts[0]))
+
+/* Reads a str value into the arena; a second one for the same key is a
+ * wrong shape. */
+static kpack_error_t read_string(kpack_code_object_t* co, mp_cursor* c,
+                                 const char** out) {
+  const char* s;
+  uint32_t len;
+  mp_status st = mp_read_str(c, &s, &len);
+  if (st != MP_OK)
+    return shape_error(st);
+  if (*out != NULL)
+    return KPACK_ERROR_INVALID_METADATA;
+  *out = keep_string(co, s, len);
+  return *out != NULL ? KPACK_SUCCESS : KPACK_ERROR_OUT_OF_MEMORY;
+}
+
+static kpack_error_t read_kernel(kpack_code_object_t* co, mp_cursor* c,
+                                 kpack_co_kernel_t* k) {
+  uint32_t pairs;
+  mp_status st = mp_read_map(c, &pairs);
+  if (st != MP_OK)
+    return shape_error(st);
+  memset(k, 0, sizeof(*k));
+  for (uint32_t i = 0; i < pairs; i++) {
+    const char* key;
+    uint32_t len;
+    kpack_error_t err = KPACK_SUCCESS;
+    if (mp_read_str(c, &key, &len) != MP_OK) {
+      /* Not a str key: not one of ours. */
+      if ((st = mp_skip(c)) != MP_OK || (st = mp_skip(c)) != MP_OK)
+        return shape_error(st);
+      continue;
+    }
+    if (mp_str_eq(key, len, ".name")) {
+      err = read_string(co, c, &k->name);
+    } else if (mp_str_eq(key, len, ".symbol")) {
+      err = read_string(co, c, &k->symbol);
+      k->present |= KPACK_CO_SYMBOL;
+    } else {
+      size_t f = 0;
+      while (f < KERNEL_COUNTS && !mp_str_eq(key, len, kernel_counts[f].key))
+        f++;
+      if (f == KERNEL_COUNTS) {
+        st = mp_skip(c); /* an unknown key */
+      } else if (k->present & kernel_counts[f].bit) {
+        err = KPACK_ERROR_INVALID_METADATA; /* given twice */
+      } else {
+        uint64_t v;
+        st = mp_read_uint(c, &v);
+        memcpy((char*)k + kernel_counts[f].offset, &v, sizeof(v));
+        k->present |= kernel_counts[f].bit;
+      }
+      if (st != MP_OK)
+        err = shape_error(st);
+    }
+    if (err != KPACK_SUCCESS)
+      return err;
+  }
+  if (k->name == NULL)
+    return KPACK_ERROR_INVALID_METADATA;
+  if (k->symbol == NULL)
+    k->symbol = "";
+  return KPACK_SUCCESS;
+}
+
+static kpack_error_t read_kernels(kpack_code_object_t* co, mp_cursor* c) {
+  uint32_t count;
+  mp_status st = mp_read_array(c, &count);
+  if (st != MP_OK)
+    return shape_error(st);
+  for (uint32_t i = 0; i < count; i++) {
+    /* Grown as kernels parse, so a count that lies costs nothing. */
+    kpack_co_kernel_t* grown = kp_grow(co->kernels, co->info.kernel_count,
+                                       &co->kernel_cap, sizeof(*grown), 16);
+    if (grown == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    co->kernels = grown;
+    kpack_error_t err = read_kernel(co, c, &co->kernels[co->info.kernel_count]);
+    if (err != KPACK_SUCCESS)
+      return err;
+    co->info.kernel_count++;
+  }
+  return KPACK_SUCCESS;
+}
+
+static kpack_error_t read_metadata(kpack_code_object_t* co) {
+  mp_cursor c = mp_cursor_make(co->note, co->note_size);
+  uint32_t pairs;
+  bool seen_kernels = false;
+  const char* target = NULL;
+  kpack_error_t err;
+  mp_status st = mp_read_map(&c, &pairs);
+  if (st != MP_OK)
+    return shape_error(st);
+  for (uint32_t i = 0; i < pairs; i++) {
+    const char* key;
+    uint32_t len;
+    if (mp_read_str(&c, &key, &len) != MP_OK) {
+      if ((st = mp_skip(&c)) != MP_OK || (st = mp_skip(&c)) != MP_OK)
+        return shape_error(st);
+      continue;
+    }
+    if (mp_str_eq(key, len, "amdhsa.kernels")) {
+      if (seen_kernels)
+        return KPACK_ERROR_INVALID_METADATA;
+      seen_kernels = true;
+      err = read_kernels(co, &c);
+    } else if (mp_str_eq(key, len, "amdhsa.target")) {
+      err = read_string(co, &c, &target);
+    } else {
+      st = mp_skip(&c);
+      err = st == MP_OK ? KPACK_SUCCESS : shape_error(st);
+    }
+    if (err != KPACK_SUCCESS)
+      return err;
+  }
+  if (target != NULL)
+    co->info.metadata_target = target;
+  return KPACK_SUCCESS;
+}
+
+/* ---- target -------------------------------------------------------------- */
+
+static const co_processor* find_processor(uint32_t mach) {
+  for (size_t i = 0; i < sizeof(processors) / sizeof(processors[0]); i++)
+    if (processors[i].mach == mach)
+      return &processors[i];
+  return NULL;
+}
+
+/* v2 and v3 store one bit per feature: set is on, clear is off, for a
+ * processor that has the feature. */
+static kpack_feature_t feature_bit(const co_processor* p, unsigned feature,
+                                   uint32_t flags, uint32_t bit) {
+  if (p == NULL || !(p->features & feature))
+    return KPACK_FEATURE_UNSUPPORTED;
+  return (flags & bit) ? KPACK_FEATURE_ON : KPACK_FEATURE_OFF;
+}
+
+static kpack_error_t derive_target(kpack_code_object_t* co) {
+  kpack_code_object_info_t* info = &co->info;
+  /* Before v3, e_flags held no processor (a separate note named it). */
+  const co_processor* p =
+      info->version == 2 ? NULL : find_processor(info->mach);
+  uint32_t flags = info->e_flags;
+  if (info->version >= 4) {
+    info->xnack = (kpack_feature_t)((flags >> CO_EF_XNACK_V4_SHIFT) & 3);
+    info->sramecc = (kpack_feature_t)((flags >> CO_EF_SRAMECC_V4_SHIFT) & 3);
+  } else if (info->version == 3) {
+    info->xnack = feature_bit(p, CO_XNACK, flags, CO_EF_XNACK_V3);
+    info->sramecc = feature_bit(p, CO_SRAMECC, flags, CO_EF_SRAMECC_V3);
+  } else if (info->version == 2) {
+    info->xnack =
+        (flags & CO_EF_XNACK_V2) ? KPACK_FEATURE_ON : KPACK_FEATURE_OFF;
+  }
+  if (p == NULL) {
+    /* An unknown processor: believe the note, which names it. */
+    const char* t = kp_target_strip_prefix(info->metadata_target);
+    info->target = t;
+    info->processor = keep_string(co, t, strcspn(t, ":"));
+    return info->processor != NULL ? KPACK_SUCCESS : KPACK_ERROR_OUT_OF_MEMORY;
+  }
+  char buf[64];
+  size_t n = (size_t)snprintf(buf, sizeof(buf), "%s", p->name);
+  if (info->sramecc == KPACK_FEATURE_ON || info->sramecc == KPACK_FEATURE_OFF)
+    n += (size_t)snprintf(buf + n, sizeof(buf) - n, ":sramecc%c",
+                          info->sramecc == KPACK_FEATURE_ON ? '+' : '-');
+  if (info->xnack == KPACK_FEATURE_ON || info->xnack == KPACK_FEATURE_OFF)
+    n += (size_t)snprintf(buf + n, sizeof(buf) - n, ":xnack%c",
+                          info->xnack == KPACK_FEATURE_ON ? '+' : '-');
+  info->processor = p->name;
+  info->target = keep_string(co, buf, n);
+  return info->target != NULL ? KPACK_SUCCESS : KPACK_ERROR_OUT_OF_MEMORY;
+}
+
+/* ---- public API ---------------------------------------------------------- */
+
+KPACK_API bool kpack_is_code_object(const void* data, size_t size) {
+  const uint8_t* h = data;
+  return h != NULL && size >= CO_EHDR_SIZE && memcmp(h, "\177ELF", 4) == 0 &&
+         h[4] == 2 /* ELFCLASS64 */ && h[5] == 1 /* ELFDATA2LSB */ &&
+         kp_load_le(h + 18, 2) == CO_EM_AMDGPU;
+}
+
+KPACK_API kpack_error_t kpack_code_object_parse(
+    const void* data, size_t size, kpack_code_object_t** code_object) {
+  kpack_error_t err;
+  kpack_code_object_t* co = NULL;
+  co_note note = {0};
+
+  if (code_object == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *code_object = NULL;
+  if (data == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  co = calloc(1, sizeof(*co));
+  if (co == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  co->info.metadata_target = "";
+  co->info.processor = "";
+  co->info.target = "";
+  if ((err = read_header(data, size, &co->info)) != KPACK_SUCCESS ||
+      (err = find_note(data, size, &note)) != KPACK_SUCCESS)
+    goto fail;
+
+  /* Every str in the note takes at least one header byte there, so its
+   * text and NUL fit in note_size bytes; the target and a processor taken
+   * from the note fit in as many again plus the longest composed target. */
+  co->strings_cap = 2 * (size_t)note.size + 64;
+  co->strings = malloc(co->strings_cap);
+  err = KPACK_ERROR_OUT_OF_MEMORY;
+  if (co->strings == NULL)
+    goto fail;
+  if (note.found) {
+    co->info.has_metadata = true;
+    co->info.metadata_size = note.size;
+    co->note_size = note.size;
+    co->note = malloc(note.size ? note.size : 1);
+    if (co->note == NULL)
+      goto fail;
+    memcpy(co->note, note.desc, note.size);
+    mp_cursor whole = mp_cursor_make(co->note, co->note_size);
+    err = KPACK_ERROR_MSGPACK_PARSE_FAILED;
+    if (mp_skip_bounded(&whole, KP_JSON_MAX_DEPTH) != MP_OK)
+      goto fail;
+    if ((err = read_metadata(co)) != KPACK_SUCCESS)
+      goto fail;
+  }
+  if ((err = derive_target(co)) != KPACK_SUCCESS)
+    goto fail;
+  *code_object = co;
+  return KPACK_SUCCESS;
+
+fail:
+  kpack_code_object_free(co);
+  return err;
+}
+
+KPACK_API kpack_error_t kpack_code_object_get_info(
+    const kpack_code_object_t* code_object, kpack_code_object_info_t* info) {
+  if (code_object == NULL || info == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *info = code_object->info;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t
+kpack_code_object_get_kernel(const kpack_code_object_t* code_object,
+                             size_t index, kpack_co_kernel_t* kernel) {
+  if (code_object == NULL || kernel == NULL ||
+      index >= code_object->info.kernel_count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *kernel = code_object->kernels[index];
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t
+kpack_code_object_metadata_json(const kpack_code_object_t* code_object,
+                                bool pretty, char** json, size_t* json_len) {
+  if (json != NULL)
+    *json = NULL;
+  if (code_object == NULL || json == NULL || json_len == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if (!code_object->info.has_metadata) {
+    *json = strdup("null");
+    *json_len = 4;
+    return *json != NULL ? KPACK_SUCCESS : KPACK_ERROR_OUT_OF_MEMORY;
+  }
+  return kp_msgpack_to_json(code_object->note, code_object->note_size, pretty,
+                            json, json_len, NULL);
+}
+
+KPACK_API void kpack_code_object_free(kpack_code_object_t* code_object) {
+  if (code_object == NULL)
+    return;
+  free(code_object->kernels);
+  free(code_object->note);
+  free(code_object->strings);
+  free(code_object);
+}
+
+KPACK_API const char* kpack_feature_name(kpack_feature_t feature) {
+  switch (feature) {
+    case KPACK_FEATURE_UNSUPPORTED:
+      return "unsupported";
+    case KPACK_FEATURE_ANY:
+      return "any";
+    case KPACK_FEATURE_OFF:
+      return "off";
+    case KPACK_FEATURE_ON:
+      return "on";
+  }
+  return NULL;
+}
