@@ -19,8 +19,8 @@
 #define KP_HEADER_SIZE 16u
 #define KP_PAYLOAD_START 64u
 
-/* The TOC as an open archive keeps it (docs/mount.md, "How libkpack holds
- * a TOC"): fixed-size entries in flat arrays and every name once in one
+/* The TOC as an open archive keeps it (docs/mount.md, "What an open
+ * archive keeps"): fixed-size entries in flat arrays and every name once in one
  * string table, so that a handle costs about 52 bytes per kernel plus its
  * binary names. Names are offsets into kp_toc.strings; arch and type names
  * are stored once per archive however many kernels share them, so two
