@@ -406,7 +406,8 @@ int main(int argc, char* argv[]) {
   if (kfs_tree_build(&fs.tree, &paths) != 0)
     goto out;
   tree_built = true;
-  if (kfs_renders_init(&fs.renders, fs.tree.kernels, KFS_RENDER_BUDGET) != 0) {
+  if (kfs_renders_init(&fs.renders, fs.tree.render_slots, KFS_RENDER_BUDGET) !=
+      0) {
     fprintf(stderr, "kpackfs: out of memory\n");
     goto out;
   }

@@ -52,8 +52,9 @@ typedef struct kfs_renders {
 
 #define KFS_RENDER_BUDGET (8ull << 20)
 
-/* One slot per kernel file of the tree (kfs_tree.kernels); called once the
- * tree is built, and freed with the filesystem. 0 or -ENOMEM. */
+/* One slot per render slot of the tree (kfs_tree.render_slots: every
+ * kernel of the sources, shown or not); called once the tree is built, and
+ * freed with the filesystem. 0 or -ENOMEM. */
 int kfs_renders_init(kfs_renders* renders, size_t count, uint64_t budget);
 void kfs_renders_free(kfs_renders* renders);
 
