@@ -217,22 +217,52 @@ static int parse_json_flag(const cli_command* cmd, int argc, char** argv,
 
 /* ---- list ---------------------------------------------------------------- */
 
+/* The table is printed in two passes over the open archives, the first
+ * sizing its columns and counting, the second printing rows as the TOC is
+ * walked: a whole install (420 archives, 252,000 kernels) is listed without
+ * holding a quarter of a million rows of text. */
 typedef struct list_state {
   const char* archive_path;
   bool json, many, first, failed;
+  bool printing; /* the second pass */
   cli_table table;
+  size_t width[6];
   uint64_t size, stored;
   size_t kernels;
 } list_state;
+
+/* Sizes (first pass) or prints (second) one row of the table, aligned as
+ * cli_table_print() aligns its cells. */
+static void list_cells(list_state* s, const char* const* cells) {
+  const cli_table* t = &s->table;
+  for (size_t c = 0; c < t->cols; c++) {
+    size_t n = strlen(cells[c]);
+    if (!s->printing) {
+      if (n > s->width[c])
+        s->width[c] = n;
+      continue;
+    }
+    bool last = c + 1 == t->cols;
+    if (t->right[c])
+      printf("%*s", (int)s->width[c], cells[c]);
+    else if (last) /* no trailing blanks */
+      fputs(cells[c], stdout);
+    else
+      printf("%-*s", (int)s->width[c], cells[c]);
+    fputs(last ? "\n" : "  ", stdout);
+  }
+}
 
 static bool list_kernel(kpack_archive_t archive, const char* binary,
                         const char* arch, const kpack_kernel_info_t* info,
                         void* user) {
   list_state* s = user;
-  char ratio[32];
-  s->size += info->size;
-  s->stored += info->stored_size;
-  s->kernels++;
+  char ratio[32], size[32], stored[32];
+  if (!s->printing) {
+    s->size += info->size;
+    s->stored += info->stored_size;
+    s->kernels++;
+  }
   if (s->json) {
     fputs(s->first ? "\n  {\"archive\": " : ",\n  {\"archive\": ", stdout);
     s->first = false;
@@ -263,14 +293,11 @@ static bool list_kernel(kpack_archive_t archive, const char* binary,
     return true;
   }
   cli_ratio(ratio, info->size, info->stored_size);
-  if (s->many)
-    cli_table_row(&s->table, "%s\t%s\t%s\t%llu\t%llu\t%s", s->archive_path,
-                  binary, arch, (unsigned long long)info->size,
-                  (unsigned long long)info->stored_size, ratio);
-  else
-    cli_table_row(&s->table, "%s\t%s\t%llu\t%llu\t%s", binary, arch,
-                  (unsigned long long)info->size,
-                  (unsigned long long)info->stored_size, ratio);
+  snprintf(size, sizeof(size), "%llu", (unsigned long long)info->size);
+  snprintf(stored, sizeof(stored), "%llu",
+           (unsigned long long)info->stored_size);
+  const char* cells[] = {s->archive_path, binary, arch, size, stored, ratio};
+  list_cells(s, s->many ? cells : cells + 1);
   return true;
 }
 
@@ -295,6 +322,13 @@ static int list_run(int argc, char** argv) {
   s.table.cols = s.many ? 6 : 5;
   s.table.headers = s.many ? headers : headers + 1;
   s.table.right = s.many ? right : right + 1;
+  kpack_archive_t* open = calloc((size_t)argc, sizeof(*open));
+  if (open == NULL) {
+    cli_error("out of memory");
+    return CLI_FAIL;
+  }
+  for (size_t c = 0; c < s.table.cols; c++)
+    s.width[c] = strlen(s.table.headers[c]);
   if (s.json)
     fputs("[", stdout);
   for (int i = optind; i < argc; i++) {
@@ -317,19 +351,33 @@ static int list_run(int argc, char** argv) {
       cli_kerror(argv[i], err);
       status = CLI_FAIL;
     }
-    kpack_close(archive);
+    if (s.json)
+      kpack_close(archive);
+    else
+      open[i] = archive; /* kept for the second pass */
   }
   if (s.json) {
     fputs(s.first ? "]\n" : "\n]\n", stdout);
   } else if (listed > 0) {
     if (!s.first) /* after a host binary's table */
       putchar('\n');
-    cli_table_print(&s.table, stdout);
+    s.printing = true;
+    list_cells(&s, s.table.headers);
+    /* The same walk again: the same rows, up to the same error if any
+     * (reported by the first pass). */
+    for (int i = optind; i < argc; i++) {
+      if (open[i] == NULL)
+        continue;
+      s.archive_path = argv[i];
+      (void)cli_for_each_kernel(open[i], list_kernel, &s);
+    }
     printf("%zu kernel%s, %s, stored %s (%s)\n", s.kernels,
            s.kernels == 1 ? "" : "s", cli_human_size(a, s.size),
            cli_human_size(b, s.stored), cli_ratio(r, s.size, s.stored));
   }
-  cli_table_free(&s.table);
+  for (int i = 0; i < argc; i++)
+    kpack_close(open[i]);
+  free(open);
   return s.failed ? CLI_FAIL : status;
 }
 

@@ -341,6 +341,14 @@ static kpack_error_t parse_binaries(toc_builder* b, mp_cursor* c) {
   t->binaries = calloc(n ? n : 1, sizeof(*t->binaries));
   if (t->binaries == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
+  /* A kernel per binary at least, and exactly that in per-arch archives:
+   * sized so, the array is not regrown and trimmed, which would leave a
+   * hole in the heap per archive. */
+  if (n > 0 && t->kernels == NULL) {
+    t->kernels = kp_grow(NULL, 0, &b->kernel_cap, sizeof(*t->kernels), n);
+    if (t->kernels == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+  }
   for (uint32_t i = 0; i < n; i++) {
     kp_binary* bin = &t->binaries[t->binary_count];
     uint32_t arches;
