@@ -23,6 +23,11 @@ typedef struct toc_fields {
   kpack_error_t toc_err; /* from parsing "toc", reported after the header */
 } toc_fields;
 
+typedef struct name_memo {
+  uint32_t offset;
+  uint32_t len; /* UINT32_MAX: none yet */
+} name_memo;
+
 typedef struct toc_builder {
   kp_toc* toc;
   size_t strings_cap;
@@ -35,7 +40,10 @@ typedef struct toc_builder {
   size_t names_mask;
   size_t names_count;
   uint32_t hsaco; /* offset of "hsaco", the usual type; UINT32_MAX unset */
-  uint32_t last;  /* 1 + offset of the last name interned; 0 none */
+  /* The last arch and the last type interned: an archive's entries mostly
+   * repeat them (one arch in a per-arch archive, the arches in the same
+   * order for each binary, "hsaco" throughout). */
+  name_memo arch_memo, type_memo;
 } toc_builder;
 
 static kpack_error_t from_mp(mp_status st) {
@@ -84,15 +92,11 @@ static size_t name_hash(const char* s, size_t len) {
  * an install's archives name a handful of arches and types for thousands
  * of kernels. */
 static kpack_error_t intern(toc_builder* b, const char* s, size_t len,
-                            uint32_t* offset) {
-  /* An archive's entries mostly repeat the name before: one arch (per
-   * arch archives), or the arches in the same order for each binary. */
-  if (b->last != 0) {
-    const char* name = kp_toc_str(b->toc, b->last - 1);
-    if (strncmp(name, s, len) == 0 && name[len] == '\0') {
-      *offset = b->last - 1;
-      return KPACK_SUCCESS;
-    }
+                            name_memo* memo, uint32_t* offset) {
+  if (memo->len == len &&
+      memcmp(kp_toc_str(b->toc, memo->offset), s, len) == 0) {
+    *offset = memo->offset;
+    return KPACK_SUCCESS;
   }
   if ((b->names_count + 1) * 2 > b->names_mask + 1) {
     size_t cap = b->names_mask ? (b->names_mask + 1) * 2 : 64;
@@ -117,7 +121,7 @@ static kpack_error_t intern(toc_builder* b, const char* s, size_t len,
     const char* name = kp_toc_str(b->toc, b->names[i] - 1);
     if (strncmp(name, s, len) == 0 && name[len] == '\0') {
       *offset = b->names[i] - 1;
-      b->last = b->names[i];
+      *memo = (name_memo){*offset, (uint32_t)len};
       return KPACK_SUCCESS;
     }
   }
@@ -128,14 +132,14 @@ static kpack_error_t intern(toc_builder* b, const char* s, size_t len,
     return KPACK_ERROR_OUT_OF_MEMORY; /* 1 + offset must fit */
   b->names[i] = *offset + 1;
   b->names_count++;
-  b->last = b->names[i];
+  *memo = (name_memo){*offset, (uint32_t)len};
   return KPACK_SUCCESS;
 }
 
 /* Reads a msgpack str as a name: embedded NULs would make the C name
- * ambiguous. Interned (arches, types) or appended (binary names, which are
- * unique anyway). */
-static kpack_error_t read_name(toc_builder* b, mp_cursor* c, bool interned,
+ * ambiguous. Interned with `memo` (arches, types) or, when it is NULL,
+ * appended (binary names, which are unique anyway). */
+static kpack_error_t read_name(toc_builder* b, mp_cursor* c, name_memo* memo,
                                uint32_t* offset) {
   const char* s;
   uint32_t len;
@@ -144,8 +148,8 @@ static kpack_error_t read_name(toc_builder* b, mp_cursor* c, bool interned,
     return err;
   if (memchr(s, '\0', len) != NULL)
     return KPACK_ERROR_INVALID_FORMAT;
-  return interned ? intern(b, s, len, offset)
-                  : append_string(b, s, len, offset);
+  return memo != NULL ? intern(b, s, len, memo, offset)
+                      : append_string(b, s, len, offset);
 }
 
 /* An entry's "metadata": kept byte for byte when it is a map. Any other
@@ -259,7 +263,7 @@ static kpack_error_t parse_entry(toc_builder* b, mp_cursor* c, kp_kernel* k) {
       k->has_size = 1;
     } else if (mp_str_eq(key, len, "type")) {
       uint32_t type;
-      err = read_name(b, c, true, &type);
+      err = read_name(b, c, &b->type_memo, &type);
       k->type = type;
     } else if (mp_str_eq(key, len, "metadata")) {
       err = read_metadata(b, c, k);
@@ -278,7 +282,7 @@ static kpack_error_t push_kernel(toc_builder* b, kp_kernel** out) {
   if (t->kernel_count >= KP_TOC_MAX_KERNELS)
     return KPACK_ERROR_OUT_OF_MEMORY;
   if (b->hsaco == UINT32_MAX &&
-      (err = intern(b, "hsaco", 5, &b->hsaco)) != KPACK_SUCCESS)
+      (err = intern(b, "hsaco", 5, &b->type_memo, &b->hsaco)) != KPACK_SUCCESS)
     return err;
   void* kernels = t->kernels;
   err = reserve(&kernels, &b->kernel_cap, t->kernel_count + 1,
@@ -352,7 +356,7 @@ static kpack_error_t parse_binaries(toc_builder* b, mp_cursor* c) {
   for (uint32_t i = 0; i < n; i++) {
     kp_binary* bin = &t->binaries[t->binary_count];
     uint32_t arches;
-    if ((err = read_name(b, c, false, &bin->name)) != KPACK_SUCCESS)
+    if ((err = read_name(b, c, NULL, &bin->name)) != KPACK_SUCCESS)
       return err;
     if ((err = from_mp(mp_read_map(c, &arches))) != KPACK_SUCCESS)
       return err;
@@ -366,7 +370,7 @@ static kpack_error_t parse_binaries(toc_builder* b, mp_cursor* c) {
       uint32_t arch;
       if ((err = push_kernel(b, &k)) != KPACK_SUCCESS)
         return err;
-      if ((err = read_name(b, c, true, &arch)) != KPACK_SUCCESS)
+      if ((err = read_name(b, c, &b->arch_memo, &arch)) != KPACK_SUCCESS)
         return err;
       k->arch = arch;
       if ((err = parse_entry(b, c, k)) != KPACK_SUCCESS)
@@ -400,7 +404,7 @@ static kpack_error_t parse_arches(toc_builder* b, mp_cursor c,
   if (*offsets == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   for (uint32_t i = 0; i < n && err == KPACK_SUCCESS; i++) {
-    err = read_name(b, &c, true, &(*offsets)[i]);
+    err = read_name(b, &c, &b->arch_memo, &(*offsets)[i]);
     t->arch_count += err == KPACK_SUCCESS;
   }
   return err;
@@ -508,7 +512,10 @@ kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
                            const uint8_t** frame_sizes,
                            size_t* frame_sizes_len) {
   toc_fields f;
-  toc_builder b = {.toc = toc, .hsaco = UINT32_MAX};
+  toc_builder b = {.toc = toc,
+                   .hsaco = UINT32_MAX,
+                   .arch_memo = {0, UINT32_MAX},
+                   .type_memo = {0, UINT32_MAX}};
   mp_cursor c = mp_cursor_make(data, size);
   uint32_t group = 0, family = 0, *arches = NULL;
   kpack_error_t err;
@@ -534,9 +541,9 @@ kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
   }
   if (f.has_scheme && (err = parse_scheme(f.scheme, &toc->scheme)))
     goto fail;
-  if (f.has_group_name && (err = read_name(&b, &f.group_name, false, &group)))
+  if (f.has_group_name && (err = read_name(&b, &f.group_name, NULL, &group)))
     goto fail;
-  if (f.has_family && (err = read_name(&b, &f.family, false, &family)))
+  if (f.has_family && (err = read_name(&b, &f.family, NULL, &family)))
     goto fail;
   if (f.has_arches && (err = parse_arches(&b, f.arches, &arches)))
     goto fail;
