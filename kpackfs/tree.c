@@ -12,6 +12,7 @@
  * (tree_eager.c).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -756,25 +757,67 @@ static void report_open_failure(const char* path, kpack_error_t err, int sys,
     fprintf(stderr, "kpackfs: %s: %s\n", path, kpack_error_string(err));
 }
 
+/* Opening is reading and parsing a TOC per source: a few workers overlap
+ * one archive's reads with another's parsing. Each takes the next source
+ * by an atomic counter and keeps its own status; failures are reported in
+ * source order afterwards. */
+#define KFS_OPEN_WORKERS 4
+
+typedef struct open_job {
+  kfs_tree* tree;
+  const kfs_paths* paths;
+  kpack_error_t* errs;
+  int* sys; /* errno of each failed open */
+  atomic_size_t next;
+} open_job;
+
+static void* open_worker(void* arg) {
+  open_job* job = arg;
+  for (;;) {
+    size_t i = atomic_fetch_add(&job->next, 1);
+    if (i >= job->paths->count)
+      return NULL;
+    kfs_source* s = &job->tree->sources[i];
+    struct stat st;
+    job->errs[i] = kpack_open(job->paths->items[i], &s->archive);
+    job->sys[i] = errno;
+    if (job->errs[i] != KPACK_SUCCESS)
+      continue;
+    if (stat(job->paths->items[i], &st) == 0)
+      s->mtime = st.st_mtim;
+  }
+}
+
 static int open_sources(kfs_tree* t, const kfs_paths* paths) {
-  t->sources = calloc(paths->count ? paths->count : 1, sizeof(*t->sources));
-  if (t->sources == NULL)
-    return -ENOMEM;
-  for (size_t i = 0; i < paths->count; i++) {
+  size_t n = paths->count;
+  int rc = -ENOMEM;
+  t->sources = calloc(n ? n : 1, sizeof(*t->sources));
+  open_job job = {.tree = t,
+                  .paths = paths,
+                  .errs = calloc(n ? n : 1, sizeof(kpack_error_t)),
+                  .sys = calloc(n ? n : 1, sizeof(int))};
+  atomic_init(&job.next, 0);
+  if (t->sources == NULL || job.errs == NULL || job.sys == NULL)
+    goto out;
+  t->source_count = n; /* kfs_tree_free closes what did open */
+  pthread_t workers[KFS_OPEN_WORKERS];
+  size_t started = 0;
+  while (started < KFS_OPEN_WORKERS && started + 1 < n &&
+         pthread_create(&workers[started], NULL, open_worker, &job) == 0)
+    started++;
+  open_worker(&job); /* this thread works too */
+  for (size_t w = 0; w < started; w++)
+    pthread_join(workers[w], NULL);
+  for (size_t i = 0; i < n; i++) {
     kfs_source* s = &t->sources[i];
     kpack_compression_scheme_t scheme;
-    struct stat st;
-    kpack_error_t err = kpack_open(paths->items[i], &s->archive);
-    if (err != KPACK_SUCCESS) {
-      report_open_failure(paths->items[i], err, errno, paths->count);
-      return -EINVAL;
+    if (job.errs[i] != KPACK_SUCCESS) {
+      report_open_failure(paths->items[i], job.errs[i], job.sys[i], n);
+      rc = -EINVAL;
+      goto out;
     }
-    t->source_count++;
-    s->path = strdup(paths->items[i]);
-    if (s->path == NULL)
-      return -ENOMEM;
-    if (stat(s->path, &st) == 0)
-      s->mtime = st.st_mtim;
+    if ((s->path = strdup(paths->items[i])) == NULL)
+      goto out;
     if (later(s->mtime, t->newest_mtime))
       t->newest_mtime = s->mtime;
     kpack_get_compression_scheme(s->archive, &scheme);
@@ -782,7 +825,11 @@ static int open_sources(kfs_tree* t, const kfs_paths* paths) {
     if (s->scheme == NULL)
       s->scheme = "unknown";
   }
-  return 0;
+  rc = 0;
+out:
+  free(job.errs);
+  free(job.sys);
+  return rc;
 }
 
 int kfs_tree_build(kfs_tree* t, const kfs_paths* paths) {
