@@ -201,8 +201,10 @@ static void protocol_floor(const bench_data* d, const data_set* s,
   snprintf(value, sizeof(value),
            "%.2fx (%.2f req/dir; %zu x 2 x %.0f us + %.2f s)", w / floor,
            (double)requests / (double)dirs, k->dirs, rtt * 1e6, floor - trips);
+  /* Two per directory, to the printed precision: the mount itself adds a
+   * few requests (the root's attributes) whatever the tree. */
   double per_dir = (double)requests / (double)dirs;
-  bn_row(name, value, "2.00 req/dir, no time", per_dir <= 2.0);
+  bn_row(name, value, "2.00 req/dir, no time", per_dir < 2.005);
 }
 
 static void compare(const bench_data* d, data_set* s, const char* floor_tree) {
