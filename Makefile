@@ -140,6 +140,7 @@ all: $(LIB_SO) $(LIB_A) $(LIB_PC) $(PROGRAMS) $(MANPAGES)
 TEST_SRCS    := $(sort $(wildcard tests/test_*.c))
 TEST_BINS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_FIXTURE := $(BUILD)/tests/fixture_fatbin.o $(BUILD)/tests/fixture_code_object.o \
+                $(BUILD)/tests/fixture_program.o \
                 $(BUILD)/tests/fixture_toc.o
 TEST_SUPPORT := $(BUILD)/tests/support.o $(TEST_FIXTURE)
 VALGRIND ?=
@@ -190,7 +191,7 @@ check-suites: all $(TEST_BINS)
 # squashfuse_ll rows) is generated once into .cache/bench (ignored, ~4 GB)
 # and reused; squashfuse, squashfs-tools and zstd are installed when missing
 # (as root). About 4 minutes a run, 6 more the first time.
-# BENCH_ROWS=library,create,mounts,install runs some groups only.
+# BENCH_ROWS=library,create,mounts,transform,install runs some groups only.
 BENCH      := $(BUILD)/bench/bench
 BENCH_SRCS := $(sort $(wildcard tests/bench/*.c))
 

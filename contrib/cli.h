@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: MIT
  *
- * Shared by the kpack tool's source files: the subcommand entry points, their
- * manual pages, and small helpers for messages, tables, JSON and files. The
- * tool is argument parsing and printing over libkpack; nothing here knows
- * the archive format.
+ * Shared by the kpack tool's source files (implemented in cli.c): the
+ * subcommand entry points, their manual pages, and small helpers for
+ * messages, tables, totals, files and walking archives. The tool is
+ * argument parsing and printing over libkpack; nothing here knows the
+ * archive format. What a code object or a host binary shows has its own
+ * module (code_object_view.h, host_view.h), and so has JSON (json.h).
  */
 #ifndef KPACK_CLI_H
 #define KPACK_CLI_H
@@ -35,7 +37,7 @@ extern const cli_command cli_list_command, cli_info_command, cli_cat_command,
     cli_extract_command, cli_create_command, cli_verify_command,
     cli_resolve_command;
 
-/* ---- messages ---------------------------------------------------------- */
+/* ---- messages ------------------------------------------------------------ */
 
 /* "kpack: <message>" on stderr. */
 void cli_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -49,13 +51,13 @@ int cli_usage_error(const cli_command* cmd, const char* fmt, ...)
 /* Prints the manual of `cmd` to stdout; returns CLI_OK. */
 int cli_print_manual(const cli_command* cmd);
 
-/* ---- parsing ----------------------------------------------------------- */
+/* ---- parsing ------------------------------------------------------------- */
 
 /* Parses a decimal integer in [min, max]; false if it is not one. */
 bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
                     unsigned long* out);
 
-/* ---- output ------------------------------------------------------------ */
+/* ---- output -------------------------------------------------------------- */
 
 /* A text table: columns sized to their widest cell, numbers right-aligned. */
 typedef struct cli_table {
@@ -64,6 +66,13 @@ typedef struct cli_table {
   const bool* right; /* per column: right-align */
   char** cells;      /* rows * cols, owned */
   size_t rows, cap;
+  char** texts; /* escaped copies made by cli_table_text(), owned */
+  size_t text_count;
+  /* A table too large to keep (a whole install's kernels) is made in two
+   * passes over the same rows: see cli_table_measure(). */
+  bool measuring;
+  FILE* stream;
+  size_t width[16];
 } cli_table;
 
 /* Appends one row of `t->cols` printf-formatted cells: the format holds one
@@ -72,27 +81,43 @@ void cli_table_row(cli_table* t, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void cli_table_print(const cli_table* t, FILE* out);
 void cli_table_free(cli_table* t);
+/* Two passes instead of keeping the rows: after cli_table_measure(), rows
+ * only size the columns; after cli_table_stream(), which prints the
+ * header, each row is printed as it is added, aligned to those sizes, and
+ * cli_table_print() prints nothing. The same rows in both passes print
+ * what cli_table_print() would. */
+void cli_table_measure(cli_table* t);
+void cli_table_stream(cli_table* t, FILE* out);
+/* `s` as one cell's text: itself when it holds no control byte and no
+ * backslash, else a copy
+ * kept by the table until cli_table_free() with backslash, tab, newline and
+ * carriage return written \\ \t \n \r and other control bytes \xHH,
+ * as the `kernels` file of a mount writes a kernel's name, so that a name
+ * can split neither its row nor its columns. */
+const char* cli_table_text(cli_table* t, const char* s);
 
-/* A JSON string literal, quoted and escaped. */
-void cli_json_string(FILE* out, const char* s);
+/* A sum of sizes that says so when it passes what 64 bits hold, instead of
+ * wrapping round to a small number. */
+typedef struct cli_total {
+  uint64_t value; /* UINT64_MAX once over */
+  bool over;
+} cli_total;
+void cli_total_add(cli_total* t, uint64_t v);
+/* cli_human_size() of the total, or "over 16.0 EiB". */
+const char* cli_total_human(char buf[32], cli_total t);
 /* "1.23x", or "-" when stored is 0. */
 const char* cli_ratio(char buf[32], uint64_t size, uint64_t stored);
 /* "12.3 MiB" style, for summaries. */
 const char* cli_human_size(char buf[32], uint64_t bytes);
 
-/* ---- files ------------------------------------------------------------- */
+/* ---- files --------------------------------------------------------------- */
 
 /* Whole-file read into a malloc'ed buffer; false with errno set on failure. */
 bool cli_read_file(const char* path, void** data, size_t* size);
 /* mkdir -p; false with errno set on failure. */
 bool cli_mkdirs(const char* path, unsigned mode);
-/* True if a TOC binary name can be a relative path: not empty, no leading or
- * trailing '/', no empty, "." or ".." component. */
-bool cli_safe_binary_name(const char* name);
-/* True if an arch (or type) can be one path component. */
-bool cli_safe_component(const char* name);
 
-/* ---- archives ---------------------------------------------------------- */
+/* ---- archives ------------------------------------------------------------ */
 
 /* Called for each kernel, binaries in byte-wise order and each binary's
  * arches sorted; return false to stop. */
@@ -103,68 +128,22 @@ typedef bool (*cli_kernel_fn)(kpack_archive_t archive, const char* binary,
 kpack_error_t cli_for_each_kernel(kpack_archive_t archive, cli_kernel_fn fn,
                                   void* user);
 
-/* ---- code objects (cmd_code_object.c) ---------------------------------- */
+/* What became of one archive argument. */
+typedef enum cli_walk {
+  CLI_WALKED,        /* opened and walked to the end (or until fn stopped) */
+  CLI_WALK_UNOPENED, /* could not be opened: reported */
+  CLI_WALK_BROKEN,   /* opened, but its TOC could not be walked: reported */
+} cli_walk;
+/* The loop of the commands that walk the kernels of each ARCHIVE argument
+ * (list, list --kernels, extract): opens `path`, calls fn
+ * for each kernel as cli_for_each_kernel() does, reports a failure on
+ * standard error naming the file and the status, and closes the archive,
+ * or hands it to the caller through *keep when keep is not NULL (NULL
+ * there when it could not be opened). */
+cli_walk cli_walk_archive(const char* path, cli_kernel_fn fn, void* user,
+                          kpack_archive_t* keep);
 
-/* The file starts like an AMDGPU code object: ELF64, little-endian,
- * e_machine 224 (what `kpack cat` writes and kpackfs shows as
- * kernel.hsaco). */
-bool cli_is_code_object(const char* path);
-/* `kpack info` on a code object file: target, version and the kernel table,
- * or one object of info's JSON array with `json`. Returns an exit status. */
-int cli_code_object_info(const char* path, bool json, bool first);
-/* `kpack info --metadata FILE`: the metadata note as indented JSON and a
- * newline, as kpackfs shows it in metadata.json. Returns an exit status. */
-int cli_code_object_metadata(const char* path);
-/* `kpack list --kernels ...`: the whole command, with its own options. */
-int cli_list_kernels(int argc, char** argv);
-/* What a kpack_code_object_parse() status means for a code object, e.g.
- * "metadata note of the wrong shape" (cli_error_text() speaks of archives). */
-const char* cli_code_object_error_text(kpack_error_t err);
-
-/* ---- host binaries (cmd_host.c) ---------------------------------------- */
-
-/* A 64-bit little-endian ELF that is not an AMDGPU code object: a HIP host
- * binary, fat or kpack-ified, for info, list and resolve. */
-bool cli_is_host_binary(const char* path);
-/* `kpack info` on a host binary: fat (bundles, arches, sizes, compression)
- * or kpack-ified (per record: kernel, search paths written and resolved);
- * one object of info's JSON array with `json`. Returns an exit status. */
-int cli_host_info(const char* path, bool json, bool first);
-/* `kpack list` on a host binary: one row (or JSON object) per code object
- * of a fat binary; *first tracks the JSON array. Returns an exit status. */
-int cli_host_list(const char* path, bool json, bool* first);
-/* A HIPK record's search paths as a JSON array of {written, resolved}, the
- * second as the loader resolves it against `path` (null when out of
- * memory), on stdout. */
-void cli_host_json_search_paths(const char* path,
-                                const kpack_host_wrapper_t* w);
-/* Rows RECORD, MAGIC, KERNEL, SEARCH PATH, RESOLVED for every record. */
-void cli_host_record_rows(cli_table* t, const char* path,
-                          const kpack_host_t* host);
-/* "none" or e.g. "zstd (CCOB v3)". */
-const char* cli_bundle_compression(const kpack_bundle_info_t* info,
-                                   char buf[32]);
-/* Calls fn for each bundle of a fat binary, listed (entry tables only),
- * until fn returns false. A bundle that cannot be listed is reported,
- * naming path and code object, and stops the walk. False if stopped. */
-typedef bool (*cli_bundle_fn)(const char* path, size_t co,
-                              const kpack_bundle_t* bundle, void* user);
-bool cli_for_each_bundle(const char* path, const kpack_fatbin_t* fb,
-                         cli_bundle_fn fn, void* user);
-/* The arches of a bundle's HIP entries (malloc'ed; NULL when out of
- * memory): all of them when agent is NULL, else those that
- * cli_agent_loads(); space-separated, or with `json` a JSON array of
- * strings. *count, when count is not NULL, gets how many. */
-char* cli_bundle_arches(const kpack_bundle_t* b, const char* const* agent,
-                        size_t agent_count, bool json, size_t* count);
-/* Whether an agent whose ISA names are agent[0, agent_count) (--arch) can
- * run a code object built for `target`: kpack_target_serves() for one of
- * them (same processor, each feature the target states stated the same
- * way). */
-bool cli_agent_loads(const char* const* agent, size_t agent_count,
-                     const char* target);
-
-/* ---- interruption ------------------------------------------------------ */
+/* ---- interruption -------------------------------------------------------- */
 
 /* Installs SIGINT/SIGTERM/SIGHUP handlers that only set a flag, so that a
  * long command can stop between steps and clean up. */

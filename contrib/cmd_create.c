@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "host_view.h"
 
 static const char create_manual[] =
     "NAME\n"
@@ -235,18 +236,19 @@ static bool scan_tree_file(cr_state* s, size_t source, const char* full,
       arch_start--;
   }
   bool in_arch_dir = arch_start != NULL && arch_start != rel;
-  if (in_arch_dir && (strcmp(name, KPACK_CO_KERNELS_FILE) == 0 ||
-                      strcmp(name, KPACK_CO_METADATA_FILE) == 0))
+  if (in_arch_dir && (strcmp(name, KPACK_LAYOUT_KERNELS_FILE) == 0 ||
+                      strcmp(name, KPACK_LAYOUT_METADATA_FILE) == 0))
     return true;
-  bool sidecar = in_arch_dir && strcmp(name, KPACK_ENTRY_METADATA_FILE) == 0;
-  if (!sidecar && (strncmp(name, "kernel.", 7) != 0 || !in_arch_dir)) {
+  bool sidecar =
+      in_arch_dir && strcmp(name, KPACK_LAYOUT_TOC_METADATA_FILE) == 0;
+  const char* type = kpack_layout_kernel_type(name);
+  if (!sidecar && (type == NULL || !in_arch_dir)) {
     cli_error("%s: not in the kpackfs layout <binary>#N/<arch>/kernel.hsaco",
               full);
     return false;
   }
-  if (!sidecar && strcmp(name + 7, "hsaco") != 0) {
-    cli_error("%s: kernel type '%s' not supported (only hsaco)", full,
-              name + 7);
+  if (!sidecar && strcmp(type, "hsaco") != 0) {
+    cli_error("%s: kernel type '%s' not supported (only hsaco)", full, type);
     return false;
   }
   char* binary = strndup(rel, (size_t)(arch_start - 1 - rel));
@@ -303,7 +305,7 @@ static bool scan_tree(cr_state* s, size_t source, const char* full,
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
       continue;
     /* kpackfs's own files, at the top of a mounted tree. */
-    if (depth == 0 && strcmp(e->d_name, ".kpackfs") == 0)
+    if (depth == 0 && strcmp(e->d_name, KPACK_LAYOUT_RESERVED_DIR) == 0)
       continue;
     if (asprintf(&child, "%s/%s", full, e->d_name) < 0)
       child = NULL;
@@ -353,7 +355,7 @@ static bool scan_fatbin(cr_state* s, size_t source) {
   if (err == KPACK_SUCCESS)
     err = kpack_fatbin_get_info(src->fatbin, &info);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(src->path, err);
+    cli_host_error(src->path, err);
     goto done;
   }
   if (!info.has_fatbin) {
@@ -385,7 +387,7 @@ static bool scan_fatbin(cr_state* s, size_t source) {
       kpack_bundle_get_entry(bundle, i, &e);
       if (e.arch == NULL)
         continue; /* host code, or another offload kind */
-      if (!cli_safe_component(e.arch)) {
+      if (kpack_layout_arch_problem(e.arch) != NULL) {
         cli_error(
             "%s: code object %zu: target '%s' cannot be a directory "
             "name",
@@ -553,11 +555,31 @@ static bool load_item(const cr_state* s, const cr_item* item, void** data,
   return true;
 }
 
-/* Two inputs give the same (binary, arch): fine if kernel and metadata are
- * identical, an error naming both otherwise. */
+/* An item's TOC type: an archive's entry says; a tree's kernel.hsaco and a
+ * fat binary's entries are code objects. */
+static const char* item_type(const cr_state* s, const cr_item* item) {
+  kpack_archive_t archive = s->sources[item->source].archive;
+  kpack_kernel_info_t info;
+  if (archive != NULL &&
+      kpack_get_kernel_info(archive, item->binary, item->arch, &info) ==
+          KPACK_SUCCESS)
+    return info.type;
+  return "hsaco";
+}
+
+/* Two inputs give the same (binary, arch): fine if type, kernel and
+ * metadata are identical (together they are the entry), an error naming
+ * both otherwise. */
 static bool same_kernel(const cr_state* s, const cr_item* a, const cr_item* b) {
-  void *da, *db = NULL, *ma, *mb = NULL;
+  void *da = NULL, *db = NULL, *ma = NULL, *mb = NULL;
   size_t sa, sb = 0, la, lb = 0;
+  const char* ta = item_type(s, a);
+  const char* tb = item_type(s, b);
+  if (strcmp(ta, tb) != 0) {
+    cli_error("%s for %s: type '%s' in %s and type '%s' in %s", a->binary,
+              a->arch, ta, source_of(s, a), tb, source_of(s, b));
+    return false;
+  }
   bool ok = load_item(s, a, &da, &sa, &ma, &la);
   ok = ok && load_item(s, b, &db, &sb, &mb, &lb);
   if (ok && (sa != sb || memcmp(da, db, sa) != 0)) {
@@ -894,9 +916,10 @@ static bool add_fatbin_source(cr_state* s, char* arg) {
   char* name = strdup(eq != NULL ? eq + 1 : slash ? slash + 1 : arg);
   if (name == NULL)
     return false;
-  if (!cli_safe_binary_name(name)) {
-    cli_error("--fatbin %s: binary name '%s' is not a relative path", arg,
-              name);
+  const char* why = kpack_layout_binary_problem(name);
+  if (why != NULL) {
+    cli_error("--fatbin %s: binary name '%s' is not a relative path (%s)", arg,
+              name, why);
     free(name);
     return false;
   }
@@ -1040,7 +1063,7 @@ static int create_run(int argc, char** argv) {
         bool seen = false;
         for (size_t i = 0; i < s.only_count; i++)
           seen = seen || strcmp(s.only_arches[i], optarg) == 0;
-        if (!cli_safe_component(optarg)) {
+        if (kpack_layout_arch_problem(optarg) != NULL) {
           status = cli_usage_error(cmd,
                                    "--arch '%s' cannot be a directory "
                                    "name",

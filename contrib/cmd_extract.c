@@ -159,9 +159,9 @@ static bool write_beside(const extract_state* s, kpack_archive_t archive,
     return false;
   }
   bool ok =
-      put_file(s, dir, KPACK_ENTRY_METADATA_FILE, map, map_size) &&
-      put_file(s, dir, KPACK_CO_KERNELS_FILE, r.kernels, r.kernels_size) &&
-      put_file(s, dir, KPACK_CO_METADATA_FILE, r.metadata_json,
+      put_file(s, dir, KPACK_LAYOUT_TOC_METADATA_FILE, map, map_size) &&
+      put_file(s, dir, KPACK_LAYOUT_KERNELS_FILE, r.kernels, r.kernels_size) &&
+      put_file(s, dir, KPACK_LAYOUT_METADATA_FILE, r.metadata_json,
                r.metadata_json_size);
   kpack_co_render_free(&r);
   return ok;
@@ -171,7 +171,8 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
                            const char* arch, const kpack_kernel_info_t* info,
                            void* user) {
   extract_state* s = user;
-  char *dir = NULL, *name = NULL;
+  char* dir = NULL;
+  char name[KPACK_LAYOUT_NAME_MAX + 1];
   void* data = NULL;
   size_t size;
   kpack_kernel_info_t other;
@@ -186,17 +187,17 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
     if (kpack_get_kernel_info(s->earlier[i], binary, arch, &other) ==
         KPACK_SUCCESS)
       return true; /* an earlier archive already provided it */
-  if (!cli_safe_binary_name(binary) || !cli_safe_component(arch) ||
-      !cli_safe_component(info->type)) {
-    cli_error("%s: %s for %s: not a safe relative path; skipped", s->path,
-              binary, arch);
+  /* The names a mount skips, extract skips: one rule for both trees. */
+  const char* why = kpack_layout_entry_problem(binary, arch, info->type);
+  if (why != NULL) {
+    cli_error("%s: %s for %s: not a safe relative path (%s); skipped", s->path,
+              binary, arch, why);
     s->status = CLI_FAIL;
     return true;
   }
-  if (asprintf(&dir, "%s/%s/%s", s->dir, binary, arch) < 0)
+  kpack_layout_kernel_file(info->type, name, sizeof(name)); /* fits: above */
+  if (asprintf(&dir, "%s/%s/%s", s->dir, binary, arch) < 0) {
     dir = NULL;
-  if (dir == NULL || asprintf(&name, "kernel.%s", info->type) < 0) {
-    name = NULL;
     cli_error("out of memory");
     s->status = CLI_FAIL;
     go_on = false;
@@ -220,7 +221,6 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
 done:
   kpack_free_kernel(data);
   free(dir);
-  free(name);
   return go_on;
 }
 
@@ -275,19 +275,11 @@ static int extract_run(int argc, char** argv) {
   }
   for (int i = optind; i < argc && !cli_interrupted(); i++) {
     kpack_archive_t archive;
-    kpack_error_t err = kpack_open(argv[i], &archive);
-    if (err != KPACK_SUCCESS) {
-      cli_kerror(argv[i], err);
-      s.status = CLI_FAIL;
-      continue;
-    }
     s.path = argv[i];
-    err = cli_for_each_kernel(archive, extract_kernel, &s);
-    if (err != KPACK_SUCCESS) {
-      cli_kerror(argv[i], err);
+    if (cli_walk_archive(argv[i], extract_kernel, &s, &archive) != CLI_WALKED)
       s.status = CLI_FAIL;
-    }
-    s.earlier[s.earlier_count++] = archive;
+    if (archive != NULL) /* what it provides shadows later archives */
+      s.earlier[s.earlier_count++] = archive;
   }
   for (size_t i = 0; i < s.earlier_count; i++)
     kpack_close(s.earlier[i]);

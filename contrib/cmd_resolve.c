@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "host_view.h"
+#include "json.h"
 
 static const char resolve_manual[] =
     "NAME\n"
@@ -372,112 +374,107 @@ static void print_human(const rs_request* r, const rs_trace* t,
   print_search(t, status);
 }
 
-static void json_string_array(char* const* items, size_t count) {
-  fputc('[', stdout);
-  for (size_t i = 0; i < count; i++) {
-    fputs(i ? ", " : "", stdout);
-    cli_json_string(stdout, items[i]);
-  }
-  fputc(']', stdout);
+static void json_string_array(cli_json* w, char* const* items, size_t count) {
+  cli_json_array(w, CLI_JSON_INLINE, false);
+  for (size_t i = 0; i < count; i++)
+    cli_json_str(w, items[i]);
+  cli_json_end(w);
 }
 
-static void json_field(const char* key, const char* value, bool comma) {
-  printf("%s\"%s\": ", comma ? ", " : "", key);
-  if (value != NULL)
-    cli_json_string(stdout, value);
-  else
-    fputs("null", stdout);
-}
-
-/* The fields "paths", "archives", "search" and "result" of a search, each
- * preceded by a comma. */
-static void print_json_search(const rs_trace* t, kpack_error_t status) {
+/* The members "paths", "archives", "search" and "result" of a search, each
+ * on a line of its own. */
+static void print_json_search(cli_json* w, const rs_trace* t,
+                              kpack_error_t status) {
   const rs_event* result = NULL;
-  bool first;
-  fputs(",\n \"paths\": [", stdout);
-  first = true;
+  cli_json_break(w, 1);
+  cli_json_key(w, "paths");
+  cli_json_array(w, 2, false);
   for (size_t i = 0; i < t->count; i++) {
     const rs_event* e = &t->events[i];
     if (e->kind != KPACK_TRACE_PATH)
       continue;
-    fputs(first ? "\n  {" : ",\n  {", stdout);
-    first = false;
-    json_field("path", e->path, false);
-    json_field("source", e->source, true);
-    printf(", \"exists\": %s, \"is_directory\": %s}",
-           e->exists ? "true" : "false", e->is_directory ? "true" : "false");
+    cli_json_object(w, CLI_JSON_INLINE, false);
+    cli_json_key_str(w, "path", e->path);
+    cli_json_key_str(w, "source", e->source);
+    cli_json_key_bool(w, "exists", e->exists);
+    cli_json_key_bool(w, "is_directory", e->is_directory);
+    cli_json_end(w);
   }
-  fputs("],\n \"archives\": [", stdout);
-  first = true;
+  cli_json_end(w);
+  cli_json_break(w, 1);
+  cli_json_key(w, "archives");
+  cli_json_array(w, 2, false);
   for (size_t i = 0; i < t->count; i++) {
     const rs_event* e = &t->events[i];
     if (e->kind != KPACK_TRACE_ARCHIVE)
       continue;
-    fputs(first ? "\n  {" : ",\n  {", stdout);
-    first = false;
-    json_field("path", e->path, false);
-    json_field("status", kpack_error_string(e->status), true);
-    json_field("error", e->error_number ? strerror(e->error_number) : NULL,
-               true);
-    printf(", \"transient\": %s", e->transient ? "true" : "false");
-    printf(", \"opened\": %s, \"arches\": ", e->opened ? "true" : "false");
-    json_string_array(e->arches, e->arch_count);
-    fputc('}', stdout);
+    cli_json_object(w, CLI_JSON_INLINE, false);
+    cli_json_key_str(w, "path", e->path);
+    cli_json_key_str(w, "status", kpack_error_string(e->status));
+    cli_json_key_str(w, "error",
+                     e->error_number ? strerror(e->error_number) : NULL);
+    cli_json_key_bool(w, "transient", e->transient);
+    cli_json_key_bool(w, "opened", e->opened);
+    cli_json_key(w, "arches");
+    json_string_array(w, e->arches, e->arch_count);
+    cli_json_end(w);
   }
-  fputs("],\n \"search\": [", stdout);
-  first = true;
-  bool open_target = false;
-  size_t tries = 0;
+  cli_json_end(w);
+  cli_json_break(w, 1);
+  cli_json_key(w, "search");
+  cli_json_array(w, 2, false);
+  size_t in_search = cli_json_depth(w);
   for (size_t i = 0; i < t->count; i++) {
     const rs_event* e = &t->events[i];
     if (e->kind == KPACK_TRACE_TARGET) {
-      if (open_target)
-        fputs("]}", stdout);
-      fputs(first ? "\n  {" : ",\n  {", stdout);
-      first = false;
-      json_field("arch", e->arch, false);
-      json_field("target", e->target, true);
-      fputs(", \"tried\": [", stdout);
-      open_target = true;
-      tries = 0;
-    } else if (e->kind == KPACK_TRACE_KERNEL && open_target) {
-      fputs(tries++ == 0 ? "{" : ", {", stdout);
-      json_field("archive", e->path, false);
-      json_field("status", kpack_error_string(e->status), true);
-      fputc('}', stdout);
+      cli_json_close_to(w, in_search); /* the previous target's */
+      cli_json_object(w, CLI_JSON_INLINE, false);
+      cli_json_key_str(w, "arch", e->arch);
+      cli_json_key_str(w, "target", e->target);
+      cli_json_key(w, "tried");
+      cli_json_array(w, CLI_JSON_INLINE, false);
+    } else if (e->kind == KPACK_TRACE_KERNEL && cli_json_depth(w) > in_search) {
+      cli_json_object(w, CLI_JSON_INLINE, false);
+      cli_json_key_str(w, "archive", e->path);
+      cli_json_key_str(w, "status", kpack_error_string(e->status));
+      cli_json_end(w);
     } else if (e->kind == KPACK_TRACE_RESULT) {
       result = e;
     }
   }
-  if (open_target)
-    fputs("]}", stdout);
-  fputs("],\n \"result\": {", stdout);
-  json_field("status", kpack_error_string(status), false);
+  cli_json_close_to(w, in_search);
+  cli_json_end(w);
+  cli_json_break(w, 1);
+  cli_json_key(w, "result");
+  cli_json_object(w, CLI_JSON_INLINE, false);
+  cli_json_key_str(w, "status", kpack_error_string(status));
   if (status == KPACK_SUCCESS && result != NULL) {
-    json_field("archive", result->path, true);
-    json_field("arch", result->arch, true);
-    json_field("target", result->target, true);
-    printf(", \"size\": %zu", result->size);
+    cli_json_key_str(w, "archive", result->path);
+    cli_json_key_str(w, "arch", result->arch);
+    cli_json_key_str(w, "target", result->target);
+    cli_json_key_uint(w, "size", result->size);
   }
-  fputs("}", stdout);
+  cli_json_end(w);
 }
 
 static void print_json(const rs_request* r, const rs_trace* t,
                        const char* kernel, kpack_error_t status) {
-  printf("{");
-  json_field("kernel", kernel, false);
-  json_field("binary", r->binary, true);
-  fputs(", \"arches\": ", stdout);
-  json_string_array((char* const*)r->arches, r->arch_count);
-  print_json_search(t, status);
-  fputs("}\n", stdout);
+  cli_json w;
+  cli_json_init(&w, stdout);
+  cli_json_object(&w, CLI_JSON_INLINE, false);
+  cli_json_key_str(&w, "kernel", kernel);
+  cli_json_key_str(&w, "binary", r->binary);
+  cli_json_key(&w, "arches");
+  json_string_array(&w, (char* const*)r->arches, r->arch_count);
+  print_json_search(&w, t, status);
+  cli_json_finish(&w);
 }
 
 /* ---- the binary's own records -------------------------------------------- */
 
 typedef struct fat_explain {
   const rs_request* r;
-  bool json;
+  cli_json* json; /* NULL for the table */
   cli_table table;
   size_t loadable; /* bundles with an entry the agent can load */
 } fat_explain;
@@ -491,18 +488,24 @@ static bool explain_bundle(const char* path, size_t co, const kpack_bundle_t* b,
   (void)path;
   kpack_bundle_get_info(b, &info);
   size_t n;
-  char* arches = cli_bundle_arches(b, NULL, 0, s->json, NULL);
-  char* loadable = cli_bundle_arches(b, r->arches, r->arch_count, s->json, &n);
+  if (s->json != NULL) {
+    cli_json_object(s->json, CLI_JSON_INLINE, false);
+    cli_json_key_uint(s->json, "co_index", co);
+    cli_json_key(s->json, "arches");
+    cli_bundle_arches_json(s->json, b, NULL, 0);
+    cli_json_key(s->json, "loadable");
+    n = cli_bundle_arches_json(s->json, b, r->arches, r->arch_count);
+    cli_json_end(s->json);
+    s->loadable += n > 0;
+    return true;
+  }
+  char* arches = cli_bundle_arches(b, NULL, 0, NULL);
+  char* loadable = cli_bundle_arches(b, r->arches, r->arch_count, &n);
   s->loadable += n > 0;
-  if (s->json)
-    printf("%s{\"co_index\": %zu, \"arches\": %s, \"loadable\": %s}",
-           co ? ", " : "", co, arches ? arches : "[]",
-           loadable ? loadable : "[]");
-  else
-    cli_table_row(&s->table, "%zu\t%s\t%s\t%s", co,
-                  cli_bundle_compression(&info, comp),
-                  arches && *arches ? arches : "(no GPU code)",
-                  n > 0 ? loadable : "none");
+  cli_table_row(&s->table, "%zu\t%s\t%s\t%s", co,
+                cli_bundle_compression(&info, comp),
+                arches && *arches ? arches : "(no GPU code)",
+                n > 0 && loadable ? loadable : "none");
   free(arches);
   free(loadable);
   return true;
@@ -512,23 +515,27 @@ static bool explain_bundle(const char* path, size_t co, const kpack_bundle_t* b,
  * carries and which of it the agent can run (cli_agent_loads(): the
  * library's kpack_target_serves(), as verify checks a code object). */
 static int explain_fat(const char* path, const rs_request* r, bool json) {
+  cli_json w;
   static const char* const headers[] = {"CO", "BUNDLE", "ARCHES", "LOADABLE"};
   kpack_fatbin_t* fb;
   kpack_fatbin_info_t info;
   kpack_error_t err = kpack_fatbin_open(path, &fb);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
+    cli_host_error(path, err);
     return CLI_FAIL;
   }
   kpack_fatbin_get_info(fb, &info);
-  fat_explain s = {.r = r, .json = json};
+  fat_explain s = {.r = r, .json = json ? &w : NULL};
   s.table = (cli_table){.cols = 4, .headers = headers};
   if (json) {
-    printf("{");
-    json_field("binary", path, false);
-    fputs(", \"kind\": \"fat\", \"arches\": ", stdout);
-    json_string_array((char* const*)r->arches, r->arch_count);
-    fputs(", \"bundles\": [", stdout);
+    cli_json_init(&w, stdout);
+    cli_json_object(&w, CLI_JSON_INLINE, false);
+    cli_json_key_str(&w, "binary", path);
+    cli_json_key_str(&w, "kind", "fat");
+    cli_json_key(&w, "arches");
+    json_string_array(&w, (char* const*)r->arches, r->arch_count);
+    cli_json_key(&w, "bundles");
+    cli_json_array(&w, CLI_JSON_INLINE, false);
   } else {
     printf("binary   %s\n", path);
     print_agent(r);
@@ -540,7 +547,7 @@ static int explain_fat(const char* path, const rs_request* r, bool json) {
   }
   bool ok = cli_for_each_bundle(path, fb, explain_bundle, &s);
   if (json) {
-    fputs("]}\n", stdout);
+    cli_json_finish(&w);
   } else {
     cli_table_print(&s.table, stdout);
     printf(
@@ -557,8 +564,14 @@ static int explain_fat(const char* path, const rs_request* r, bool json) {
   cli_table_free(&s.table);
   kpack_fatbin_close(fb);
   /* A bundle with nothing the agent runs is a module the runtime cannot
-   * load (hipErrorNoBinaryForGpu): a failed search, like a kpack miss. */
-  return ok && s.loadable == info.bundle_count ? CLI_OK : CLI_FAIL;
+   * load (hipErrorNoBinaryForGpu): a failed search, like a kpack miss; so
+   * is a fat binary with no code object at all, which has nothing to
+   * load on any agent. */
+  if (ok && info.bundle_count == 0)
+    cli_error("%s: .hip_fatbin holds no code object: nothing to load", path);
+  return ok && info.bundle_count > 0 && s.loadable == info.bundle_count
+             ? CLI_OK
+             : CLI_FAIL;
 }
 
 /* One row of the closing summary. */
@@ -568,9 +581,13 @@ static void summary_row(cli_table* sum, size_t index, const char* kernel,
   for (size_t i = 0; t != NULL && i < t->count; i++)
     if (t->events[i].kind == KPACK_TRACE_RESULT)
       result = &t->events[i];
+  /* Names are escaped: a tab or newline in one must not shift columns. */
+  kernel = cli_table_text(sum, kernel);
   if (status == KPACK_SUCCESS && result != NULL)
     cli_table_row(sum, "%zu\t%s\t%s\t%s from %s", index, kernel,
-                  kpack_error_string(status), result->target, result->path);
+                  kpack_error_string(status),
+                  cli_table_text(sum, result->target),
+                  cli_table_text(sum, result->path));
   else
     cli_table_row(sum, "%zu\t%s\t%s\t%s", index, kernel,
                   kpack_error_string(status), cli_error_text(status));
@@ -591,6 +608,8 @@ static int explain_records(const char* path, const kpack_host_t* host,
   cli_table sum = {.cols = 4, .headers = sum_headers};
   size_t explained = 0, found = 0;
   int status = CLI_FAIL;
+  cli_json jw;
+  cli_json_init(&jw, stdout);
   void* code = NULL;
   size_t code_size = 0;
 
@@ -598,11 +617,13 @@ static int explain_records(const char* path, const kpack_host_t* host,
   if (!traced_cache(&cache, &trace))
     goto done;
   if (json) {
-    printf("{");
-    json_field("binary", path, false);
-    fputs(", \"kind\": \"kpack-ified\", \"arches\": ", stdout);
-    json_string_array((char* const*)r->arches, r->arch_count);
-    fputs(", \"records\": [", stdout);
+    cli_json_object(&jw, CLI_JSON_INLINE, false);
+    cli_json_key_str(&jw, "binary", path);
+    cli_json_key_str(&jw, "kind", "kpack-ified");
+    cli_json_key(&jw, "arches");
+    json_string_array(&jw, (char* const*)r->arches, r->arch_count);
+    cli_json_key(&jw, "records");
+    cli_json_array(&jw, 1, false);
   } else {
     printf("binary   %s (kpack-ified: %zu record%s in .hipFatBinSegment)\n",
            path, info.wrapper_count, info.wrapper_count == 1 ? "" : "s");
@@ -624,9 +645,10 @@ static int explain_records(const char* path, const kpack_host_t* host,
     explained++;
     /* With --summary, the records' sections are not printed. */
     FILE* out = summary ? NULL : stdout;
-    if (json)
-      printf("%s\n {\"record\": %zu", explained > 1 ? "," : "", i);
-    else if (out != NULL)
+    if (json) {
+      cli_json_object(&jw, CLI_JSON_INLINE, false);
+      cli_json_key_uint(&jw, "record", i);
+    } else if (out != NULL)
       printf("\n== record %zu%s%s\n", i, kernel ? ": kernel " : "",
              kernel ? kernel : "");
 
@@ -641,11 +663,9 @@ static int explain_records(const char* path, const kpack_host_t* host,
                   : "the code object index does not fit the loader's "
                     "32-bit argument";
       if (json) {
-        fputs(", \"status\": ", stdout);
-        cli_json_string(stdout, kpack_error_string(outcome));
-        fputs(", \"problem\": ", stdout);
-        cli_json_string(stdout, why);
-        fputc('}', stdout);
+        cli_json_key_str(&jw, "status", kpack_error_string(outcome));
+        cli_json_key_str(&jw, "problem", why);
+        cli_json_end(&jw);
       } else if (out != NULL) {
         printf("magic 0x%08x, version %u\n", (unsigned)w.magic,
                (unsigned)w.version);
@@ -657,18 +677,16 @@ static int explain_records(const char* path, const kpack_host_t* host,
     }
 
     if (json) {
-      fputs(", ", stdout);
-      json_field("kernel", kernel, false);
-      printf(", \"co_index\": %llu, \"search_paths\": ",
-             (unsigned long long)w.reserved);
-      cli_host_json_search_paths(path, &w);
+      cli_json_key_str(&jw, "kernel", kernel);
+      cli_json_key_uint(&jw, "co_index", w.reserved);
+      cli_json_key(&jw, "search_paths");
+      cli_host_json_search_paths(&jw, path, &w);
     } else if (out != NULL) {
       printf("search paths (as written -> as the loader resolves them)\n");
       for (size_t j = 0; j < w.search_path_count; j++) {
         char* resolved = NULL;
-        kpack_resolve_search_path(path, w.search_paths[j], &resolved);
-        printf("  %s -> %s\n", w.search_paths[j],
-               resolved ? resolved : "(out of memory)");
+        printf("  %s -> %s\n", cli_search_path_written(w.search_paths[j]),
+               cli_search_path_shown(path, w.search_paths[j], &resolved));
         free(resolved);
       }
     }
@@ -684,8 +702,8 @@ static int explain_records(const char* path, const kpack_host_t* host,
       goto done;
     }
     if (json) {
-      print_json_search(&trace, err);
-      fputc('}', stdout);
+      print_json_search(&jw, &trace, err);
+      cli_json_end(&jw);
     } else if (out != NULL) {
       print_search(&trace, err);
     }
@@ -696,7 +714,7 @@ static int explain_records(const char* path, const kpack_host_t* host,
     free(kernel);
   }
   if (json) {
-    fputs("]}\n", stdout);
+    cli_json_finish(&jw);
   } else if (explained == 0) {
     printf("\n(no HIPK record with co_index %u)\n", (unsigned)only);
   } else {
@@ -723,7 +741,7 @@ static int resolve_binary(const rs_request* r, bool json, bool summary,
   kpack_host_info_t info;
   kpack_error_t err = kpack_host_open(r->binary, &host);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(r->binary, err);
+    cli_host_error(r->binary, err);
     return CLI_FAIL;
   }
   kpack_host_get_info(host, &info);

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "code_object_view.h"
 
 static const char verify_manual[] =
     "NAME\n"

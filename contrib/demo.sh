@@ -16,8 +16,9 @@ build="$root/${BUILD:-build}"
 make_cmd=${MAKE:-make}
 # Build and test dependencies (make check); cmake and man-db are for make
 # install-check (CMake consumer, man pages), groff-base for the man page
-# suite.
-packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils groff-base cmake man-db"
+# suite, jq for the suite that parses every --json output, elfutils for
+# eu-elflint on transformed binaries.
+packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq"
 # What `make bench` compares against: squashfuse_ll, mksquashfs, zstd.
 bench_packages="squashfuse squashfs-tools zstd"
 

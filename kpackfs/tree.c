@@ -60,61 +60,33 @@ struct kfs_listing {
 /* Inodes below a binary directory: five per kernel, in this order. */
 enum { SLOT_ARCH, SLOT_KERNEL, SLOT_KERNELS, SLOT_JSON, SLOT_MAP, SLOTS };
 
-static const char* const kernels_file = KPACK_CO_KERNELS_FILE;
-static const char* const json_file = KPACK_CO_METADATA_FILE;
-static const char* const map_file = KPACK_ENTRY_METADATA_FILE;
+static const char* const kernels_file = KPACK_LAYOUT_KERNELS_FILE;
+static const char* const json_file = KPACK_LAYOUT_METADATA_FILE;
+static const char* const map_file = KPACK_LAYOUT_TOC_METADATA_FILE;
 
 /* ---- names --------------------------------------------------------------- */
 
-static bool is_dot_name(const char* s, size_t n) {
-  return (n == 1 && s[0] == '.') || (n == 2 && s[0] == '.' && s[1] == '.');
-}
+/* The rules are the layout's (rocm_kpack/kpack_layout.h), shared with
+ * `kpack extract`. Checking 252,000 kernels, the binary is checked once per
+ * binary, and an arch or type already found good is not checked again:
+ * libkpack keeps one string per distinct name in an archive. */
+typedef struct name_check {
+  const char* good_arch;
+  const char* good_type;
+} name_check;
 
-/* A binary path must be relative, with non-empty components that are not
- * "." or "..", and must not reach into the .kpackfs directory. */
-const char* kfs_binary_problem(const char* b) {
-  if (*b == '\0')
-    return "empty binary name";
-  if (*b == '/')
-    return "absolute binary path";
-  for (const char* p = b;;) {
-    const char* slash = strchr(p, '/');
-    size_t n = slash ? (size_t)(slash - p) : strlen(p);
-    if (n == 0)
-      return "empty path component";
-    if (is_dot_name(p, n))
-      return "'.' or '..' path component";
-    if (p == b && n == 8 && memcmp(p, ".kpackfs", 8) == 0)
-      return "reserved name .kpackfs";
-    if (n > 255)
-      return "path component longer than 255 bytes";
-    if (slash == NULL)
-      return NULL;
-    p = slash + 1;
+static const char* kernel_problem(name_check* nc, const char* binary,
+                                  const char* binary_why, const char* arch,
+                                  const char* type) {
+  if (binary_why != NULL)
+    return binary_why;
+  if (arch == nc->good_arch && type == nc->good_type)
+    return NULL;
+  const char* why = kpack_layout_entry_problem(binary, arch, type);
+  if (why == NULL) {
+    nc->good_arch = arch;
+    nc->good_type = type;
   }
-}
-
-/* An arch or kernel file name is one path component. */
-const char* kfs_component_problem(const char* s, const char* what) {
-  size_t n = strlen(s);
-  if (n == 0)
-    return what;
-  if (strchr(s, '/') != NULL || is_dot_name(s, n) || n > 255)
-    return what;
-  return NULL;
-}
-
-const char* kfs_kernel_problem(const char* binary_why, const char* arch,
-                               const kpack_kernel_info_t* info) {
-  const char* why = binary_why;
-  if (why == NULL)
-    why = kfs_component_problem(arch, "arch is not a file name");
-  if (why == NULL)
-    why = kfs_component_problem(info->type, "type is not a file name");
-  /* statfs promises names of at most 255 bytes, and the kernel would
-   * refuse to look a longer one up. */
-  if (why == NULL && strlen(info->type) > 255 - strlen("kernel."))
-    why = "file name 'kernel.<type>' longer than 255 bytes";
   return why;
 }
 
@@ -369,7 +341,7 @@ static int merge_binaries(kfs_tree* t) {
           strcmp(before, name) == 0) {
         u = prev->binary_unique[i];
       } else {
-        if (kfs_binary_problem(name) != NULL)
+        if (kpack_layout_binary_problem(name) != NULL)
           continue;
         size_t h = hash_name(name) & (cap - 1);
         while (slots[h] != 0 && strcmp(unique[slots[h] - 1].name, name) != 0)
@@ -483,12 +455,14 @@ static int number_kernels(kfs_tree* t) {
 static void check_kernels(kfs_tree* t, kernel_facts* facts) {
   for (uint32_t s = 0; s < t->source_count; s++) {
     kfs_source* src = &t->sources[s];
+    name_check nc = {NULL, NULL};
     for (size_t i = 0; i < src->binary_count; i++) {
       const char* binary;
       kpack_get_binary(src->archive, i, &binary);
       /* merge_binaries() left out exactly the binaries with a problem. */
-      const char* binary_why =
-          src->binary_unique[i] == NONE ? kfs_binary_problem(binary) : NULL;
+      const char* binary_why = src->binary_unique[i] == NONE
+                                   ? kpack_layout_binary_problem(binary)
+                                   : NULL;
       for (uint32_t g = src->binary_kernel[i]; g < src->binary_kernel[i + 1];
            g++) {
         const char* arch;
@@ -496,7 +470,8 @@ static void check_kernels(kfs_tree* t, kernel_facts* facts) {
         kpack_get_binary_arch(src->archive, binary, g - src->binary_kernel[i],
                               &arch);
         kpack_get_kernel_info(src->archive, binary, arch, &info);
-        const char* why = kfs_kernel_problem(binary_why, arch, &info);
+        const char* why =
+            kernel_problem(&nc, binary, binary_why, arch, info.type);
         if (why != NULL) {
           kfs_warn_skip(t, s, binary, arch, why);
           t->skipped++;
@@ -659,7 +634,7 @@ static int make_dirs(kfs_tree* t) {
   t->root_meta_index = 0;
   while (t->root_meta_index < root->sub_count &&
          strcmp(t->dirs[t->subdirs[root->sub_first + t->root_meta_index]].name,
-                ".kpackfs") < 0)
+                KPACK_LAYOUT_RESERVED_DIR) < 0)
     t->root_meta_index++;
   t->inodes += 4 + t->dir_count - 1;
   t->kernel_ino = (fuse_ino_t)t->dir_count + 4;
@@ -913,10 +888,11 @@ bool kfs_tree_node(const kfs_tree* t, fuse_ino_t ino, kfs_node* n) {
   return true;
 }
 
-/* "kernel." + type, in `buf` (types are at most 248 bytes, checked). */
+/* "kernel." + type, in `buf` (a type the layout let through fits). */
 static const char* kernel_file_name(const kernel_ref* k, char* buf,
                                     size_t cap) {
-  snprintf(buf, cap, "kernel.%s", k->info.type);
+  if (kpack_layout_kernel_file(k->info.type, buf, cap) != KPACK_SUCCESS)
+    buf[0] = '\0';
   return buf;
 }
 
@@ -955,7 +931,7 @@ int kfs_tree_lookup(const kfs_tree* t, fuse_ino_t parent, const char* name,
   }
   if (d != NONE) {
     const kfs_tree_dir* dir = &t->dirs[d];
-    if (d == 0 && strcmp(name, ".kpackfs") == 0) {
+    if (d == 0 && strcmp(name, KPACK_LAYOUT_RESERVED_DIR) == 0) {
       *ino = KFS_INO_META;
       return 0;
     }
@@ -982,7 +958,7 @@ int kfs_tree_lookup(const kfs_tree* t, fuse_ino_t parent, const char* name,
     return 0;
   if (slot != SLOT_ARCH)
     return -ENOTDIR;
-  char buf[256];
+  char buf[KPACK_LAYOUT_NAME_MAX + 1];
   if (strcmp(name, kernel_file_name(&k, buf, sizeof(buf))) == 0)
     *ino = kernel_ino(t, g, SLOT_KERNEL);
   else if (strcmp(name, kernels_file) == 0 && has_slot(&k, SLOT_KERNELS))
@@ -1000,15 +976,15 @@ int kfs_tree_lookup(const kfs_tree* t, fuse_ino_t parent, const char* name,
  * archive's, "kernel." is not. */
 static int arch_entry(const kfs_tree* t, uint32_t g, size_t index,
                       fuse_ino_t* ino, const char** name) {
-  static _Thread_local char buf[256];
+  static _Thread_local char buf[KPACK_LAYOUT_NAME_MAX + 1];
   kernel_ref k;
   if (!kernel_at(t, g, &k))
     return -ENOTDIR;
   static const unsigned slots[] = {SLOT_KERNEL, SLOT_KERNELS, SLOT_JSON,
                                    SLOT_MAP};
-  static const char* const names[] = {NULL, KPACK_CO_KERNELS_FILE,
-                                      KPACK_CO_METADATA_FILE,
-                                      KPACK_ENTRY_METADATA_FILE};
+  static const char* const names[] = {NULL, KPACK_LAYOUT_KERNELS_FILE,
+                                      KPACK_LAYOUT_METADATA_FILE,
+                                      KPACK_LAYOUT_TOC_METADATA_FILE};
   for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
     if (!has_slot(&k, slots[i]))
       continue;
@@ -1049,7 +1025,7 @@ int kfs_tree_entry(const kfs_tree* t, fuse_ino_t dir, size_t index,
     const kfs_tree_dir* dr = &t->dirs[d];
     if (d == 0 && index == t->root_meta_index) {
       *ino = KFS_INO_META;
-      *name = ".kpackfs";
+      *name = KPACK_LAYOUT_RESERVED_DIR;
       return 1;
     }
     if (d == 0 && index > t->root_meta_index)

@@ -132,14 +132,7 @@ int kfs_tree_entry(const kfs_tree* tree, fuse_ino_t dir, size_t index,
 
 /* ---- between tree.c and tree_eager.c ---- */
 
-/* Why binary path `b`, or arch or kernel file name `s`, cannot be a path
- * here; NULL when it can. */
-const char* kfs_binary_problem(const char* b);
-const char* kfs_component_problem(const char* s, const char* what);
-/* Why kernel (binary, arch) of a binary whose problem is `binary_why` is
- * not shown; NULL when it is. */
-const char* kfs_kernel_problem(const char* binary_why, const char* arch,
-                               const kpack_kernel_info_t* info);
+/* "kpackfs: warning: SOURCE: skipping 'BINARY' arch 'ARCH': WHY". */
 void kfs_warn_skip(const kfs_tree* t, uint32_t source, const char* binary,
                    const char* arch, const char* why);
 

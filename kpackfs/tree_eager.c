@@ -221,8 +221,8 @@ static int add_text_files(kfs_eager* t, fuse_ino_t dir, fuse_ino_t kernel,
   static const struct {
     const char* name;
     kfs_kind kind;
-  } files[] = {{KPACK_CO_KERNELS_FILE, KFS_KERNELS},
-               {KPACK_CO_METADATA_FILE, KFS_METADATA}};
+  } files[] = {{KPACK_LAYOUT_KERNELS_FILE, KFS_KERNELS},
+               {KPACK_LAYOUT_METADATA_FILE, KFS_METADATA}};
   for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
     kfs_enode* n;
     int rc =
@@ -248,7 +248,7 @@ static int add_toc_metadata(kfs_eager* t, fuse_ino_t dir, fuse_ino_t kernel,
   if (map == NULL)
     return 0;
   kfs_enode* n;
-  int rc = add_beside(t, dir, kernel, fresh, KPACK_ENTRY_METADATA_FILE,
+  int rc = add_beside(t, dir, kernel, fresh, KPACK_LAYOUT_TOC_METADATA_FILE,
                       KFS_TOC_METADATA, &n);
   if (n != NULL)
     n->size = size;
@@ -257,12 +257,13 @@ static int add_toc_metadata(kfs_eager* t, fuse_ino_t dir, fuse_ino_t kernel,
 
 /* "kernel." + type: one shared string for the usual type. */
 static const char* kernel_file_name(kfs_eager* t, const char* type) {
-  static const char hsaco[] = "kernel.hsaco";
+  static const char hsaco[] = KPACK_LAYOUT_KERNEL_PREFIX "hsaco";
   if (strcmp(type, "hsaco") == 0)
     return hsaco;
-  char name[256];
-  int n = snprintf(name, sizeof(name), "kernel.%s", type);
-  return arena_strndup(t, name, (size_t)n);
+  char name[KPACK_LAYOUT_NAME_MAX + 1];
+  if (kpack_layout_kernel_file(type, name, sizeof(name)) != KPACK_SUCCESS)
+    return NULL; /* kpack_layout_entry_problem() let no such type through */
+  return arena_strndup(t, name, strlen(name));
 }
 
 /* The directory of `binary`, its path components created as needed; 0 with
@@ -297,7 +298,8 @@ static int add_kernel(kfs_eager* t, uint32_t source, const char* binary,
 
   if (kpack_get_kernel_info(a, binary, arch, &info) != KPACK_SUCCESS)
     return -EIO; /* listed by the archive itself: cannot happen */
-  if ((why = kfs_kernel_problem(binary_why, arch, &info)) != NULL)
+  if (why != NULL ||
+      (why = kpack_layout_entry_problem(binary, arch, info.type)) != NULL)
     goto skip;
   if (*binary_dir == 0 &&
       (*binary_dir =
@@ -363,7 +365,7 @@ static int add_source(kfs_eager* t, uint32_t source) {
     bool fresh = false;
     kpack_get_binary(a, i, &binary);
     kpack_get_binary_arch_count(a, binary, &arches);
-    const char* why = kfs_binary_problem(binary);
+    const char* why = kpack_layout_binary_problem(binary);
     for (size_t j = 0; j < arches; j++) {
       const char* arch;
       kpack_get_binary_arch(a, binary, j, &arch);
@@ -447,7 +449,8 @@ int kfs_eager_build(kfs_tree* tree) {
     return -ENOMEM;
   t->node_count = 1;
   if (node_add(t, 0, "", KFS_DIR, 0) != KFS_INO_ROOT ||
-      node_add(t, KFS_INO_ROOT, ".kpackfs", KFS_DIR, 0) != KFS_INO_META ||
+      node_add(t, KFS_INO_ROOT, KPACK_LAYOUT_RESERVED_DIR, KFS_DIR, 0) !=
+          KFS_INO_META ||
       node_add(t, KFS_INO_META, "stats", KFS_STATS, 0) != KFS_INO_STATS ||
       node_add(t, KFS_INO_META, "archives", KFS_ARCHIVES, 0) !=
           KFS_INO_ARCHIVES)

@@ -17,7 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "fixture_code_object.h"
 #include "fixture_fatbin.h"
+#include "fixture_toc.h"
 #include "support.h"
 
 extern char** environ;
@@ -2091,6 +2093,286 @@ static void test_real_librocrand_host_binary(void** state) {
   free(lib);
 }
 
+/* ---- JSON whatever fails ---------------------------------------------------
+ */
+
+/* `kpack ARGS...` (any exit status) prints one JSON document: jq, a real
+ * parser, reads its standard output without error. */
+static void expect_json(const char* const* args) {
+  char* out = NULL;
+  run_full(&out, NULL, NULL, args);
+  char* file = path_in("out.json");
+  kt_write_file(file, out, strlen(out));
+  char* err = NULL;
+  char* jq[] = {"jq", ".", file, NULL};
+  if (kt_run(jq, 30, NULL, &err) != 0) {
+    fail_msg("kpack %s %s ...: not JSON (%s):\n%s", args[0], args[1], err, out);
+  }
+  free(err);
+  free(out);
+  free(file);
+}
+#define EXPECT_JSON(...) expect_json((const char* const[]){__VA_ARGS__, NULL})
+
+static void test_every_json_output_parses_whatever_fails(void** state) {
+  (void)state;
+  char* good = sample_archive("good.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  char* garbage = path_in("garbage.kpack");
+  char* missing = path_in("missing.kpack");
+  kt_write_file(garbage, "KPAK\1\0\0\0", 8);
+  /* A code object cut after its header: recognised, then refused. */
+  static const fx_co_kernel kernels[] = {
+      {"gemm\tf32", 128, 96, 64, 16384, 272, 96, 64, 256, 3, 1, 0}};
+  fx_buf co =
+      fx_code_object_for(FX_MACH_GFX90A, KPACK_FEATURE_OFF, KPACK_FEATURE_ANY,
+                         "amdgcn-amd-amdhsa--gfx90a:xnack-", kernels, 1);
+  char* good_co = path_in("good.hsaco");
+  char* cut_co = path_in("cut.hsaco");
+  kt_write_file(good_co, co.data, co.size);
+  kt_write_file(cut_co, co.data, 64);
+  fx_free(&co);
+  void* k[3][2];
+  char* fat = sample_fatbin("libthing.so.2", k);
+  /* A fat binary with a record that is neither HIPF nor HIPK: its host
+   * view opens, its fat binary view does not. */
+  fx_entry e[] = {{"hipv4-amdgcn-amd-amdhsa--gfx90a", "abcd", 4}};
+  fx_buf bundle = fx_bundle(e, 1);
+  fx_wrapper w[2] = {{0, 1, 0, FX_PTR_FILE, 0},
+                     {0x12345678, 1, 0, FX_PTR_FILE, 0}};
+  fx_elf_opts o = {
+      .bundles = &bundle, .bundle_count = 1, .wrappers = w, .wrapper_count = 2};
+  char* bad_fat = path_in("badfat.so");
+  fx_write_elf(bad_fat, &o);
+  fx_free(&bundle);
+  char* root = path_in("kp");
+  void* kk[3];
+  char* kpackified = kpackified_tree(root, FX_ET_DYN, FX_PTR_RELATIVE, kk);
+
+  EXPECT_JSON("list", "--json", good, garbage, missing, fat, bad_fat,
+              kpackified, good);
+  EXPECT_JSON("list", "--json", garbage, good);
+  EXPECT_JSON("list", "--json", missing);
+  /* JSON text is UTF-8: bytes of a TOC name that are not become U+FFFD. */
+  void* data = kt_pattern(10, 3);
+  kt_kernel odd[] = {{"lib/\xff\xc3.so#0", "gfx90a", data, 10}};
+  char* latin = path_in("latin.kpack");
+  kt_write_archive(latin, KPACK_COMPRESSION_NOOP, NULL, 0, odd, 1);
+  char* out;
+  assert_int_equal(KP(&out, NULL, "list", "--json", latin), 0);
+  assert_contains(out, "\"binary\": \"lib/\\ufffd\\ufffd.so#0\"");
+  free(out);
+  EXPECT_JSON("list", "--json", latin);
+  free(latin);
+  free(data);
+  /* Pattern bytes typed hsaco: each code object fails to parse. */
+  EXPECT_JSON("list", "--kernels", "--json", good, garbage, missing, good);
+  EXPECT_JSON("info", "--json", cut_co, good, garbage, good_co, fat, bad_fat,
+              kpackified, missing, cut_co);
+  EXPECT_JSON("info", "--json", garbage, cut_co, bad_fat);
+  EXPECT_JSON("info", "--json", bad_fat, good);
+  EXPECT_JSON("resolve", "--json", "--binary", bad_fat, "--arch", "gfx90a");
+  EXPECT_JSON("resolve", "--json", "--binary", fat, "--arch", "gfx90a");
+  EXPECT_JSON("resolve", "--json", "--binary", kpackified, "--arch", "gfx942");
+  EXPECT_JSON("resolve", "--json", "--kernel", "lib/x.so#0", "--search-path",
+              garbage, "--search-path", missing, "--search-path", good,
+              "--arch", "gfx90a:xnack-");
+
+  for (int i = 0; i < 3; i++) {
+    free(k[i][0]);
+    free(k[i][1]);
+  }
+  free_kernels3(kk);
+  free(kpackified);
+  free(root);
+  free(bad_fat);
+  free(fat);
+  free(good_co);
+  free(cut_co);
+  free(good);
+  free(garbage);
+  free(missing);
+  free_sample();
+}
+
+/* ---- defects at the edges ---------------------------------------------------
+ */
+
+/* Sets `key` of every arch entry of `binary` in the TOC of the archive at
+ * `path` to `value`, re-encoding the TOC with msgpack-c. */
+static void set_toc_field(const char* path, const char* binary, const char* key,
+                          msgpack_object value) {
+  size_t size;
+  uint8_t* bytes = kt_read_file(path, &size);
+  assert_non_null(bytes);
+  uint64_t toc_offset = fx_toc_offset(bytes, size);
+  fx_toc t;
+  fx_toc_decode(&t, bytes, size, toc_offset);
+  msgpack_object* arches =
+      fx_toc_at(&t, (const char* const[]){"toc", binary}, 2, NULL);
+  assert_non_null(arches);
+  for (uint32_t a = 0; a < arches->via.map.size; a++) {
+    msgpack_object* field = fx_toc_get(&arches->via.map.ptr[a].val, key, NULL);
+    assert_non_null(field);
+    *field = value;
+  }
+  fx_toc_encode(&t, &bytes, &size, toc_offset);
+  kt_write_file(path, bytes, size);
+  free(bytes);
+}
+
+/* The same binary, arch and bytes with another type is another entry:
+ * merging the two is a conflict naming both, whichever comes first. */
+static void test_merge_refuses_the_same_kernel_with_another_type(void** state) {
+  (void)state;
+  char* a = sample_archive("a.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  char* c = sample_archive("c.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  set_toc_field(c, "lib/libb.so#3", "type", fx_toc_str("blob"));
+  char* out = path_in("t.kpack");
+  char* err;
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", out, c, a), 1);
+  assert_contains(err, "lib/libb.so#3 for gfx90a:xnack-");
+  assert_contains(err, "'blob'");
+  assert_contains(err, "'hsaco'");
+  assert_contains(err, a);
+  assert_contains(err, c);
+  assert_false(exists(out));
+  free(err);
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", out, a, c), 1);
+  assert_contains(err, "'blob'");
+  free(err);
+  /* The same type on both sides still merges. */
+  assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", out, a, a), 0);
+  free(out);
+  free(a);
+  free(c);
+  free_sample();
+}
+
+/* A fat binary whose .hip_fatbin holds no code object has nothing for the
+ * runtime to load: resolve --binary says so and fails. */
+static void test_resolve_of_a_fat_binary_without_code_objects_fails(
+    void** state) {
+  (void)state;
+  fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0}};
+  fx_buf host_only = fx_bundle(e, 1);
+  fx_elf_opts o = {.bundles = &host_only, .bundle_count = 0};
+  char* fat = path_in("empty-fat.so");
+  fx_write_elf(fat, &o);
+  fx_free(&host_only);
+  char *out, *err;
+  assert_int_equal(
+      KP(&out, &err, "resolve", "--binary", fat, "--arch", "gfx90a"), 1);
+  assert_contains(err, "holds no code object");
+  free(out);
+  free(err);
+  assert_int_equal(
+      KP(&out, NULL, "resolve", "--json", "--binary", fat, "--arch", "gfx90a"),
+      1);
+  assert_contains(out, "\"bundles\": []");
+  free(out);
+  free(fat);
+}
+
+/* A tab or newline in a TOC name is escaped in tables, as the kernels file
+ * escapes kernel names, so each row stays one line of aligned columns. */
+static void test_tables_escape_tabs_and_newlines_in_names(void** state) {
+  (void)state;
+  void* data = kt_pattern(100, 5);
+  kt_kernel k[] = {{"lib/a\tb\nc.so#0", "gfx90a", data, 100},
+                   {"lib/plain.so#0", "gfx\\90a", data, 100}};
+  char* archive = path_in("tabs.kpack");
+  kt_write_archive(archive, KPACK_COMPRESSION_NOOP, NULL, 0, k, 2);
+  char* out;
+  assert_int_equal(KP(&out, NULL, "list", archive), 0);
+  assert_true(ROW(out, "lib/a\\tb\\nc.so#0", "gfx90a", "100", "100", "1.00x"));
+  assert_true(ROW(out, "lib/plain.so#0", "gfx\\\\90a", "100", "100", "1.00x"));
+  assert_int_equal(count_lines(out), 4); /* header, two rows, total */
+  free(out);
+  free(data);
+
+  /* resolve --summary: one row per record, whatever the kernel is named. */
+  const char* paths[] = {"../.kpack/none_@GFXARCH@.kpack"};
+  fx_buf refs[1] = {fx_hipk_metadata("lib/a\tb\nc.so", paths, 1)};
+  fx_wrapper w[1] = {{FX_HIPK_MAGIC, 1, 0, FX_PTR_RELATIVE, 0}};
+  fx_elf_opts o = {.no_fatbin = true,
+                   .refs = refs,
+                   .ref_count = 1,
+                   .wrappers = w,
+                   .wrapper_count = 1};
+  char* binary = path_in("tabbed.so");
+  fx_write_elf(binary, &o);
+  fx_free(&refs[0]);
+  assert_int_equal(KP(&out, NULL, "resolve", "--summary", "--binary", binary,
+                      "--arch", "gfx90a"),
+                   1);
+  assert_true(ROW(out, "0", "lib/a\\tb\\nc.so#0",
+                  "KPACK_ERROR_ARCHIVE_NOT_FOUND", "no", "archive", "could",
+                  "be", "opened"));
+  free(out);
+  free(binary);
+  free(archive);
+}
+
+/* Sizes that add up past 64 bits are said to, not wrapped round to a few
+ * bytes. */
+static void test_list_total_does_not_wrap(void** state) {
+  (void)state;
+  char* archive =
+      sample_archive("huge.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  msgpack_object huge = {.type = MSGPACK_OBJECT_POSITIVE_INTEGER,
+                         .via.u64 = UINT64_MAX - 10};
+  set_toc_field(archive, "lib/liba.so.1#0", "original_size", huge);
+  char* out;
+  assert_int_equal(KP(&out, NULL, "list", archive), 0);
+  assert_contains(out, "3 kernels, over 16.0 EiB, stored ");
+  free(out);
+  free(archive);
+  free_sample();
+}
+
+/* The loader drops an empty search path; info and resolve show that, not
+ * the binary's directory. */
+static void test_empty_search_paths_are_shown_dropped(void** state) {
+  (void)state;
+  const char* paths[] = {"", "../.kpack/x_@GFXARCH@.kpack"};
+  fx_buf refs[1] = {fx_hipk_metadata("lib/libe.so", paths, 2)};
+  fx_wrapper w[1] = {{FX_HIPK_MAGIC, 1, 0, FX_PTR_RELATIVE, 0}};
+  fx_elf_opts o = {.no_fatbin = true,
+                   .refs = refs,
+                   .ref_count = 1,
+                   .wrappers = w,
+                   .wrapper_count = 1};
+  char* dir = path_in("lib");
+  assert_int_equal(mkdir(dir, 0755), 0);
+  char* binary = path_in("lib/libe.so");
+  fx_write_elf(binary, &o);
+  fx_free(&refs[0]);
+  char* out;
+  assert_int_equal(KP(&out, NULL, "info", binary), 0);
+  assert_true(ROW(out, "0", "HIPK", "lib/libe.so#0", "\"\"", "(empty:", "the",
+                  "loader", "skips", "it)"));
+  /* The binary's directory, alone on the end of a line, is what an empty
+   * path would resolve to: the loader never tries it. */
+  char *real = realpath(dir, NULL), *line_end;
+  assert_true(asprintf(&line_end, "%s\n", real) > 0);
+  assert_null(strstr(out, line_end));
+  free(out);
+  assert_int_equal(KP(&out, NULL, "info", "--json", binary), 0);
+  assert_contains(out,
+                  "{\"written\": \"\", \"resolved\": null, \"dropped\": true}");
+  free(out);
+  assert_int_equal(KP(&out, NULL, "resolve", "--binary", binary, "--arch",
+                      "gfx90a", "--co-index", "0"),
+                   1);
+  assert_contains(out, "  \"\" -> (empty: the loader skips it)\n");
+  assert_null(strstr(out, line_end));
+  free(out);
+  free(line_end);
+  free(real);
+  free(binary);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_version_help_and_manuals, setup,
@@ -2167,6 +2449,20 @@ int main(void) {
           teardown),
       cmocka_unit_test_setup_teardown(test_real_librocrand_host_binary, setup,
                                       teardown),
+      cmocka_unit_test_setup_teardown(
+          test_every_json_output_parses_whatever_fails, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_merge_refuses_the_same_kernel_with_another_type, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_resolve_of_a_fat_binary_without_code_objects_fails, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_tables_escape_tabs_and_newlines_in_names, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_list_total_does_not_wrap, setup,
+                                      teardown),
+      cmocka_unit_test_setup_teardown(test_empty_search_paths_are_shown_dropped,
+                                      setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

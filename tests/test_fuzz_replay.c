@@ -125,6 +125,28 @@ static void test_host_seeds_read_every_record(void** state) {
   }
 }
 
+static void test_transform_seeds_and_past_crashes_replay_cleanly(void** s) {
+  (void)s;
+  replay("transform", kf_transform_input, true);
+}
+
+/* The linked seeds transform, every record: the fuzzer starts from files
+ * the transform rewrites. */
+static void test_transform_seeds_transform_every_record(void** state) {
+  (void)state;
+  static const char* const seeds[] = {"fat-shared.so", "fat-relr.so", "fat-pie",
+                                      "fat-exec"};
+  for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+    char* path = kt_path("tests/fuzz/corpus/transform", seeds[i]);
+    size_t size;
+    void* data = kt_read_file(path, &size);
+    assert_non_null(data);
+    assert_int_equal(kf_transform_input(data, size), 2);
+    free(data);
+    free(path);
+  }
+}
+
 static void test_code_object_seeds_and_past_crashes_replay_cleanly(
     void** state) {
   (void)state;
@@ -144,6 +166,8 @@ int main(void) {
       cmocka_unit_test(test_host_seeds_and_past_crashes_replay_cleanly),
       cmocka_unit_test(test_host_seeds_read_every_record),
       cmocka_unit_test(test_code_object_seeds_and_past_crashes_replay_cleanly),
+      cmocka_unit_test(test_transform_seeds_and_past_crashes_replay_cleanly),
+      cmocka_unit_test(test_transform_seeds_transform_every_record),
   };
   return cmocka_run_group_tests_name("fuzz replay", tests, NULL, NULL);
 }

@@ -2747,6 +2747,68 @@ static void test_mounted_and_extracted_trees_repack_with_their_maps(
   free(archive);
 }
 
+/* One hostile TOC, two readers: the names a mount skips, extract skips
+ * (kpack_layout.h decides for both), so they show one tree. Before, extract
+ * wrote into a .kpackfs of its own, and left the directory of a kernel
+ * whose file name was too long behind, empty. */
+static void test_hostile_toc_names_give_mount_and_extract_one_tree(
+    void** state) {
+  (void)state;
+  char long_binary[300], long_arch[300], long_type[300];
+  memset(long_binary, 'b', 256);
+  strcpy(long_binary + 256, "#0");
+  memset(long_arch, 'g', 256);
+  long_arch[256] = '\0';
+  memset(long_type, 't', 249); /* "kernel." + 249 bytes: 256 */
+  long_type[249] = '\0';
+  const kt_kernel shape[] = {
+      {".kpackfs/x#0", "gfx90a", NULL, 100},
+      {long_binary, "gfx90a", NULL, 100},
+      {"ok#0", long_arch, NULL, 100},
+      {"ok#0", "gfx90a", NULL, 300},
+      {"typed#0", "gfx90a", NULL, 100},
+      {"fine/sub#1", "gfx942", NULL, 5000},
+      {"../up#0", "gfx942", NULL, 100},
+  };
+  kt_kernel* k = patterned(shape, 7, 900);
+  char* archive = kt_path(tmp, "hostile.kpack");
+  write_fixture(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, 7);
+  free_patterned(k, 7);
+  set_kernel_type(archive, "typed#0", long_type);
+
+  char* tree = kt_path(tmp, "hostile-extracted");
+  char* log = kt_path(tmp, "hostile.log");
+  char* kpack = kt_path(bin_dir(), "kpack");
+  char* extract[] = {kpack, "extract", "-C", tree, archive, NULL};
+  /* Every skipped name is reported, and makes the exit status 1. */
+  assert_int_equal(run_logged(extract, log), 1);
+  char* text = slurp(log);
+  assert_non_null(strstr(text, "reserved name .kpackfs"));
+  assert_non_null(strstr(text, "path component longer than 255 bytes"));
+  assert_non_null(strstr(text, "arch is not a file name"));
+  assert_non_null(strstr(text, "longer than 255 bytes"));
+  free(text);
+
+  mnt* m = &scratch[0];
+  mnt_init(m, "hostile");
+  const char* args[] = {archive, NULL};
+  mnt_start(m, args);
+  /* ok#0/gfx90a and fine/sub#1/gfx942: a kernel and two text files each. */
+  assert_mount_is_the_extracted_tree(m, tree, 6);
+  mnt_stop_clean(m);
+  /* The comparison leaves the mount's own .kpackfs aside: extract must not
+   * have made one. */
+  char* reserved = kt_path(tree, ".kpackfs");
+  struct stat st;
+  assert_int_equal(lstat(reserved, &st), -1);
+  free(reserved);
+  kt_rmtree(tree);
+  free(kpack);
+  free(tree);
+  free(log);
+  free(archive);
+}
+
 static void test_real_library_mount_and_extract_show_one_tree(void** state) {
   (void)state;
   const char* archive = real_archive();
@@ -2812,6 +2874,7 @@ int main(void) {
       T(test_mount_and_extract_show_one_tree),
       T(test_mounted_and_extracted_trees_repack_with_their_maps),
       T(test_real_library_mount_and_extract_show_one_tree),
+      T(test_hostile_toc_names_give_mount_and_extract_one_tree),
 #undef T
   };
   return cmocka_run_group_tests_name("kpackfs", tests, group_setup,

@@ -13,6 +13,7 @@
 #define ROCM_KPACK_ENTRY_METADATA_H
 
 #include "kpack.h"
+#include "kpack_layout.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -21,8 +22,9 @@ extern "C" {
 /* The file beside <binary>/<arch>/kernel.<type> that holds the entry's map,
  * its exact MessagePack bytes, in a tree in the kpackfs layout: a kpackfs
  * mount shows it, `kpack extract` writes it and `kpack create` reads it
- * back. Absent for an entry without a map. */
-#define KPACK_ENTRY_METADATA_FILE "toc-metadata.msgpack"
+ * back. Absent for an entry without a map. The name is the layout's
+ * (kpack_layout.h), kept here under its earlier spelling. */
+#define KPACK_ENTRY_METADATA_FILE KPACK_LAYOUT_TOC_METADATA_FILE
 
 /* The entry's metadata map as the MessagePack bytes stored in the TOC (one
  * map, exactly as written). *data points into the archive and stays valid

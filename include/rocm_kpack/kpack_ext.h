@@ -7,6 +7,7 @@
  *                           error names
  *   kpack_writer.h          the streaming archive writer
  *   kpack_entry_metadata.h  per-kernel TOC metadata maps
+ *   kpack_layout.h          the tree an archive shows as files
  *   kpack_trace.h           the loader's search as events (kpack resolve)
  *   kpack_kcache.h          the shared decompressed-kernel cache (kpackfs)
  *   kpack_bundle.h          clang offload bundles and HIP fat binaries
@@ -27,6 +28,7 @@
 #include "kpack_code_object.h"
 #include "kpack_entry_metadata.h"
 #include "kpack_host.h"
+#include "kpack_layout.h"
 #include "kpack_kcache.h"
 #include "kpack_render.h"
 #include "kpack_target.h"

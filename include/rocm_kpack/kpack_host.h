@@ -116,6 +116,23 @@ KPACK_API const char* kpack_host_problem_string(kpack_host_problem_t problem);
 /* NULL is a no-op. */
 KPACK_API void kpack_host_close(kpack_host_t* host);
 
+/* True when `data` (size bytes, at least the first 20 of a file) starts
+ * like a host binary: a 64-bit little-endian ELF whose e_machine is not
+ * AMDGPU (kpack_is_code_object() tells code objects). Reads nothing else. */
+KPACK_API bool kpack_is_host_binary(const void* data, size_t size);
+
+/* Why kpack_host_open() or kpack_fatbin_open() find the file at `path`
+ * malformed, in words that say what and where, e.g. "section header table
+ * at 0x3f40 (29 entries of 64 bytes) extends past end of file (16384
+ * bytes): truncated?", written to why[0, why_size) (NUL-terminated;
+ * empty when the ELF structure, section names and .hipFatBinSegment
+ * records read correctly). Returns the status those opens return for the
+ * same cause:
+ *   INVALID_ARGUMENT  a pointer is NULL or why_size is 0
+ *   FILE_NOT_FOUND, IO_ERROR, INVALID_FORMAT, OUT_OF_MEMORY */
+KPACK_API kpack_error_t kpack_host_diagnose(const char* path, char* why,
+                                            size_t why_size);
+
 /* The path the loader tries for `search_path`, an entry of a binary's
  * kpack_search_paths, when the binary was opened as `binary_path`: an
  * absolute path as it is; a relative one against the binary's directory as

@@ -8,6 +8,7 @@
 #define ROCM_KPACK_RENDER_H
 
 #include "kpack_code_object.h"
+#include "kpack_layout.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -33,9 +34,11 @@ extern "C" {
  * notes or metadata malformed) show both files empty, and a note that
  * JSON cannot show (map keys nested in map keys) an empty metadata.json;
  * `kpack info FILE` says why. A kernel that cannot be read at all (a
- * corrupt frame) is the reader's error, never an empty file. */
-#define KPACK_CO_KERNELS_FILE "kernels"
-#define KPACK_CO_METADATA_FILE "metadata.json"
+ * corrupt frame) is the reader's error, never an empty file. The names are
+ * those of the tree's layout (kpack_layout.h), kept here under their
+ * earlier spelling. */
+#define KPACK_CO_KERNELS_FILE KPACK_LAYOUT_KERNELS_FILE
+#define KPACK_CO_METADATA_FILE KPACK_LAYOUT_METADATA_FILE
 
 /* How many resource counts a `kernels` line shows. */
 #define KPACK_CO_RESOURCE_COUNT 8

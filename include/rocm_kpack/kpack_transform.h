@@ -22,7 +22,8 @@ extern "C" {
  * the others are left as they are (copied by `kpack split`). */
 typedef enum kpack_transform_kind {
   KPACK_TRANSFORM_NOT_ELF = 0,        /* not an ELF file */
-  KPACK_TRANSFORM_NO_DEVICE_CODE = 1, /* an ELF without .hip_fatbin */
+  KPACK_TRANSFORM_NO_DEVICE_CODE = 1, /* an ELF without .hip_fatbin, or one
+                                         that is not 64-bit little-endian */
   KPACK_TRANSFORM_DEBUG_ONLY = 2,     /* .hip_fatbin is SHT_NOBITS: a separate
                                         debug file, or already transformed
                                         without records */

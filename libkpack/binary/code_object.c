@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "binary/elf_file.h"
 #include "common/byteorder.h"
 #include "common/msgpack_json.h"
 #include "common/msgpack_reader.h"
@@ -18,14 +19,7 @@
 #include "loader/target.h"
 #include "common/grow.h"
 
-#define CO_EHDR_SIZE 64u
-#define CO_PHDR_SIZE 56u
-#define CO_SHDR_SIZE 64u
-#define CO_EM_AMDGPU 224u
 #define CO_ELFOSABI_AMDGPU_HSA 64u
-#define CO_PT_NOTE 4u
-#define CO_SHT_NOTE 7u
-#define CO_PN_XNUM 0xffffu
 #define CO_NOTE_HEADER 12u
 #define CO_NT_AMDGPU_METADATA 32u
 
@@ -133,12 +127,6 @@ static const char* keep_string(kpack_code_object_t* co, const char* s,
 
 /* ---- ELF ----------------------------------------------------------------- */
 
-/* A table of `count` entries of `entsize` bytes at `offset` fits in size. */
-static bool table_fits(uint64_t size, uint64_t offset, uint64_t entsize,
-                       uint64_t count) {
-  return count == 0 || (offset <= size && count <= (size - offset) / entsize);
-}
-
 /* Where the metadata note's description is, once found. */
 typedef struct co_note {
   const uint8_t* desc;
@@ -202,54 +190,37 @@ static kpack_error_t read_header(const uint8_t* h, size_t size,
 }
 
 /* Finds the metadata note: in the PT_NOTE segments, else in the SHT_NOTE
- * sections. Every header table must fit, and so must every note region
- * walked. */
+ * sections. Every header table must fit (elf_file.c bounds them), and so must
+ * every note region walked. */
 static kpack_error_t find_note(const uint8_t* data, uint64_t size,
                                co_note* note) {
-  const uint8_t* h = data;
-  uint64_t phoff = kp_load_le(h + 32, 8), shoff = kp_load_le(h + 40, 8);
-  uint64_t phentsize = kp_load_le(h + 54, 2), phnum = kp_load_le(h + 56, 2);
-  uint64_t shentsize = kp_load_le(h + 58, 2), shnum = kp_load_le(h + 60, 2);
-  kpack_error_t err;
-
-  /* Section 0 holds the real counts when they do not fit in the header. */
-  if (shoff != 0 && (shnum == 0 || phnum == CO_PN_XNUM)) {
-    if (shentsize < CO_SHDR_SIZE || !table_fits(size, shoff, shentsize, 1))
-      return KPACK_ERROR_INVALID_FORMAT;
-    if (shnum == 0)
-      shnum = kp_load_le(data + shoff + 32, 8);
-    if (phnum == CO_PN_XNUM)
-      phnum = kp_load_le(data + shoff + 44, 4);
-  }
-  if (shoff == 0)
-    shnum = 0;
-  if (phoff == 0)
-    phnum = 0;
-  if ((phnum > 0 && phentsize < CO_PHDR_SIZE) ||
-      (shnum > 0 && shentsize < CO_SHDR_SIZE) ||
-      !table_fits(size, phoff, phentsize, phnum) ||
-      !table_fits(size, shoff, shentsize, shnum))
-    return KPACK_ERROR_INVALID_FORMAT;
-
-  for (uint64_t i = 0; i < phnum && !note->found; i++) {
-    const uint8_t* ph = data + phoff + i * phentsize;
-    if (kp_load_le(ph, 4) != CO_PT_NOTE)
+  kp_input in = {.mem = data, .fd = -1, .size = size};
+  elf_file elf;
+  kpack_error_t err = elf_open(&in, &elf);
+  if (err != KPACK_SUCCESS)
+    return err;
+  for (size_t i = 0; i < elf.segment_count && !note->found; i++) {
+    const elf_segment* ph = &elf.segments[i];
+    if (ph->type != ELF_PT_NOTE)
       continue;
-    err = scan_notes(data, size, kp_load_le(ph + 8, 8), kp_load_le(ph + 32, 8),
-                     kp_load_le(ph + 48, 8) == 8 ? 8 : 4, note);
+    err = scan_notes(data, size, ph->offset, ph->filesz, ph->align == 8 ? 8 : 4,
+                     note);
     if (err != KPACK_SUCCESS)
-      return err;
+      goto done;
   }
-  for (uint64_t i = 0; i < shnum && !note->found; i++) {
-    const uint8_t* sh = data + shoff + i * shentsize;
-    if (kp_load_le(sh + 4, 4) != CO_SHT_NOTE)
+  for (size_t i = 0; i < elf.section_count && !note->found; i++) {
+    const elf_section* sh = &elf.sections[i];
+    if (sh->type != ELF_SHT_NOTE)
       continue;
-    err = scan_notes(data, size, kp_load_le(sh + 24, 8), kp_load_le(sh + 32, 8),
-                     kp_load_le(sh + 48, 8) == 8 ? 8 : 4, note);
+    err = scan_notes(data, size, sh->offset, sh->size, sh->align == 8 ? 8 : 4,
+                     note);
     if (err != KPACK_SUCCESS)
-      return err;
+      goto done;
   }
-  return KPACK_SUCCESS;
+  err = KPACK_SUCCESS;
+done:
+  elf_close(&elf);
+  return err;
 }
 
 /* ---- metadata ------------------------------------------------------------ */
@@ -467,9 +438,7 @@ static kpack_error_t derive_target(kpack_code_object_t* co) {
 
 KPACK_API bool kpack_is_code_object(const void* data, size_t size) {
   const uint8_t* h = data;
-  return h != NULL && size >= CO_EHDR_SIZE && memcmp(h, "\177ELF", 4) == 0 &&
-         h[4] == 2 /* ELFCLASS64 */ && h[5] == 1 /* ELFDATA2LSB */ &&
-         kp_load_le(h + 18, 2) == CO_EM_AMDGPU;
+  return elf_is_elf64le(h, size) && kp_load_le(h + 18, 2) == ELF_EM_AMDGPU;
 }
 
 KPACK_API kpack_error_t kpack_code_object_parse(

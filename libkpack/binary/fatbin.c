@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * HIP fat binaries: finds .hip_fatbin and .hipFatBinSegment in a host ELF,
- * resolves each __CudaFatBinaryWrapper's bundle pointer (elf.c applies the
+ * resolves each __CudaFatBinaryWrapper's bundle pointer (elf_file.c applies the
  * relocation when the linker left the field zero) and records where each
  * code object's bundle starts. Nothing else is read at open: bundles are
  * listed, parsed or read an entry at a time by offload_bundle.c, straight
@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "binary/elf.h"
+#include "binary/elf_file.h"
 #include "binary/offload_bundle.h"
 #include "rocm_kpack/kpack_host.h"
 #include "common/grow.h"
@@ -28,8 +28,8 @@ struct kpack_fatbin {
 };
 
 /* Bundle offsets from the wrapper table, in wrapper order. */
-static kpack_error_t locate_by_wrappers(const elf_file* elf, size_t seg,
-                                        size_t fat, struct kpack_fatbin* fb) {
+static kpack_error_t locate_by_wrappers(elf_file* elf, size_t seg, size_t fat,
+                                        struct kpack_fatbin* fb) {
   elf_wrapper* records;
   size_t count;
   kpack_error_t err = elf_read_wrappers(elf, seg, &records, &count);

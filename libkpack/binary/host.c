@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: MIT
  *
  * HIP host binaries (see kpack_host.h): the records of .hipFatBinSegment,
- * their relocated pointers (elf.c, shared with the HIPF reader) and, for
+ * their relocated pointers (elf_file.c, shared with the HIPF reader) and, for
  * HIPK records, the metadata maps in .rocm_kpack_ref (hipk.c, the loader's
  * own parser). Everything is read and checked at open; the handle is
  * immutable afterwards.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "binary/elf.h"
+#include "binary/elf_file.h"
 #include "loader/hipk.h"
 #include "rocm_kpack/kpack_host.h"
 
@@ -52,7 +53,7 @@ static kpack_error_t read_metadata(const kp_input* ref, uint64_t offset,
 }
 
 /* Classifies one HIPK record's pointer and reads what it points at. */
-static kpack_error_t read_hipk(const elf_file* elf, const elf_pointer* ptr,
+static kpack_error_t read_hipk(elf_file* elf, const elf_pointer* ptr,
                                size_t ref_index, const kp_input* ref,
                                kp_scratch* scratch, kpack_host_wrapper_t* w,
                                kp_hipk* meta) {
@@ -74,8 +75,8 @@ static kpack_error_t read_hipk(const elf_file* elf, const elf_pointer* ptr,
   return KPACK_SUCCESS;
 }
 
-static kpack_error_t read_records(const elf_file* elf, size_t seg,
-                                  size_t ref_index, struct kpack_host* h) {
+static kpack_error_t read_records(elf_file* elf, size_t seg, size_t ref_index,
+                                  struct kpack_host* h) {
   kpack_error_t err;
   kp_input ref = {0};
   kp_scratch meta_buf = {0};
@@ -239,6 +240,37 @@ KPACK_API void kpack_host_close(kpack_host_t* host) {
   free(host->metadata);
   free(host->wrappers);
   free(host);
+}
+
+KPACK_API bool kpack_is_host_binary(const void* data, size_t size) {
+  const uint8_t* h = data;
+  return size >= 20 && elf_ident(h, size) == ELF_IDENT_64LE &&
+         (unsigned)(h[18] | h[19] << 8) != ELF_EM_AMDGPU;
+}
+
+KPACK_API kpack_error_t kpack_host_diagnose(const char* path, char* why,
+                                            size_t why_size) {
+  kp_input in;
+  elf_file elf;
+  elf_wrapper* records = NULL;
+  size_t count, seg;
+  if (path == NULL || why == NULL || why_size == 0)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  why[0] = '\0';
+  kpack_error_t err = kp_input_open(path, &in);
+  if (err != KPACK_SUCCESS)
+    return err;
+  if ((err = elf_open(&in, &elf)) == KPACK_SUCCESS) {
+    err = elf_find_section(&elf, ".hipFatBinSegment", &seg);
+    if (err == KPACK_SUCCESS && seg != 0)
+      err = elf_read_wrappers(&elf, seg, &records, &count);
+    free(records);
+    elf_close(&elf);
+  }
+  if (err == KPACK_ERROR_INVALID_FORMAT)
+    snprintf(why, why_size, "%s", elf.why);
+  close(in.fd);
+  return err;
 }
 
 KPACK_API kpack_error_t kpack_resolve_search_path(const char* binary_path,

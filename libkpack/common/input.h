@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * Untrusted bytes read by the host-binary readers (elf.c, fatbin.c,
+ * Untrusted bytes read by the host-binary readers (elf_file.c, fatbin.c,
  * offload_bundle.c, host.c): a caller's buffer, or a file read with pread in
  * small pieces so that a gigabyte library is never held whole and a file
  * that changes underneath is an IO_ERROR rather than a SIGBUS. Stateless: a

@@ -2,10 +2,10 @@
  *
  * `make bench`: generates the data sets once into the cache directory and
  * prints the performance table of README "Performance" (rows in library.c,
- * create.c, mounts.c and install.c). Usage: bench CACHE_DIR [BIN_DIR
- * [GROUPS]]; without BIN_DIR (kpack and kpackfs) only the library rows run;
- * GROUPS (e.g. "library,mounts") picks among library, create, mounts and
- * install.
+ * create.c, mounts.c, transform.c and install.c). Usage: bench CACHE_DIR
+ * [BIN_DIR [GROUPS]]; without BIN_DIR (kpack and kpackfs) only the library
+ * rows run; GROUPS (e.g. "library,mounts") picks among library, create,
+ * mounts, transform and install.
  *
  * Generated data is reused while it is current: fixture.stamp records the
  * code-object generator and the fat binary's shape, writer.stamp the bytes
@@ -331,7 +331,7 @@ int main(int argc, char** argv) {
   d.have_zstd = bn_have("zstd");
   /* The install rows have data of their own (install.c). */
   if (wanted(groups, "library") || wanted(groups, "create") ||
-      wanted(groups, "mounts"))
+      wanted(groups, "mounts") || wanted(groups, "transform"))
     prepare(&d);
   double ready = bn_now();
   if (d.bin != NULL && !d.have_squashfuse)
@@ -347,6 +347,8 @@ int main(int argc, char** argv) {
     bench_create(&d);
   if (d.bin != NULL && wanted(groups, "mounts"))
     bench_mounts(&d);
+  if (d.bin != NULL && wanted(groups, "transform"))
+    bench_transform(&d);
   if (wanted(groups, "install"))
     bench_install(&d);
   printf(

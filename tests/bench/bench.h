@@ -111,6 +111,7 @@ kpack_archive_t bn_open_listed(const char* path, bn_kernel** kernels,
 void bench_library(const bench_data* d);
 void bench_create(const bench_data* d);
 void bench_mounts(const bench_data* d);
+void bench_transform(const bench_data* d);
 void bench_install(const bench_data* d);
 
 #endif /* KPACK_BENCH_H */

@@ -893,3 +893,88 @@ size_t kf_host_input(const uint8_t* data, size_t size) {
   kpack_host_close(h);
   return good;
 }
+
+/* ---- the host-ELF transform ------------------------------------------------
+ */
+
+static int transform_in = -1, transform_out = -1;
+static char transform_in_path[64];
+
+/* The whole of memfd `fd`, mapped: an executable's output may hold a hole
+ * before its program headers, which costs nothing mapped. */
+static uint8_t* map_memfd(int fd, size_t* size) {
+  struct stat st;
+  require(fstat(fd, &st) == 0, "fstat");
+  *size = (size_t)st.st_size;
+  void* p = mmap(NULL, *size ? *size : 1, PROT_READ, MAP_PRIVATE, fd, 0);
+  require(p != MAP_FAILED, "mapping the output");
+  return p;
+}
+
+size_t kf_transform_input(const uint8_t* data, size_t size) {
+  static const char* const paths[] = {KF_ARCHIVE_PATTERN};
+  kpack_transform_options_t o = {KF_KERNEL_NAME, paths, 1};
+  kpack_transform_message_t msg;
+  kpack_transform_result_t r;
+  kpack_transform_kind_t kind;
+  if (transform_in < 0) {
+    transform_in = memfd_create("kpack-fuzz-in", MFD_CLOEXEC);
+    transform_out = memfd_create("kpack-fuzz-out", MFD_CLOEXEC);
+    require(transform_in >= 0 && transform_out >= 0, "memfd_create");
+    snprintf(transform_in_path, sizeof(transform_in_path), "/proc/self/fd/%d",
+             transform_in);
+  }
+  require(ftruncate(transform_in, 0) == 0, "ftruncate");
+  require(ftruncate(transform_out, 0) == 0, "ftruncate");
+  write_whole(transform_in, data, size);
+
+  kpack_error_t err = kpack_transform_classify(transform_in_path, &kind, &msg);
+  require_status(err);
+  if (err != KPACK_SUCCESS) {
+    require(
+        err == KPACK_ERROR_INVALID_FORMAT || err == KPACK_ERROR_OUT_OF_MEMORY,
+        "classify failed with a status its header does not list");
+    require(msg.text[0] != '\0', "classify failed without a message");
+    return 0;
+  }
+  require(kind <= KPACK_TRANSFORM_FAT, "kind outside the enum");
+  err = kpack_transform_write(transform_in_path, transform_out, &o, &r, &msg);
+  require_status(err);
+  if (err != KPACK_SUCCESS) {
+    require(msg.text[0] != '\0', "transform failed without a message");
+    require(kind == KPACK_TRANSFORM_FAT || err == KPACK_ERROR_INVALID_ARGUMENT,
+            "a file that is not FAT refused other than INVALID_ARGUMENT");
+    require(err == KPACK_ERROR_INVALID_FORMAT ||
+                err == KPACK_ERROR_INVALID_ARGUMENT ||
+                err == KPACK_ERROR_OUT_OF_MEMORY || err == KPACK_ERROR_IO_ERROR,
+            "transform failed with a status its header does not list");
+    return 0;
+  }
+  require(kind == KPACK_TRANSFORM_FAT, "a file that is not FAT transformed");
+
+  /* The output passes the readers' checks: an ELF, kpack-ified, each record
+   * HIPK with its index and the metadata given. */
+  size_t out_size;
+  uint8_t* out = map_memfd(transform_out, &out_size);
+  require(out_size == r.output_size, "output size differs from the result");
+  kpack_host_t* h = NULL;
+  kpack_host_info_t info;
+  err = kpack_host_open_memory(out, out_size, &h);
+  require(err == KPACK_SUCCESS, "the transformed ELF does not open");
+  require(kpack_host_get_info(h, &info) == KPACK_SUCCESS, "host info");
+  require(info.kind == KPACK_HOST_KPACKIFIED && info.has_kpack_ref,
+          "the transformed ELF is not kpack-ified");
+  require(info.wrapper_count == r.wrapper_count, "record count changed");
+  for (size_t i = 0; i < info.wrapper_count; i++) {
+    kpack_host_wrapper_t w;
+    require(kpack_host_get_wrapper(h, i, &w) == KPACK_SUCCESS,
+            "a transformed record does not read");
+    require(w.reserved == i && w.search_path_count == 1,
+            "a transformed record has the wrong index or paths");
+    require(strcmp(w.kernel_name, KF_KERNEL_NAME) == 0,
+            "a transformed record names the wrong kernel");
+  }
+  kpack_host_close(h);
+  munmap(out, out_size ? out_size : 1);
+  return info.wrapper_count;
+}

@@ -62,4 +62,11 @@ size_t kf_host_input(const uint8_t* data, size_t size);
  * not parse, else 1 + the number of kernels. */
 size_t kf_code_object_input(const uint8_t* data, size_t size);
 
+/* Transform entry point: the input is a host ELF, classified and, when
+ * fat, transformed (kpack_transform.h). A refusal must carry a message and
+ * a documented status; an output must open as a kpack-ified binary whose
+ * every record reads, with its index and the metadata given. Returns how
+ * many records were transformed. */
+size_t kf_transform_input(const uint8_t* data, size_t size);
+
 #endif /* KPACK_FUZZ_DRIVERS_H */

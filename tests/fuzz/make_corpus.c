@@ -17,6 +17,7 @@
 
 #include "fixture_code_object.h"
 #include "fixture_fatbin.h"
+#include "fixture_program.h"
 #include "fixture_toc.h"
 #include "fuzz_drivers.h"
 #include "rocm_kpack/kpack_ext.h"
@@ -523,6 +524,60 @@ static void host_seeds(void) {
   fx_free(&refs[1]);
 }
 
+/* ---- fat host binaries for the transform --------------------------------- */
+
+/* Programs the system compiler links (fixture_program.h), made small
+ * (16-byte bundle alignment, one page per segment, no symbols), in each
+ * form the transform rewrites: RELATIVE in .rela.dyn, in .relr.dyn, and
+ * stored pointers; then the fixture builder's fat ELF, which has no
+ * program headers. */
+static void transform_seeds(void) {
+  static const struct {
+    const char* name;
+    fx_program_kind kind;
+    bool relr;
+  } forms[] = {
+      {"fat-shared.so", FX_PROGRAM_SHARED, false},
+      {"fat-relr.so", FX_PROGRAM_SHARED, true},
+      {"fat-pie", FX_PROGRAM_PIE, false},
+      {"fat-exec", FX_PROGRAM_EXEC, false},
+  };
+  fx_buf bundles[2] = {sample_bundle(21), sample_bundle(22)};
+  char tmp[] = "/tmp/kpack-corpus.XXXXXX";
+  if (mkdtemp(tmp) == NULL)
+    die("mkdtemp");
+  for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++) {
+    char out[64];
+    size_t size;
+    snprintf(out, sizeof(out), "%s/program", tmp);
+    fx_program_opts o = {.kind = forms[i].kind,
+                         .bundles = bundles,
+                         .bundle_count = 2,
+                         .relr = forms[i].relr,
+                         .align_log2 = 4,
+                         .flags = "-s -Wl,-z,noseparate-code"};
+    if (!fx_build_program(tmp, &o, out))
+      die("linking a transform seed");
+    void* data = load(out, &size);
+    save("transform", forms[i].name, data, size);
+    free(data);
+  }
+  char cmd[128];
+  snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmp);
+  if (system(cmd) != 0)
+    die(cmd);
+  fx_wrapper f = {FX_HIPF_MAGIC, 1, 0, FX_PTR_RELATIVE, 0};
+  fx_elf_opts fat = {.bundles = bundles,
+                     .bundle_count = 1,
+                     .bundle_align = 64,
+                     .wrappers = &f,
+                     .wrapper_count = 1};
+  fx_buf elf = fx_elf(&fat);
+  save_buf("transform", "no-program-headers.so", &elf);
+  fx_free(&bundles[0]);
+  fx_free(&bundles[1]);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: make_corpus OUTPUT_DIR\n");
@@ -536,5 +591,6 @@ int main(int argc, char** argv) {
   bundle_seeds();
   code_object_seeds();
   host_seeds();
+  transform_seeds();
   return 0;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
- * Helpers every kpack subcommand uses: messages that name the file and the
- * kpack status, number parsing, text tables, JSON strings, file and path
- * utilities, and the interruption flag.
+ * The helpers cli.h declares, which every kpack subcommand uses: messages
+ * that name the file and the kpack status, number parsing, text tables,
+ * totals, file utilities, walking archives and the interruption flag.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -95,6 +95,53 @@ bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
 
 /* ---- tables -------------------------------------------------------------- */
 
+/* One row of cells, aligned to `width`. */
+static void print_cells(const cli_table* t, const char* const* cells,
+                        const size_t* width, FILE* out) {
+  for (size_t c = 0; c < t->cols; c++) {
+    const char* cell = cells[c] != NULL ? cells[c] : "";
+    bool last = c + 1 == t->cols;
+    if (t->right != NULL && t->right[c])
+      fprintf(out, "%*s", (int)width[c], cell);
+    else if (last) /* no trailing blanks */
+      fputs(cell, out);
+    else
+      fprintf(out, "%-*s", (int)width[c], cell);
+    fputs(last ? "\n" : "  ", out);
+  }
+}
+
+/* A row of the two-pass mode: sizes the columns, or prints. */
+static void stream_row(cli_table* t, char* line) {
+  const char* cells[16] = {0};
+  char* rest = line;
+  for (size_t c = 0; c < t->cols && c < 16; c++) {
+    char* tab = c + 1 < t->cols ? strchr(rest, '\t') : NULL;
+    if (tab != NULL)
+      *tab = '\0';
+    cells[c] = rest;
+    size_t n = strlen(rest);
+    if (t->measuring && n > t->width[c])
+      t->width[c] = n;
+    rest = tab != NULL ? tab + 1 : rest + n;
+  }
+  if (!t->measuring && t->cols <= 16)
+    print_cells(t, cells, t->width, t->stream);
+}
+
+void cli_table_measure(cli_table* t) {
+  t->measuring = true;
+  for (size_t c = 0; c < t->cols && c < 16; c++)
+    t->width[c] = strlen(t->headers[c]);
+}
+
+void cli_table_stream(cli_table* t, FILE* out) {
+  t->measuring = false;
+  t->stream = out;
+  if (t->cols <= 16)
+    print_cells(t, t->headers, t->width, out);
+}
+
 void cli_table_row(cli_table* t, const char* fmt, ...) {
   char* line = NULL;
   va_list ap;
@@ -104,6 +151,11 @@ void cli_table_row(cli_table* t, const char* fmt, ...) {
   if (n < 0) {
     cli_error("out of memory");
     exit(CLI_FAIL);
+  }
+  if (t->measuring || t->stream != NULL) {
+    stream_row(t, line);
+    free(line);
+    return;
   }
   if (t->rows == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 16;
@@ -130,7 +182,7 @@ void cli_table_row(cli_table* t, const char* fmt, ...) {
 
 void cli_table_print(const cli_table* t, FILE* out) {
   size_t width[16] = {0};
-  if (t->cols > 16)
+  if (t->cols > 16 || t->stream != NULL || t->measuring)
     return;
   for (size_t c = 0; c < t->cols; c++)
     width[c] = strlen(t->headers[c]);
@@ -141,62 +193,63 @@ void cli_table_print(const cli_table* t, FILE* out) {
       if (n > width[c])
         width[c] = n;
     }
-  for (size_t r = 0; r <= t->rows; r++) {
-    for (size_t c = 0; c < t->cols; c++) {
-      const char* cell =
-          r == 0 ? t->headers[c] : t->cells[(r - 1) * t->cols + c];
-      bool last = c + 1 == t->cols;
-      if (cell == NULL)
-        cell = "";
-      if (t->right != NULL && t->right[c])
-        fprintf(out, "%*s", (int)width[c], cell);
-      else if (last) /* no trailing blanks */
-        fputs(cell, out);
-      else
-        fprintf(out, "%-*s", (int)width[c], cell);
-      fputs(last ? "\n" : "  ", out);
-    }
-  }
+  print_cells(t, t->headers, width, out);
+  for (size_t r = 0; r < t->rows; r++)
+    print_cells(t, (const char* const*)&t->cells[r * t->cols], width, out);
 }
 
 void cli_table_free(cli_table* t) {
   for (size_t i = 0; i < t->rows * t->cols; i++)
     free(t->cells[i]);
   free(t->cells);
+  for (size_t i = 0; i < t->text_count; i++)
+    free(t->texts[i]);
+  free(t->texts);
   t->cells = NULL;
-  t->rows = t->cap = 0;
+  t->texts = NULL;
+  t->rows = t->cap = t->text_count = 0;
 }
 
-/* ---- JSON and numbers ---------------------------------------------------- */
-
-void cli_json_string(FILE* out, const char* s) {
-  fputc('"', out);
-  for (const unsigned char* p = (const unsigned char*)s; *p; p++) {
-    switch (*p) {
-      case '"':
-        fputs("\\\"", out);
-        break;
-      case '\\':
-        fputs("\\\\", out);
-        break;
-      case '\n':
-        fputs("\\n", out);
-        break;
-      case '\t':
-        fputs("\\t", out);
-        break;
-      case '\r':
-        fputs("\\r", out);
-        break;
-      default:
-        if (*p < 0x20)
-          fprintf(out, "\\u%04x", *p);
-        else
-          fputc(*p, out);
-    }
+const char* cli_table_text(cli_table* t, const char* s) {
+  const unsigned char* p = (const unsigned char*)s;
+  while (*p >= 0x20 && *p != 0x7f && *p != '\\')
+    p++;
+  if (*p == '\0')
+    return s;
+  char* text = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&text, &len);
+  if (f == NULL)
+    goto oom;
+  for (p = (const unsigned char*)s; *p; p++) {
+    if (*p == '\\')
+      fputs("\\\\", f);
+    else if (*p == '\t')
+      fputs("\\t", f);
+    else if (*p == '\n')
+      fputs("\\n", f);
+    else if (*p == '\r')
+      fputs("\\r", f);
+    else if (*p < 0x20 || *p == 0x7f)
+      fprintf(f, "\\x%02x", *p);
+    else
+      fputc(*p, f);
   }
-  fputc('"', out);
+  if (fclose(f) != 0)
+    goto oom;
+  char** texts = realloc(t->texts, (t->text_count + 1) * sizeof(*texts));
+  if (texts == NULL)
+    goto oom;
+  t->texts = texts;
+  t->texts[t->text_count++] = text;
+  return text;
+oom:
+  free(text);
+  cli_error("out of memory");
+  exit(CLI_FAIL);
 }
+
+/* ---- numbers ------------------------------------------------------------- */
 
 const char* cli_ratio(char buf[32], uint64_t size, uint64_t stored) {
   if (stored == 0)
@@ -207,7 +260,8 @@ const char* cli_ratio(char buf[32], uint64_t size, uint64_t stored) {
 }
 
 const char* cli_human_size(char buf[32], uint64_t bytes) {
-  static const char* const units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  static const char* const units[] = {"B",   "KiB", "MiB", "GiB",
+                                      "TiB", "PiB", "EiB"};
   double v = (double)bytes;
   size_t u = 0;
   while (v >= 1024 && u + 1 < sizeof(units) / sizeof(units[0])) {
@@ -219,6 +273,23 @@ const char* cli_human_size(char buf[32], uint64_t bytes) {
   else
     snprintf(buf, 32, "%.1f %s", v, units[u]);
   return buf;
+}
+
+void cli_total_add(cli_total* t, uint64_t v) {
+  if (v > UINT64_MAX - t->value) {
+    t->value = UINT64_MAX;
+    t->over = true;
+  } else {
+    t->value += v;
+  }
+}
+
+const char* cli_total_human(char buf[32], cli_total t) {
+  if (t.over) {
+    snprintf(buf, 32, "over 16.0 EiB");
+    return buf;
+  }
+  return cli_human_size(buf, t.value);
 }
 
 /* ---- files --------------------------------------------------------------- */
@@ -296,27 +367,6 @@ bool cli_mkdirs(const char* path, unsigned mode) {
   return ok;
 }
 
-bool cli_safe_component(const char* name) {
-  return name[0] != '\0' && strchr(name, '/') == NULL &&
-         strcmp(name, ".") != 0 && strcmp(name, "..") != 0;
-}
-
-bool cli_safe_binary_name(const char* name) {
-  if (name[0] == '\0' || name[0] == '/')
-    return false;
-  const char* p = name;
-  for (;;) {
-    const char* slash = strchr(p, '/');
-    size_t n = slash ? (size_t)(slash - p) : strlen(p);
-    if (n == 0 || (n == 1 && p[0] == '.') ||
-        (n == 2 && p[0] == '.' && p[1] == '.'))
-      return false;
-    if (slash == NULL)
-      return true;
-    p = slash + 1;
-  }
-}
-
 /* ---- archives ------------------------------------------------------------ */
 
 kpack_error_t cli_for_each_kernel(kpack_archive_t archive, cli_kernel_fn fn,
@@ -345,6 +395,25 @@ kpack_error_t cli_for_each_kernel(kpack_archive_t archive, cli_kernel_fn fn,
     }
   }
   return KPACK_SUCCESS;
+}
+
+cli_walk cli_walk_archive(const char* path, cli_kernel_fn fn, void* user,
+                          kpack_archive_t* keep) {
+  kpack_archive_t archive = NULL;
+  kpack_error_t err = kpack_open(path, &archive);
+  cli_walk walk = CLI_WALKED;
+  if (err != KPACK_SUCCESS) {
+    cli_kerror(path, err);
+    walk = CLI_WALK_UNOPENED;
+  } else if ((err = cli_for_each_kernel(archive, fn, user)) != KPACK_SUCCESS) {
+    cli_kerror(path, err);
+    walk = CLI_WALK_BROKEN;
+  }
+  if (keep != NULL)
+    *keep = archive;
+  else
+    kpack_close(archive);
+  return walk;
 }
 
 /* ---- interruption -------------------------------------------------------- */

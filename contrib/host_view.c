@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT
  *
- * HIP host binaries in `kpack info`, `kpack list` and `kpack resolve`: what
- * a fat binary carries (bundles, arches, sizes, compression; entry tables
- * only, so memory does not grow with the library) and what a kpack-ified
- * one names (per HIPK record: kernel, search paths as written and as the
- * loader resolves them).
+ * What the kpack tool shows of a HIP host binary (declared in host_view.h),
+ * for `kpack info`, `kpack list` and `kpack resolve`: what a fat binary
+ * carries (bundles, arches, sizes, compression; entry tables only, so
+ * memory does not grow with the library) and what a kpack-ified one names
+ * (per HIPK record: kernel, search paths as written and as the loader
+ * resolves them).
  */
 #include <fcntl.h>
 #include <stdlib.h>
@@ -12,19 +13,26 @@
 #include <unistd.h>
 
 #include "cli.h"
-
-#define EM_AMDGPU 224u
+#include "host_view.h"
+#include "json.h"
 
 bool cli_is_host_binary(const char* path) {
   uint8_t h[20];
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return false;
-  bool elf = read(fd, h, sizeof(h)) == (ssize_t)sizeof(h);
+  ssize_t n = read(fd, h, sizeof(h));
   close(fd);
-  /* 64-bit little-endian ELF, and not a GPU code object. */
-  return elf && memcmp(h, "\177ELF\2\1", 6) == 0 &&
-         (unsigned)(h[18] | h[19] << 8) != EM_AMDGPU;
+  return n > 0 && kpack_is_host_binary(h, (size_t)n);
+}
+
+void cli_host_error(const char* path, kpack_error_t err) {
+  char why[256];
+  if (err == KPACK_ERROR_INVALID_FORMAT &&
+      kpack_host_diagnose(path, why, sizeof(why)) == err && why[0] != '\0')
+    cli_error("%s: %s (%s)", path, kpack_error_string(err), why);
+  else
+    cli_kerror(path, err);
 }
 
 static const char* elf_type_name(uint16_t type) {
@@ -92,8 +100,15 @@ bool cli_for_each_bundle(const char* path, const kpack_fatbin_t* fb,
   return true;
 }
 
+/* Whether entry `e` is one the caller asked for. */
+static bool entry_wanted(const kpack_bundle_entry_t* e,
+                         const char* const* agent, size_t agent_count) {
+  return e->arch != NULL &&
+         (agent == NULL || cli_agent_loads(agent, agent_count, e->arch));
+}
+
 char* cli_bundle_arches(const kpack_bundle_t* b, const char* const* agent,
-                        size_t agent_count, bool json, size_t* count) {
+                        size_t agent_count, size_t* count) {
   kpack_bundle_info_t info;
   char* text = NULL;
   size_t len = 0, n = 0;
@@ -103,28 +118,36 @@ char* cli_bundle_arches(const kpack_bundle_t* b, const char* const* agent,
   if (f == NULL)
     return NULL;
   kpack_bundle_get_info(b, &info);
-  if (json)
-    fputc('[', f);
   for (size_t i = 0; i < info.entry_count; i++) {
     kpack_bundle_entry_t e;
     kpack_bundle_get_entry(b, i, &e);
-    if (e.arch == NULL ||
-        (agent != NULL && !cli_agent_loads(agent, agent_count, e.arch)))
+    if (!entry_wanted(&e, agent, agent_count))
       continue;
-    if (json) {
-      fputs(n ? ", " : "", f);
-      cli_json_string(f, e.arch);
-    } else {
-      fprintf(f, "%s%s", n ? " " : "", e.arch);
-    }
+    fprintf(f, "%s%s", n ? " " : "", e.arch);
     n++;
   }
-  if (json)
-    fputc(']', f);
   fclose(f);
   if (count != NULL && text != NULL)
     *count = n;
   return text;
+}
+
+size_t cli_bundle_arches_json(cli_json* w, const kpack_bundle_t* b,
+                              const char* const* agent, size_t agent_count) {
+  kpack_bundle_info_t info;
+  size_t n = 0;
+  kpack_bundle_get_info(b, &info);
+  cli_json_array(w, CLI_JSON_INLINE, false);
+  for (size_t i = 0; i < info.entry_count; i++) {
+    kpack_bundle_entry_t e;
+    kpack_bundle_get_entry(b, i, &e);
+    if (!entry_wanted(&e, agent, agent_count))
+      continue;
+    cli_json_str(w, e.arch);
+    n++;
+  }
+  cli_json_end(w);
+  return n;
 }
 
 bool cli_agent_loads(const char* const* agent, size_t agent_count,
@@ -136,8 +159,7 @@ bool cli_agent_loads(const char* const* agent, size_t agent_count,
 }
 
 typedef struct fat_state {
-  bool json;
-  bool first;
+  cli_json* json; /* NULL for the table */
   cli_table table;
   uint64_t stored, size;
   size_t code_objects;
@@ -152,31 +174,30 @@ static bool info_bundle(const char* path, size_t co, const kpack_bundle_t* b,
   kpack_bundle_get_info(b, &info);
   s->stored += info.extent;
   s->size += info.bundle_size;
-  if (s->json) {
-    printf("%s{\"co_index\": %zu, \"compression\": ", s->first ? "" : ", ", co);
-    s->first = false;
-    cli_json_string(stdout, compression_name(&info));
-    printf(
-        ", \"ccob_version\": %u, \"stored_size\": %llu, \"size\": %llu, "
-        "\"entries\": [",
-        info.ccob_version, (unsigned long long)info.extent,
-        (unsigned long long)info.bundle_size);
+  if (s->json != NULL) {
+    cli_json* w = s->json;
+    cli_json_object(w, CLI_JSON_INLINE, false);
+    cli_json_key_uint(w, "co_index", co);
+    cli_json_key_str(w, "compression", compression_name(&info));
+    cli_json_key_uint(w, "ccob_version", info.ccob_version);
+    cli_json_key_uint(w, "stored_size", info.extent);
+    cli_json_key_uint(w, "size", info.bundle_size);
+    cli_json_key(w, "entries");
+    cli_json_array(w, CLI_JSON_INLINE, false);
     for (size_t i = 0; i < info.entry_count; i++) {
       kpack_bundle_entry_t e;
       kpack_bundle_get_entry(b, i, &e);
-      fputs(i ? ", {\"id\": " : "{\"id\": ", stdout);
-      cli_json_string(stdout, e.id);
-      fputs(", \"arch\": ", stdout);
-      if (e.arch != NULL)
-        cli_json_string(stdout, e.arch);
-      else
-        fputs("null", stdout);
-      printf(", \"size\": %llu}", (unsigned long long)e.size);
+      cli_json_object(w, CLI_JSON_INLINE, false);
+      cli_json_key_str(w, "id", e.id);
+      cli_json_key_str(w, "arch", e.arch);
+      cli_json_key_uint(w, "size", e.size);
+      cli_json_end(w);
     }
-    fputs("]}", stdout);
+    cli_json_end(w);
+    cli_json_end(w);
     return true;
   }
-  char* arches = cli_bundle_arches(b, NULL, 0, false, NULL);
+  char* arches = cli_bundle_arches(b, NULL, 0, NULL);
   cli_table_row(&s->table, "%zu\t%s\t%llu\t%llu\t%s", co,
                 cli_bundle_compression(&info, comp),
                 (unsigned long long)info.extent,
@@ -186,26 +207,30 @@ static bool info_bundle(const char* path, size_t co, const kpack_bundle_t* b,
   return true;
 }
 
+/* The rest of a fat binary's `kpack info`; with `json`, members of its
+ * object. */
 static int info_fat(const char* path, const kpack_host_info_t* host,
-                    bool json) {
+                    cli_json* json) {
   static const char* const headers[] = {"CO", "COMPRESSION", "STORED", "SIZE",
                                         "ARCHES"};
   static const bool right[] = {true, false, true, true, false};
   kpack_fatbin_t* fb;
   kpack_fatbin_info_t info;
-  fat_state s = {.json = json, .first = true};
+  fat_state s = {.json = json};
   char a[32];
   kpack_error_t err = kpack_fatbin_open(path, &fb);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
+    cli_host_error(path, err);
     return CLI_FAIL;
   }
   kpack_fatbin_get_info(fb, &info);
   s.table = (cli_table){.cols = 5, .headers = headers, .right = right};
-  if (json) {
-    printf(", \"fatbin_size\": %llu, \"numbered_by\": \"%s\", \"bundles\": [",
-           (unsigned long long)info.fatbin_size,
-           info.has_wrappers ? "wrappers" : "section order");
+  if (json != NULL) {
+    cli_json_key_uint(json, "fatbin_size", info.fatbin_size);
+    cli_json_key_str(json, "numbered_by",
+                     info.has_wrappers ? "wrappers" : "section order");
+    cli_json_key(json, "bundles");
+    cli_json_array(json, CLI_JSON_INLINE, false);
   } else {
     printf(
         "kind:         fat binary: device code inside, in .hip_fatbin "
@@ -217,8 +242,8 @@ static int info_fat(const char* path, const kpack_host_info_t* host,
                              : "in .hip_fatbin order (no wrappers)");
   }
   bool ok = cli_for_each_bundle(path, fb, info_bundle, &s);
-  if (json) {
-    fputs("]}", stdout);
+  if (json != NULL) {
+    cli_json_end(json);
   } else {
     char b[32];
     putchar('\n');
@@ -257,44 +282,53 @@ static const char* magic_name(uint32_t magic) {
                                           : "unknown";
 }
 
-void cli_host_json_search_paths(const char* path,
-                                const kpack_host_wrapper_t* w) {
-  fputc('[', stdout);
-  for (size_t j = 0; j < w->search_path_count; j++) {
-    char* resolved = NULL;
-    kpack_resolve_search_path(path, w->search_paths[j], &resolved);
-    fputs(j ? ", {\"written\": " : "{\"written\": ", stdout);
-    cli_json_string(stdout, w->search_paths[j]);
-    fputs(", \"resolved\": ", stdout);
-    if (resolved != NULL)
-      cli_json_string(stdout, resolved);
-    else
-      fputs("null", stdout);
-    fputc('}', stdout);
-    free(resolved);
-  }
-  fputc(']', stdout);
+const char* cli_search_path_shown(const char* path, const char* written,
+                                  char** owned) {
+  *owned = NULL;
+  if (written[0] == '\0')
+    return CLI_SEARCH_PATH_DROPPED; /* as the loader's add_items() does */
+  kpack_resolve_search_path(path, written, owned);
+  return *owned != NULL ? *owned : "(out of memory)";
 }
 
-static void json_record(const char* path, size_t index,
+const char* cli_search_path_written(const char* written) {
+  return written[0] != '\0' ? written : "\"\"";
+}
+
+void cli_host_json_search_paths(cli_json* json, const char* path,
+                                const kpack_host_wrapper_t* w) {
+  cli_json_array(json, CLI_JSON_INLINE, false);
+  for (size_t j = 0; j < w->search_path_count; j++) {
+    char* resolved = NULL;
+    cli_search_path_shown(path, w->search_paths[j], &resolved);
+    cli_json_object(json, CLI_JSON_INLINE, false);
+    cli_json_key_str(json, "written", w->search_paths[j]);
+    cli_json_key_str(json, "resolved", resolved);
+    if (w->search_paths[j][0] == '\0')
+      cli_json_key_bool(json, "dropped", true);
+    cli_json_end(json);
+    free(resolved);
+  }
+  cli_json_end(json);
+}
+
+static void json_record(cli_json* json, const char* path, size_t index,
                         const kpack_host_wrapper_t* w) {
-  printf("%s{\"index\": %zu, \"magic\": \"%s\", \"version\": %u",
-         index ? ", " : "", index, magic_name(w->magic), (unsigned)w->version);
+  cli_json_object(json, CLI_JSON_INLINE, false);
+  cli_json_key_uint(json, "index", index);
+  cli_json_key_str(json, "magic", magic_name(w->magic));
+  cli_json_key_uint(json, "version", w->version);
   if (w->magic == KPACK_HOST_HIPK_MAGIC)
-    printf(", \"co_index\": %llu", (unsigned long long)w->reserved);
-  fputs(", \"status\": ", stdout);
-  cli_json_string(stdout, kpack_error_string(w->status));
-  if (w->status != KPACK_SUCCESS) {
-    fputs(", \"problem\": ", stdout);
-    cli_json_string(stdout, kpack_host_problem_string(w->problem));
-  }
+    cli_json_key_uint(json, "co_index", w->reserved);
+  cli_json_key_str(json, "status", kpack_error_string(w->status));
+  if (w->status != KPACK_SUCCESS)
+    cli_json_key_str(json, "problem", kpack_host_problem_string(w->problem));
   if (w->kernel_name != NULL) {
-    fputs(", \"kernel_name\": ", stdout);
-    cli_json_string(stdout, w->kernel_name);
-    fputs(", \"search_paths\": ", stdout);
-    cli_host_json_search_paths(path, w);
+    cli_json_key_str(json, "kernel_name", w->kernel_name);
+    cli_json_key(json, "search_paths");
+    cli_host_json_search_paths(json, path, w);
   }
-  fputc('}', stdout);
+  cli_json_end(json);
 }
 
 void cli_host_record_rows(cli_table* t, const char* path,
@@ -317,32 +351,37 @@ void cli_host_record_rows(cli_table* t, const char* path,
     }
     for (size_t j = 0; j < w.search_path_count; j++) {
       char* resolved = NULL;
-      kpack_resolve_search_path(path, w.search_paths[j], &resolved);
+      const char* written =
+          cli_table_text(t, cli_search_path_written(w.search_paths[j]));
+      const char* where = cli_table_text(
+          t, cli_search_path_shown(path, w.search_paths[j], &resolved));
       if (j == 0)
-        cli_table_row(t, "%zu\tHIPK\t%s#%llu\t%s\t%s", i, w.kernel_name,
-                      (unsigned long long)w.reserved, w.search_paths[j],
-                      resolved ? resolved : "(out of memory)");
+        cli_table_row(t, "%zu\tHIPK\t%s#%llu\t%s\t%s", i,
+                      cli_table_text(t, w.kernel_name),
+                      (unsigned long long)w.reserved, written, where);
       else
-        cli_table_row(t, "\t\t\t%s\t%s", w.search_paths[j],
-                      resolved ? resolved : "(out of memory)");
+        cli_table_row(t, "\t\t\t%s\t%s", written, where);
       free(resolved);
     }
   }
 }
 
+/* The rest of a kpack-ified binary's `kpack info`; with `json`, members of
+ * its object. */
 static int info_kpackified(const char* path, const kpack_host_t* host,
-                           const kpack_host_info_t* info, bool json) {
+                           const kpack_host_info_t* info, cli_json* json) {
   static const char* const headers[] = {"RECORD", "MAGIC", "KERNEL",
                                         "SEARCH PATH", "RESOLVED"};
   bool ok = report_records(path, host);
-  if (json) {
-    fputs(", \"records\": [", stdout);
+  if (json != NULL) {
+    cli_json_key(json, "records");
+    cli_json_array(json, CLI_JSON_INLINE, false);
     for (size_t i = 0; i < info->wrapper_count; i++) {
       kpack_host_wrapper_t w;
       kpack_host_get_wrapper(host, i, &w);
-      json_record(path, i, &w);
+      json_record(json, path, i, &w);
     }
-    fputs("]}", stdout);
+    cli_json_end(json);
     return ok ? CLI_OK : CLI_FAIL;
   }
   printf("kind:         kpack-ified: device code in kpack archives\n");
@@ -358,23 +397,25 @@ static int info_kpackified(const char* path, const kpack_host_t* host,
   return ok ? CLI_OK : CLI_FAIL;
 }
 
-int cli_host_info(const char* path, bool json, bool first) {
+int cli_host_info(const char* path, cli_json* json, bool first) {
   kpack_host_t* host;
   kpack_host_info_t info;
   kpack_error_t err = kpack_host_open(path, &host);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
+    cli_host_error(path, err);
     return CLI_FAIL;
   }
   kpack_host_get_info(host, &info);
   const char* kind = info.kind == KPACK_HOST_KPACKIFIED ? "kpack-ified"
                      : info.kind == KPACK_HOST_FAT      ? "fat"
                                                         : "none";
-  if (json) {
-    fputs(first ? "\n  {\"binary\": " : ",\n  {\"binary\": ", stdout);
-    cli_json_string(stdout, path);
-    printf(", \"kind\": \"%s\", \"elf_type\": %u, \"machine\": %u", kind,
-           (unsigned)info.elf_type, (unsigned)info.machine);
+  size_t depth = json != NULL ? cli_json_depth(json) : 0;
+  if (json != NULL) {
+    cli_json_object(json, CLI_JSON_INLINE, false);
+    cli_json_key_str(json, "binary", path);
+    cli_json_key_str(json, "kind", kind);
+    cli_json_key_uint(json, "elf_type", info.elf_type);
+    cli_json_key_uint(json, "machine", info.machine);
   } else {
     if (!first)
       putchar('\n');
@@ -387,25 +428,23 @@ int cli_host_info(const char* path, bool json, bool first) {
     status = info_kpackified(path, host, &info, json);
   } else if (info.kind == KPACK_HOST_FAT) {
     status = info_fat(path, &info, json);
-  } else {
-    if (json)
-      fputc('}', stdout);
-    else
-      printf(
-          "kind:         no HIP device code (no .hipFatBinSegment, no "
-          ".hip_fatbin)\n");
+  } else if (json == NULL) {
+    printf(
+        "kind:         no HIP device code (no .hipFatBinSegment, no "
+        ".hip_fatbin)\n");
   }
+  /* The object is whole even when a part of it failed. */
+  if (json != NULL)
+    cli_json_close_to(json, depth);
   kpack_host_close(host);
   return status;
 }
 
-/* ---- list
- * ---------------------------------------------------------------------- */
+/* ---- list ---------------------------------------------------------------- */
 
 typedef struct list_state {
   const char* name; /* the binary name create would give: the file name */
-  bool json;
-  bool* first;
+  cli_json* json;   /* NULL for the table */
   cli_table table;
   uint64_t size;
   size_t count;
@@ -424,32 +463,32 @@ static bool list_bundle(const char* path, size_t co, const kpack_bundle_t* b,
       continue;
     s->size += e.size;
     s->count++;
-    if (s->json) {
-      fputs(*s->first ? "\n  {\"file\": " : ",\n  {\"file\": ", stdout);
-      *s->first = false;
-      cli_json_string(stdout, path);
+    if (s->json != NULL) {
+      cli_json* w = s->json;
       char* binary = NULL;
       if (asprintf(&binary, "%s#%zu", s->name, co) < 0)
         binary = NULL;
-      fputs(", \"binary\": ", stdout);
-      cli_json_string(stdout, binary ? binary : s->name);
+      cli_json_object(w, CLI_JSON_INLINE, false);
+      cli_json_key_str(w, "file", path);
+      cli_json_key_str(w, "binary", binary ? binary : s->name);
+      cli_json_key_uint(w, "co_index", co);
+      cli_json_key_str(w, "arch", e.arch);
+      cli_json_key_str(w, "id", e.id);
+      cli_json_key_uint(w, "size", e.size);
+      cli_json_key_str(w, "compression", compression_name(&info));
+      cli_json_end(w);
       free(binary);
-      printf(", \"co_index\": %zu, \"arch\": ", co);
-      cli_json_string(stdout, e.arch);
-      fputs(", \"id\": ", stdout);
-      cli_json_string(stdout, e.id);
-      printf(", \"size\": %llu, \"compression\": \"%s\"}",
-             (unsigned long long)e.size, compression_name(&info));
       continue;
     }
-    cli_table_row(&s->table, "%s#%zu\t%s\t%llu\t%s", s->name, co, e.arch,
-                  (unsigned long long)e.size,
+    cli_table_row(&s->table, "%s#%zu\t%s\t%llu\t%s",
+                  cli_table_text(&s->table, s->name), co,
+                  cli_table_text(&s->table, e.arch), (unsigned long long)e.size,
                   cli_bundle_compression(&info, comp));
   }
   return true;
 }
 
-int cli_host_list(const char* path, bool json, bool* first) {
+int cli_host_list(const char* path, cli_json* json, bool* printed) {
   static const char* const headers[] = {"BINARY", "ARCH", "SIZE", "BUNDLE"};
   static const bool right[] = {false, false, true, false};
   kpack_host_t* host;
@@ -458,7 +497,7 @@ int cli_host_list(const char* path, bool json, bool* first) {
   char a[32];
   kpack_error_t err = kpack_host_open(path, &host);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
+    cli_host_error(path, err);
     return CLI_FAIL;
   }
   kpack_host_get_info(host, &info);
@@ -476,16 +515,16 @@ int cli_host_list(const char* path, bool json, bool* first) {
     return CLI_FAIL;
   }
   if ((err = kpack_fatbin_open(path, &fb)) != KPACK_SUCCESS) {
-    cli_kerror(path, err);
+    cli_host_error(path, err);
     return CLI_FAIL;
   }
-  list_state s = {.name = base_name(path), .json = json, .first = first};
+  list_state s = {.name = base_name(path), .json = json};
   s.table = (cli_table){.cols = 4, .headers = headers, .right = right};
   bool ok = cli_for_each_bundle(path, fb, list_bundle, &s);
-  if (!json) {
-    if (!*first)
+  if (json == NULL) {
+    if (*printed)
       putchar('\n');
-    *first = false;
+    *printed = true;
     cli_table_print(&s.table, stdout);
     printf("%zu code object%s in %s, %s\n", s.count, s.count == 1 ? "" : "s",
            path, cli_human_size(a, s.size));

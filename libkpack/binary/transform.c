@@ -1,0 +1,1013 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The host-ELF transform (kpack_transform.h): a fat HIP binary in, the same
+ * binary without its device code out, each .hipFatBinSegment record turned
+ * into a HIPK record pointing at msgpack metadata in .rocm_kpack_ref. The
+ * layout of the result is described in docs/split.md ("The transformed
+ * ELF"). The input is read through elf_file.c; the output is copied range by
+ * range (copy_file_range, else a fixed buffer), then the few changed bytes
+ * (records, relocations, headers) are written over it, so memory does not
+ * grow with the file.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "common/byteorder.h"
+#include "common/grow.h"
+#include "binary/elf_file.h"
+#include "loader/hipk.h"
+#include "rocm_kpack/kpack_host.h"
+#include "rocm_kpack/kpack_transform.h"
+
+#define TF_COPY_BUFFER ((size_t)1 << 20)
+#define TF_PF_R 4u
+#define TF_NEW_NAME ".rocm_kpack_ref"
+/* The most an executable's file may grow by a hole before its program
+ * header table (see plan()). */
+#define TF_MAX_HOLE ((uint64_t)256 << 20)
+
+/* What the transform needs to know of a machine. */
+typedef struct tf_machine {
+  uint16_t machine;
+  uint64_t page;     /* the largest page the machine's loaders use */
+  uint32_t relative; /* R_*_RELATIVE */
+  uint32_t abs64;    /* R_*_64 */
+  uint32_t glob_dat; /* R_*_GLOB_DAT */
+  const char* relative_name;
+} tf_machine;
+
+static const tf_machine tf_machines[] = {
+    {ELF_EM_X86_64, 4096, 8, 1, 6, "R_X86_64_RELATIVE"},
+    {ELF_EM_AARCH64, 65536, 1027, 257, 1025, "R_AARCH64_RELATIVE"},
+};
+
+/* A few bytes of the input file replaced in the output. */
+typedef struct tf_patch {
+  uint64_t at; /* input file offset */
+  uint8_t bytes[ELF_WRAPPER_SIZE];
+  size_t size;
+} tf_patch;
+
+typedef struct tf_state {
+  const char* path;
+  kp_input in; /* the input file; elf.in is the same */
+  elf_file elf;
+  const tf_machine* mach;
+  kpack_transform_message_t* msg;
+  size_t fat, seg;
+  elf_wrapper* wrappers;
+  size_t wrapper_count;
+  bool* relocated; /* per wrapper: a dynamic relocation sets its pointer */
+  tf_patch* patches;
+  size_t patch_count, patch_cap;
+  /* The removed file range [cut_at, cut_at + removed) inside .hip_fatbin
+   * and the bytes of .hip_fatbin kept (zeroed) before what follows. */
+  uint64_t cut_at, removed;
+  uint64_t meta_addr;
+} tf_state;
+
+static kpack_error_t tf_fail(tf_state* st, kpack_error_t err, const char* fmt,
+                             ...) {
+  char what[200];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(what, sizeof(what), fmt, ap);
+  va_end(ap);
+  snprintf(st->msg->text, sizeof(st->msg->text), "%s: %s", st->path, what);
+  return err;
+}
+
+/* The output offset of input offset x: bytes past the removed range move
+ * down by its size. */
+static uint64_t tf_out(const tf_state* st, uint64_t x) {
+  if (x <= st->cut_at)
+    return x;
+  if (x - st->cut_at < st->removed)
+    return st->cut_at;
+  return x - st->removed;
+}
+
+static kpack_error_t tf_add_patch(tf_state* st, uint64_t at, const void* bytes,
+                                  size_t size) {
+  tf_patch* grown =
+      kp_grow(st->patches, st->patch_count, &st->patch_cap, sizeof(*grown), 16);
+  if (grown == NULL)
+    return tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
+  st->patches = grown;
+  tf_patch* p = &st->patches[st->patch_count++];
+  p->at = at;
+  p->size = size;
+  memcpy(p->bytes, bytes, size);
+  return KPACK_SUCCESS;
+}
+
+/* ---- the metadata ---------------------------------------------------------
+ */
+
+static void mp_str(uint8_t* out, size_t* n, const char* s) {
+  size_t len = strlen(s);
+  if (len < 32) {
+    out[(*n)++] = (uint8_t)(0xa0 | len);
+  } else if (len < 256) {
+    out[(*n)++] = 0xd9;
+    out[(*n)++] = (uint8_t)len;
+  } else if (len < 65536) {
+    out[(*n)++] = 0xda;
+    out[(*n)++] = (uint8_t)(len >> 8);
+    out[(*n)++] = (uint8_t)len;
+  } else {
+    out[(*n)++] = 0xdb;
+    for (int i = 3; i >= 0; i--)
+      out[(*n)++] = (uint8_t)(len >> (8 * i));
+  }
+  memcpy(out + *n, s, len);
+  *n += len;
+}
+
+/* The map {"kernel_name": NAME, "kpack_search_paths": [PATTERN...]}, keys
+ * in that order, in the shortest encodings; malloc'ed. */
+static kpack_error_t encode_metadata(tf_state* st,
+                                     const kpack_transform_options_t* o,
+                                     uint8_t** out, size_t* size) {
+  size_t cap = 64 + strlen(o->kernel_name);
+  for (size_t i = 0; i < o->search_path_count; i++) {
+    if (o->search_paths[i] == NULL || o->search_paths[i][0] == '\0')
+      return tf_fail(st, KPACK_ERROR_INVALID_ARGUMENT,
+                     "search path %zu is empty", i);
+    cap += 5 + strlen(o->search_paths[i]);
+  }
+  if (cap > KP_HIPK_MAX_SIZE)
+    return tf_fail(st, KPACK_ERROR_INVALID_ARGUMENT,
+                   "metadata of about %zu bytes exceeds the %zu a loader "
+                   "reads",
+                   cap, KP_HIPK_MAX_SIZE);
+  uint8_t* b = malloc(cap);
+  size_t n = 0;
+  if (b == NULL)
+    return tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
+  b[n++] = 0x82; /* fixmap, 2 pairs */
+  mp_str(b, &n, "kernel_name");
+  mp_str(b, &n, o->kernel_name);
+  mp_str(b, &n, "kpack_search_paths");
+  if (o->search_path_count < 16) {
+    b[n++] = (uint8_t)(0x90 | o->search_path_count);
+  } else {
+    b[n++] = 0xdc;
+    b[n++] = (uint8_t)(o->search_path_count >> 8);
+    b[n++] = (uint8_t)o->search_path_count;
+  }
+  for (size_t i = 0; i < o->search_path_count; i++)
+    mp_str(b, &n, o->search_paths[i]);
+  *out = b;
+  *size = n;
+  return KPACK_SUCCESS;
+}
+
+/* ---- reading the input ----------------------------------------------------
+ */
+
+static kpack_error_t tf_elf_fail(tf_state* st, kpack_error_t err) {
+  if (err == KPACK_ERROR_INVALID_FORMAT && st->elf.why[0] != '\0')
+    return tf_fail(st, err, "%s", st->elf.why);
+  if (err == KPACK_ERROR_INVALID_FORMAT)
+    return tf_fail(st, err, "malformed ELF");
+  if (err == KPACK_ERROR_OUT_OF_MEMORY)
+    return tf_fail(st, err, "out of memory");
+  return tf_fail(st, err, "cannot read the file (%s)", strerror(errno));
+}
+
+/* Opens the ELF and finds what the transform needs; *kind says what the file
+ * is. Only a FAT file has its wrappers checked in full. */
+static kpack_error_t tf_open(tf_state* st, kpack_transform_kind_t* kind) {
+  const kp_input* in = &st->in;
+  uint8_t ident[6];
+  *kind = KPACK_TRANSFORM_NOT_ELF;
+  if (in->size < sizeof(ident))
+    return KPACK_SUCCESS;
+  kpack_error_t err = kp_input_read(in, 0, ident, sizeof(ident));
+  if (err != KPACK_SUCCESS)
+    return tf_fail(st, err, "cannot read the file (%s)", strerror(errno));
+  if (elf_ident(ident, sizeof(ident)) == ELF_IDENT_NONE)
+    return KPACK_SUCCESS;
+  /* HIP host code is 64-bit little-endian: any other ELF (firmware, a
+   * 32-bit tool) holds no device code for the runtime. */
+  *kind = KPACK_TRANSFORM_NO_DEVICE_CODE;
+  if (elf_ident(ident, sizeof(ident)) != ELF_IDENT_64LE)
+    return KPACK_SUCCESS;
+  if ((err = elf_open(in, &st->elf)) != KPACK_SUCCESS)
+    return tf_elf_fail(st, err);
+  if ((err = elf_find_section(&st->elf, ".hip_fatbin", &st->fat)) ||
+      (err = elf_find_section(&st->elf, ".hipFatBinSegment", &st->seg)))
+    return tf_elf_fail(st, err);
+  *kind = KPACK_TRANSFORM_NO_DEVICE_CODE;
+  if (st->seg != 0 && st->elf.sections[st->seg].type != ELF_SHT_NOBITS) {
+    err =
+        elf_read_wrappers(&st->elf, st->seg, &st->wrappers, &st->wrapper_count);
+    if (err != KPACK_SUCCESS)
+      return tf_elf_fail(st, err);
+  }
+  size_t hipf = 0, hipk = 0;
+  for (size_t i = 0; i < st->wrapper_count; i++) {
+    uint32_t m = st->wrappers[i].magic;
+    if (m == KPACK_HOST_HIPF_MAGIC)
+      hipf++;
+    else if (m == KPACK_HOST_HIPK_MAGIC)
+      hipk++;
+    else
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     ".hipFatBinSegment record %zu has magic 0x%08" PRIx32
+                     ", neither HIPF nor HIPK",
+                     i, m);
+  }
+  if (hipf > 0 && hipk > 0)
+    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                   ".hipFatBinSegment mixes %zu HIPF and %zu HIPK records",
+                   hipf, hipk);
+  if (hipk > 0) {
+    *kind = KPACK_TRANSFORM_KPACKIFIED;
+  } else if (st->fat != 0 && st->elf.sections[st->fat].type == ELF_SHT_NOBITS) {
+    *kind = KPACK_TRANSFORM_DEBUG_ONLY;
+  } else if (st->fat != 0) {
+    if (hipf == 0)
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     ".hip_fatbin has no .hipFatBinSegment record pointing "
+                     "at it");
+    *kind = KPACK_TRANSFORM_FAT;
+  }
+  return KPACK_SUCCESS;
+}
+
+static void tf_close(tf_state* st) {
+  elf_close(&st->elf);
+  free(st->wrappers);
+  free(st->relocated);
+  free(st->patches);
+}
+
+/* ---- relocations ----------------------------------------------------------
+ */
+
+/* The wrapper whose pointer field is at address `where`, or SIZE_MAX. */
+static size_t wrapper_at(const tf_state* st, uint64_t where) {
+  const elf_section* s = &st->elf.sections[st->seg];
+  if (where < s->addr || where - s->addr >= s->size)
+    return SIZE_MAX;
+  uint64_t slot = where - s->addr;
+  if (slot % ELF_WRAPPER_SIZE != 8)
+    return SIZE_MAX;
+  return (size_t)(slot / ELF_WRAPPER_SIZE);
+}
+
+static bool in_fatbin(const tf_state* st, uint64_t addr) {
+  const elf_section* f = &st->elf.sections[st->fat];
+  return addr >= f->addr && addr - f->addr < f->size;
+}
+
+/* The value of symbol `sym` of symbol table `symtab` when it is defined. */
+static bool symbol_value(tf_state* st, uint32_t symtab, uint64_t sym,
+                         uint64_t* value) {
+  kp_input syms;
+  uint8_t s[24];
+  if (sym == 0 || symtab == 0 || symtab >= st->elf.section_count ||
+      elf_section_input(&st->elf, symtab, &syms) != KPACK_SUCCESS ||
+      sym >= syms.size / 24 ||
+      kp_input_read(&syms, sym * 24, s, sizeof(s)) != KPACK_SUCCESS)
+    return false;
+  if (kp_load_le(s + 6, 2) == 0)
+    return false;
+  *value = kp_load_le(s + 8, 8);
+  return true;
+}
+
+/* Rewrites or checks every record of relocation section `rsec`. A dynamic
+ * relocation of a wrapper pointer becomes RELATIVE to the metadata; the
+ * static copy --emit-relocs keeps of one becomes R_*_64 without a symbol
+ * (the same value for a tool that reads it); any other dynamic relocation
+ * whose target lies in .hip_fatbin is refused. */
+static kpack_error_t scan_rela(tf_state* st, size_t rsec, char* name,
+                               kp_scratch* scratch) {
+  const elf_section* rs = &st->elf.sections[rsec];
+  bool dynamic = (rs->flags & ELF_SHF_ALLOC) != 0;
+  kp_input relocs;
+  kpack_error_t err = elf_section_input(&st->elf, rsec, &relocs);
+  if (err != KPACK_SUCCESS)
+    return tf_elf_fail(st, err);
+  if ((err = elf_section_name(&st->elf, rsec, name, 64)) != KPACK_SUCCESS)
+    return tf_elf_fail(st, err);
+  if (relocs.size % ELF_RELA_SIZE != 0)
+    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                   "%s is %" PRIu64 " bytes, not whole %u-byte records", name,
+                   relocs.size, ELF_RELA_SIZE);
+  uint64_t total = relocs.size / ELF_RELA_SIZE;
+  const uint64_t chunk = 4096;
+  for (uint64_t first = 0; first < total; first += chunk) {
+    uint64_t n = total - first < chunk ? total - first : chunk;
+    const uint8_t* view;
+    err = kp_input_view(&relocs, first * ELF_RELA_SIZE,
+                        (size_t)(n * ELF_RELA_SIZE), scratch, &view);
+    if (err != KPACK_SUCCESS)
+      return tf_elf_fail(st, err);
+    for (uint64_t r = 0; r < n; r++) {
+      const uint8_t* p = view + r * ELF_RELA_SIZE;
+      uint64_t where = kp_load_le(p, 8);
+      uint64_t info = kp_load_le(p + 8, 8);
+      uint64_t addend = kp_load_le(p + 16, 8);
+      uint32_t type = (uint32_t)info;
+      uint64_t at = rs->offset + (first + r) * ELF_RELA_SIZE;
+      size_t w = wrapper_at(st, where);
+      uint8_t out[ELF_RELA_SIZE];
+      if (w != SIZE_MAX &&
+          (type == st->mach->relative || type == st->mach->abs64)) {
+        memcpy(out, p, sizeof(out));
+        kp_store_le(out + 8, dynamic ? st->mach->relative : st->mach->abs64, 8);
+        kp_store_le(out + 16, st->meta_addr, 8);
+        if ((err = tf_add_patch(st, at, out, sizeof(out))) != KPACK_SUCCESS)
+          return err;
+        if (dynamic)
+          st->relocated[w] = true;
+        continue;
+      }
+      if (!dynamic || type == 0)
+        continue; /* link-time records (offsets in their own sections), or
+                     R_*_NONE */
+      uint64_t target = addend, value;
+      bool known = type == st->mach->relative;
+      if ((type == st->mach->abs64 || type == st->mach->glob_dat) &&
+          symbol_value(st, rs->link, info >> 32, &value)) {
+        target = value + (type == st->mach->abs64 ? addend : 0);
+        known = true;
+      }
+      if (w != SIZE_MAX || (known && in_fatbin(st, target)))
+        return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                       "relocation %" PRIu64 " in %s (type %" PRIu32
+                       " at 0x%" PRIx64 ") %s .hip_fatbin",
+                       first + r, name, type, where,
+                       w != SIZE_MAX ? "sets a wrapper pointer, not RELATIVE, "
+                                       "into"
+                                     : "points into");
+    }
+  }
+  return KPACK_SUCCESS;
+}
+
+/* Checks a packed .relr.dyn: the wrapper pointers it relocates keep their
+ * value in place (rewritten with the record), and no other location it
+ * relocates may hold an address in .hip_fatbin. */
+static kpack_error_t scan_relr(tf_state* st, size_t rsec, char* name,
+                               kp_scratch* scratch) {
+  kp_input relocs;
+  kpack_error_t err = elf_section_input(&st->elf, rsec, &relocs);
+  if (err != KPACK_SUCCESS)
+    return tf_elf_fail(st, err);
+  if ((err = elf_section_name(&st->elf, rsec, name, 64)) != KPACK_SUCCESS)
+    return tf_elf_fail(st, err);
+  if (relocs.size % 8 != 0)
+    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                   "%s is %" PRIu64 " bytes, not whole 8-byte entries", name,
+                   relocs.size);
+  uint64_t total = relocs.size / 8, base = 0;
+  const uint64_t chunk = 8192;
+  for (uint64_t first = 0; first < total; first += chunk) {
+    uint64_t n = total - first < chunk ? total - first : chunk;
+    const uint8_t* view;
+    err = kp_input_view(&relocs, first * 8, (size_t)(n * 8), scratch, &view);
+    if (err != KPACK_SUCCESS)
+      return tf_elf_fail(st, err);
+    for (uint64_t r = 0; r < n; r++) {
+      uint64_t e = kp_load_le(view + r * 8, 8);
+      uint64_t where[64];
+      unsigned count = 0;
+      if ((e & 1) == 0) {
+        where[count++] = e;
+        base = e + 8;
+      } else {
+        for (unsigned i = 1; i < 64; i++)
+          if ((e >> i) & 1)
+            where[count++] = base + (uint64_t)(i - 1) * 8;
+        base += 63 * 8;
+      }
+      for (unsigned i = 0; i < count; i++) {
+        size_t w = wrapper_at(st, where[i]);
+        uint64_t off;
+        uint8_t v[8];
+        if (w != SIZE_MAX) {
+          st->relocated[w] = true;
+          continue;
+        }
+        if (!elf_address_offset(&st->elf, where[i], &off) ||
+            off > st->elf.in.size - 8)
+          continue;
+        if ((err = kp_input_read(&st->elf.in, off, v, 8)) != KPACK_SUCCESS)
+          return tf_elf_fail(st, err);
+        if (in_fatbin(st, kp_load_le(v, 8)))
+          return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                         "relocation in %s (%s at 0x%" PRIx64
+                         ") points into .hip_fatbin",
+                         name, st->mach->relative_name, where[i]);
+      }
+    }
+  }
+  return KPACK_SUCCESS;
+}
+
+static kpack_error_t scan_relocations(tf_state* st) {
+  kp_scratch scratch = {0};
+  char name[64];
+  kpack_error_t err = KPACK_SUCCESS;
+  for (size_t i = 1; i < st->elf.section_count && err == KPACK_SUCCESS; i++) {
+    const elf_section* s = &st->elf.sections[i];
+    if (s->type == ELF_SHT_RELA &&
+        ((s->flags & ELF_SHF_ALLOC) != 0 || s->info == st->seg))
+      err = scan_rela(st, i, name, &scratch);
+    else if (s->type == ELF_SHT_RELR && (s->flags & ELF_SHF_ALLOC) != 0)
+      err = scan_relr(st, i, name, &scratch);
+  }
+  kp_scratch_free(&scratch);
+  return err;
+}
+
+/* ---- layout ---------------------------------------------------------------
+ */
+
+typedef struct tf_layout {
+  size_t load;       /* the PT_LOAD that holds .hip_fatbin */
+  bool split;        /* its part after .hip_fatbin becomes a PT_LOAD */
+  uint64_t cut;      /* input bytes copied: [0, cut), the rest is the old
+                        section name and header tables */
+  uint64_t block;    /* output offset of the new PT_LOAD: program headers,
+                        then the metadata */
+  uint64_t vaddr;    /* its address */
+  size_t phnum;      /* program headers in the output */
+  uint64_t ph_off;   /* program header table offset in the block (0) */
+  uint64_t meta_off; /* metadata offset in the block */
+  uint64_t meta_size;
+  uint64_t block_size;
+  uint64_t names_off; /* the section name table, rewritten */
+  uint64_t names_size;
+  uint64_t shoff; /* the section header table */
+  size_t shnum;
+} tf_layout;
+
+static uint64_t align_up(uint64_t v, uint64_t a) {
+  return (v + a - 1) / a * a;
+}
+
+static const char* segment_name(uint32_t type) {
+  switch (type) {
+    case 1:
+      return "PT_LOAD";
+    case 2:
+      return "PT_DYNAMIC";
+    case 3:
+      return "PT_INTERP";
+    case 4:
+      return "PT_NOTE";
+    case 6:
+      return "PT_PHDR";
+    case 7:
+      return "PT_TLS";
+    case 0x6474e550:
+      return "PT_GNU_EH_FRAME";
+    case 0x6474e552:
+      return "PT_GNU_RELRO";
+  }
+  return "segment";
+}
+
+static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
+  elf_file* elf = &st->elf;
+  const elf_section* f = &elf->sections[st->fat];
+  uint64_t fo = f->offset, fs = f->size, fa = f->addr, P = st->mach->page;
+  uint64_t maxend = 0, base = 0;
+  bool base_set = false, exec_like = elf->type == ELF_ET_EXEC;
+
+  memset(L, 0, sizeof(*L));
+  L->load = SIZE_MAX;
+  for (size_t i = 0; i < elf->segment_count; i++) {
+    const elf_segment* s = &elf->segments[i];
+    if (s->type == ELF_PT_INTERP)
+      exec_like = true;
+    if (s->type != ELF_PT_LOAD)
+      continue;
+    if (!base_set) {
+      base = s->vaddr - s->offset;
+      base_set = true;
+    }
+    if (s->vaddr + s->memsz > maxend)
+      maxend = s->vaddr + s->memsz;
+    if (fo >= s->offset && fo - s->offset <= s->filesz &&
+        s->filesz - (fo - s->offset) >= fs && s->vaddr + (fo - s->offset) == fa)
+      L->load = i;
+  }
+  if (L->load == SIZE_MAX && elf->segment_count > 0)
+    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                   ".hip_fatbin (0x%" PRIx64 " bytes at offset 0x%" PRIx64
+                   ") is not loaded by a PT_LOAD",
+                   fs, fo);
+  for (size_t i = 0; i < elf->segment_count; i++) {
+    const elf_segment* s = &elf->segments[i];
+    if (i == L->load || s->filesz == 0)
+      continue;
+    if (s->offset < fo + fs && fo < s->offset + s->filesz)
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     "program header %zu (%s) overlaps .hip_fatbin", i,
+                     segment_name(s->type));
+  }
+  for (size_t i = 1; i < elf->section_count; i++) {
+    const elf_section* s = &elf->sections[i];
+    /* The new name goes at the end of the name table: a name past it
+     * would become that name. */
+    if (s->name >= elf->sections[elf->names].size)
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     "section %zu's name lies outside the section name table",
+                     i);
+    if (i == st->fat || s->type == ELF_SHT_NOBITS || s->size == 0)
+      continue;
+    if (s->offset < fo + fs && fo < s->offset + s->size)
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     "section %zu overlaps .hip_fatbin in the file", i);
+  }
+  if (L->load != SIZE_MAX) {
+    const elf_segment* ld = &elf->segments[L->load];
+    L->split = fo + fs < ld->offset + ld->filesz || ld->memsz > ld->filesz;
+  } else {
+    /* No program headers (an object no loader maps): the new segment goes
+     * above every allocated section, and is the table's only entry. */
+    exec_like = false;
+    for (size_t i = 1; i < elf->section_count; i++) {
+      const elf_section* s = &elf->sections[i];
+      if ((s->flags & ELF_SHF_ALLOC) != 0 && s->addr + s->size > maxend)
+        maxend = s->addr + s->size;
+    }
+  }
+
+  /* Remove whole pages so every later segment keeps p_offset == p_vaddr
+   * modulo the page, and keep (zeroed) the bytes that share the last page
+   * with what follows, so that page reads zeros for .hip_fatbin. */
+  uint64_t r = (fa + fs) % P;
+  st->cut_at = fo;
+  st->removed = fs > r ? (fs - r) / P * P : 0;
+
+  /* The old section name and header tables are left behind when they end
+   * the file; nothing else may lie there. */
+  L->cut = elf->in.size;
+  if (elf->shoff != 0 &&
+      elf->shoff + elf->section_count * elf->shentsize == elf->in.size) {
+    uint64_t cut = elf->shoff;
+    const elf_section* names = &elf->sections[elf->names];
+    if (names->offset + names->size <= cut &&
+        cut - (names->offset + names->size) < 8)
+      cut = names->offset;
+    bool clear = cut >= fo + fs;
+    for (size_t i = 1; i < elf->section_count && clear; i++) {
+      const elf_section* s = &elf->sections[i];
+      if (i != elf->names && s->type != ELF_SHT_NOBITS && s->size > 0 &&
+          s->offset + s->size > cut)
+        clear = false;
+    }
+    for (size_t i = 0; i < elf->segment_count && clear; i++)
+      if (elf->segments[i].filesz > 0 &&
+          elf->segments[i].offset + elf->segments[i].filesz > cut)
+        clear = false;
+    if (clear)
+      L->cut = cut;
+  }
+
+  L->phnum = elf->segment_count + 1 + (L->split ? 1 : 0);
+  if (L->phnum >= 0xffff)
+    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT, "too many program headers");
+  /* The program header table, then the metadata. objcopy and strip
+   * rewrite such a file with the table placed right after the previous
+   * segment's bytes, moving the segment's address down by up to a page
+   * to keep the metadata where it is: the page left free below the block
+   * keeps that move clear of the segments before it. */
+  uint64_t ph_size = (uint64_t)L->phnum * ELF_PHDR_SIZE;
+  L->ph_off = 0;
+  L->meta_off = align_up(ph_size, 8);
+  L->meta_size = meta_size;
+  L->block_size = L->meta_off + meta_size;
+  uint64_t end = align_up(tf_out(st, L->cut), 8);
+  uint64_t top = align_up(maxend, P) + P;
+  if (exec_like) {
+    /* Kernels compute AT_PHDR as the first PT_LOAD's p_vaddr - p_offset
+     * plus e_phoff: the table's file offset must be its address less that
+     * base. The file grows to that offset (a hole) when needed. */
+    if (top - base < end)
+      top += align_up(end - (top - base), P);
+    if (top - base - end > TF_MAX_HOLE)
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     "the program header table would start at file offset "
+                     "0x%" PRIx64 ", %" PRIu64
+                     " bytes past the file's end "
+                     "(its address less the load base): more than the "
+                     "%" PRIu64 "-byte hole allowed",
+                     top - base, top - base - end, (uint64_t)TF_MAX_HOLE);
+    L->block = top - base;
+    L->vaddr = top;
+  } else {
+    L->block = end;
+    L->vaddr = top + end % P;
+  }
+  st->meta_addr = L->vaddr + L->meta_off;
+  L->names_off = L->block + L->block_size;
+  L->names_size = elf->sections[elf->names].size + sizeof(TF_NEW_NAME);
+  L->shoff = align_up(L->names_off + L->names_size, 8);
+  L->shnum = elf->section_count + 1;
+  return KPACK_SUCCESS;
+}
+
+/* ---- writing --------------------------------------------------------------
+ */
+
+static kpack_error_t write_at(tf_state* st, int fd, uint64_t at,
+                              const void* data, size_t size) {
+  const uint8_t* p = data;
+  while (size > 0) {
+    ssize_t n = pwrite(fd, p, size, (off_t)at);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return tf_fail(st, KPACK_ERROR_IO_ERROR, "write failed: %s",
+                     n < 0 ? strerror(errno) : "no progress");
+    p += n;
+    at += (uint64_t)n;
+    size -= (size_t)n;
+  }
+  return KPACK_SUCCESS;
+}
+
+/* Copies input bytes [from, from + size) to output offset `to`. */
+static kpack_error_t copy_range(tf_state* st, int fd, uint64_t from,
+                                uint64_t to, uint64_t size, uint8_t** buf) {
+  int in = st->in.fd;
+  while (size > 0 && *buf == NULL) {
+    loff_t a = (loff_t)from, b = (loff_t)to;
+    size_t want = size > ((size_t)1 << 30) ? (size_t)1 << 30 : (size_t)size;
+    ssize_t n = copy_file_range(in, &a, fd, &b, want, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      break; /* unsupported here, or the input shrank: read and write */
+    from += (uint64_t)n;
+    to += (uint64_t)n;
+    size -= (uint64_t)n;
+  }
+  if (size > 0 && *buf == NULL && (*buf = malloc(TF_COPY_BUFFER)) == NULL)
+    return tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
+  while (size > 0) {
+    size_t n = size > TF_COPY_BUFFER ? TF_COPY_BUFFER : (size_t)size;
+    kpack_error_t err = kp_input_read(&st->elf.in, from, *buf, n);
+    if (err != KPACK_SUCCESS)
+      return tf_fail(st, err, "read of %zu bytes at 0x%" PRIx64 " failed", n,
+                     from);
+    if ((err = write_at(st, fd, to, *buf, n)) != KPACK_SUCCESS)
+      return err;
+    from += n;
+    to += n;
+    size -= n;
+  }
+  return KPACK_SUCCESS;
+}
+
+static void put_phdr(uint8_t* p, uint32_t type, uint32_t flags, uint64_t offset,
+                     uint64_t vaddr, uint64_t paddr, uint64_t filesz,
+                     uint64_t memsz, uint64_t align) {
+  memset(p, 0, ELF_PHDR_SIZE);
+  kp_store_le(p, type, 4);
+  kp_store_le(p + 4, flags, 4);
+  kp_store_le(p + 8, offset, 8);
+  kp_store_le(p + 16, vaddr, 8);
+  kp_store_le(p + 24, paddr, 8);
+  kp_store_le(p + 32, filesz, 8);
+  kp_store_le(p + 40, memsz, 8);
+  kp_store_le(p + 48, align, 8);
+}
+
+/* The new program header table into `out` (L->phnum entries). */
+static kpack_error_t build_phdrs(tf_state* st, const tf_layout* L,
+                                 uint8_t* out) {
+  elf_file* elf = &st->elf;
+  const elf_section* f = &elf->sections[st->fat];
+  size_t last_load = SIZE_MAX, n = 0;
+  for (size_t i = 0; i < elf->segment_count; i++)
+    if (elf->segments[i].type == ELF_PT_LOAD)
+      last_load = i;
+  if (last_load == SIZE_MAX) /* the new segment is the only one */
+    put_phdr(out + n++ * ELF_PHDR_SIZE, ELF_PT_LOAD, TF_PF_R, L->block,
+             L->vaddr, L->vaddr, L->block_size, L->block_size, st->mach->page);
+  for (size_t i = 0; i < elf->segment_count; i++) {
+    uint8_t raw[ELF_PHDR_SIZE];
+    uint8_t* p = out + n++ * ELF_PHDR_SIZE;
+    kpack_error_t err = kp_input_read(&elf->in, elf->phoff + i * elf->phentsize,
+                                      raw, sizeof(raw));
+    if (err != KPACK_SUCCESS)
+      return tf_elf_fail(st, err);
+    memcpy(p, raw, ELF_PHDR_SIZE);
+    const elf_segment* s = &elf->segments[i];
+    uint64_t paddr = kp_load_le(raw + 24, 8);
+    uint64_t align = kp_load_le(raw + 48, 8);
+    if (s->type == ELF_PT_PHDR) {
+      uint64_t size = (uint64_t)L->phnum * ELF_PHDR_SIZE;
+      put_phdr(p, s->type, s->flags, L->block + L->ph_off, L->vaddr + L->ph_off,
+               L->vaddr + L->ph_off, size, size, align);
+    } else if (i == L->load) {
+      uint64_t head = f->offset - s->offset;
+      put_phdr(p, s->type, s->flags, s->offset, s->vaddr, paddr, head,
+               f->addr + f->size - s->vaddr, align);
+      if (L->split) {
+        uint64_t skip = head + f->size;
+        p = out + n++ * ELF_PHDR_SIZE;
+        put_phdr(p, s->type, s->flags, tf_out(st, s->offset + skip),
+                 s->vaddr + skip, paddr + skip, s->filesz - skip,
+                 s->memsz - skip, align);
+      }
+    } else {
+      kp_store_le(p + 8, tf_out(st, s->offset), 8);
+    }
+    if (i == last_load) {
+      p = out + n++ * ELF_PHDR_SIZE;
+      put_phdr(p, ELF_PT_LOAD, TF_PF_R, L->block, L->vaddr, L->vaddr,
+               L->block_size, L->block_size, st->mach->page);
+    }
+  }
+  return KPACK_SUCCESS;
+}
+
+/* The new section header table into `out` (L->shnum entries of
+ * elf->shentsize bytes). */
+static kpack_error_t build_shdrs(tf_state* st, const tf_layout* L,
+                                 uint8_t* out) {
+  elf_file* elf = &st->elf;
+  size_t es = (size_t)elf->shentsize;
+  kpack_error_t err =
+      kp_input_read(&elf->in, elf->shoff, out, elf->section_count * es);
+  if (err != KPACK_SUCCESS)
+    return tf_elf_fail(st, err);
+  for (size_t i = 1; i < elf->section_count; i++) {
+    uint8_t* p = out + i * es;
+    if (i == st->fat) {
+      kp_store_le(p + 4, ELF_SHT_NOBITS, 4);
+      kp_store_le(p + 24, st->cut_at, 8);
+    } else if (i == elf->names) {
+      kp_store_le(p + 24, L->names_off, 8);
+      kp_store_le(p + 32, L->names_size, 8);
+    } else {
+      kp_store_le(p + 24, tf_out(st, elf->sections[i].offset), 8);
+    }
+  }
+  uint8_t* p = out + elf->section_count * es;
+  memset(p, 0, es);
+  kp_store_le(p, elf->sections[elf->names].size, 4);
+  kp_store_le(p + 4, ELF_SHT_PROGBITS, 4);
+  kp_store_le(p + 8, ELF_SHF_ALLOC, 8);
+  kp_store_le(p + 16, st->meta_addr, 8);
+  kp_store_le(p + 24, L->block + L->meta_off, 8);
+  kp_store_le(p + 32, L->meta_size, 8);
+  kp_store_le(p + 48, 1, 8);
+  if (L->shnum >= 0xff00) /* the count lives in section 0 */
+    kp_store_le(out + 32, L->shnum, 8);
+  return KPACK_SUCCESS;
+}
+
+static kpack_error_t write_output(tf_state* st, int fd, const tf_layout* L,
+                                  const uint8_t* meta, size_t meta_size) {
+  elf_file* elf = &st->elf;
+  const elf_section* f = &elf->sections[st->fat];
+  uint8_t *buf = NULL, *table = NULL;
+  kpack_error_t err;
+  uint64_t gap = st->cut_at + st->removed; /* first input byte after */
+
+  if ((err = copy_range(st, fd, 0, 0, st->cut_at, &buf)) ||
+      (err = copy_range(st, fd, gap, tf_out(st, gap), L->cut - gap, &buf)))
+    goto done;
+  /* The kept tail of .hip_fatbin reads as zeros. */
+  uint8_t zeros[4096] = {0};
+  for (uint64_t at = 0; at < f->size - st->removed; at += sizeof(zeros)) {
+    uint64_t n = f->size - st->removed - at;
+    err = write_at(st, fd, st->cut_at + at, zeros,
+                   n < sizeof(zeros) ? (size_t)n : sizeof(zeros));
+    if (err != KPACK_SUCCESS)
+      goto done;
+  }
+  for (size_t i = 0; i < st->patch_count; i++) {
+    const tf_patch* p = &st->patches[i];
+    if ((err = write_at(st, fd, tf_out(st, p->at), p->bytes, p->size)))
+      goto done;
+  }
+
+  /* The new PT_LOAD: program headers, then the metadata. */
+  size_t table_size = (size_t)L->block_size;
+  size_t sh_size = L->shnum * (size_t)elf->shentsize;
+  if (sh_size > table_size)
+    table_size = sh_size;
+  if ((table = calloc(1, table_size)) == NULL) {
+    err = tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  memcpy(table + L->meta_off, meta, meta_size);
+  if ((err = build_phdrs(st, L, table + L->ph_off)) != KPACK_SUCCESS)
+    goto done;
+  if ((err = write_at(st, fd, L->block, table, (size_t)L->block_size)))
+    goto done;
+
+  /* The section name table, with the new name at its end. */
+  const elf_section* names = &elf->sections[elf->names];
+  memset(table, 0, table_size);
+  size_t old = (size_t)names->size;
+  if (L->names_size > table_size) {
+    uint8_t* bigger = realloc(table, (size_t)L->names_size);
+    if (bigger == NULL) {
+      err = tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
+      goto done;
+    }
+    table = bigger;
+    table_size = (size_t)L->names_size;
+  }
+  if ((err = kp_input_read(&elf->in, names->offset, table, old))) {
+    err = tf_elf_fail(st, err);
+    goto done;
+  }
+  memcpy(table + old, TF_NEW_NAME, sizeof(TF_NEW_NAME));
+  if ((err = write_at(st, fd, L->names_off, table, (size_t)L->names_size)))
+    goto done;
+
+  if ((err = build_shdrs(st, L, table)) ||
+      (err = write_at(st, fd, L->shoff, table, sh_size)))
+    goto done;
+
+  /* The ELF header last: the file is an ELF only once all is in place. */
+  uint8_t h[ELF_EHDR_SIZE];
+  if ((err = kp_input_read(&elf->in, 0, h, sizeof(h)))) {
+    err = tf_elf_fail(st, err);
+    goto done;
+  }
+  kp_store_le(h + 32, L->block + L->ph_off, 8);
+  kp_store_le(h + 40, L->shoff, 8);
+  kp_store_le(h + 54, ELF_PHDR_SIZE, 2);
+  kp_store_le(h + 56, L->phnum, 2);
+  kp_store_le(h + 60, L->shnum < 0xff00 ? L->shnum : 0, 2);
+  if ((err = write_at(st, fd, 0, h, sizeof(h))) != KPACK_SUCCESS)
+    goto done;
+  /* The file ends with the section header table, whatever it held. */
+  if (ftruncate(fd, (off_t)(L->shoff + sh_size)) != 0)
+    err = tf_fail(st, KPACK_ERROR_IO_ERROR, "cannot set the output's size: %s",
+                  strerror(errno));
+done:
+  free(buf);
+  free(table);
+  return err;
+}
+
+/* The new bytes of every wrapper record. */
+static kpack_error_t patch_records(tf_state* st) {
+  const elf_section* s = &st->elf.sections[st->seg];
+  for (size_t i = 0; i < st->wrapper_count; i++) {
+    uint8_t r[ELF_WRAPPER_SIZE];
+    kpack_error_t err = kp_input_read(
+        &st->elf.in, s->offset + i * ELF_WRAPPER_SIZE, r, sizeof(r));
+    if (err != KPACK_SUCCESS)
+      return tf_elf_fail(st, err);
+    if (st->elf.type == ELF_ET_DYN && !st->relocated[i])
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     "wrapper %zu: the pointer at 0x%" PRIx64
+                     " has no RELATIVE relocation in a shared object or PIE",
+                     i, s->addr + i * ELF_WRAPPER_SIZE + 8);
+    kp_store_le(r, KPACK_HOST_HIPK_MAGIC, 4);
+    kp_store_le(r + 8, st->meta_addr, 8); /* RELR, ET_EXEC: the value */
+    kp_store_le(r + 16, i, 8);            /* reserved1 and the u32 after it */
+    if ((err = tf_add_patch(st, s->offset + i * ELF_WRAPPER_SIZE, r,
+                            sizeof(r))) != KPACK_SUCCESS)
+      return err;
+  }
+  return KPACK_SUCCESS;
+}
+
+static kpack_error_t transform(tf_state* st, int fd,
+                               const kpack_transform_options_t* o,
+                               kpack_transform_result_t* result) {
+  kpack_transform_kind_t kind;
+  uint8_t* meta = NULL;
+  size_t meta_size = 0;
+  tf_layout L;
+  kpack_error_t err = tf_open(st, &kind);
+  if (err != KPACK_SUCCESS)
+    return err;
+  if (kind != KPACK_TRANSFORM_FAT)
+    return tf_fail(st, KPACK_ERROR_INVALID_ARGUMENT, "nothing to transform: %s",
+                   kpack_transform_kind_string(kind));
+  if (st->elf.type != ELF_ET_DYN && st->elf.type != ELF_ET_EXEC)
+    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                   "ELF type %u is neither ET_EXEC nor ET_DYN",
+                   (unsigned)st->elf.type);
+  for (size_t i = 0; i < sizeof(tf_machines) / sizeof(tf_machines[0]); i++)
+    if (tf_machines[i].machine == st->elf.machine)
+      st->mach = &tf_machines[i];
+  if (st->mach == NULL)
+    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                   "unsupported machine (e_machine %u): its page size and "
+                   "relocations are unknown",
+                   (unsigned)st->elf.machine);
+  size_t ref;
+  if ((err = elf_find_section(&st->elf, TF_NEW_NAME, &ref)) != KPACK_SUCCESS)
+    return tf_elf_fail(st, err);
+  if (ref != 0)
+    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                   "section %zu is already called " TF_NEW_NAME, ref);
+  for (size_t i = 0; i < st->wrapper_count; i++) {
+    uint64_t off;
+    const elf_pointer* p = &st->wrappers[i].pointer;
+    if (!elf_pointer_in(&st->elf, p, st->fat, &off))
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     "wrapper %zu: the pointer (0x%" PRIx64
+                     ") is outside .hip_fatbin",
+                     i, p->value);
+  }
+  st->relocated = calloc(st->wrapper_count, sizeof(*st->relocated));
+  if (st->relocated == NULL)
+    return tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
+  if ((err = encode_metadata(st, o, &meta, &meta_size)) ||
+      (err = plan(st, meta_size, &L)) || (err = scan_relocations(st)) ||
+      (err = patch_records(st)) ||
+      (err = write_output(st, fd, &L, meta, meta_size)))
+    goto done;
+  result->wrapper_count = st->wrapper_count;
+  result->input_size = st->elf.in.size;
+  result->output_size = L.shoff + L.shnum * st->elf.shentsize;
+  result->fatbin_size = st->elf.sections[st->fat].size;
+done:
+  free(meta);
+  return err;
+}
+
+KPACK_API kpack_error_t kpack_transform_write(
+    const char* input_path, int output_fd,
+    const kpack_transform_options_t* options, kpack_transform_result_t* result,
+    kpack_transform_message_t* message) {
+  tf_state st = {.path = input_path, .msg = message};
+  kpack_transform_result_t ignored;
+  if (message == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  message->text[0] = '\0';
+  if (result == NULL)
+    result = &ignored;
+  memset(result, 0, sizeof(*result));
+  if (input_path == NULL || options == NULL || options->kernel_name == NULL ||
+      options->search_path_count == 0 || options->search_paths == NULL ||
+      output_fd < 0) {
+    snprintf(message->text, sizeof(message->text),
+             "transform: a path, the output, a kernel name or the search "
+             "paths are missing");
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  }
+  kpack_error_t err = kp_input_open(input_path, &st.in);
+  if (err != KPACK_SUCCESS)
+    return tf_fail(&st, err, "cannot open: %s", strerror(errno));
+  err = transform(&st, output_fd, options, result);
+  tf_close(&st);
+  close(st.in.fd);
+  return err;
+}
+
+KPACK_API kpack_error_t
+kpack_transform_classify(const char* path, kpack_transform_kind_t* kind,
+                         kpack_transform_message_t* message) {
+  tf_state st = {.path = path, .msg = message};
+  kpack_transform_message_t ignored;
+  if (message == NULL)
+    st.msg = message = &ignored;
+  message->text[0] = '\0';
+  if (path == NULL || kind == NULL) {
+    snprintf(message->text, sizeof(message->text),
+             "classify: a path or the result is missing");
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  }
+  *kind = KPACK_TRANSFORM_NOT_ELF;
+  kpack_error_t err = kp_input_open(path, &st.in);
+  if (err != KPACK_SUCCESS)
+    return tf_fail(&st, err, "cannot open: %s", strerror(errno));
+  err = tf_open(&st, kind);
+  tf_close(&st);
+  close(st.in.fd);
+  return err;
+}
+
+KPACK_API const char* kpack_transform_kind_string(kpack_transform_kind_t kind) {
+  switch (kind) {
+    case KPACK_TRANSFORM_NOT_ELF:
+      return "not an ELF file";
+    case KPACK_TRANSFORM_NO_DEVICE_CODE:
+      return "no device code";
+    case KPACK_TRANSFORM_DEBUG_ONLY:
+      return "no device code bytes (.hip_fatbin is SHT_NOBITS)";
+    case KPACK_TRANSFORM_KPACKIFIED:
+      return "already kpack-ified";
+    case KPACK_TRANSFORM_FAT:
+      return "device code to move";
+  }
+  return "unknown kind";
+}

@@ -1,0 +1,142 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Host programs linked by the system compiler (see fixture_program.h). The
+ * bundles reach .hip_fatbin through the assembler's .incbin; the records
+ * are an array of structs initialised with the bundles' addresses, so the
+ * linker emits exactly the relocations it emits for HIP's own records.
+ */
+#include "fixture_program.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static bool write_bytes(const char* path, const void* data, size_t size) {
+  FILE* f = fopen(path, "wb");
+  if (f == NULL || fwrite(data, 1, size, f) != size) {
+    fprintf(stderr, "fixture_program: cannot write %s\n", path);
+    if (f != NULL)
+      fclose(f);
+    return false;
+  }
+  return fclose(f) == 0;
+}
+
+static const char report_source[] =
+    "struct fx_record {\n"
+    "  unsigned magic, version;\n"
+    "  const unsigned char* ptr;\n"
+    "  unsigned long long reserved;\n"
+    "};\n"
+    "__attribute__((section(\".hipFatBinSegment\"), used, aligned(8)))\n"
+    "struct fx_record fx_records[FX_RECORDS] = {FX_INIT};\n"
+    "static char fx_report[FX_RECORDS * 600 + 1];\n"
+    "__attribute__((visibility(\"default\")))\n"
+    "const char* fx_program_report(void) { return fx_report; }\n"
+    "__attribute__((constructor)) static void fx_read_records(void) {\n"
+    "  static const char hex[] = \"0123456789abcdef\";\n"
+    "  char* out = fx_report;\n"
+    "  for (int i = 0; i < FX_RECORDS; i++) {\n"
+    "    const struct fx_record* r = &fx_records[i];\n"
+    "    unsigned long page = 4096 - ((unsigned long)r->ptr & 4095);\n"
+    "    unsigned long n = page < 256 ? page : 256;\n"
+    "    out += sprintf(out, \"%08x %u %llu \", r->magic, r->version,\n"
+    "                   r->reserved);\n"
+    "    for (unsigned long k = 0; k < n; k++) {\n"
+    "      *out++ = hex[r->ptr[k] >> 4];\n"
+    "      *out++ = hex[r->ptr[k] & 15];\n"
+    "    }\n"
+    "    *out++ = '\\n';\n"
+    "  }\n"
+    "  *out = 0;\n"
+    "}\n"
+    "#ifdef FX_MAIN\n"
+    "int main(void) { fputs(fx_report, stdout); return 0; }\n"
+    "#endif\n";
+
+bool fx_build_program(const char* dir, const fx_program_opts* o,
+                      const char* out) {
+  size_t records = o->record_count ? o->record_count : o->bundle_count;
+  char path[4096], *cmd = NULL;
+  FILE* src;
+  bool ok = false;
+
+  snprintf(path, sizeof(path), "%s/program.c", dir);
+  if ((src = fopen(path, "w")) == NULL) {
+    fprintf(stderr, "fixture_program: cannot write %s\n", path);
+    return false;
+  }
+  fprintf(src,
+          "#include <stdio.h>\n__asm__(\".section .hip_fatbin,\\\"a\\\","
+          "@progbits\\n\"\n");
+  for (size_t i = 0; i < o->bundle_count; i++) {
+    char bin[4096];
+    snprintf(bin, sizeof(bin), "%s/bundle%zu.bin", dir, i);
+    if (!write_bytes(bin, o->bundles[i].data, o->bundles[i].size)) {
+      fclose(src);
+      return false;
+    }
+    fprintf(src,
+            "    \".p2align %u\\n.globl fx_bundle%zu\\n.hidden fx_bundle%zu\\n"
+            "fx_bundle%zu:\\n.incbin \\\"%s\\\"\\n\"\n",
+            o->align_log2 ? o->align_log2 : 12, i, i, i, bin);
+  }
+  fprintf(src, "    \".previous\\n\");\n");
+  for (size_t i = 0; i < o->bundle_count; i++)
+    fprintf(src,
+            "extern const unsigned char fx_bundle%zu[] "
+            "__attribute__((visibility(\"hidden\")));\n",
+            i);
+  fprintf(src, "#define FX_RECORDS %zu\n#define FX_INIT ", records);
+  for (size_t i = 0; i < records; i++) {
+    size_t t = o->target != NULL ? o->target[i] : o->bundle_count - 1 - i;
+    fprintf(src, "{0x48495046u, 1, fx_bundle%zu, 0},", t);
+  }
+  fprintf(src, "\n%s", report_source);
+  fclose(src);
+
+  const char* cc = getenv("CC_FIXTURE");
+  const char* kind = o->kind == FX_PROGRAM_SHARED ? "-shared -fPIC"
+                     : o->kind == FX_PROGRAM_PIE  ? "-DFX_MAIN -pie -fPIE"
+                                                 : "-DFX_MAIN -no-pie -fno-pie";
+  if (asprintf(&cmd, "%s -O1 %s%s%s %s -o '%s' '%s' 2>&1",
+               cc && *cc ? cc : "cc", kind,
+               o->relr ? " -Wl,-z,pack-relative-relocs" : "",
+               o->emit_relocs ? " -g -Wl,--emit-relocs" : "",
+               o->flags ? o->flags : "", out, path) < 0)
+    return false;
+  int status = system(cmd);
+  if (status != 0 || !WIFEXITED(status))
+    fprintf(stderr, "fixture_program: '%s' failed (%d)\n", cmd, status);
+  else
+    ok = true;
+  free(cmd);
+  return ok;
+}
+
+static int hexval(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  return -1;
+}
+
+const char* fx_parse_report(const char* line, unsigned* magic,
+                            unsigned* version, unsigned long long* reserved,
+                            unsigned char* bytes, size_t cap, size_t* size) {
+  int used = 0;
+  if (line == NULL ||
+      sscanf(line, "%x %u %llu %n", magic, version, reserved, &used) < 3)
+    return NULL;
+  const char* p = line + used;
+  *size = 0;
+  while (hexval(p[0]) >= 0 && hexval(p[1]) >= 0 && *size < cap) {
+    bytes[(*size)++] = (unsigned char)(hexval(p[0]) << 4 | hexval(p[1]));
+    p += 2;
+  }
+  while (*p != '\0' && *p != '\n')
+    p++;
+  return *p == '\n' ? p + 1 : p;
+}

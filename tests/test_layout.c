@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The tree layout (kpack_layout.h): which TOC names can become paths, and
+ * the kernel file name both ways. kpackfs and `kpack extract` skip exactly
+ * the entries refused here; test_kpackfs.c checks that they then show the
+ * same tree.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "rocm_kpack/kpack_layout.h"
+#include "support.h"
+
+/* A name of `n` copies of `c`, then `suffix`. */
+static char* repeated(char c, size_t n, const char* suffix) {
+  static char buf[1024];
+  memset(buf, c, n);
+  strcpy(buf + n, suffix);
+  return buf;
+}
+
+static void test_relative_binary_paths_are_accepted(void** state) {
+  (void)state;
+  assert_null(kpack_layout_binary_problem("lib/librocrand.so.1#0"));
+  assert_null(kpack_layout_binary_problem("a#0"));
+  assert_null(kpack_layout_binary_problem("lib/.kpackfs#0")); /* not first */
+  assert_null(kpack_layout_binary_problem(".kpackfsx/a#0"));
+  assert_null(kpack_layout_binary_problem("...#0"));
+  assert_null(kpack_layout_binary_problem(repeated('b', 255, "/x")));
+}
+
+static void test_binary_paths_that_leave_the_tree_are_refused(void** state) {
+  (void)state;
+  assert_string_equal(kpack_layout_binary_problem(""), "empty binary name");
+  assert_string_equal(kpack_layout_binary_problem(NULL), "empty binary name");
+  assert_string_equal(kpack_layout_binary_problem("/abs#0"),
+                      "absolute binary path");
+  assert_string_equal(kpack_layout_binary_problem("a//b#0"),
+                      "empty path component");
+  assert_string_equal(kpack_layout_binary_problem("lib/"),
+                      "empty path component");
+  assert_string_equal(kpack_layout_binary_problem("../evil#0"),
+                      "'.' or '..' path component");
+  assert_string_equal(kpack_layout_binary_problem("a/./b#0"),
+                      "'.' or '..' path component");
+  assert_string_equal(kpack_layout_binary_problem("a/.."),
+                      "'.' or '..' path component");
+  assert_string_equal(kpack_layout_binary_problem(".kpackfs/stats"),
+                      "reserved name .kpackfs");
+  assert_string_equal(kpack_layout_binary_problem(".kpackfs"),
+                      "reserved name .kpackfs");
+  assert_string_equal(kpack_layout_binary_problem(repeated('b', 256, "#0")),
+                      "path component longer than 255 bytes");
+  assert_string_equal(kpack_layout_binary_problem(repeated('b', 256, "/x")),
+                      "path component longer than 255 bytes");
+}
+
+static void test_entries_need_an_arch_and_type_that_are_file_names(
+    void** state) {
+  (void)state;
+  assert_null(kpack_layout_entry_problem("a#0", "gfx90a:xnack-", "hsaco"));
+  assert_string_equal(kpack_layout_entry_problem("/a#0", "gfx90a", "hsaco"),
+                      "absolute binary path");
+  static const char* const bad_arches[] = {"", ".", "..", "gfx/90a", NULL};
+  for (size_t i = 0; i < 5; i++) {
+    assert_string_equal(kpack_layout_entry_problem("a#0", bad_arches[i], "x"),
+                        "arch is not a file name");
+    assert_string_equal(kpack_layout_arch_problem(bad_arches[i]),
+                        "arch is not a file name");
+    assert_string_equal(
+        kpack_layout_entry_problem("a#0", "gfx90a", bad_arches[i]),
+        "type is not a file name");
+  }
+  assert_null(kpack_layout_arch_problem(repeated('g', 255, "")));
+  assert_string_equal(kpack_layout_arch_problem(repeated('g', 256, "")),
+                      "arch is not a file name");
+  /* "kernel." + type: 255 bytes are served, 256 are not. */
+  assert_null(
+      kpack_layout_entry_problem("a#0", "gfx90a", repeated('t', 248, "")));
+  assert_string_equal(
+      kpack_layout_entry_problem("a#0", "gfx90a", repeated('t', 249, "")),
+      "file name 'kernel.<type>' longer than 255 bytes");
+}
+
+static void test_kernel_file_names_go_both_ways(void** state) {
+  (void)state;
+  char name[KPACK_LAYOUT_NAME_MAX + 1];
+  assert_int_equal(kpack_layout_kernel_file("hsaco", name, sizeof(name)),
+                   KPACK_SUCCESS);
+  assert_string_equal(name, "kernel.hsaco");
+  assert_string_equal(kpack_layout_kernel_type(name), "hsaco");
+  assert_int_equal(kpack_layout_kernel_file("hsaco", name, 13), KPACK_SUCCESS);
+  assert_int_equal(kpack_layout_kernel_file("hsaco", name, 12),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_layout_kernel_file("a/b", name, sizeof(name)),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_layout_kernel_file(NULL, name, sizeof(name)),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_layout_kernel_file("x", NULL, 8),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_null(kpack_layout_kernel_type("kernel."));
+  assert_null(kpack_layout_kernel_type("kernels"));
+  assert_null(kpack_layout_kernel_type("metadata.json"));
+  assert_null(kpack_layout_kernel_type(NULL));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_relative_binary_paths_are_accepted),
+      cmocka_unit_test(test_binary_paths_that_leave_the_tree_are_refused),
+      cmocka_unit_test(test_entries_need_an_arch_and_type_that_are_file_names),
+      cmocka_unit_test(test_kernel_file_names_go_both_ways),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
