@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "fatbin_stream.h"
 #include "host_view.h"
 
 static const char create_manual[] =
@@ -147,14 +148,6 @@ typedef struct cr_sidecar {
   char* file;
   size_t source;
 } cr_sidecar;
-
-/* A bundle kept while the kernels of one binary are added: the entry table
- * of a plain bundle, whose code objects are read one at a time, or the
- * whole of a compressed one, decompressed once. */
-typedef struct cr_open_bundle {
-  size_t source, bundle;
-  kpack_bundle_t* handle;
-} cr_open_bundle;
 
 typedef struct cr_state {
   cr_source* sources;
@@ -332,16 +325,19 @@ static bool scan_tree(cr_state* s, size_t source, const char* full,
   return ok;
 }
 
-static const char* compression_name(const kpack_bundle_info_t* info) {
-  switch (info->compression) {
-    case KPACK_BUNDLE_ZLIB:
-      return "zlib";
-    case KPACK_BUNDLE_ZSTD:
-      return "zstd";
-    case KPACK_BUNDLE_UNCOMPRESSED:
-      break;
-  }
-  return "none";
+typedef struct cr_fatbin_scan {
+  cr_state* s;
+  size_t source;
+} cr_fatbin_scan;
+
+static bool add_fatbin_entry(const fbs_entry* e, void* user) {
+  cr_fatbin_scan* scan = user;
+  return add_item(scan->s, (cr_item){.binary = strdup(e->binary),
+                                     .arch = strdup(e->arch),
+                                     .source = scan->source,
+                                     .bundle = e->bundle,
+                                     .entry = e->entry,
+                                     .compressed = e->compressed});
 }
 
 /* Lists the AMDGPU entries of every bundle of a fat binary, reading entry
@@ -349,76 +345,29 @@ static const char* compression_name(const kpack_bundle_info_t* info) {
 static bool scan_fatbin(cr_state* s, size_t source) {
   cr_source* src = &s->sources[source];
   kpack_fatbin_info_t info;
-  kpack_bundle_t* bundle = NULL;
-  bool ok = false;
   kpack_error_t err = kpack_fatbin_open(src->path, &src->fatbin);
   if (err == KPACK_SUCCESS)
     err = kpack_fatbin_get_info(src->fatbin, &info);
   if (err != KPACK_SUCCESS) {
     cli_host_error(src->path, err);
-    goto done;
+    return false;
   }
   if (!info.has_fatbin) {
     cli_error("%s: no .hip_fatbin section (not a HIP binary?)", src->path);
-    goto done;
+    return false;
   }
   if (info.bundle_count == 0) {
     cli_error("%s: .hip_fatbin holds no code object", src->path);
-    goto done;
+    return false;
   }
   if (s->verbose)
     fprintf(stderr, "kpack: %s: %zu code object%s (%s)\n", src->path,
             info.bundle_count, info.bundle_count == 1 ? "" : "s",
             info.has_wrappers ? "numbered by .hipFatBinSegment"
                               : "in .hip_fatbin order");
-  for (size_t b = 0; b < info.bundle_count; b++) {
-    kpack_bundle_info_t binfo;
-    size_t device = 0;
-    err = kpack_fatbin_list_bundle(src->fatbin, b, &bundle);
-    if (err != KPACK_SUCCESS) {
-      cli_error("%s: code object %zu: %s (%s)", src->path, b,
-                kpack_error_string(err), cli_error_text(err));
-      goto done;
-    }
-    kpack_bundle_get_info(bundle, &binfo);
-    for (size_t i = 0; i < binfo.entry_count; i++) {
-      kpack_bundle_entry_t e;
-      char* binary = NULL;
-      kpack_bundle_get_entry(bundle, i, &e);
-      if (e.arch == NULL)
-        continue; /* host code, or another offload kind */
-      if (kpack_layout_arch_problem(e.arch) != NULL) {
-        cli_error(
-            "%s: code object %zu: target '%s' cannot be a directory "
-            "name",
-            src->path, b, e.arch);
-        goto done;
-      }
-      if (asprintf(&binary, "%s#%zu", src->name, b) < 0)
-        binary = NULL;
-      if (!add_item(s, (cr_item){.binary = binary,
-                                 .arch = strdup(e.arch),
-                                 .source = source,
-                                 .bundle = b,
-                                 .entry = i,
-                                 .compressed = binfo.compression !=
-                                               KPACK_BUNDLE_UNCOMPRESSED}))
-        goto done;
-      device++;
-    }
-    if (s->verbose)
-      fprintf(stderr,
-              "kpack: %s: code object %zu: %zu entries, %zu for AMD GPUs, "
-              "compression %s\n",
-              src->path, b, binfo.entry_count, device,
-              compression_name(&binfo));
-    kpack_bundle_free(bundle);
-    bundle = NULL;
-  }
-  ok = true;
-done:
-  kpack_bundle_free(bundle);
-  return ok;
+  cr_fatbin_scan scan = {s, source};
+  return fbs_list(src->path, src->fatbin, src->name, s->verbose,
+                  add_fatbin_entry, &scan);
 }
 
 /* Lists the kernels of an archive input; they are copied, not extracted. */
@@ -630,7 +579,8 @@ static bool settle_items(cr_state* s) {
       free_item(&s->items[i]);
   }
   s->count = kept;
-  qsort(s->items, s->count, sizeof(*s->items), compare_items);
+  if (s->count > 1) /* items is NULL when nothing was found */
+    qsort(s->items, s->count, sizeof(*s->items), compare_items);
   if (!attach_sidecars(s))
     return false;
   kept = 0;
@@ -662,7 +612,8 @@ static bool settle_items(cr_state* s) {
     i = j;
   }
   /* On failure the unsettled rest stays, for free_state to free. */
-  memmove(s->items + kept, s->items + i, (s->count - i) * sizeof(*s->items));
+  if (i < s->count)
+    memmove(s->items + kept, s->items + i, (s->count - i) * sizeof(*s->items));
   s->count = kept + (s->count - i);
   return ok;
 }
@@ -711,32 +662,6 @@ static double now_seconds(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-/* The bundle holding a fat binary item, opened once per binary name: items
- * are sorted by binary, so all entries of one bundle come together (two
- * fat binaries with the same name interleave, hence a small set). */
-static kpack_error_t bundle_for(const cr_state* s, const cr_item* item,
-                                cr_open_bundle* open, size_t* open_count,
-                                kpack_bundle_t** out) {
-  for (size_t i = 0; i < *open_count; i++)
-    if (open[i].source == item->source && open[i].bundle == item->bundle) {
-      *out = open[i].handle;
-      return KPACK_SUCCESS;
-    }
-  const kpack_fatbin_t* fatbin = s->sources[item->source].fatbin;
-  kpack_error_t err = item->compressed
-                          ? kpack_fatbin_get_bundle(fatbin, item->bundle, out)
-                          : kpack_fatbin_list_bundle(fatbin, item->bundle, out);
-  if (err == KPACK_SUCCESS)
-    open[(*open_count)++] = (cr_open_bundle){item->source, item->bundle, *out};
-  return err;
-}
-
-static void close_bundles(cr_open_bundle* open, size_t* open_count) {
-  for (size_t i = 0; i < *open_count; i++)
-    kpack_bundle_free(open[i].handle);
-  *open_count = 0;
 }
 
 typedef struct cr_progress {
@@ -813,66 +738,35 @@ done:
 static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
                     bool progress, uint64_t* bytes) {
   bool ok = true;
-  cr_open_bundle* open = calloc(s->source_count, sizeof(*open));
-  size_t open_count = 0;
   cr_progress prog = {.enabled = progress};
-  void* code = NULL; /* one code object of a plain bundle at a time */
-  size_t code_cap = 0;
-  if (open == NULL) {
-    cli_error("out of memory");
-    return false;
-  }
+  fbs_reader reader = {0}; /* one binary's bundles, one code object */
   for (size_t i = 0; ok && i < s->count; i++) {
     const cr_item* item = &s->items[i];
+    const cr_source* src = &s->sources[item->source];
     const void* data;
     size_t size;
-    kpack_error_t err;
     if (cli_interrupted()) {
       ok = false;
       break;
     }
     if (i > 0 && strcmp(item->binary, s->items[i - 1].binary) != 0)
-      close_bundles(open, &open_count);
+      fbs_reader_release(&reader);
     /* Archives and trees; what follows reads fat binaries. */
-    if (s->sources[item->source].archive != NULL || item->file != NULL) {
+    if (src->archive != NULL || item->file != NULL) {
       uint64_t added = 0;
-      ok = s->sources[item->source].archive != NULL
-               ? copy_item(s, item, w, flags, &added)
-               : add_tree_item(item, w, &added);
+      ok = src->archive != NULL ? copy_item(s, item, w, flags, &added)
+                                : add_tree_item(item, w, &added);
       *bytes += added;
       show_progress(&prog, i + 1, s->count, *bytes);
       continue;
     }
-    {
-      kpack_bundle_t* bundle;
-      kpack_bundle_entry_t e;
-      err = bundle_for(s, item, open, &open_count, &bundle);
-      if (err == KPACK_SUCCESS)
-        err = kpack_bundle_get_entry(bundle, item->entry, &e);
-      if (err == KPACK_SUCCESS && e.data == NULL) {
-        if (e.size > code_cap) {
-          void* p = e.size <= SIZE_MAX ? realloc(code, (size_t)e.size) : NULL;
-          if (p == NULL) {
-            cli_error("out of memory");
-            ok = false;
-            break;
-          }
-          code = p;
-          code_cap = (size_t)e.size;
-        }
-        err = kpack_bundle_read_entry(bundle, item->entry, code, code_cap);
-        e.data = code;
-      }
-      if (err != KPACK_SUCCESS) {
-        cli_error("%s: code object %zu: %s (%s)", s->sources[item->source].path,
-                  item->bundle, kpack_error_string(err), cli_error_text(err));
-        ok = false;
-        break;
-      }
-      data = e.data;
-      size = (size_t)e.size;
+    if (!fbs_read(&reader, src->path, src->fatbin, item->bundle, item->entry,
+                  item->compressed, &data, &size)) {
+      ok = false;
+      break;
     }
-    err = kpack_writer_add_kernel(w, item->binary, item->arch, data, size);
+    kpack_error_t err =
+        kpack_writer_add_kernel(w, item->binary, item->arch, data, size);
     if (err != KPACK_SUCCESS) {
       char subject[512];
       snprintf(subject, sizeof(subject), "%s for %s", item->binary, item->arch);
@@ -884,9 +778,7 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
   }
   if (prog.enabled)
     fputs("\r\033[K", stderr);
-  close_bundles(open, &open_count);
-  free(open);
-  free(code);
+  fbs_reader_free(&reader);
   return ok;
 }
 

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: MIT
  *
  * `kpack verify`: decompresses every kernel of each archive and checks it
- * against its table of contents, one line per problem.
+ * against its table of contents, one line per problem; with --binary, checks
+ * that every record of a kpack-ified binary finds its code objects through
+ * the loader's own search.
  */
 #include <getopt.h>
+#include <glob.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 #include "code_object_view.h"
@@ -16,6 +20,7 @@ static const char verify_manual[] =
     "\n"
     "SYNOPSIS\n"
     "    kpack verify [-q] [--strict] ARCHIVE...\n"
+    "    kpack verify --binary [-q] BINARY...\n"
     "\n"
     "DESCRIPTION\n"
     "    Opens each archive (which validates its header, table of contents\n"
@@ -50,14 +55,31 @@ static const char verify_manual[] =
     "    declare a target, never picks that kernel. --strict makes it a\n"
     "    problem.\n"
     "\n"
+    "    With --binary, each argument is a host binary that `kpack split`\n"
+    "    (or ROCm's tooling) kpack-ified. For every HIPK record of it, the\n"
+    "    archives its search paths name are found (@GFXARCH@ matched against\n"
+    "    the files there; with ROCM_KPACK_PATH set, the archives it names\n"
+    "    instead, as the loader does), and for every architecture those\n"
+    "    archives declare, the loader's search (kpack_load_code_object, run\n"
+    "    as the HIP runtime runs it for an agent of that architecture) must\n"
+    "    return the record's code object. Each failure is one line:\n"
+    "\n"
+    "        BINARY: record N (KERNEL#N) ARCH: KPACK_ERROR_NAME (meaning)\n"
+    "\n"
+    "    A record whose search finds no archive at all, or that cannot be\n"
+    "    read, is a problem too. A binary that is not kpack-ified (fat, or\n"
+    "    without HIP device code) is reported and skipped.\n"
+    "\n"
     "OPTIONS\n"
     "    -q, --quiet     print problems and warnings only, no summaries\n"
     "        --strict    an architecture missing from gfx_arches is a\n"
     "                    problem, not a warning\n"
+    "        --binary    the arguments are kpack-ified host binaries\n"
     "    -h, --help      print this manual\n"
     "\n"
     "EXAMPLES\n"
     "    kpack verify .kpack/*.kpack\n"
+    "    kpack verify --binary lib/librocrand.so.1.1\n"
     "\n"
     "EXIT STATUS\n"
     "    0 no problem (warnings allowed); 1 at least one problem; 2 bad\n"
@@ -66,7 +88,7 @@ static const char verify_manual[] =
 static int verify_run(int argc, char** argv);
 
 const cli_command cli_verify_command = {
-    "verify", "decompress every kernel, check its size and its target",
+    "verify", "check archives' kernels, or split binaries' loads (--binary)",
     verify_manual, verify_run};
 
 typedef struct verify_state {
@@ -228,14 +250,244 @@ static bool verify_archive(const char* path, bool quiet, bool strict,
   return !s.interrupted;
 }
 
+/* ---- kpack-ified binaries --------------------------------------------------
+ */
+
+/* A set of strings (archive paths, arches), in order of first addition. */
+typedef struct vb_set {
+  char** items;
+  size_t count;
+} vb_set;
+
+static bool set_add(vb_set* set, const char* item) {
+  for (size_t i = 0; i < set->count; i++)
+    if (strcmp(set->items[i], item) == 0)
+      return true;
+  char** p = realloc(set->items, (set->count + 1) * sizeof(*p));
+  if (p == NULL)
+    return false;
+  set->items = p;
+  if ((set->items[set->count] = strdup(item)) == NULL)
+    return false;
+  set->count++;
+  return true;
+}
+
+static void set_free(vb_set* set) {
+  for (size_t i = 0; i < set->count; i++)
+    free(set->items[i]);
+  free(set->items);
+  *set = (vb_set){0};
+}
+
+/* The archives a path of the loader's list can name: a file as it is, a
+ * directory's *.kpack, and with @GFXARCH@ every file its other characters
+ * match (the loader expands it per agent target; here it matches any). */
+static bool add_archives(vb_set* archives, const char* path) {
+  static const char placeholder[] = "@GFXARCH@";
+  struct stat st;
+  char* pattern = NULL;
+  glob_t g = {0};
+  bool ok = true;
+  if (strstr(path, placeholder) == NULL) {
+    if (stat(path, &st) != 0)
+      return true;
+    if (!S_ISDIR(st.st_mode))
+      return set_add(archives, path);
+    if (asprintf(&pattern, "%s/*.kpack", path) < 0)
+      return false;
+  } else {
+    /* Every glob character of the path escaped, @GFXARCH@ as '*'. */
+    size_t n = strlen(path);
+    if ((pattern = malloc(2 * n + 1)) == NULL)
+      return false;
+    char* q = pattern;
+    for (const char* p = path; *p;) {
+      if (strncmp(p, placeholder, sizeof(placeholder) - 1) == 0) {
+        *q++ = '*';
+        p += sizeof(placeholder) - 1;
+        continue;
+      }
+      if (strchr("*?[]\\", *p) != NULL)
+        *q++ = '\\';
+      *q++ = *p++;
+    }
+    *q = '\0';
+  }
+  if (glob(pattern, 0, NULL, &g) == 0)
+    for (size_t i = 0; ok && i < g.gl_pathc; i++)
+      ok = set_add(archives, g.gl_pathv[i]);
+  globfree(&g);
+  free(pattern);
+  return ok;
+}
+
+/* The archives the loader would consult for this record: those of
+ * ROCM_KPACK_PATH when it is set (it replaces every other path), else
+ * those of ROCM_KPACK_PATH_PREFIX and of the record's search paths,
+ * resolved against the binary as the loader resolves them. */
+static bool record_archives(const char* binary, const kpack_host_wrapper_t* w,
+                            vb_set* archives) {
+  const char* only = getenv("ROCM_KPACK_PATH");
+  const char* list =
+      only != NULL && *only ? only : getenv("ROCM_KPACK_PATH_PREFIX");
+  char* copy = list != NULL ? strdup(list) : NULL;
+  char* save = NULL;
+  bool ok = list == NULL || copy != NULL;
+  for (char* item = copy ? strtok_r(copy, ":", &save) : NULL;
+       ok && item != NULL; item = strtok_r(NULL, ":", &save))
+    ok = add_archives(archives, item);
+  free(copy);
+  if (only != NULL && *only)
+    return ok;
+  for (size_t i = 0; ok && i < w->search_path_count; i++) {
+    char* resolved = NULL;
+    if (w->search_paths[i][0] == '\0')
+      continue; /* the loader drops empty paths */
+    ok = kpack_resolve_search_path(binary, w->search_paths[i], &resolved) ==
+             KPACK_SUCCESS &&
+         add_archives(archives, resolved);
+    free(resolved);
+  }
+  return ok;
+}
+
+/* Every record of one binary, every arch its archives declare, through
+ * the loader's search. Problems are counted into *problems. */
+static void verify_binary(const char* path, kpack_cache_t cache, bool quiet,
+                          size_t* problems) {
+  kpack_host_t* host = NULL;
+  kpack_host_info_t info;
+  size_t found = 0, checked = 0, own = 0;
+  kpack_error_t err = kpack_host_open(path, &host);
+  if (err == KPACK_SUCCESS)
+    err = kpack_host_get_info(host, &info);
+  if (err != KPACK_SUCCESS) {
+    printf("%s: %s (%s)\n", path, kpack_error_string(err), cli_error_text(err));
+    (*problems)++;
+    goto done;
+  }
+  if (info.kind != KPACK_HOST_KPACKIFIED) {
+    if (!quiet)
+      printf("%s: %s, skipped\n", path,
+             info.kind == KPACK_HOST_FAT ? "not kpack-ified (device code "
+                                           "inside)"
+                                         : "no HIP device code");
+    goto done;
+  }
+  for (size_t r = 0; r < info.wrapper_count; r++) {
+    kpack_host_wrapper_t w;
+    vb_set archives = {0}, arches = {0};
+    char key[64];
+    kpack_host_get_wrapper(host, r, &w);
+    if (w.status != KPACK_SUCCESS) {
+      printf("%s: record %zu: %s (%s)\n", path, r,
+             kpack_host_problem_string(w.problem),
+             kpack_error_string(w.status));
+      own++;
+      continue;
+    }
+    snprintf(key, sizeof(key), "#%llu", (unsigned long long)w.reserved);
+    if (w.reserved > UINT32_MAX) {
+      printf(
+          "%s: record %zu (%s%s): the code object index does not fit "
+          "the loader's u32\n",
+          path, r, w.kernel_name, key);
+      own++;
+      continue;
+    }
+    if (!record_archives(path, &w, &archives)) {
+      printf("%s: record %zu: %s (%s)\n", path, r,
+             kpack_error_string(KPACK_ERROR_OUT_OF_MEMORY),
+             cli_error_text(KPACK_ERROR_OUT_OF_MEMORY));
+      own++;
+      set_free(&archives);
+      continue;
+    }
+    for (size_t a = 0; a < archives.count; a++) {
+      kpack_archive_t archive;
+      size_t n = 0;
+      if (kpack_open(archives.items[a], &archive) != KPACK_SUCCESS)
+        continue; /* the loader's search below reports what it meets */
+      kpack_get_architecture_count(archive, &n);
+      for (size_t i = 0; i < n; i++) {
+        const char* arch;
+        if (kpack_get_architecture(archive, i, &arch) == KPACK_SUCCESS &&
+            !set_add(&arches, arch))
+          own++;
+      }
+      kpack_close(archive);
+    }
+    found += archives.count;
+    if (arches.count == 0) {
+      printf(
+          "%s: record %zu (%s%s): no archive found through its search "
+          "paths\n",
+          path, r, w.kernel_name, key);
+      own++;
+    }
+    for (size_t a = 0; a < arches.count; a++) {
+      const char* arch = arches.items[a];
+      void* code = NULL;
+      size_t size = 0;
+      err = kpack_resolve_code_object(
+          cache, w.kernel_name, w.search_paths, w.search_path_count, path,
+          (uint32_t)w.reserved, &arch, 1, &code, &size);
+      checked++;
+      if (err != KPACK_SUCCESS) {
+        printf("%s: record %zu (%s%s) %s: %s (%s)\n", path, r, w.kernel_name,
+               key, arch, kpack_error_string(err), cli_error_text(err));
+        own++;
+      }
+      kpack_free_code_object(code);
+    }
+    set_free(&archives);
+    set_free(&arches);
+  }
+  if (!quiet) {
+    if (own == 0)
+      printf("%s: OK, %zu record%s, %zu load%s through %zu archive path%s\n",
+             path, info.wrapper_count, info.wrapper_count == 1 ? "" : "s",
+             checked, checked == 1 ? "" : "s", found, found == 1 ? "" : "s");
+    else
+      printf("%s: %zu problem%s in %zu record%s\n", path, own,
+             own == 1 ? "" : "s", info.wrapper_count,
+             info.wrapper_count == 1 ? "" : "s");
+  }
+  *problems += own;
+done:
+  kpack_host_close(host);
+}
+
+static int verify_binaries(int argc, char** argv, bool quiet) {
+  kpack_cache_t cache = NULL;
+  size_t problems = 0;
+  kpack_error_t err = kpack_cache_create(&cache);
+  if (err != KPACK_SUCCESS) {
+    cli_kerror("loader cache", err);
+    return CLI_FAIL;
+  }
+  for (int i = 0; i < argc; i++) {
+    if (cli_interrupted()) {
+      kpack_cache_destroy(cache);
+      cli_error("verify: interrupted");
+      return CLI_INTERRUPTED;
+    }
+    verify_binary(argv[i], cache, quiet, &problems);
+  }
+  kpack_cache_destroy(cache);
+  return problems == 0 ? CLI_OK : CLI_FAIL;
+}
+
 static int verify_run(int argc, char** argv) {
-  enum { OPT_STRICT = 256 };
+  enum { OPT_STRICT = 256, OPT_BINARY };
   static const struct option options[] = {
       {"quiet", no_argument, NULL, 'q'},
       {"strict", no_argument, NULL, OPT_STRICT},
+      {"binary", no_argument, NULL, OPT_BINARY},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
-  bool quiet = false, strict = false;
+  bool quiet = false, strict = false, binaries = false;
   size_t problems = 0;
   int c;
   while ((c = getopt_long(argc, argv, "qh", options, NULL)) != -1) {
@@ -246,6 +498,9 @@ static int verify_run(int argc, char** argv) {
       case OPT_STRICT:
         strict = true;
         break;
+      case OPT_BINARY:
+        binaries = true;
+        break;
       case 'h':
         return cli_print_manual(&cli_verify_command);
       default:
@@ -253,8 +508,14 @@ static int verify_run(int argc, char** argv) {
     }
   }
   if (optind >= argc)
-    return cli_usage_error(&cli_verify_command, "no ARCHIVE given");
+    return cli_usage_error(&cli_verify_command,
+                           binaries ? "no BINARY given" : "no ARCHIVE given");
+  if (binaries && strict)
+    return cli_usage_error(&cli_verify_command,
+                           "--strict applies to archives, not --binary");
   cli_catch_signals();
+  if (binaries)
+    return verify_binaries(argc - optind, argv + optind, quiet);
   for (int i = optind; i < argc; i++) {
     if (!verify_archive(argv[i], quiet, strict, &problems)) {
       cli_error("verify: interrupted");

@@ -17,8 +17,9 @@ make_cmd=${MAKE:-make}
 # Build and test dependencies (make check); cmake and man-db are for make
 # install-check (CMake consumer, man pages), groff-base for the man page
 # suite, jq for the suite that parses every --json output, elfutils for
-# eu-elflint on transformed binaries.
-packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq"
+# eu-elflint on transformed binaries, libamdhip64-5 (Debian's HIP runtime)
+# to load a split librocrand the way a program would.
+packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq libamdhip64-5"
 # What `make bench` compares against: squashfuse_ll, mksquashfs, zstd.
 bench_packages="squashfuse squashfs-tools zstd"
 
@@ -209,6 +210,34 @@ demo() {
 
   if [ -n "$mnt" ]; then
     say "7. unmount"
+    show fusermount3 -u "$mnt"
+    mnt=""
+  fi
+
+  say "8. split the library itself: its device code into per-arch archives"
+  # An install tree with the library and its soname link, split into a
+  # kpack-ified tree: the library without .hip_fatbin bytes, one archive
+  # per architecture in .kpack/.
+  install="$work/install"
+  split="$work/split"
+  mkdir -p "$install/lib"
+  cp "$lib" "$install/lib/librocrand.so.1.1"
+  ln -s librocrand.so.1.1 "$install/lib/librocrand.so.1"
+  show "$kpack" split -o "$split" --prefix rand_lib -j "$(nproc)" "$install"
+  printf 'host library: %s bytes before, %s bytes after\n' \
+    "$(stat -c %s "$install/lib/librocrand.so.1.1")" \
+    "$(stat -c %s "$split/lib/librocrand.so.1.1")"
+  show ls "$split/.kpack"
+  show "$kpack" verify --binary "$split/lib/librocrand.so.1"
+  # What the HIP runtime does with its one record on a gfx90a agent.
+  show "$kpack" resolve --binary "$split/lib/librocrand.so.1" \
+    --arch gfx90a:sramecc+:xnack- --co-index 0
+  if [ -x "$kpackfs" ] && mkdir -p "$work/mnt-split" &&
+    "$kpackfs" "$split"/.kpack/*.kpack "$work/mnt-split"; then
+    mnt="$work/mnt-split"
+    echo "the archives it wrote, mounted with kpackfs at $mnt:"
+    (cd "$mnt" && find . -path ./.kpackfs -prune -o -type f -name 'kernel.*' -print |
+      LC_ALL=C sort | while read -r f; do printf '%10s  %s\n' "$(wc -c <"$f")" "$f"; done)
     show fusermount3 -u "$mnt"
     mnt=""
   fi

@@ -2,10 +2,10 @@
  *
  * `make bench`: generates the data sets once into the cache directory and
  * prints the performance table of README "Performance" (rows in library.c,
- * create.c, mounts.c, transform.c and install.c). Usage: bench CACHE_DIR
- * [BIN_DIR [GROUPS]]; without BIN_DIR (kpack and kpackfs) only the library
- * rows run; GROUPS (e.g. "library,mounts") picks among library, create,
- * mounts, transform and install.
+ * create.c, mounts.c, transform.c, split.c and install.c). Usage: bench
+ * CACHE_DIR [BIN_DIR [GROUPS]]; without BIN_DIR (kpack and kpackfs) only the
+ * library rows run; GROUPS (e.g. "library,mounts") picks among library,
+ * create, mounts, transform, split and install.
  *
  * Generated data is reused while it is current: fixture.stamp records the
  * code-object generator and the fat binary's shape, writer.stamp the bytes
@@ -329,9 +329,9 @@ int main(int argc, char** argv) {
   d.have_squashfuse = bn_have("squashfuse_ll") && bn_have("mksquashfs") &&
                       bn_have("fusermount3");
   d.have_zstd = bn_have("zstd");
-  /* The install rows have data of their own (install.c). */
-  if (wanted(groups, "library") || wanted(groups, "create") ||
-      wanted(groups, "mounts") || wanted(groups, "transform"))
+  /* The install rows have data of their own (install.c): run alone, they
+   * need none of the other groups'. */
+  if (groups == NULL || strcmp(groups, "install") != 0)
     prepare(&d);
   double ready = bn_now();
   if (d.bin != NULL && !d.have_squashfuse)
@@ -349,6 +349,8 @@ int main(int argc, char** argv) {
     bench_mounts(&d);
   if (d.bin != NULL && wanted(groups, "transform"))
     bench_transform(&d);
+  if (d.bin != NULL && wanted(groups, "split"))
+    bench_split(&d);
   if (wanted(groups, "install"))
     bench_install(&d);
   printf(

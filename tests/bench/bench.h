@@ -112,6 +112,7 @@ void bench_library(const bench_data* d);
 void bench_create(const bench_data* d);
 void bench_mounts(const bench_data* d);
 void bench_transform(const bench_data* d);
+void bench_split(const bench_data* d);
 void bench_install(const bench_data* d);
 
 #endif /* KPACK_BENCH_H */

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Whole-file replacement that a kill cannot leave half done (see
+ * file_replace.h and docs/split.md, "Replacing files safely").
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "file_replace.h"
+
+static unsigned long steps_done;
+
+void fr_step(void) {
+  static long kill_after = -1;
+  if (kill_after < 0) {
+    const char* v = getenv("KPACK_SPLIT_KILL_AFTER");
+    kill_after = v != NULL && *v != '\0' ? strtol(v, NULL, 10) : 0;
+  }
+  if (kill_after > 0 && ++steps_done == (unsigned long)kill_after)
+    raise(SIGKILL);
+}
+
+bool fr_is_own_name(const char* name) {
+  return strncmp(name, FR_PREFIX, strlen(FR_PREFIX)) == 0;
+}
+
+/* dir of `path` + "/" + FR_PREFIX + basename + suffix; NULL when out of
+ * memory. */
+static char* own_name(const char* path, const char* suffix) {
+  const char* slash = strrchr(path, '/');
+  const char* base = slash != NULL ? slash + 1 : path;
+  int dir_len = slash != NULL ? (int)(slash - path + 1) : 0;
+  char* out;
+  if (asprintf(&out, "%.*s%s%s%s", dir_len, path, FR_PREFIX, base, suffix) < 0)
+    return NULL;
+  return out;
+}
+
+/* Syncs the directory holding `path`, so that a rename in it is durable. */
+static bool sync_parent(const char* path) {
+  const char* slash = strrchr(path, '/');
+  char* dir = slash == NULL   ? strdup(".")
+              : slash == path ? strdup("/")
+                              : strndup(path, (size_t)(slash - path));
+  bool ok = false;
+  int fd = dir != NULL ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  if (fd >= 0 && fsync(fd) == 0)
+    ok = true;
+  else
+    cli_error("%s: cannot sync the directory: %s", dir ? dir : path,
+              strerror(errno));
+  if (fd >= 0)
+    close(fd);
+  free(dir);
+  return ok;
+}
+
+bool fr_create_temp(const char* dst, char** tmp, int* fd) {
+  *tmp = own_name(dst, ".tmp");
+  if (*tmp == NULL) {
+    cli_error("out of memory");
+    return false;
+  }
+  for (int attempt = 0; attempt < 2; attempt++) {
+    *fd = open(*tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (*fd >= 0)
+      return true;
+    if (errno != EEXIST || unlink(*tmp) != 0)
+      break; /* a stale temporary file of a killed run is removed once */
+  }
+  cli_error("%s: cannot create: %s", *tmp, strerror(errno));
+  free(*tmp);
+  *tmp = NULL;
+  return false;
+}
+
+/* Writes all of buf at `offset`. */
+static bool write_all(int fd, const char* buf, size_t n, off_t offset) {
+  while (n > 0) {
+    ssize_t w = pwrite(fd, buf, n, offset);
+    if (w < 0 && errno == EINTR)
+      continue;
+    if (w <= 0)
+      return false;
+    buf += w;
+    n -= (size_t)w;
+    offset += w;
+  }
+  return true;
+}
+
+/* Copies `in` to `out` from offset 0 to the end of `in`: copy_file_range
+ * where the filesystems allow (no bytes through user space, reflinks where
+ * supported), else a read/write loop. The first chunk is half the file and
+ * a step is counted after it, so the kill hook stops a copy halfway. */
+static bool copy_fd(int in, int out, off_t size) {
+  static char buf[1 << 16];
+  off_t done = 0;
+  bool stepped = false, plain = false;
+  while (done < size) {
+    ssize_t n = -1;
+    off_t want = stepped ? size - done : size / 2 > 0 ? size / 2 : size;
+    if (want > ((off_t)1 << 30))
+      want = (off_t)1 << 30;
+    if (!plain) {
+      loff_t ri = done, wo = done;
+      n = copy_file_range(in, &ri, out, &wo, (size_t)want, 0);
+      if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
+                    errno == EOPNOTSUPP)) {
+        plain = true;
+        continue;
+      }
+      if (n < 0 && errno == EINTR)
+        continue;
+    } else {
+      n = pread(in, buf, want < (off_t)sizeof(buf) ? (size_t)want : sizeof(buf),
+                done);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n > 0 && !write_all(out, buf, (size_t)n, done))
+        return false;
+    }
+    if (n <= 0) {
+      if (n == 0)
+        errno = EIO; /* the source shrank under us */
+      return false;
+    }
+    done += n;
+    if (!stepped) {
+      stepped = true;
+      fr_step();
+    }
+  }
+  return true;
+}
+
+bool fr_copy_into(const char* src, int fd, const char* dst_for_messages) {
+  struct stat st;
+  int in = open(src, O_RDONLY | O_CLOEXEC);
+  bool ok = in >= 0 && fstat(in, &st) == 0 && copy_fd(in, fd, st.st_size);
+  if (!ok)
+    cli_error("%s: cannot copy to %s: %s", src, dst_for_messages,
+              strerror(errno));
+  if (in >= 0)
+    close(in);
+  return ok;
+}
+
+bool fr_finish_temp(int fd, const char* tmp, const struct stat* like,
+                    bool durable) {
+  const struct timespec times[2] = {like->st_atim, like->st_mtim};
+  bool ok = false;
+  /* As root, the owner too (as cp -a does); a failure there is no error
+   * for an unprivileged copy. */
+  if (geteuid() == 0 && fchown(fd, like->st_uid, like->st_gid) != 0) {
+    cli_error("%s: cannot set the owner: %s", tmp, strerror(errno));
+    goto done;
+  }
+  if (fchmod(fd, like->st_mode & 07777) != 0 || futimens(fd, times) != 0 ||
+      (durable && fsync(fd) != 0)) {
+    cli_error("%s: %s", tmp, strerror(errno));
+    goto done;
+  }
+  ok = true;
+done:
+  if (close(fd) != 0 && ok) {
+    cli_error("%s: %s", tmp, strerror(errno));
+    ok = false;
+  }
+  return ok;
+}
+
+bool fr_install(const char* tmp, const char* dst, bool durable) {
+  if (rename(tmp, dst) != 0) {
+    cli_error("%s: cannot replace with %s: %s", dst, tmp, strerror(errno));
+    return false;
+  }
+  fr_step();
+  return !durable || sync_parent(dst);
+}
+
+/* Copies the committed redo file into `dst`'s own inode, syncs it, gives it
+ * the redo file's mtime and removes the redo file. Safe to repeat: every
+ * attempt writes the same bytes from the start. */
+static bool apply_redo(const char* redo, const char* dst) {
+  struct stat st;
+  int in = open(redo, O_RDONLY | O_CLOEXEC);
+  int out = in >= 0 ? open(dst, O_WRONLY | O_CLOEXEC) : -1;
+  bool ok = false;
+  if (out < 0 || fstat(in, &st) != 0)
+    goto fail;
+  const struct timespec times[2] = {st.st_atim, st.st_mtim};
+  /* Overwritten from the start, then cut to the new length. Until the
+   * redo file is removed the copy may run again, with the same result. */
+  if (!copy_fd(in, out, st.st_size) || ftruncate(out, st.st_size) != 0 ||
+      futimens(out, times) != 0 || fsync(out) != 0)
+    goto fail;
+  close(out);
+  out = -1;
+  if (unlink(redo) != 0 || !sync_parent(redo))
+    goto fail;
+  fr_step();
+  ok = true;
+fail:
+  if (!ok)
+    cli_error("%s: cannot rewrite from %s: %s", dst, redo, strerror(errno));
+  if (in >= 0)
+    close(in);
+  if (out >= 0)
+    close(out);
+  return ok;
+}
+
+bool fr_rewrite_in_place(const char* tmp, const char* dst) {
+  char* redo = own_name(dst, ".redo");
+  bool ok = false;
+  if (redo == NULL) {
+    cli_error("out of memory");
+    return false;
+  }
+  if (rename(tmp, redo) != 0) {
+    cli_error("%s: cannot commit %s: %s", dst, redo, strerror(errno));
+    goto done;
+  }
+  if (!sync_parent(redo))
+    goto done;
+  fr_step(); /* committed: from here the next run finishes the copy */
+  ok = apply_redo(redo, dst);
+done:
+  free(redo);
+  return ok;
+}
+
+bool fr_recover(const char* dir, unsigned* recovered) {
+  DIR* d = opendir(dir);
+  bool ok = true;
+  if (d == NULL) {
+    cli_error("%s: %s", dir, strerror(errno));
+    return false;
+  }
+  for (struct dirent* e; ok && (e = readdir(d)) != NULL;) {
+    size_t len = strlen(e->d_name);
+    if (!fr_is_own_name(e->d_name))
+      continue;
+    char *path = NULL, *target = NULL;
+    bool is_redo = len > 5 && strcmp(e->d_name + len - 5, ".redo") == 0;
+    bool is_tmp = len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0;
+    size_t name_len = len - strlen(FR_PREFIX) - (is_redo ? 5 : 4);
+    if (!is_redo && !is_tmp)
+      continue;
+    if (asprintf(&path, "%s/%s", dir, e->d_name) < 0)
+      path = NULL;
+    if (asprintf(&target, "%s/%.*s", dir, (int)name_len,
+                 e->d_name + strlen(FR_PREFIX)) < 0)
+      target = NULL;
+    if (path == NULL || target == NULL) {
+      cli_error("out of memory");
+      ok = false;
+    } else if (is_tmp) {
+      if (unlink(path) != 0 && errno != ENOENT) {
+        cli_error("%s: cannot remove: %s", path, strerror(errno));
+        ok = false;
+      }
+    } else if (access(target, F_OK) != 0) {
+      cli_error("%s: %s, which it rewrites, is gone; left as it is", path,
+                target);
+    } else {
+      ok = apply_redo(path, target);
+      if (ok)
+        (*recovered)++;
+    }
+    free(path);
+    free(target);
+  }
+  closedir(d);
+  return ok;
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * Writing files so that no reader, crash or kill ever finds one half
+ * written: a new file is written in full beside its destination and renamed
+ * over it; a file with other hard links is rewritten in its own inode
+ * through a committed redo copy that the next run completes. `kpack split`
+ * mirrors and rewrites trees with these. docs/split.md explains the steps.
+ */
+#ifndef KPACK_FILE_REPLACE_H
+#define KPACK_FILE_REPLACE_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+
+/* Every name this module creates starts with this, in the directory of the
+ * file it replaces: ".kpack-split.NAME.tmp" (being written; removable at
+ * any time) and ".kpack-split.NAME.redo" (complete and committed: NAME's
+ * new bytes, to be copied into NAME's inode). Tree walks skip them. */
+#define FR_PREFIX ".kpack-split."
+
+/* True if `name` (one path component) is one of ours. */
+bool fr_is_own_name(const char* name);
+
+/* A new empty file beside `dst` (named FR_PREFIX + basename + ".tmp", a
+ * stale one of an earlier run replaced), open for writing, mode 0600.
+ * *tmp is malloc'ed. Reports and returns false on failure. */
+bool fr_create_temp(const char* dst, char** tmp, int* fd);
+
+/* Copies the whole regular file `src` into `fd` (at its current offset). */
+bool fr_copy_into(const char* src, int fd, const char* dst_for_messages);
+
+/* Gives the temporary file `fd` the mode, mtime (and, when run as root, the
+ * owner) of `like`, syncs it when `durable`, and closes it (also on
+ * failure). */
+bool fr_finish_temp(int fd, const char* tmp, const struct stat* like,
+                    bool durable);
+
+/* Renames `tmp` over `dst` (one atomic step: a reader sees the old file or
+ * the new one); with `durable`, the directory is synced after. */
+bool fr_install(const char* tmp, const char* dst, bool durable);
+
+/* Replaces the bytes of `dst`, which has other hard links, by those of the
+ * finished temporary file `tmp`, keeping dst's inode (so every link sees the
+ * new bytes): `tmp` is renamed to the redo name and the directory synced
+ * (the commit point), the bytes are copied into dst and synced, dst's mtime
+ * restored to that of `tmp`, then the redo file is removed. Killed after the
+ * commit point, the next fr_recover() of the directory finishes the copy. */
+bool fr_rewrite_in_place(const char* tmp, const char* dst);
+
+/* Finishes or removes what an interrupted run left in directory `dir`:
+ * each redo file is copied into the file it names (as
+ * fr_rewrite_in_place() does) and removed; each temporary file is removed.
+ * *recovered counts the redo files completed. */
+bool fr_recover(const char* dir, unsigned* recovered);
+
+/* A step of a long run that can be interrupted safely: the test hook
+ * KPACK_SPLIT_KILL_AFTER=N makes the N-th step (counted over the whole run)
+ * kill the process with SIGKILL, to show that no kill point leaves a file
+ * half written. */
+void fr_step(void);
+
+#endif /* KPACK_FILE_REPLACE_H */

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * `kpack split` rows, on a linked shared object holding the synthetic fat
+ * binary's 777 code objects (1.2 GB; the system compiler links it once, from
+ * fixture_program.h, into libsynth-linked/lib/libsynth.so, a library as the
+ * linker makes them, with program headers and relocated records; the
+ * transform rows use it too): split against `kpack create --fatbin` of the
+ * same library at the same -j, and split's peak RSS. Inputs are in the page
+ * cache for every run.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "bench.h"
+#include "fixture_program.h"
+
+#define REPS 3
+
+/* The code objects of d->fatbin_spec, bundle by bundle as fx_write_fatbin()
+ * lays them out, linked by the system compiler into `path`. */
+static void link_library(const bench_data* d, const char* path) {
+  const fx_fatbin_spec* spec = &d->fatbin_spec;
+  fx_buf* bundles = calloc(spec->bundle_count, sizeof(*bundles));
+  fx_entry* entries = calloc(spec->arch_count + 1, sizeof(*entries));
+  char** ids = calloc(spec->arch_count, sizeof(*ids));
+  uint8_t** code = calloc(spec->arch_count, sizeof(*code));
+  char dir[800], tmp[800];
+  if (bundles == NULL || entries == NULL || ids == NULL || code == NULL)
+    bn_die("out of memory");
+  fprintf(stderr, "bench: linking %s (%.2f GB of code objects, once)\n", path,
+          d->fatbin_bytes / 1e9);
+  for (size_t a = 0; a < spec->arch_count; a++)
+    if (asprintf(&ids[a], "hipv4-amdgcn-amd-amdhsa--%s", spec->arches[a]) < 0)
+      bn_die("out of memory");
+  for (size_t b = 0; b < spec->bundle_count; b++) {
+    entries[0] = (fx_entry){"host-x86_64-unknown-linux-gnu-", NULL, 0};
+    for (size_t a = 0; a < spec->arch_count; a++) {
+      size_t n = fx_fatbin_code_object_size(spec, b, a);
+      if ((code[a] = malloc(n)) == NULL)
+        bn_die("out of memory");
+      fx_fatbin_code_object(spec, b, a, code[a]);
+      entries[a + 1] = (fx_entry){ids[a], code[a], n};
+    }
+    bundles[b] = fx_bundle(entries, spec->arch_count + 1);
+    for (size_t a = 0; a < spec->arch_count; a++)
+      free(code[a]);
+  }
+  snprintf(dir, sizeof(dir), "%s.build", path);
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  mkdir(dir, 0755);
+  /* Record i points at bundle i, as in the fat binary the other rows use. */
+  size_t* target = calloc(spec->bundle_count, sizeof(*target));
+  if (target == NULL)
+    bn_die("out of memory");
+  for (size_t b = 0; b < spec->bundle_count; b++)
+    target[b] = b;
+  fx_program_opts o = {.kind = FX_PROGRAM_SHARED,
+                       .bundles = bundles,
+                       .bundle_count = spec->bundle_count,
+                       .target = target};
+  if (!fx_build_program(dir, &o, tmp))
+    bn_die("%s: cannot link", tmp);
+  if (rename(tmp, path) != 0)
+    bn_die("%s: cannot rename", tmp);
+  char* rm[] = {"rm", "-rf", dir, NULL};
+  bn_run_ok(rm);
+  for (size_t b = 0; b < spec->bundle_count; b++)
+    fx_free(&bundles[b]);
+  for (size_t a = 0; a < spec->arch_count; a++)
+    free(ids[a]);
+  free(target);
+  free(bundles);
+  free(entries);
+  free(ids);
+  free(code);
+}
+
+void bench_split(const bench_data* d) {
+  char kpack[600], lib[700], tree[600], out[600], archive[600];
+  char fatbin_arg[800];
+  snprintf(kpack, sizeof(kpack), "%s/kpack", d->bin);
+  snprintf(tree, sizeof(tree), "%s/libsynth-linked", d->dir);
+  snprintf(lib, sizeof(lib), "%s/lib/libsynth.so", tree);
+  snprintf(out, sizeof(out), "%s/split-out", d->dir);
+  snprintf(archive, sizeof(archive), "%s/split-created.kpack", d->dir);
+  snprintf(fatbin_arg, sizeof(fatbin_arg), "%s=lib/libsynth.so", lib);
+  if (!bn_exists(lib)) {
+    char libdir[700];
+    snprintf(libdir, sizeof(libdir), "%s/lib", tree);
+    mkdir(tree, 0755);
+    mkdir(libdir, 0755);
+    link_library(d, lib);
+  }
+  char* split_argv[] = {kpack, "split",    "-q",    "-j2", "-o",
+                        out,   "--prefix", "synth", tree,  NULL};
+  char* create_argv[] = {kpack,   "create",   "-q",       "-j2", "-o",
+                         archive, "--fatbin", fatbin_arg, NULL};
+  char* rm_argv[] = {"rm", "-rf", out, NULL};
+
+  bn_warm(lib);
+  double split[REPS], create[REPS];
+  long split_rss = 0, create_rss = 0;
+  for (int r = 0; r < REPS; r++) {
+    bn_run_ok(rm_argv);
+    bn_proc p = bn_run_ok(split_argv);
+    split[r] = p.seconds;
+    if (p.max_rss_kb > split_rss)
+      split_rss = p.max_rss_kb;
+    p = bn_run_ok(create_argv);
+    create[r] = p.seconds;
+    if (p.max_rss_kb > create_rss)
+      create_rss = p.max_rss_kb;
+  }
+  bn_run_ok(rm_argv);
+  unlink(archive);
+  double ts = bn_median(split, REPS), tc = bn_median(create, REPS);
+  char value[96], target[64];
+
+  snprintf(value, sizeof(value), "%.2fx (%.2f vs %.2f s)", ts / tc, ts, tc);
+  bn_row("kpack split vs create --fatbin, linked 1.2 GB library, -j2", value,
+         "<= 1.15x", ts / tc <= 1.15);
+
+  /* Two jobs, each holding its code object and its compressed frame. */
+  uint64_t limit = (64u << 20) + 2u * 2u * d->largest_code_object;
+  snprintf(value, sizeof(value), "%ld MiB (create --fatbin: %ld MiB)",
+           split_rss / 1024, create_rss / 1024);
+  snprintf(target, sizeof(target), "<= %llu MiB",
+           (unsigned long long)(limit >> 20));
+  bn_row("kpack split -j2: peak RSS", value, target,
+         (uint64_t)split_rss * 1024 <= limit);
+}

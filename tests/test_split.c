@@ -1,0 +1,1003 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The kpack tool over HIP fat binaries, as a user runs it: the streamed
+ * "fat binary -> archive entries" path that `create --fatbin` and `split`
+ * share, `kpack split` over files and trees (mirror, archives, in place,
+ * idempotence, a killed run) and `kpack verify --binary`.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dlfcn.h>
+#include <elf.h>
+#include <spawn.h>
+
+#include "fixture_fatbin.h"
+#include "fixture_program.h"
+#include "support.h"
+
+static char* tmp;
+static char* tool;
+
+static int setup(void** state) {
+  (void)state;
+  const char* bin = getenv("KPACK_TEST_BIN"); /* exported by the Makefile */
+  tmp = kt_tmpdir();
+  tool = kt_path(bin != NULL ? bin : "build/bin", "kpack");
+  return 0;
+}
+
+static int teardown(void** state) {
+  (void)state;
+  kt_rmtree(tmp);
+  free(tmp);
+  free(tool);
+  return 0;
+}
+
+/* Runs the tool with the NULL-terminated arguments; its exit status, and
+ * its stdout and stderr when out / err are not NULL. */
+static int run_args(char** out, char** err, const char* const* args) {
+  char* argv[64];
+  size_t n = 0;
+  argv[n++] = tool;
+  for (const char* const* a = args; *a != NULL; a++) {
+    assert_true(n < 63);
+    argv[n++] = (char*)*a;
+  }
+  argv[n] = NULL;
+  return kt_run(argv, 300, out, err);
+}
+
+#define KP(out, err, ...) \
+  run_args(out, err, (const char* const[]){__VA_ARGS__, NULL})
+
+static void assert_contains(const char* text, const char* needle) {
+  if (strstr(text, needle) == NULL)
+    fail_msg("expected \"%s\" in:\n%s", needle, text);
+}
+
+static char* path_in(const char* name) {
+  return kt_path(tmp, name);
+}
+
+/* ---- create --fatbin: the streamed entries ---------------------------------
+ */
+
+/* A fat binary whose first code object read is empty: an empty kernel, not
+ * a failed read. */
+static void test_create_fatbin_takes_an_empty_first_code_object(void** state) {
+  (void)state;
+  void* k = kt_pattern(3000, 5);
+  fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                  {"hipv4-amdgcn-amd-amdhsa--gfx1100", "", 0},
+                  {"hipv4-amdgcn-amd-amdhsa--gfx90a", k, 3000}};
+  fx_buf bundle = fx_bundle(e, 3);
+  fx_wrapper w = {FX_HIPF_MAGIC, 1, 0, FX_PTR_FILE, 0};
+  fx_elf_opts o = {.bundles = &bundle,
+                   .bundle_count = 1,
+                   .wrappers = &w,
+                   .wrapper_count = 1};
+  fx_buf elf = fx_elf(&o);
+  char* path = path_in("libempty.so");
+  char* archive = path_in("empty.kpack");
+  kt_write_file(path, elf.data, elf.size);
+  char *out, *err;
+  assert_int_equal(KP(&out, &err, "create", "-o", archive, "--fatbin", path),
+                   0);
+  assert_contains(out, "2 kernels");
+  free(out);
+  free(err);
+  kpack_archive_t a;
+  void* data;
+  size_t size;
+  assert_int_equal(kpack_open(archive, &a), KPACK_SUCCESS);
+  assert_int_equal(
+      kpack_get_kernel(a, "libempty.so#0", "gfx1100", &data, &size),
+      KPACK_SUCCESS);
+  assert_int_equal(size, 0);
+  kpack_free_kernel(data);
+  assert_int_equal(kpack_get_kernel(a, "libempty.so#0", "gfx90a", &data, &size),
+                   KPACK_SUCCESS);
+  assert_int_equal(size, 3000);
+  assert_memory_equal(data, k, 3000);
+  kpack_free_kernel(data);
+  kpack_close(a);
+  free(path);
+  free(archive);
+  fx_free(&elf);
+  fx_free(&bundle);
+  free(k);
+}
+
+/* A bundle with only a host entry has no kernel: a clear error (and under
+ * UBSan no qsort of a NULL array). */
+static void test_create_fatbin_with_only_host_code_is_a_clear_error(
+    void** state) {
+  (void)state;
+  fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0}};
+  fx_buf bundle = fx_bundle(e, 1);
+  fx_wrapper w = {FX_HIPF_MAGIC, 1, 0, FX_PTR_FILE, 0};
+  fx_elf_opts o = {.bundles = &bundle,
+                   .bundle_count = 1,
+                   .wrappers = &w,
+                   .wrapper_count = 1};
+  fx_buf elf = fx_elf(&o);
+  char* path = path_in("libhost.so");
+  char* archive = path_in("host.kpack");
+  kt_write_file(path, elf.data, elf.size);
+  char* err;
+  assert_int_equal(KP(NULL, &err, "create", "-o", archive, "--fatbin", path),
+                   1);
+  assert_contains(err, "no kernels found");
+  assert_int_equal(access(archive, F_OK), -1);
+  free(err);
+  free(path);
+  free(archive);
+  fx_free(&elf);
+  fx_free(&bundle);
+}
+
+/* ---- kpack split: helpers ---------------------------------------------------
+ */
+
+extern char** environ;
+
+/* Runs the tool with KPACK_SPLIT_KILL_AFTER=kill_after (0: unset); its
+ * wait status. Output goes to /dev/null. */
+static int run_killed(unsigned kill_after, const char* const* args) {
+  char* argv[64];
+  size_t n = 0;
+  argv[n++] = tool;
+  for (const char* const* a = args; *a != NULL; a++)
+    argv[n++] = (char*)*a;
+  argv[n] = NULL;
+  char value[32];
+  snprintf(value, sizeof(value), "%u", kill_after);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 1);
+    dup2(null, 2);
+    if (kill_after > 0)
+      setenv("KPACK_SPLIT_KILL_AFTER", value, 1);
+    execv(tool, argv);
+    _exit(127);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return status;
+}
+
+static void mkdirs(const char* path) {
+  char* copy = strdup(path);
+  for (char* p = copy + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      mkdir(copy, 0755);
+      *p = '/';
+    }
+  mkdir(copy, 0755);
+  free(copy);
+}
+
+static char* tree_path(const char* tree, const char* rel) {
+  char* p = kt_path(tree, rel);
+  char* slash = strrchr(p, '/');
+  *slash = '\0';
+  mkdirs(p);
+  *slash = '/';
+  return p;
+}
+
+/* The bytes of section `name` of an ELF file (malloc'ed); NULL if absent. */
+static void* section(const char* path, const char* name, size_t* size) {
+  size_t n;
+  uint8_t* file = kt_read_file(path, &n);
+  void* out = NULL;
+  assert_non_null(file);
+  assert_true(n >= sizeof(Elf64_Ehdr));
+  const Elf64_Ehdr* eh = (const Elf64_Ehdr*)file;
+  assert_true(eh->e_shoff <= n &&
+              eh->e_shnum <= (n - eh->e_shoff) / sizeof(Elf64_Shdr));
+  const Elf64_Shdr* sh = (const Elf64_Shdr*)(file + eh->e_shoff);
+  const Elf64_Shdr* strtab = &sh[eh->e_shstrndx];
+  for (size_t i = 0; i < eh->e_shnum; i++) {
+    assert_true(strtab->sh_offset + sh[i].sh_name < n);
+    if (strcmp((const char*)file + strtab->sh_offset + sh[i].sh_name, name))
+      continue;
+    assert_true(sh[i].sh_offset <= n && sh[i].sh_size <= n - sh[i].sh_offset);
+    out = malloc(sh[i].sh_size + 1);
+    memcpy(out, file + sh[i].sh_offset, sh[i].sh_size);
+    *size = sh[i].sh_size;
+  }
+  free(file);
+  return out;
+}
+
+/* For every code object i and arch of the fat binary `original`, the
+ * loader given the metadata of record i of `transformed` (read from its
+ * .rocm_kpack_ref), co_index i and that arch returns exactly the
+ * original's bytes. Returns the number of code objects checked. */
+static size_t assert_round_trip(const char* original, const char* transformed,
+                                const char* kernel_name) {
+  kpack_fatbin_t* fb;
+  kpack_fatbin_info_t info;
+  kpack_host_t* host;
+  kpack_host_info_t hinfo;
+  kpack_cache_t cache;
+  size_t refs_size = 0, checked = 0;
+  assert_int_equal(kpack_fatbin_open(original, &fb), KPACK_SUCCESS);
+  assert_int_equal(kpack_fatbin_get_info(fb, &info), KPACK_SUCCESS);
+  assert_int_equal(kpack_host_open(transformed, &host), KPACK_SUCCESS);
+  assert_int_equal(kpack_host_get_info(host, &hinfo), KPACK_SUCCESS);
+  assert_int_equal(hinfo.kind, KPACK_HOST_KPACKIFIED);
+  assert_int_equal(hinfo.wrapper_count, info.bundle_count);
+  uint8_t* refs = section(transformed, ".rocm_kpack_ref", &refs_size);
+  assert_non_null(refs);
+  assert_int_equal(kpack_cache_create(&cache), KPACK_SUCCESS);
+  for (size_t i = 0; i < info.bundle_count; i++) {
+    kpack_host_wrapper_t w;
+    kpack_bundle_t* b;
+    kpack_bundle_info_t binfo;
+    assert_int_equal(kpack_host_get_wrapper(host, i, &w), KPACK_SUCCESS);
+    assert_int_equal(w.reserved, i);
+    assert_string_equal(w.kernel_name, kernel_name);
+    assert_true(w.metadata_offset < refs_size);
+    assert_int_equal(kpack_fatbin_get_bundle(fb, i, &b), KPACK_SUCCESS);
+    kpack_bundle_get_info(b, &binfo);
+    for (size_t e = 0; e < binfo.entry_count; e++) {
+      kpack_bundle_entry_t entry;
+      void* code = NULL;
+      size_t size = 0;
+      kpack_bundle_get_entry(b, e, &entry);
+      if (entry.arch == NULL)
+        continue;
+      kpack_error_t err =
+          kpack_load_code_object(cache, refs + w.metadata_offset, transformed,
+                                 (uint32_t)i, &entry.arch, 1, &code, &size);
+      if (err != KPACK_SUCCESS)
+        fail_msg("%s record %zu %s: %s", transformed, i, entry.arch,
+                 kpack_error_string(err));
+      assert_int_equal(size, entry.size);
+      if (size > 0)
+        assert_memory_equal(code, entry.data, size);
+      kpack_free_code_object(code);
+      checked++;
+    }
+    kpack_bundle_free(b);
+  }
+  kpack_cache_destroy(cache);
+  free(refs);
+  kpack_host_close(host);
+  kpack_fatbin_close(fb);
+  return checked;
+}
+
+static void copy_file(const char* from, const char* to) {
+  size_t n;
+  void* data = kt_read_file(from, &n);
+  assert_non_null(data);
+  kt_write_file(to, data, n);
+  free(data);
+  struct stat st;
+  assert_int_equal(stat(from, &st), 0);
+  assert_int_equal(chmod(to, st.st_mode & 07777), 0);
+}
+
+/* Fixture fat binaries of the shapes the fixture builder makes. */
+typedef enum fat_shape { ONE_WRAPPER, MANY_WRAPPERS, CCOB_BUNDLES } fat_shape;
+
+static const char* const shape_names[] = {"one wrapper", "many wrappers",
+                                          "CCOB bundles"};
+
+/* A HIP-like program linked by the system compiler (fixture_program.h)
+ * whose .hip_fatbin holds bundles of `shape`, each with three arches; the
+ * records point at the bundles in reverse order, so co_index is the
+ * record's, not the bundle's place. Built once per (kind, shape, seed) into
+ * the scratch directory, then copied to `path`. */
+static void write_program(const char* path, fx_program_kind kind,
+                          fat_shape shape, uint32_t seed) {
+  enum { N = 4 };
+  char name[96];
+  snprintf(name, sizeof(name), "programs/%d-%d-%u", (int)kind, (int)shape,
+           seed);
+  char* built = path_in(name);
+  if (access(built, F_OK) != 0) {
+    fx_buf bundles[N];
+    void* k[N][3];
+    size_t count = shape == ONE_WRAPPER ? 1 : N;
+    for (size_t i = 0; i < count; i++) {
+      for (size_t a = 0; a < 3; a++)
+        k[i][a] = kt_pattern(1000 + 97 * i + 13 * a,
+                             seed + 10 * (uint32_t)i + (uint32_t)a);
+      fx_entry e[] = {
+          {"host-x86_64-unknown-linux-gnu-", NULL, 0},
+          {"hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-", k[i][0], 1000 + 97 * i},
+          {"hipv4-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-", k[i][1],
+           1013 + 97 * i},
+          {"hipv4-amdgcn-amd-amdhsa--gfx1100", k[i][2], 1026 + 97 * i}};
+      fx_buf plain = fx_bundle(e, 4);
+      if (shape == CCOB_BUNDLES) {
+        bundles[i] =
+            fx_ccob(1 + (unsigned)(i % 3), i % 2 ? FX_ZLIB : FX_ZSTD, &plain);
+        fx_free(&plain);
+      } else {
+        bundles[i] = plain;
+      }
+    }
+    char* dir = path_in("programs/build");
+    mkdirs(dir);
+    fx_program_opts o = {
+        .kind = kind, .bundles = bundles, .bundle_count = count};
+    assert_true(fx_build_program(dir, &o, built));
+    kt_rmtree(dir);
+    free(dir);
+    for (size_t i = 0; i < count; i++) {
+      fx_free(&bundles[i]);
+      for (size_t a = 0; a < 3; a++)
+        free(k[i][a]);
+    }
+  }
+  copy_file(built, path);
+  free(built);
+}
+
+static void write_fat(const char* path, fat_shape shape, uint32_t seed) {
+  write_program(path, FX_PROGRAM_SHARED, shape, seed);
+}
+
+/* A file's bytes equal `data`. */
+static bool holds(const char* path, const void* data, size_t size) {
+  size_t n;
+  void* bytes = kt_read_file(path, &n);
+  bool same = bytes != NULL && n == size && memcmp(bytes, data, n) == 0;
+  free(bytes);
+  return same;
+}
+
+/* `diff -r` finds the trees identical (symbolic links compared as links). */
+static void assert_same_tree(const char* a, const char* b) {
+  char* out = NULL;
+  char* argv[] = {"diff", "-r", "--no-dereference", (char*)a, (char*)b, NULL};
+  if (kt_run(argv, 60, &out, NULL) != 0)
+    fail_msg("%s and %s differ:\n%s", a, b, out);
+  free(out);
+}
+
+/* ---- kpack split ------------------------------------------------------------
+ */
+
+static void test_split_round_trip_on_fixture_fat_binaries(void** state) {
+  (void)state;
+  static const char* const kind_names[] = {"shared object", "PIE",
+                                           "executable"};
+  for (fx_program_kind kind = FX_PROGRAM_SHARED; kind <= FX_PROGRAM_EXEC;
+       kind++) {
+    for (fat_shape shape = ONE_WRAPPER; shape <= CCOB_BUNDLES; shape++) {
+      char name[64];
+      snprintf(name, sizeof(name), "in%d-%d", (int)kind, (int)shape);
+      char* in = path_in(name);
+      snprintf(name, sizeof(name), "out%d-%d", (int)kind, (int)shape);
+      char* out = path_in(name);
+      char* lib = tree_path(in, "lib/libfat.so.1");
+      write_program(lib, kind, shape, 100 * (uint32_t)shape);
+      char *stdout_text, *err;
+      int rc =
+          KP(&stdout_text, &err, "split", "-o", out, "--prefix", "fat", in);
+      if (rc != 0)
+        fail_msg("%s, %s: exit %d\n%s", kind_names[kind], shape_names[shape],
+                 rc, err);
+      assert_contains(stdout_text, "1 binary transformed");
+      assert_contains(stdout_text, "3 archives written");
+      char* split_lib = kt_path(out, "lib/libfat.so.1");
+      size_t checked = assert_round_trip(lib, split_lib, "lib/libfat.so.1");
+      assert_int_equal(checked, shape == ONE_WRAPPER ? 3 : 12);
+      /* The layout: archives named by prefix and arch, one arch each. */
+      char* archive = kt_path(out, ".kpack/fat_gfx942:sramecc+:xnack-.kpack");
+      kpack_archive_t a;
+      const char *group, *arch;
+      size_t count;
+      assert_int_equal(kpack_open(archive, &a), KPACK_SUCCESS);
+      assert_int_equal(kpack_get_group_name(a, &group), KPACK_SUCCESS);
+      assert_string_equal(group, "fat");
+      assert_int_equal(kpack_get_architecture_count(a, &count), KPACK_SUCCESS);
+      assert_int_equal(count, 1);
+      assert_int_equal(kpack_get_architecture(a, 0, &arch), KPACK_SUCCESS);
+      assert_string_equal(arch, "gfx942:sramecc+:xnack-");
+      kpack_close(a);
+      /* verify --binary agrees. */
+      assert_int_equal(KP(NULL, NULL, "verify", "--binary", split_lib), 0);
+      free(archive);
+      free(split_lib);
+      free(stdout_text);
+      free(err);
+      free(lib);
+      free(in);
+      free(out);
+    }
+  }
+}
+
+static void set_mtime(const char* path, time_t t) {
+  struct timespec times[2] = {{t, 0}, {t, 0}};
+  assert_int_equal(utimensat(AT_FDCWD, path, times, AT_SYMLINK_NOFOLLOW), 0);
+}
+
+static void test_split_mirrors_links_symlinks_modes_and_times(void** state) {
+  (void)state;
+  char* in = path_in("in");
+  char* out = path_in("out");
+  char* tool_bin = tree_path(in, "bin/tool");
+  char* lib = tree_path(in, "lib/libfat.so.1");
+  char* alias = tree_path(in, "lib/sub/alias.so.1");
+  char* data = tree_path(in, "share/data.txt");
+  char* copy = tree_path(in, "share/copy.txt");
+  char* empty = tree_path(in, "share/empty/x");
+  write_fat(tool_bin, MANY_WRAPPERS, 7);
+  write_fat(lib, ONE_WRAPPER, 9);
+  assert_int_equal(link(lib, alias), 0);
+  kt_write_file(data, "some text\n", 10);
+  assert_int_equal(link(data, copy), 0);
+  *strrchr(empty, '/') = '\0';
+  assert_int_equal(chmod(empty, 0700), 0);
+  assert_int_equal(chmod(tool_bin, 0751), 0);
+  assert_int_equal(chmod(data, 0640), 0);
+  char* link1 = kt_path(in, "lib/libfat.so");
+  char* link2 = kt_path(in, "lib/dangling");
+  assert_int_equal(symlink("libfat.so.1", link1), 0);
+  assert_int_equal(symlink("../nowhere", link2), 0);
+  set_mtime(data, 1000000000);
+  set_mtime(tool_bin, 1100000000);
+  set_mtime(link1, 1200000000);
+  set_mtime(empty, 1300000000);
+
+  /* A separate debug file: its .hip_fatbin is NOBITS. */
+  char* debug = tree_path(in, "lib/debug/libfat.so.1.debug");
+  char* objcopy[] = {"objcopy", "--only-keep-debug", lib, debug, NULL};
+  assert_int_equal(kt_run(objcopy, 60, NULL, NULL), 0);
+  char* text;
+  assert_int_equal(KP(&text, NULL, "split", "-o", out, in), 0);
+  assert_contains(text, "2 binaries transformed");
+  assert_contains(text, "1 left alone (0 already kpack-ified, 1 debug only)");
+  assert_contains(text, "libfat.so.1.debug: no device code bytes");
+  free(text);
+  char* o_debug = kt_path(out, "lib/debug/libfat.so.1.debug");
+  size_t debug_size;
+  void* debug_bytes = kt_read_file(debug, &debug_size);
+  assert_true(holds(o_debug, debug_bytes, debug_size));
+  free(debug_bytes);
+  free(o_debug);
+  free(debug);
+
+  struct stat a, b;
+  char* o_data = kt_path(out, "share/data.txt");
+  char* o_copy = kt_path(out, "share/copy.txt");
+  assert_true(holds(o_data, "some text\n", 10));
+  assert_int_equal(stat(o_data, &a), 0);
+  assert_int_equal(stat(o_copy, &b), 0);
+  assert_int_equal(a.st_ino, b.st_ino); /* still one file, two names */
+  assert_int_equal(a.st_mode & 07777, 0640);
+  assert_int_equal(a.st_mtime, 1000000000);
+  char* o_tool = kt_path(out, "bin/tool");
+  assert_int_equal(stat(o_tool, &a), 0);
+  assert_int_equal(a.st_mode & 07777, 0751);
+  assert_int_equal(a.st_mtime, 1100000000);
+  char* o_empty = kt_path(out, "share/empty");
+  assert_int_equal(stat(o_empty, &a), 0);
+  assert_true(S_ISDIR(a.st_mode));
+  assert_int_equal(a.st_mode & 07777, 0700);
+  assert_int_equal(a.st_mtime, 1300000000);
+  char target[64];
+  char* o_link1 = kt_path(out, "lib/libfat.so");
+  char* o_link2 = kt_path(out, "lib/dangling");
+  ssize_t n = readlink(o_link1, target, sizeof(target));
+  assert_int_equal(n, 11);
+  assert_memory_equal(target, "libfat.so.1", 11);
+  assert_int_equal(lstat(o_link1, &a), 0);
+  assert_int_equal(a.st_mtime, 1200000000);
+  n = readlink(o_link2, target, sizeof(target));
+  assert_int_equal(n, 10);
+  assert_memory_equal(target, "../nowhere", 10);
+
+  /* A transformed binary with two names stays one file; each name finds
+   * the archives (a search path per directory). */
+  char* o_lib = kt_path(out, "lib/libfat.so.1");
+  char* o_alias = kt_path(out, "lib/sub/alias.so.1");
+  assert_int_equal(stat(o_lib, &a), 0);
+  assert_int_equal(stat(o_alias, &b), 0);
+  assert_int_equal(a.st_ino, b.st_ino);
+  assert_int_equal(assert_round_trip(lib, o_lib, "lib/libfat.so.1"), 3);
+  assert_int_equal(assert_round_trip(lib, o_alias, "lib/libfat.so.1"), 3);
+  assert_int_equal(assert_round_trip(tool_bin, o_tool, "bin/tool"), 12);
+  assert_int_equal(KP(NULL, NULL, "verify", "--binary", o_lib, o_alias, o_tool),
+                   0);
+
+  free(o_lib);
+  free(o_alias);
+  free(o_link1);
+  free(o_link2);
+  free(o_empty);
+  free(o_tool);
+  free(o_data);
+  free(o_copy);
+  free(link1);
+  free(link2);
+  free(tool_bin);
+  free(lib);
+  free(alias);
+  free(data);
+  free(copy);
+  free(empty);
+  free(in);
+  free(out);
+}
+
+/* Every entry of a tree as a "type path size links mode mtime target"
+ * line, to compare metadata as well as bytes; with `files_only`, without
+ * directories (whose mtimes a run that made and removed its temporary
+ * files in them has changed). */
+static char* describe(const char* dir, bool files_only) {
+  char* out = NULL;
+  char* argv[] = {"sh", "-c",
+                  files_only ? "cd \"$0\" && find . ! -type d -printf '%y %p "
+                               "%s %n %M %T@ %l\\n' | sort"
+                             : "cd \"$0\" && find . -printf '%y %p %s %n %M "
+                               "%T@ %l\\n' | sort",
+                  (char*)dir, NULL};
+  assert_int_equal(kt_run(argv, 60, &out, NULL), 0);
+  return out;
+}
+
+static char* describe_tree(const char* dir) {
+  return describe(dir, false);
+}
+
+static void test_split_of_its_own_output_changes_nothing(void** state) {
+  (void)state;
+  char* in = path_in("in");
+  char* out = path_in("out");
+  char* again = path_in("again");
+  char* lib = tree_path(in, "lib/libfat.so.1");
+  write_fat(lib, CCOB_BUNDLES, 3);
+  char* text;
+  assert_int_equal(KP(NULL, NULL, "split", "-o", out, in), 0);
+  char* before = describe_tree(out);
+  /* Into a new directory: the same tree, byte for byte and time for time,
+   * and no archive written. */
+  assert_int_equal(KP(&text, NULL, "split", "-o", again, out), 0);
+  assert_contains(text, "0 binaries transformed");
+  assert_contains(text, "already kpack-ified, left alone");
+  assert_contains(text, "0 archives written");
+  free(text);
+  assert_same_tree(out, again);
+  char* copy = describe_tree(again);
+  assert_string_equal(before, copy);
+  /* In place: nothing changes. */
+  assert_int_equal(KP(&text, NULL, "split", "--in-place", out), 0);
+  assert_contains(text, "0 binaries transformed");
+  free(text);
+  char* after = describe_tree(out);
+  assert_string_equal(before, after);
+  assert_same_tree(out, again);
+  free(before);
+  free(copy);
+  free(after);
+  free(lib);
+  free(in);
+  free(out);
+  free(again);
+}
+
+static void test_split_output_is_deterministic_whatever_the_jobs(void** state) {
+  (void)state;
+  char* in = path_in("in");
+  char* one = path_in("one");
+  char* two = path_in("two");
+  char* a = tree_path(in, "lib/liba.so.1");
+  char* b = tree_path(in, "bin/b");
+  write_fat(a, MANY_WRAPPERS, 71);
+  write_program(b, FX_PROGRAM_PIE, CCOB_BUNDLES, 72);
+  assert_int_equal(KP(NULL, NULL, "split", "-j1", "-o", one, in), 0);
+  assert_int_equal(KP(NULL, NULL, "split", "-j3", "-o", two, in), 0);
+  assert_same_tree(one, two); /* byte for byte */
+  free(a);
+  free(b);
+  free(in);
+  free(one);
+  free(two);
+}
+
+static void test_split_in_place_keeps_hard_links(void** state) {
+  (void)state;
+  char* in = path_in("in");
+  char* lib = tree_path(in, "lib/libfat.so.1");
+  char* other = tree_path(in, "lib/libother.so.1");
+  char* twin = tree_path(in, "lib64/libfat.so.1");
+  char* outside = path_in("outside.so");
+  char* original = path_in("original.so");
+  write_fat(lib, MANY_WRAPPERS, 21);
+  write_fat(other, ONE_WRAPPER, 22);
+  copy_file(lib, original);
+  assert_int_equal(link(lib, twin), 0);
+  assert_int_equal(link(lib, outside), 0);
+  struct stat before, after, st;
+  assert_int_equal(stat(lib, &before), 0);
+  assert_int_equal(before.st_nlink, 3);
+  assert_int_equal(KP(NULL, NULL, "split", "--in-place", in), 0);
+  assert_int_equal(stat(lib, &after), 0);
+  assert_int_equal(after.st_ino, before.st_ino);
+  assert_int_equal(after.st_nlink, 3);
+  assert_int_equal(after.st_mtime, before.st_mtime);
+  assert_int_equal(stat(twin, &st), 0);
+  assert_int_equal(st.st_ino, before.st_ino);
+  assert_int_equal(stat(outside, &st), 0); /* a link outside the tree too */
+  assert_int_equal(st.st_ino, before.st_ino);
+  assert_true(after.st_size < before.st_size);
+  assert_int_equal(assert_round_trip(original, lib, "lib/libfat.so.1"), 12);
+  assert_int_equal(assert_round_trip(original, twin, "lib/libfat.so.1"), 12);
+  assert_int_equal(KP(NULL, NULL, "verify", "--binary", lib, twin, other), 0);
+  /* Nothing of ours is left beside the files. */
+  char* dir = kt_path(in, "lib");
+  char* argv[] = {"sh", "-c", "ls -a \"$0\" | grep -c kpack-split", dir, NULL};
+  char* count = NULL;
+  kt_run(argv, 10, &count, NULL);
+  assert_string_equal(count, "0\n");
+  free(count);
+  free(dir);
+  free(lib);
+  free(other);
+  free(twin);
+  free(outside);
+  free(original);
+  free(in);
+}
+
+/* The tree of the kill test: a single-link binary, a hard-linked pair, a
+ * CCOB binary and a plain file. */
+static void write_kill_tree(const char* root) {
+  char* a = tree_path(root, "lib/liba.so.1");
+  char* b = tree_path(root, "lib/libb.so.1");
+  char* b2 = tree_path(root, "lib/libb2.so.1");
+  char* c = tree_path(root, "bin/c");
+  char* x = tree_path(root, "share/x.txt");
+  write_fat(a, ONE_WRAPPER, 31);
+  write_fat(b, MANY_WRAPPERS, 32);
+  assert_int_equal(link(b, b2), 0);
+  write_fat(c, CCOB_BUNDLES, 33);
+  kt_write_file(x, "x\n", 2);
+  free(a);
+  free(b);
+  free(b2);
+  free(c);
+  free(x);
+}
+
+static void test_killed_in_place_run_leaves_no_half_written_file(void** state) {
+  (void)state;
+  static const char* const files[] = {"lib/liba.so.1", "lib/libb.so.1", "bin/c",
+                                      "share/x.txt"};
+  char* orig = path_in("orig");
+  char* ref = path_in("ref");
+  write_kill_tree(orig);
+  write_kill_tree(ref);
+  assert_int_equal(KP(NULL, NULL, "split", "--in-place", "--prefix", "k", ref),
+                   0);
+  unsigned kills = 0, midway = 0;
+  for (unsigned step = 1; step < 100; step++) {
+    char name[32];
+    snprintf(name, sizeof(name), "run%u", step);
+    char* run = path_in(name);
+    write_kill_tree(run);
+    int status =
+        run_killed(step, (const char* const[]){"split", "--in-place",
+                                               "--prefix", "k", run, NULL});
+    bool finished = WIFEXITED(status);
+    if (finished)
+      assert_int_equal(WEXITSTATUS(status), 0);
+    else
+      assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    /* Each file is as it was or as a whole run makes it; only a file whose
+     * committed redo copy is beside it may be between the two. */
+    for (size_t f = 0; f < sizeof(files) / sizeof(files[0]); f++) {
+      char* path = kt_path(run, files[f]);
+      char* was = kt_path(orig, files[f]);
+      char* will = kt_path(ref, files[f]);
+      char* redo = kt_path(run, "lib/.kpack-split.libb.so.1.redo");
+      size_t n_was, n_will;
+      void* d_was = kt_read_file(was, &n_was);
+      void* d_will = kt_read_file(will, &n_will);
+      bool whole = holds(path, d_was, n_was) || holds(path, d_will, n_will);
+      if (!whole && !(f == 1 && access(redo, F_OK) == 0))
+        fail_msg("killed at step %u: %s is half written", step, files[f]);
+      midway += !whole;
+      free(d_was);
+      free(d_will);
+      free(path);
+      free(was);
+      free(will);
+      free(redo);
+    }
+    /* The next run finishes the job: the tree a whole run makes, links
+     * kept. */
+    if (!finished) {
+      kills++;
+      assert_int_equal(
+          KP(NULL, NULL, "split", "--in-place", "--prefix", "k", run), 0);
+    }
+    assert_same_tree(run, ref);
+    struct stat b, b2;
+    char* pb = kt_path(run, "lib/libb.so.1");
+    char* pb2 = kt_path(run, "lib/libb2.so.1");
+    assert_int_equal(stat(pb, &b), 0);
+    assert_int_equal(stat(pb2, &b2), 0);
+    assert_int_equal(b.st_ino, b2.st_ino);
+    free(pb);
+    free(pb2);
+    kt_rmtree(run);
+    free(run);
+    if (finished)
+      break;
+  }
+  assert_true(kills >= 8); /* every kind of step was interrupted */
+  assert_true(midway > 0); /* including a rewrite in place, halfway */
+  free(orig);
+  free(ref);
+}
+
+static void test_split_arch_keeps_only_the_listed_arches(void** state) {
+  (void)state;
+  char* in = path_in("in");
+  char* out = path_in("out");
+  char* lib = tree_path(in, "lib/libfat.so.1");
+  write_fat(lib, MANY_WRAPPERS, 41);
+  char* text;
+  assert_int_equal(KP(&text, NULL, "split", "-o", out, "--arch", "gfx1100",
+                      "--prefix", "p", in),
+                   0);
+  assert_contains(text, "1 archive written: 4 code objects");
+  assert_contains(text, "dropped by --arch: gfx90a:xnack- (4 code objects)");
+  assert_contains(text,
+                  "dropped by --arch: gfx942:sramecc+:xnack- (4 code objects)");
+  free(text);
+  char* kept = kt_path(out, ".kpack/p_gfx1100.kpack");
+  char* dropped = kt_path(out, ".kpack/p_gfx90a:xnack-.kpack");
+  assert_int_equal(access(kept, F_OK), 0);
+  assert_int_equal(access(dropped, F_OK), -1);
+  char* o_lib = kt_path(out, "lib/libfat.so.1");
+  assert_int_equal(KP(NULL, NULL, "verify", "--binary", o_lib), 0);
+  free(o_lib);
+  free(kept);
+  free(dropped);
+  free(lib);
+  free(in);
+  free(out);
+}
+
+static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
+    void** state) {
+  (void)state;
+  char* in = path_in("in");
+  char* good = tree_path(in, "lib/libgood.so.1");
+  char* inside = kt_path(in, "lib/out");
+  write_fat(good, ONE_WRAPPER, 51);
+  char* before = describe(in, true);
+  char* err;
+  /* An output directory inside the input. */
+  assert_int_equal(KP(NULL, &err, "split", "-o", inside, in), 1);
+  assert_contains(err, in);
+  assert_contains(err, "inside");
+  free(err);
+  /* A binary the transform refuses: a pointer no relocation sets, in a
+   * shared object. Named, exit 1, and in place nothing changes at all. */
+  void* k = kt_pattern(500, 1);
+  fx_entry e[] = {{"hipv4-amdgcn-amd-amdhsa--gfx1100", k, 500}};
+  fx_buf bundle = fx_bundle(e, 1);
+  fx_wrapper w = {FX_HIPF_MAGIC, 1, 0, FX_PTR_FILE, 0};
+  fx_elf_opts o = {.bundles = &bundle,
+                   .bundle_count = 1,
+                   .wrappers = &w,
+                   .wrapper_count = 1};
+  fx_buf elf = fx_elf(&o);
+  char* bad = tree_path(in, "lib/libbad.so.1");
+  kt_write_file(bad, elf.data, elf.size);
+  free(before);
+  before = describe(in, true);
+  assert_int_equal(KP(NULL, &err, "split", "--in-place", in), 1);
+  assert_contains(err, bad);
+  free(err);
+  char* after = describe(in, true);
+  assert_string_equal(before, after);
+  free(after);
+  /* A truncated ELF. */
+  kt_write_file(bad, elf.data, 100);
+  free(before);
+  before = describe(in, true);
+  char* out = path_in("out");
+  assert_int_equal(KP(NULL, &err, "split", "-o", out, in), 1);
+  assert_contains(err, bad);
+  free(err);
+  after = describe(in, true);
+  assert_string_equal(before, after);
+  free(after);
+  /* Command lines. */
+  assert_int_equal(KP(NULL, NULL, "split", in), 2);
+  assert_int_equal(KP(NULL, NULL, "split", "-o", out, "--in-place", in), 2);
+  assert_int_equal(KP(NULL, NULL, "split", "-o", out), 2);
+  assert_int_equal(KP(NULL, NULL, "split", "-o", out, "--prefix", "a/b", in),
+                   1);
+  fx_free(&elf);
+  fx_free(&bundle);
+  free(k);
+  free(out);
+  free(bad);
+  free(before);
+  free(good);
+  free(inside);
+  free(in);
+}
+
+static void test_verify_binary_names_binary_record_and_arch(void** state) {
+  (void)state;
+  char* in = path_in("in");
+  char* out = path_in("out");
+  char* lib = tree_path(in, "lib/libfat.so.1");
+  write_fat(lib, ONE_WRAPPER, 61);
+  assert_int_equal(KP(NULL, NULL, "split", "-o", out, "--prefix", "v", in), 0);
+  char* o_lib = kt_path(out, "lib/libfat.so.1");
+  char* text;
+  assert_int_equal(KP(&text, NULL, "verify", "--binary", o_lib), 0);
+  assert_contains(text, "OK, 1 record, 3 loads");
+  free(text);
+  /* An archive that declares gfx1100 but lacks this binary's code object. */
+  char* archive = kt_path(out, ".kpack/v_gfx1100.kpack");
+  const char* arches[] = {"gfx1100"};
+  kt_kernel other = {"lib/other.so#0", "gfx1100", "abc", 3};
+  kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, arches, 1,
+                   &other, 1);
+  assert_int_equal(KP(&text, NULL, "verify", "--binary", o_lib), 1);
+  char* line;
+  assert_true(asprintf(&line,
+                       "%s: record 0 (lib/libfat.so.1#0) gfx1100: "
+                       "KPACK_ERROR_KERNEL_NOT_FOUND",
+                       o_lib) > 0);
+  assert_contains(text, line);
+  free(line);
+  free(text);
+  /* No archive at all. */
+  char* kpack_dir = kt_path(out, ".kpack");
+  kt_rmtree(kpack_dir);
+  assert_int_equal(KP(&text, NULL, "verify", "--binary", o_lib), 1);
+  assert_contains(text, "record 0 (lib/libfat.so.1#0): no archive found");
+  free(text);
+  /* A fat binary is reported and skipped. */
+  assert_int_equal(KP(&text, NULL, "verify", "--binary", lib), 0);
+  assert_contains(text, "not kpack-ified");
+  free(text);
+  free(kpack_dir);
+  free(archive);
+  free(o_lib);
+  free(lib);
+  free(in);
+  free(out);
+}
+
+/* Loads `path` with dlopen in a child process, as a program linking it
+ * would, and looks up one of its functions. librocrand's constructor
+ * registers its records with the HIP runtime it links (Debian's
+ * libamdhip64-5), so this runs the runtime's registration on them. */
+static bool loads_with_the_hip_runtime(const char* path) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL)
+      fprintf(stderr, "dlopen: %s\n", dlerror());
+    _exit(lib != NULL && dlsym(lib, "rocrand_create_generator") != NULL ? 0
+                                                                        : 1);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static void test_split_real_librocrand(void** state) {
+  (void)state;
+  char* rocrand = kt_librocrand();
+  char* in = path_in("rocrand");
+  char* out = path_in("out");
+  char* again = path_in("again");
+  char* lib = tree_path(in, "lib/librocrand.so.1.1");
+  char* link1 = kt_path(in, "lib/librocrand.so.1");
+  copy_file(rocrand, lib);
+  assert_int_equal(symlink("librocrand.so.1.1", link1), 0);
+  char* text;
+  assert_int_equal(
+      KP(&text, NULL, "split", "-j2", "-o", out, "--prefix", "rand_lib", in),
+      0);
+  assert_contains(text, "1 binary transformed");
+  assert_contains(text, "7 archives written");
+  free(text);
+  char* o_lib = kt_path(out, "lib/librocrand.so.1.1");
+  char* o_link = kt_path(out, "lib/librocrand.so.1");
+  assert_int_equal(assert_round_trip(lib, o_lib, "lib/librocrand.so.1.1"), 7);
+  assert_int_equal(assert_round_trip(lib, o_link, "lib/librocrand.so.1.1"), 7);
+  kpack_host_t* host;
+  kpack_host_wrapper_t w;
+  assert_int_equal(kpack_host_open(o_lib, &host), KPACK_SUCCESS);
+  assert_int_equal(kpack_host_get_wrapper(host, 0, &w), KPACK_SUCCESS);
+  assert_int_equal(w.search_path_count, 1);
+  assert_string_equal(w.search_paths[0], "../.kpack/rand_lib_@GFXARCH@.kpack");
+  kpack_host_close(host);
+  /* The device code left the file. */
+  kpack_fatbin_t* fb;
+  kpack_fatbin_info_t info;
+  struct stat a, b;
+  assert_int_equal(kpack_fatbin_open(lib, &fb), KPACK_SUCCESS);
+  assert_int_equal(kpack_fatbin_get_info(fb, &info), KPACK_SUCCESS);
+  kpack_fatbin_close(fb);
+  assert_int_equal(stat(lib, &a), 0);
+  assert_int_equal(stat(o_lib, &b), 0);
+  assert_true((uint64_t)(a.st_size - b.st_size) >= info.fatbin_size / 100 * 95);
+  assert_int_equal(KP(NULL, NULL, "verify", "--binary", o_lib), 0);
+  /* A real HIP runtime loads the split library as it loads the original. */
+  if (!loads_with_the_hip_runtime(lib))
+    fail_msg(
+        "the original librocrand does not load: is libamdhip64-5 "
+        "installed? (make check installs it)");
+  assert_true(loads_with_the_hip_runtime(o_lib));
+  assert_int_equal(KP(NULL, NULL, "split", "-o", again, out), 0);
+  assert_same_tree(out, again);
+  free(o_lib);
+  free(o_link);
+  free(link1);
+  free(lib);
+  free(rocrand);
+  free(in);
+  free(out);
+  free(again);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(
+          test_create_fatbin_takes_an_empty_first_code_object, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_fatbin_with_only_host_code_is_a_clear_error, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_round_trip_on_fixture_fat_binaries, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_mirrors_links_symlinks_modes_and_times, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_of_its_own_output_changes_nothing, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_output_is_deterministic_whatever_the_jobs, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(test_split_in_place_keeps_hard_links,
+                                      setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_killed_in_place_run_leaves_no_half_written_file, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_arch_keeps_only_the_listed_arches, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_bad_inputs_are_refused_and_leave_inputs_alone, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_verify_binary_names_binary_record_and_arch, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_split_real_librocrand, setup,
+                                      teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
