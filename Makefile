@@ -196,7 +196,7 @@ check-suites: all $(TEST_BINS)
 # squashfuse_ll rows) is generated once into .cache/bench (ignored, ~4 GB)
 # and reused; squashfuse, squashfs-tools and zstd are installed when missing
 # (as root). About 4 minutes a run, 6 more the first time.
-# BENCH_ROWS=library,create,mounts,transform,split runs some groups only.
+# BENCH_ROWS=library,create,mounts,transform,split,install runs some groups only.
 BENCH      := $(BUILD)/bench/bench
 BENCH_SRCS := $(sort $(wildcard tests/bench/*.c))
 

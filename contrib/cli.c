@@ -95,6 +95,53 @@ bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
 
 /* ---- tables -------------------------------------------------------------- */
 
+/* One row of cells, aligned to `width`. */
+static void print_cells(const cli_table* t, const char* const* cells,
+                        const size_t* width, FILE* out) {
+  for (size_t c = 0; c < t->cols; c++) {
+    const char* cell = cells[c] != NULL ? cells[c] : "";
+    bool last = c + 1 == t->cols;
+    if (t->right != NULL && t->right[c])
+      fprintf(out, "%*s", (int)width[c], cell);
+    else if (last) /* no trailing blanks */
+      fputs(cell, out);
+    else
+      fprintf(out, "%-*s", (int)width[c], cell);
+    fputs(last ? "\n" : "  ", out);
+  }
+}
+
+/* A row of the two-pass mode: sizes the columns, or prints. */
+static void stream_row(cli_table* t, char* line) {
+  const char* cells[16] = {0};
+  char* rest = line;
+  for (size_t c = 0; c < t->cols && c < 16; c++) {
+    char* tab = c + 1 < t->cols ? strchr(rest, '\t') : NULL;
+    if (tab != NULL)
+      *tab = '\0';
+    cells[c] = rest;
+    size_t n = strlen(rest);
+    if (t->measuring && n > t->width[c])
+      t->width[c] = n;
+    rest = tab != NULL ? tab + 1 : rest + n;
+  }
+  if (!t->measuring && t->cols <= 16)
+    print_cells(t, cells, t->width, t->stream);
+}
+
+void cli_table_measure(cli_table* t) {
+  t->measuring = true;
+  for (size_t c = 0; c < t->cols && c < 16; c++)
+    t->width[c] = strlen(t->headers[c]);
+}
+
+void cli_table_stream(cli_table* t, FILE* out) {
+  t->measuring = false;
+  t->stream = out;
+  if (t->cols <= 16)
+    print_cells(t, t->headers, t->width, out);
+}
+
 void cli_table_row(cli_table* t, const char* fmt, ...) {
   char* line = NULL;
   va_list ap;
@@ -104,6 +151,11 @@ void cli_table_row(cli_table* t, const char* fmt, ...) {
   if (n < 0) {
     cli_error("out of memory");
     exit(CLI_FAIL);
+  }
+  if (t->measuring || t->stream != NULL) {
+    stream_row(t, line);
+    free(line);
+    return;
   }
   if (t->rows == t->cap) {
     size_t cap = t->cap ? t->cap * 2 : 16;
@@ -130,7 +182,7 @@ void cli_table_row(cli_table* t, const char* fmt, ...) {
 
 void cli_table_print(const cli_table* t, FILE* out) {
   size_t width[16] = {0};
-  if (t->cols > 16)
+  if (t->cols > 16 || t->stream != NULL || t->measuring)
     return;
   for (size_t c = 0; c < t->cols; c++)
     width[c] = strlen(t->headers[c]);
@@ -141,22 +193,9 @@ void cli_table_print(const cli_table* t, FILE* out) {
       if (n > width[c])
         width[c] = n;
     }
-  for (size_t r = 0; r <= t->rows; r++) {
-    for (size_t c = 0; c < t->cols; c++) {
-      const char* cell =
-          r == 0 ? t->headers[c] : t->cells[(r - 1) * t->cols + c];
-      bool last = c + 1 == t->cols;
-      if (cell == NULL)
-        cell = "";
-      if (t->right != NULL && t->right[c])
-        fprintf(out, "%*s", (int)width[c], cell);
-      else if (last) /* no trailing blanks */
-        fputs(cell, out);
-      else
-        fprintf(out, "%-*s", (int)width[c], cell);
-      fputs(last ? "\n" : "  ", out);
-    }
-  }
+  print_cells(t, t->headers, width, out);
+  for (size_t r = 0; r < t->rows; r++)
+    print_cells(t, (const char* const*)&t->cells[r * t->cols], width, out);
 }
 
 void cli_table_free(cli_table* t) {

@@ -68,6 +68,11 @@ typedef struct cli_table {
   size_t rows, cap;
   char** texts; /* escaped copies made by cli_table_text(), owned */
   size_t text_count;
+  /* A table too large to keep (a whole install's kernels) is made in two
+   * passes over the same rows: see cli_table_measure(). */
+  bool measuring;
+  FILE* stream;
+  size_t width[16];
 } cli_table;
 
 /* Appends one row of `t->cols` printf-formatted cells: the format holds one
@@ -76,6 +81,13 @@ void cli_table_row(cli_table* t, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void cli_table_print(const cli_table* t, FILE* out);
 void cli_table_free(cli_table* t);
+/* Two passes instead of keeping the rows: after cli_table_measure(), rows
+ * only size the columns; after cli_table_stream(), which prints the
+ * header, each row is printed as it is added, aligned to those sizes, and
+ * cli_table_print() prints nothing. The same rows in both passes print
+ * what cli_table_print() would. */
+void cli_table_measure(cli_table* t);
+void cli_table_stream(cli_table* t, FILE* out);
 /* `s` as one cell's text: itself when it holds no control byte and no
  * backslash, else a copy
  * kept by the table until cli_table_free() with backslash, tab, newline and

@@ -98,10 +98,14 @@ const cli_command cli_list_command = {
 
 /* ---- archives and fat binaries ------------------------------------------- */
 
+/* The table is made in two passes over the archives, kept open between
+ * them (cli_table_measure()): a whole install, 420 archives and 252,000
+ * kernels, is listed without holding its rows. */
 typedef struct list_state {
   const char* archive_path;
   cli_json* json; /* NULL for the table */
   bool many, failed;
+  bool printing; /* the second pass: rows, not totals */
   cli_table table;
   cli_total size, stored;
   size_t kernels;
@@ -112,9 +116,11 @@ static bool list_kernel(kpack_archive_t archive, const char* binary,
                         void* user) {
   list_state* s = user;
   char ratio[32];
-  cli_total_add(&s->size, info->size);
-  cli_total_add(&s->stored, info->stored_size);
-  s->kernels++;
+  if (!s->printing) {
+    cli_total_add(&s->size, info->size);
+    cli_total_add(&s->stored, info->stored_size);
+    s->kernels++;
+  }
   if (s->json != NULL) {
     cli_json* w = s->json;
     cli_json_object(w, CLI_JSON_INLINE, false);
@@ -186,9 +192,16 @@ static int list_archives(int argc, char** argv) {
   s.table.cols = s.many ? 6 : 5;
   s.table.headers = s.many ? headers : headers + 1;
   s.table.right = s.many ? right : right + 1;
+  kpack_archive_t* kept = calloc((size_t)argc, sizeof(*kept));
+  if (kept == NULL) {
+    cli_error("out of memory");
+    return CLI_FAIL;
+  }
   if (s.json != NULL) {
     cli_json_init(&w, stdout);
     cli_json_array(&w, 2, true);
+  } else {
+    cli_table_measure(&s.table);
   }
   for (int i = optind; i < argc; i++) {
     if (cli_is_host_binary(argv[i])) { /* its own table, printed now */
@@ -197,7 +210,8 @@ static int list_archives(int argc, char** argv) {
       continue;
     }
     s.archive_path = argv[i];
-    cli_walk walk = cli_walk_archive(argv[i], list_kernel, &s, NULL);
+    cli_walk walk = cli_walk_archive(argv[i], list_kernel, &s,
+                                     s.json != NULL ? NULL : &kept[i]);
     listed += walk != CLI_WALK_UNOPENED;
     if (walk != CLI_WALKED)
       status = CLI_FAIL;
@@ -207,12 +221,24 @@ static int list_archives(int argc, char** argv) {
   } else if (listed > 0) {
     if (printed)
       putchar('\n');
-    cli_table_print(&s.table, stdout);
+    cli_table_stream(&s.table, stdout);
+    /* The same walks again: the same rows, up to the same failure, which
+     * the first pass reported. */
+    s.printing = true;
+    for (int i = optind; i < argc; i++) {
+      if (kept[i] == NULL)
+        continue;
+      s.archive_path = argv[i];
+      (void)cli_for_each_kernel(kept[i], list_kernel, &s);
+    }
     printf("%zu kernel%s, %s, stored %s (%s)\n", s.kernels,
            s.kernels == 1 ? "" : "s", cli_total_human(a, s.size),
            cli_total_human(b, s.stored),
            cli_ratio(r, s.size.value, s.stored.value));
   }
+  for (int i = 0; i < argc; i++)
+    kpack_close(kept[i]);
+  free(kept);
   cli_table_free(&s.table);
   return s.failed ? CLI_FAIL : status;
 }

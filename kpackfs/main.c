@@ -18,7 +18,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "kpackfs.h"
+#include "ops.h"
 
 /* The page cache keeps what was read across opens, and an open kernel is
  * pinned whatever the budget, so the cache only bridges a kernel's closes:
@@ -406,6 +406,11 @@ int main(int argc, char* argv[]) {
   if (kfs_tree_build(&fs.tree, &paths) != 0)
     goto out;
   tree_built = true;
+  if (kfs_renders_init(&fs.renders, fs.tree.render_slots, KFS_RENDER_BUDGET) !=
+      0) {
+    fprintf(stderr, "kpackfs: out of memory\n");
+    goto out;
+  }
   tune_malloc();
   kpack_error_t err = kpack_kcache_create(cfg.cache_size, &fs.cache);
   if (err != KPACK_SUCCESS) {
@@ -420,6 +425,7 @@ int main(int argc, char* argv[]) {
 out:
   kpack_kcache_destroy(fs.cache);
   pthread_mutex_destroy(&fs.handles_lock);
+  kfs_renders_free(&fs.renders);
   if (tree_built)
     kfs_tree_free(&fs.tree);
   kfs_paths_free(&paths);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  *
- * The FUSE low-level request handlers. Metadata comes from the immutable
- * inode table; kernel bytes come from the shared kernel cache, pinned from
- * open to release. kpack_error_t becomes an errno here and nowhere else.
+ * The FUSE low-level request handlers. Metadata comes from the tree
+ * (tree.h), read without a lock; kernel bytes come from the shared kernel
+ * cache, pinned from open to release. kpack_error_t becomes an errno here and
+ * nowhere else.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -14,7 +15,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
-#include "kpackfs.h"
+#include "ops.h"
 
 /* Nothing under the mount ever changes, so the kernel may cache names,
  * attributes and negative lookups for as long as it likes. */
@@ -34,7 +35,8 @@ typedef struct kfs_handle {
   struct kfs_handle* prev; /* the open-files list of kfs_fs */
   struct kfs_handle* next;
   atomic_uint refs;
-  const kfs_node* node;        /* kernels only */
+  const kfs_node* node; /* kernels and text files: &view */
+  kfs_node view;
   pthread_mutex_t pin_lock;    /* serialises the first pin of `entry` */
   kpack_kcache_entry_t* entry; /* set once pinned; then `data` is valid */
   kfs_render* render;          /* text files: the pinned render, likewise */
@@ -88,7 +90,7 @@ static char* render_stats(kfs_fs* fs, size_t* size) {
   /* The renders' counters follow (render.c). */
   char* renders = NULL;
   char* all = NULL;
-  if (kfs_render_stats(&fs->tree.renders, &renders) >= 0) {
+  if (kfs_render_stats(&fs->renders, &renders) >= 0) {
     if (asprintf(&all, "%s%s", text, renders) < 0)
       all = NULL;
     free(renders);
@@ -138,7 +140,7 @@ static bool fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
       /* Exact once the kernel was rendered (text_size() sees to it before
        * a lookup or getattr replies); a listing renders nothing. */
       uint64_t size = 0;
-      exact = kfs_render_size(&fs->tree.renders, n, &size);
+      exact = kfs_render_size(&fs->renders, n, &size);
       st->st_mode = S_IFREG | 0444;
       st->st_size = (off_t)size;
       break;
@@ -168,12 +170,12 @@ static int text_size(kfs_fs* fs, const kfs_node* n) {
   uint64_t size;
   kfs_render* r;
   if ((n->kind != KFS_KERNELS && n->kind != KFS_METADATA) ||
-      kfs_render_size(&fs->tree.renders, n, &size))
+      kfs_render_size(&fs->renders, n, &size))
     return 0;
   kpack_error_t err = kfs_render_acquire(fs, n, &r);
   if (err != KPACK_SUCCESS)
     return kfs_errno(err);
-  kfs_render_release(&fs->tree.renders, r);
+  kfs_render_release(&fs->renders, r);
   return 0;
 }
 
@@ -201,19 +203,31 @@ static void kfs_init(void* userdata, struct fuse_conn_info* conn) {
   }
 }
 
+/* The inode `ino` into *view: view, or NULL if there is none. */
+static const kfs_node* node_of(kfs_fs* fs, fuse_ino_t ino, kfs_node* view) {
+  return kfs_tree_node(&fs->tree, ino, view) ? view : NULL;
+}
+
 static void kfs_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
   kfs_fs* fs = fs_of(req);
   struct fuse_entry_param e;
-  const kfs_node* p = kfs_tree_node(&fs->tree, parent);
+  kfs_node view;
+  const kfs_node* p = node_of(fs, parent, &view);
   if (p == NULL || p->kind != KFS_DIR) {
     fuse_reply_err(req, p == NULL ? ENOENT : ENOTDIR);
     return;
   }
   memset(&e, 0, sizeof(e));
   e.entry_timeout = KFS_TIMEOUT;
-  e.ino = kfs_tree_lookup(&fs->tree, parent, name);
-  if (e.ino != 0) {
-    const kfs_node* n = kfs_tree_node(&fs->tree, e.ino);
+  int rc = kfs_tree_lookup(&fs->tree, parent, name, &e.ino);
+  if (rc < 0) {
+    fuse_reply_err(req, -rc);
+    return;
+  }
+  const kfs_node* n = e.ino != 0 ? node_of(fs, e.ino, &view) : NULL;
+  if (n == NULL) {
+    e.ino = 0;
+  } else {
     int err = text_size(fs, n);
     if (err != 0) {
       fuse_reply_err(req, err);
@@ -244,8 +258,9 @@ static void kfs_getattr(fuse_req_t req, fuse_ino_t ino,
                         struct fuse_file_info* fi) {
   kfs_fs* fs = fs_of(req);
   struct stat st;
+  kfs_node view;
   (void)fi;
-  const kfs_node* n = kfs_tree_node(&fs->tree, ino);
+  const kfs_node* n = node_of(fs, ino, &view);
   if (n == NULL) {
     fuse_reply_err(req, ENOENT);
     return;
@@ -262,7 +277,8 @@ static void kfs_getattr(fuse_req_t req, fuse_ino_t ino,
 static void kfs_opendir(fuse_req_t req, fuse_ino_t ino,
                         struct fuse_file_info* fi) {
   kfs_fs* fs = fs_of(req);
-  const kfs_node* n = kfs_tree_node(&fs->tree, ino);
+  kfs_node view;
+  const kfs_node* n = node_of(fs, ino, &view);
   if (n == NULL || n->kind != KFS_DIR) {
     fuse_reply_err(req, n == NULL ? ENOENT : ENOTDIR);
     return;
@@ -286,9 +302,11 @@ static void kfs_opendir(fuse_req_t req, fuse_ino_t ino,
 static void reply_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                       bool plus) {
   kfs_fs* fs = fs_of(req);
-  const kfs_node* dir = kfs_tree_node(&fs->tree, ino);
+  kfs_node dir_view, view;
+  const kfs_node* dir = node_of(fs, ino, &dir_view);
   char* buf = NULL;
   size_t used = 0;
+  int rc = 0;
 
   if (dir == NULL || dir->kind != KFS_DIR) {
     fuse_reply_err(req, dir == NULL ? ENOENT : ENOTDIR);
@@ -299,17 +317,21 @@ static void reply_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     fuse_reply_err(req, ENOMEM);
     return;
   }
-  for (off_t i = off < 0 ? 0 : off; i < (off_t)dir->child_count + 2; i++) {
+  for (off_t i = off < 0 ? 0 : off;; i++) {
     fuse_ino_t child;
     const char* name;
     if (i < 2) {
-      child = i == 0 ? ino : (ino == KFS_INO_ROOT ? ino : dir->parent);
+      child = i == 0 ? ino : dir->parent;
       name = i == 0 ? "." : "..";
-    } else {
-      child = fs->tree.children[dir->child_first + (size_t)(i - 2)];
-      name = fs->tree.nodes[child].name;
+    } else if ((rc = kfs_tree_entry(&fs->tree, ino, (size_t)(i - 2), &child,
+                                    &name)) <= 0) {
+      break;
     }
-    const kfs_node* n = kfs_tree_node(&fs->tree, child);
+    const kfs_node* n = node_of(fs, child, &view);
+    if (n == NULL) {
+      rc = -EIO; /* an entry without an inode: cannot happen */
+      break;
+    }
     size_t add;
     if (plus) {
       struct fuse_entry_param e;
@@ -338,7 +360,10 @@ static void reply_dir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
       break; /* did not fit: the next call resumes at this offset */
     used += add;
   }
-  fuse_reply_buf(req, buf, used);
+  if (rc < 0 && used == 0)
+    fuse_reply_err(req, -rc);
+  else
+    fuse_reply_buf(req, buf, used);
   free(buf);
 }
 
@@ -373,7 +398,7 @@ static void free_handle(kfs_fs* fs, kfs_handle* h) {
     h->next->prev = h->prev;
   pthread_mutex_unlock(&fs->handles_lock);
   kpack_kcache_release(fs->cache, h->entry);
-  kfs_render_release(&fs->tree.renders, h->render);
+  kfs_render_release(&fs->renders, h->render);
   pthread_mutex_destroy(&h->pin_lock);
   free(h->owned);
   free(h);
@@ -436,7 +461,8 @@ static int pin_text(kfs_fs* fs, kfs_handle* h) {
 static void kfs_open(fuse_req_t req, fuse_ino_t ino,
                      struct fuse_file_info* fi) {
   kfs_fs* fs = fs_of(req);
-  const kfs_node* n = kfs_tree_node(&fs->tree, ino);
+  kfs_node view;
+  const kfs_node* n = node_of(fs, ino, &view);
   kfs_handle* h = NULL;
   int err = 0;
 
@@ -456,6 +482,8 @@ static void kfs_open(fuse_req_t req, fuse_ino_t ino,
   atomic_init(&h->refs, 1);
   pthread_mutex_init(&h->pin_lock, NULL);
   track_handle(fs, h);
+  h->view = *n;
+  n = &h->view; /* lives as long as the handle */
   if (n->kind == KFS_KERNEL) {
     h->node = n;
     h->size = n->size; /* from the TOC; the pinned kernel has the same */
@@ -539,7 +567,7 @@ static void kfs_statfs(fuse_req_t req, fuse_ino_t ino) {
   memset(&st, 0, sizeof(st));
   st.f_bsize = st.f_frsize = 4096;
   st.f_blocks = (fs->tree.kernel_bytes + 4095) / 4096;
-  st.f_files = fs->tree.node_count - 1;
+  st.f_files = fs->tree.inodes;
   st.f_namemax = 255;
   st.f_flag = ST_RDONLY;
   fuse_reply_statfs(req, &st);
@@ -644,13 +672,14 @@ static void reply_code_object_xattr(fuse_req_t req, kfs_fs* fs,
     const char* value = index == 0 ? r->text.target : count;
     reply_xattr_bytes(req, value, strlen(value), size);
   }
-  kfs_render_release(&fs->tree.renders, r);
+  kfs_render_release(&fs->renders, r);
 }
 
 static void kfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
                          size_t size) {
   kfs_fs* fs = fs_of(req);
-  const kfs_node* n = kfs_tree_node(&fs->tree, ino);
+  kfs_node view;
+  const kfs_node* n = node_of(fs, ino, &view);
   if (n == NULL) {
     fuse_reply_err(req, ENOENT);
     return;
@@ -680,7 +709,8 @@ static void kfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
 
 static void kfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {
   kfs_fs* fs = fs_of(req);
-  const kfs_node* n = kfs_tree_node(&fs->tree, ino);
+  kfs_node view;
+  const kfs_node* n = node_of(fs, ino, &view);
   char list[256];
   size_t len = 0;
   if (n == NULL) {

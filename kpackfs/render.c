@@ -13,7 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "kpackfs.h"
+#include "render.h"
+
+#include "ops.h"
 
 enum {
   SLOT_KNOWN = 1,     /* the sizes below are valid, for good */
@@ -118,7 +120,7 @@ static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render** out,
 
 kpack_error_t kfs_render_acquire(kfs_fs* fs, const kfs_node* n,
                                  kfs_render** out) {
-  kfs_renders* rs = &fs->tree.renders;
+  kfs_renders* rs = &fs->renders;
   kfs_render_slot* slot = &rs->slots[n->render];
   kfs_render* r = NULL;
   *out = NULL;

@@ -7,13 +7,14 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
-#include "kpackfs.h"
+#include "sources.h"
 
 /* Takes ownership of `path`. A path already listed is dropped: the first
  * mention decides its place. */

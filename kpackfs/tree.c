@@ -1,404 +1,692 @@
 /* SPDX-License-Identifier: MIT
  *
- * The inode table: every directory and kernel file of the mount, built once
- * from the archives' TOCs before mounting (as squashfuse_ll serves its
- * inodes), so lookups, getattr and readdir are array and hash lookups.
- * Inode numbers follow build order, which depends only on the sources.
+ * The mount's tree, derived from the open archives (docs/mount.md, "How
+ * kpackfs holds a tree"). At mount: every source opened, every kernel's
+ * names checked (warnings for those skipped), the binary paths merged into
+ * one sorted list and their directories made. Below a binary directory
+ * nothing is stored: an arch directory and the files in it are numbered by
+ * their kernel and answered from the archive's TOC, and a binary
+ * directory's entries (its arches across the sources, first source wins)
+ * are made when it is first looked up or listed. Mounts whose binary paths
+ * nest inside another binary's directory are built eagerly instead
+ * (tree_eager.c).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "kpackfs.h"
+#include "tree.h"
 
-/* ---- name arena ---------------------------------------------------------- */
-
-#define KFS_ARENA_CHUNK 65536u
-
-struct kfs_arena_chunk {
-  kfs_arena_chunk* next;
-  size_t used;
-  size_t cap;
-  char data[];
+/* A binary path shown in the mount, merged across the sources. */
+struct kfs_tree_binary {
+  const char* name; /* the first contributing source's string */
+  uint32_t first;   /* contributors[2 * first ..]: (source, binary) pairs */
+  uint32_t count;   /* in source order */
+  uint32_t source;  /* the first source with a kernel shown */
+  uint32_t arches;  /* arch directories shown; 0: the binary is not shown */
+  uint32_t dir;     /* its directory */
 };
 
-static const char* arena_strndup(kfs_tree* t, const char* s, size_t n) {
-  kfs_arena_chunk* c = t->arena;
-  if (c == NULL || c->cap - c->used < n + 1) {
-    size_t cap = n + 1 > KFS_ARENA_CHUNK ? n + 1 : KFS_ARENA_CHUNK;
-    c = malloc(sizeof(*c) + cap);
-    if (c == NULL)
-      return NULL;
-    c->next = t->arena;
-    c->used = 0;
-    c->cap = cap;
-    t->arena = c;
-  }
-  char* p = c->data + c->used;
-  memcpy(p, s, n);
-  p[n] = '\0';
-  c->used += n + 1;
-  return p;
-}
+/* A directory above the arch directories: the root, the inner components
+ * of binary paths and the binary directories. dirs[d] is inode 4 + d, the
+ * root (d = 0) inode 1. */
+struct kfs_tree_dir {
+  const char* name; /* the component */
+  uint32_t parent;
+  uint32_t source; /* the first source with a kernel below */
+  uint32_t nlink;
+  uint32_t sub_first; /* subdirs[sub_first .. + sub_count] */
+  uint32_t sub_count;
+  uint32_t binary; /* unique[binary] for a binary directory, else NONE */
+};
 
-/* ---- (parent, name) -> ino hash ------------------------------------------ */
+/* A binary directory's entries: its arches in byte-wise order, each with
+ * the global kernel that shows it. */
+typedef struct kfs_listing_entry {
+  const char* arch;
+  uint32_t kernel;
+} kfs_listing_entry;
 
-static uint64_t name_hash(fuse_ino_t parent, const char* name) {
-  uint64_t h =
-      0xcbf29ce484222325ull ^ ((uint64_t)parent * 0x9e3779b97f4a7c15ull);
-  for (const unsigned char* p = (const unsigned char*)name; *p; p++)
-    h = (h ^ *p) * 0x100000001b3ull;
-  return h ^ (h >> 29);
-}
+struct kfs_listing {
+  size_t count;
+  kfs_listing_entry entries[];
+};
 
-fuse_ino_t kfs_tree_lookup(const kfs_tree* t, fuse_ino_t parent,
-                           const char* name) {
-  size_t i = (size_t)name_hash(parent, name) & t->slot_mask;
-  for (;; i = (i + 1) & t->slot_mask) {
-    uint32_t ino = t->slots[i];
-    if (ino == 0)
-      return 0;
-    const kfs_node* n = &t->nodes[ino];
-    if (n->parent == parent && strcmp(n->name, name) == 0)
-      return ino;
-  }
-}
+#define NONE UINT32_MAX
+/* Inodes below a binary directory: five per kernel, in this order. */
+enum { SLOT_ARCH, SLOT_KERNEL, SLOT_KERNELS, SLOT_JSON, SLOT_MAP, SLOTS };
 
-static void slot_put(uint32_t* slots, size_t mask, const kfs_node* n,
-                     uint32_t ino) {
-  size_t i = (size_t)name_hash(n->parent, n->name) & mask;
-  while (slots[i] != 0)
-    i = (i + 1) & mask;
-  slots[i] = ino;
-}
-
-/* Keeps the table at most half full so probes stay short. */
-static int slots_reserve(kfs_tree* t, size_t nodes) {
-  size_t want = t->slot_mask + 1;
-  if (t->slots != NULL && nodes * 2 <= want)
-    return 0;
-  while (nodes * 2 > want)
-    want *= 2;
-  uint32_t* slots = calloc(want, sizeof(*slots));
-  if (slots == NULL)
-    return -ENOMEM;
-  for (size_t ino = 2; ino < t->node_count; ino++)
-    slot_put(slots, want - 1, &t->nodes[ino], (uint32_t)ino);
-  free(t->slots);
-  t->slots = slots;
-  t->slot_mask = want - 1;
-  return 0;
-}
-
-/* ---- nodes --------------------------------------------------------------- */
-
-const kfs_node* kfs_tree_node(const kfs_tree* t, fuse_ino_t ino) {
-  return ino >= 1 && ino < t->node_count ? &t->nodes[ino] : NULL;
-}
-
-/* Appends a node; returns its inode number, or 0 when out of memory. The
- * placeholder (0) and the root (1) are not hashed: they have no parent. */
-static fuse_ino_t node_add(kfs_tree* t, fuse_ino_t parent, const char* name,
-                           kfs_kind kind, uint32_t source) {
-  if (t->node_count >= UINT32_MAX)
-    return 0;
-  if (t->node_count == t->node_cap) {
-    size_t cap = t->node_cap ? t->node_cap * 2 : 1024;
-    kfs_node* nodes = realloc(t->nodes, cap * sizeof(*nodes));
-    if (nodes == NULL)
-      return 0;
-    t->nodes = nodes;
-    t->node_cap = cap;
-  }
-  fuse_ino_t ino = t->node_count++;
-  kfs_node* n = &t->nodes[ino];
-  *n = (kfs_node){
-      .name = name, .parent = (uint32_t)parent, .kind = kind, .source = source};
-  if (kind == KFS_DIR)
-    n->nlink = 2;
-  if (ino > KFS_INO_ROOT) {
-    if (slots_reserve(t, t->node_count) != 0) {
-      t->node_count--;
-      return 0;
-    }
-    slot_put(t->slots, t->slot_mask, n, (uint32_t)ino);
-  }
-  return ino;
-}
-
-/* The directory `name` (n bytes, a checked component of at most 255) under
- * `parent`, created if absent. Returns 0 with *conflict set when a file
- * already has that name, or 0 alone when out of memory. *fresh says on
- * entry that `parent` was created by this build step, so it is empty and
- * has nothing to look up, and on return whether the directory is new. */
-static fuse_ino_t dir_get(kfs_tree* t, fuse_ino_t parent, const char* name,
-                          size_t n, uint32_t source, bool* fresh,
-                          bool* conflict) {
-  if (!*fresh) {
-    char key[256];
-    memcpy(key, name, n);
-    key[n] = '\0';
-    fuse_ino_t ino = kfs_tree_lookup(t, parent, key);
-    if (ino != 0) {
-      *conflict = t->nodes[ino].kind != KFS_DIR;
-      return *conflict ? 0 : ino;
-    }
-  }
-  *fresh = true;
-  /* An arch, or the last component of a binary path, is a whole TOC string
-   * that the archive keeps: only inner components need a copy. */
-  const char* copy = name[n] == '\0' ? name : arena_strndup(t, name, n);
-  return copy != NULL ? node_add(t, parent, copy, KFS_DIR, source) : 0;
-}
+static const char* const kernels_file = KPACK_LAYOUT_KERNELS_FILE;
+static const char* const json_file = KPACK_LAYOUT_METADATA_FILE;
+static const char* const map_file = KPACK_LAYOUT_TOC_METADATA_FILE;
 
 /* ---- names --------------------------------------------------------------- */
 
-static void warn_skip(const kfs_tree* t, uint32_t source, const char* binary,
-                      const char* arch, const char* why) {
+/* The rules are the layout's (rocm_kpack/kpack_layout.h), shared with
+ * `kpack extract`. Checking 252,000 kernels, the binary is checked once per
+ * binary, and an arch or type already found good is not checked again:
+ * libkpack keeps one string per distinct name in an archive. */
+typedef struct name_check {
+  const char* good_arch;
+  const char* good_type;
+} name_check;
+
+static const char* kernel_problem(name_check* nc, const char* binary,
+                                  const char* binary_why, const char* arch,
+                                  const char* type) {
+  if (binary_why != NULL)
+    return binary_why;
+  if (arch == nc->good_arch && type == nc->good_type)
+    return NULL;
+  const char* why = kpack_layout_entry_problem(binary, arch, type);
+  if (why == NULL) {
+    nc->good_arch = arch;
+    nc->good_type = type;
+  }
+  return why;
+}
+
+void kfs_warn_skip(const kfs_tree* t, uint32_t source, const char* binary,
+                   const char* arch, const char* why) {
   fprintf(stderr, "kpackfs: warning: %s: skipping '%s' arch '%s': %s\n",
           t->sources[source].path, binary, arch, why);
 }
 
-/* ---- building ------------------------------------------------------------ */
+/* ---- kernels by global number -------------------------------------------- */
 
-/* A file `name` beside kernel node `kernel` in `dir`, serving that
- * kernel's binary and arch: *file is the new node, or NULL when another
- * entry already took the name (a directory, from a binary "x#0/gfx90a"
- * with arch "kernels"), which stays that entry's, with a warning. */
-static int add_beside(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
-                      bool fresh, const char* name, kfs_kind kind,
-                      kfs_node** file) {
-  const kfs_node* k = &t->nodes[kernel];
-  *file = NULL;
-  if (!fresh && kfs_tree_lookup(t, dir, name) != 0) {
-    fprintf(stderr,
-            "kpackfs: warning: %s: '%s' arch '%s': no '%s' file, the name "
-            "is taken\n",
-            t->sources[k->source].path, k->binary, k->arch, name);
-    return 0;
+/* Kernels are numbered across the sources in mount order, each archive's in
+ * its own order (binaries by name, then arches). */
+
+typedef struct kernel_ref {
+  uint32_t source;
+  size_t binary_index;
+  const char* binary;
+  const char* arch;
+  kpack_kernel_info_t info;
+  const void* map; /* the entry's metadata map, or NULL */
+  size_t map_size;
+} kernel_ref;
+
+static bool is_shown(const kfs_tree* t, uint32_t g) {
+  return (t->shown[g / 8] >> (g % 8)) & 1;
+}
+
+static bool kernel_at(const kfs_tree* t, uint32_t g, kernel_ref* k) {
+  if (g >= t->kernel_total || !is_shown(t, g))
+    return false;
+  size_t lo = 0, hi = t->source_count;
+  while (hi - lo > 1) { /* the last source whose first kernel is <= g */
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->sources[mid].binary_kernel[0] <= g)
+      lo = mid;
+    else
+      hi = mid;
   }
-  fuse_ino_t ino = node_add(t, dir, name, kind, k->source);
-  if (ino == 0)
+  const kfs_source* s = &t->sources[lo];
+  size_t bl = 0, bh = s->binary_count;
+  while (bh - bl > 1) {
+    size_t mid = bl + (bh - bl) / 2;
+    if (s->binary_kernel[mid] <= g)
+      bl = mid;
+    else
+      bh = mid;
+  }
+  k->source = (uint32_t)lo;
+  k->binary_index = bl;
+  if (kpack_get_binary(s->archive, bl, &k->binary) != KPACK_SUCCESS ||
+      kpack_get_binary_arch(s->archive, k->binary, g - s->binary_kernel[bl],
+                            &k->arch) != KPACK_SUCCESS ||
+      kpack_get_kernel_info(s->archive, k->binary, k->arch, &k->info) !=
+          KPACK_SUCCESS)
+    return false;
+  k->map = NULL;
+  k->map_size = 0;
+  kpack_get_entry_metadata(s->archive, k->binary, k->arch, &k->map,
+                           &k->map_size);
+  return true;
+}
+
+static bool is_code_object(const kernel_ref* k) {
+  return strcmp(k->info.type, "hsaco") == 0;
+}
+
+/* ---- a binary directory's entries ---------------------------------------- */
+
+/* What the mount learns of a kernel while it checks names, so that
+ * counting need not ask the archive again. Held only while building. */
+typedef struct kernel_facts {
+  const char* arch;
+  uint64_t size;
+  bool code_object; /* type "hsaco": kernels and metadata.json beside it */
+  bool map;         /* a metadata map: toc-metadata.msgpack beside it */
+} kernel_facts;
+
+static int by_arch(const void* a, const void* b) {
+  const kfs_listing_entry* x = a;
+  const kfs_listing_entry* y = b;
+  int c = strcmp(x->arch, y->arch);
+  /* Global numbers follow the sources: the first source sorts first. */
+  return c != 0 ? c : (x->kernel > y->kernel) - (x->kernel < y->kernel);
+}
+
+/* The arches of unique binary u across its sources, sorted, the first
+ * source's kernel kept for each; *shadowed counts the others. `facts`,
+ * while building, saves asking the archives for arch names. */
+static int make_listing(const kfs_tree* t, uint32_t u,
+                        const kernel_facts* facts, kfs_listing** out,
+                        size_t* shadowed) {
+  const kfs_tree_binary* b = &t->unique[u];
+  size_t n = 0;
+  for (uint32_t c = 0; c < b->count; c++) {
+    const kfs_source* s = &t->sources[t->contributors[2 * (b->first + c)]];
+    size_t i = t->contributors[2 * (b->first + c) + 1];
+    n += s->binary_kernel[i + 1] - s->binary_kernel[i];
+  }
+  kfs_listing* l = malloc(sizeof(*l) + (n ? n : 1) * sizeof(l->entries[0]));
+  if (l == NULL)
     return -ENOMEM;
-  k = &t->nodes[kernel]; /* node_add may have moved the table */
-  *file = &t->nodes[ino];
-  (*file)->binary = k->binary;
-  (*file)->arch = k->arch;
+  l->count = 0;
+  for (uint32_t c = 0; c < b->count; c++) {
+    const kfs_source* s = &t->sources[t->contributors[2 * (b->first + c)]];
+    size_t i = t->contributors[2 * (b->first + c) + 1];
+    const char* name = NULL;
+    if (facts == NULL)
+      kpack_get_binary(s->archive, i, &name);
+    for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++) {
+      const char* arch;
+      if (!is_shown(t, g))
+        continue;
+      if (facts != NULL)
+        arch = facts[g].arch;
+      else if (kpack_get_binary_arch(s->archive, name, g - s->binary_kernel[i],
+                                     &arch) != KPACK_SUCCESS)
+        continue;
+      l->entries[l->count++] = (kfs_listing_entry){arch, g};
+    }
+  }
+  /* One source's arches come sorted; most binaries have one source. */
+  bool sorted = true;
+  for (size_t i = 1; i < l->count && sorted; i++)
+    sorted = by_arch(&l->entries[i - 1], &l->entries[i]) < 0;
+  if (!sorted)
+    qsort(l->entries, l->count, sizeof(l->entries[0]), by_arch);
+  size_t kept = 0;
+  for (size_t i = 0; i < l->count; i++) {
+    if (kept > 0 && strcmp(l->entries[kept - 1].arch, l->entries[i].arch) == 0)
+      continue; /* an earlier source already has it: first wins */
+    l->entries[kept++] = l->entries[i];
+  }
+  *shadowed = l->count - kept;
+  l->count = kept;
+  *out = l;
   return 0;
 }
 
-/* Beside a code object, the text files rendered from it (render.c). */
-static int add_text_files(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
-                          bool fresh) {
-  static const struct {
-    const char* name;
-    kfs_kind kind;
-  } files[] = {{KPACK_LAYOUT_KERNELS_FILE, KFS_KERNELS},
-               {KPACK_LAYOUT_METADATA_FILE, KFS_METADATA}};
-  for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-    kfs_node* n;
-    int rc =
-        add_beside(t, dir, kernel, fresh, files[i].name, files[i].kind, &n);
+/* The entries of binary directory d, made on first use. Threads racing
+ * for it may each make it; the first to publish wins. */
+static int listing(const kfs_tree* t, uint32_t d, const kfs_listing** out) {
+  kfs_listing* l = atomic_load_explicit(&t->listings[d], memory_order_acquire);
+  if (l == NULL) {
+    size_t shadowed;
+    kfs_listing* made;
+    int rc = make_listing(t, t->dirs[d].binary, NULL, &made, &shadowed);
     if (rc != 0)
       return rc;
-    if (n != NULL)
-      n->render = t->nodes[kernel].render;
+    if (atomic_compare_exchange_strong_explicit(&t->listings[d], &l, made,
+                                                memory_order_acq_rel,
+                                                memory_order_acquire))
+      l = made;
+    else
+      free(made); /* l is the one another thread published */
   }
+  *out = l;
   return 0;
 }
 
-/* Beside a kernel whose TOC entry has a metadata map, the map's exact
- * bytes, sized from the TOC (held in memory: nothing is read to serve
- * it), so that a mounted tree re-packs with its maps. */
-static int add_toc_metadata(kfs_tree* t, fuse_ino_t dir, fuse_ino_t kernel,
-                            bool fresh) {
-  const kfs_node* k = &t->nodes[kernel];
-  const void* map = NULL;
-  size_t size = 0;
-  kpack_get_entry_metadata(t->sources[k->source].archive, k->binary, k->arch,
-                           &map, &size);
-  if (map == NULL)
+/* ---- inode numbers ------------------------------------------------------- */
+
+static fuse_ino_t dir_ino(uint32_t d) {
+  return d == 0 ? KFS_INO_ROOT : (fuse_ino_t)d + 4;
+}
+
+/* The directory behind `ino`, or NONE. */
+static uint32_t ino_dir(const kfs_tree* t, fuse_ino_t ino) {
+  if (ino == KFS_INO_ROOT)
     return 0;
-  kfs_node* n;
-  int rc = add_beside(t, dir, kernel, fresh, KPACK_LAYOUT_TOC_METADATA_FILE,
-                      KFS_TOC_METADATA, &n);
-  if (n != NULL)
-    n->size = size;
-  return rc;
+  if (ino > 4 && ino - 4 < t->dir_count)
+    return (uint32_t)(ino - 4);
+  return NONE;
 }
 
-/* "kernel." + type: one shared string for the usual type. */
-static const char* kernel_file_name(kfs_tree* t, const char* type) {
-  static const char hsaco[] = KPACK_LAYOUT_KERNEL_PREFIX "hsaco";
-  if (strcmp(type, "hsaco") == 0)
-    return hsaco;
-  char name[KPACK_LAYOUT_NAME_MAX + 1];
-  if (kpack_layout_kernel_file(type, name, sizeof(name)) != KPACK_SUCCESS)
-    return NULL; /* kpack_layout_entry_problem() let no such type through */
-  return arena_strndup(t, name, strlen(name));
+static fuse_ino_t kernel_ino(const kfs_tree* t, uint32_t g, unsigned slot) {
+  return t->kernel_ino + (fuse_ino_t)g * SLOTS + slot;
 }
 
-/* The directory of `binary`, its path components created as needed; 0 with
- * *conflict set when a component is already a file, 0 alone when out of
- * memory. *fresh says whether the directory is new. */
-static fuse_ino_t binary_dir_get(kfs_tree* t, uint32_t source,
-                                 const char* binary, bool* fresh,
-                                 bool* conflict) {
-  fuse_ino_t dir = KFS_INO_ROOT;
-  *fresh = false; /* below a new directory nothing needs looking up */
-  for (const char* p = binary;;) {
-    const char* slash = strchr(p, '/');
-    size_t n = slash ? (size_t)(slash - p) : strlen(p);
-    dir = dir_get(t, dir, p, n, source, fresh, conflict);
-    if (dir == 0 || slash == NULL)
-      return dir;
-    p = slash + 1;
-  }
+/* The kernel and slot behind `ino`; false if it is not below an arch
+ * directory. */
+static bool ino_kernel(const kfs_tree* t, fuse_ino_t ino, uint32_t* g,
+                       unsigned* slot) {
+  if (ino < t->kernel_ino || (ino - t->kernel_ino) / SLOTS >= t->kernel_total)
+    return false;
+  *g = (uint32_t)((ino - t->kernel_ino) / SLOTS);
+  *slot = (unsigned)((ino - t->kernel_ino) % SLOTS);
+  return true;
 }
 
-/* Adds one kernel of `binary`, whose directory *binary_dir is made by the
- * first of its kernels that can be added (0 until then; *binary_fresh then
- * says whether this binary created it), and whose name problem, if any, is
- * `binary_why`. */
-static int add_kernel(kfs_tree* t, uint32_t source, const char* binary,
-                      const char* binary_why, fuse_ino_t* binary_dir,
-                      bool* binary_fresh, const char* arch) {
-  kpack_archive_t a = t->sources[source].archive;
-  kpack_kernel_info_t info;
-  const char* why = binary_why;
-  bool conflict = false;
-
-  if (kpack_get_kernel_info(a, binary, arch, &info) != KPACK_SUCCESS)
-    return -EIO; /* listed by the archive itself: cannot happen */
-  if (why != NULL ||
-      (why = kpack_layout_entry_problem(binary, arch, info.type)) != NULL)
-    goto skip;
-  if (*binary_dir == 0 &&
-      (*binary_dir =
-           binary_dir_get(t, source, binary, binary_fresh, &conflict)) == 0)
-    goto conflict_or_oom;
-  /* A directory this binary created holds only its own arches, which the
-   * TOC parser keeps unique: nothing to look up there. */
-  bool fresh = *binary_fresh;
-  fuse_ino_t dir =
-      dir_get(t, *binary_dir, arch, strlen(arch), source, &fresh, &conflict);
-  if (dir == 0)
-    goto conflict_or_oom;
-
-  const char* name = kernel_file_name(t, info.type);
-  if (name == NULL)
-    return -ENOMEM;
-  fuse_ino_t existing = fresh ? 0 : kfs_tree_lookup(t, dir, name);
-  if (existing != 0) {
-    if (t->nodes[existing].kind == KFS_KERNEL) {
-      t->shadowed++; /* an earlier source already has it: first wins */
-      return 0;
-    }
-    conflict = true;
-    goto conflict_or_oom;
-  }
-  fuse_ino_t ino = node_add(t, dir, name, KFS_KERNEL, source);
-  if (ino == 0)
-    return -ENOMEM;
-  kfs_node* n = &t->nodes[ino];
-  n->binary = binary;
-  n->arch = arch;
-  n->size = info.size;
-  n->render = (uint32_t)t->kernels;
-  t->kernel_bytes += info.size;
-  t->kernels++;
-  if (!t->nodes[*binary_dir].holds_kernels) {
-    t->nodes[*binary_dir].holds_kernels = true;
-    t->binaries++;
-  }
-  int rc = add_toc_metadata(t, dir, ino, fresh);
-  if (rc == 0 && strcmp(info.type, "hsaco") == 0)
-    rc = add_text_files(t, dir, ino, fresh);
-  return rc;
-
-conflict_or_oom:
-  if (!conflict)
-    return -ENOMEM;
-  why = "a file and a directory would share a path";
-skip:
-  warn_skip(t, source, binary, arch, why);
-  t->skipped++;
-  return 0;
+/* Whether kernel k has the file in `slot` beside it. */
+static bool has_slot(const kernel_ref* k, unsigned slot) {
+  if (slot == SLOT_KERNELS || slot == SLOT_JSON)
+    return is_code_object(k);
+  if (slot == SLOT_MAP)
+    return k->map != NULL;
+  return true;
 }
 
-static int add_source(kfs_tree* t, uint32_t source) {
-  kpack_archive_t a = t->sources[source].archive;
-  size_t binaries = 0;
-  kpack_get_binary_count(a, &binaries);
-  for (size_t i = 0; i < binaries; i++) {
-    const char* binary;
-    size_t arches = 0;
-    fuse_ino_t dir = 0;
-    bool fresh = false;
-    kpack_get_binary(a, i, &binary);
-    kpack_get_binary_arch_count(a, binary, &arches);
-    const char* why = kpack_layout_binary_problem(binary);
-    for (size_t j = 0; j < arches; j++) {
-      const char* arch;
-      kpack_get_binary_arch(a, binary, j, &arch);
-      int rc = add_kernel(t, source, binary, why, &dir, &fresh, arch);
-      if (rc != 0)
-        return rc;
+/* ---- building ------------------------------------------------------------ */
+
+/* Names of every archive's binaries, merged: unique[] sorted by name, each
+ * with its contributors in source order. Binaries whose path is unsafe are
+ * left out (their kernels are skipped). */
+typedef struct seen {
+  uint32_t unique; /* index in first-seen order */
+  uint32_t source;
+  uint32_t binary;
+} seen;
+
+static size_t hash_name(const char* s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const unsigned char* p = (const unsigned char*)s; *p; p++)
+    h = (h ^ *p) * 0x100000001b3ull;
+  return (size_t)(h ^ (h >> 29));
+}
+
+static int by_unique_name(const void* a, const void* b) {
+  return strcmp(((const kfs_tree_binary*)a)->name,
+                ((const kfs_tree_binary*)b)->name);
+}
+
+static int merge_binaries(kfs_tree* t) {
+  int rc = -ENOMEM;
+  size_t total = 0;
+  for (size_t s = 0; s < t->source_count; s++)
+    total += t->sources[s].binary_count;
+  size_t cap = 64;
+  while (cap < 2 * total)
+    cap *= 2;
+  uint32_t* slots = calloc(cap, sizeof(*slots)); /* 1 + first-seen index */
+  seen* order = malloc((total ? total : 1) * sizeof(*order));
+  kfs_tree_binary* unique = calloc(total ? total : 1, sizeof(*unique));
+  size_t n = 0, count = 0;
+  if (slots == NULL || order == NULL || unique == NULL)
+    goto out;
+  for (uint32_t s = 0; s < t->source_count; s++) {
+    kfs_source* src = &t->sources[s];
+    /* An install's archives of one component, one per arch, list the same
+     * binaries: the previous source's binary at the same index is tried
+     * before the hash (binary_unique holds first-seen indices until the
+     * names are sorted below). */
+    const kfs_source* prev = s > 0 ? &t->sources[s - 1] : NULL;
+    for (uint32_t i = 0; i < src->binary_count; i++) {
+      const char* name;
+      const char* before;
+      uint32_t u;
+      kpack_get_binary(src->archive, i, &name);
+      if (prev != NULL && i < prev->binary_count &&
+          prev->binary_unique[i] != NONE &&
+          kpack_get_binary(prev->archive, i, &before) == KPACK_SUCCESS &&
+          strcmp(before, name) == 0) {
+        u = prev->binary_unique[i];
+      } else {
+        if (kpack_layout_binary_problem(name) != NULL)
+          continue;
+        size_t h = hash_name(name) & (cap - 1);
+        while (slots[h] != 0 && strcmp(unique[slots[h] - 1].name, name) != 0)
+          h = (h + 1) & (cap - 1);
+        if (slots[h] == 0) {
+          unique[n] = (kfs_tree_binary){.name = name, .source = NONE};
+          slots[h] = (uint32_t)++n;
+        }
+        u = slots[h] - 1;
+      }
+      src->binary_unique[i] = u;
+      unique[u].count++;
+      order[count++] = (seen){u, s, i};
     }
   }
-  return 0;
-}
-
-static int by_name(const void* a, const void* b, void* nodes) {
-  const kfs_node* n = nodes;
-  return strcmp(n[*(const uint32_t*)a].name, n[*(const uint32_t*)b].name);
-}
-
-/* Gives every directory its sorted slice of `children` and its link count. */
-static int index_children(kfs_tree* t) {
-  size_t count = t->node_count;
-  t->children = malloc((count ? count : 1) * sizeof(*t->children));
-  if (t->children == NULL)
-    return -ENOMEM;
-  /* Only directories have child fields: in other nodes they are kernel
-   * data (kfs_node's union). Every parent is a directory. */
-  for (size_t ino = 2; ino < count; ino++) {
-    kfs_node* parent = &t->nodes[t->nodes[ino].parent];
-    parent->child_count++;
-    if (t->nodes[ino].kind == KFS_DIR)
-      parent->nlink++;
-  }
+  /* Contributors grouped by binary, in source order (counting sort). */
   uint32_t next = 0;
-  for (size_t ino = 1; ino < count; ino++) {
-    kfs_node* n = &t->nodes[ino];
-    if (n->kind != KFS_DIR)
-      continue;
-    n->child_first = next;
-    next += n->child_count;
-    n->child_count = 0;
+  for (size_t u = 0; u < n; u++) {
+    unique[u].first = next;
+    next += unique[u].count;
+    unique[u].count = 0;
   }
-  for (size_t ino = 2; ino < count; ino++) {
-    kfs_node* parent = &t->nodes[t->nodes[ino].parent];
-    t->children[parent->child_first + parent->child_count++] = (uint32_t)ino;
+  t->contributors = malloc((count ? count : 1) * 2 * sizeof(uint32_t));
+  if (t->contributors == NULL)
+    goto out;
+  for (size_t k = 0; k < count; k++) {
+    kfs_tree_binary* b = &unique[order[k].unique];
+    uint32_t at = b->first + b->count++;
+    t->contributors[2 * at] = order[k].source;
+    t->contributors[2 * at + 1] = order[k].binary;
   }
-  /* Children come in TOC order, which the writers keep sorted: most
-   * directories need no sort at all. */
-  for (size_t ino = 1; ino < count; ino++) {
-    kfs_node* n = &t->nodes[ino];
-    if (n->kind != KFS_DIR || n->child_count < 2)
-      continue;
-    uint32_t* c = &t->children[n->child_first];
-    size_t i = 1;
-    while (i < n->child_count && by_name(&c[i - 1], &c[i], t->nodes) < 0)
-      i++;
-    if (i < n->child_count)
-      qsort_r(c, n->child_count, sizeof(*c), by_name, t->nodes);
+  /* Sorted by name; each source's binary learns its place. */
+  qsort(unique, n, sizeof(*unique), by_unique_name);
+  for (uint32_t u = 0; u < n; u++)
+    for (uint32_t c = 0; c < unique[u].count; c++) {
+      uint32_t at = unique[u].first + c;
+      t->sources[t->contributors[2 * at]]
+          .binary_unique[t->contributors[2 * at + 1]] = u;
+    }
+  t->unique = unique;
+  t->unique_count = n;
+  unique = NULL;
+  rc = 0;
+out:
+  free(slots);
+  free(order);
+  free(unique);
+  return rc;
+}
+
+/* Where `other` sorts against `name` + "/" (n = strlen(name)). */
+static int against_dir(const char* other, const char* name, size_t n) {
+  int c = strncmp(other, name, n);
+  return c != 0 ? c : (int)(unsigned char)other[n] - '/';
+}
+
+/* Whether some binary's path runs through another binary's directory: the
+ * first name not below name + "/" in sort order tells, for each name. */
+static bool binaries_nest(const kfs_tree* t) {
+  for (size_t u = 0; u < t->unique_count; u++) {
+    const char* name = t->unique[u].name;
+    size_t n = strlen(name);
+    size_t lo = u + 1, hi = t->unique_count;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      if (against_dir(t->unique[mid].name, name, n) < 0)
+        lo = mid + 1;
+      else
+        hi = mid;
+    }
+    if (lo < t->unique_count && strncmp(t->unique[lo].name, name, n) == 0 &&
+        t->unique[lo].name[n] == '/')
+      return true;
+  }
+  return false;
+}
+
+/* Per source: global kernel numbers by binary. */
+static int number_kernels(kfs_tree* t) {
+  uint64_t g = 0;
+  for (size_t s = 0; s < t->source_count; s++) {
+    kfs_source* src = &t->sources[s];
+    kpack_get_binary_count(src->archive, &src->binary_count);
+    src->binary_kernel =
+        malloc((src->binary_count + 1) * sizeof(*src->binary_kernel));
+    src->binary_unique =
+        malloc((src->binary_count ? src->binary_count : 1) * sizeof(uint32_t));
+    if (src->binary_kernel == NULL || src->binary_unique == NULL)
+      return -ENOMEM;
+    for (size_t i = 0; i < src->binary_count; i++) {
+      const char* name;
+      size_t arches = 0;
+      kpack_get_binary(src->archive, i, &name);
+      kpack_get_binary_arch_count(src->archive, name, &arches);
+      src->binary_kernel[i] = (uint32_t)g;
+      src->binary_unique[i] = NONE;
+      g += arches;
+      if (g >= UINT32_MAX / SLOTS)
+        return -ENOMEM; /* more kernels than inode numbers here */
+    }
+    src->binary_kernel[src->binary_count] = (uint32_t)g;
+  }
+  t->kernel_total = g;
+  t->render_slots = g;
+  t->shown = calloc(g / 8 + 1, 1);
+  return t->shown != NULL ? 0 : -ENOMEM;
+}
+
+/* Checks every kernel's names, in mount order, warning about each one
+ * skipped; notes what counting needs in facts[global number]. */
+static void check_kernels(kfs_tree* t, kernel_facts* facts) {
+  for (uint32_t s = 0; s < t->source_count; s++) {
+    kfs_source* src = &t->sources[s];
+    name_check nc = {NULL, NULL};
+    for (size_t i = 0; i < src->binary_count; i++) {
+      const char* binary;
+      kpack_get_binary(src->archive, i, &binary);
+      /* merge_binaries() left out exactly the binaries with a problem. */
+      const char* binary_why = src->binary_unique[i] == NONE
+                                   ? kpack_layout_binary_problem(binary)
+                                   : NULL;
+      for (uint32_t g = src->binary_kernel[i]; g < src->binary_kernel[i + 1];
+           g++) {
+        const char* arch;
+        kpack_kernel_info_t info;
+        kpack_get_binary_arch(src->archive, binary, g - src->binary_kernel[i],
+                              &arch);
+        kpack_get_kernel_info(src->archive, binary, arch, &info);
+        const char* why =
+            kernel_problem(&nc, binary, binary_why, arch, info.type);
+        if (why != NULL) {
+          kfs_warn_skip(t, s, binary, arch, why);
+          t->skipped++;
+          continue;
+        }
+        const void* map = NULL;
+        size_t map_size;
+        kpack_get_entry_metadata(src->archive, binary, arch, &map, &map_size);
+        t->shown[g / 8] |= (uint8_t)(1u << (g % 8));
+        facts[g] = (kernel_facts){arch, info.size,
+                                  strcmp(info.type, "hsaco") == 0, map != NULL};
+      }
+    }
+  }
+}
+
+/* What each binary shows: its arch directories (counted, not kept), the
+ * kernels and their files, the first source with a kernel shown. */
+static int count_shown(kfs_tree* t, const kernel_facts* facts) {
+  for (uint32_t u = 0; u < t->unique_count; u++) {
+    kfs_tree_binary* b = &t->unique[u];
+    kfs_listing* l;
+    size_t shadowed;
+    int rc = make_listing(t, u, facts, &l, &shadowed);
+    if (rc != 0)
+      return rc;
+    b->arches = (uint32_t)l->count;
+    t->shadowed += shadowed;
+    for (size_t i = 0; i < l->count; i++) {
+      const kernel_facts* f = &facts[l->entries[i].kernel];
+      t->kernels++;
+      t->kernel_bytes += f->size;
+      t->inodes += 2 + (f->code_object ? 2 : 0) + f->map;
+    }
+    t->binaries += l->count > 0;
+    free(l);
+    /* The first source with a kernel shown has every arch it shows. */
+    for (uint32_t c = 0; c < b->count && b->source == NONE; c++) {
+      const kfs_source* s = &t->sources[t->contributors[2 * (b->first + c)]];
+      size_t i = t->contributors[2 * (b->first + c) + 1];
+      for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++)
+        if (is_shown(t, g))
+          b->source = t->contributors[2 * (b->first + c)];
+    }
   }
   return 0;
 }
+
+static size_t components(const char* s) {
+  size_t n = 1;
+  for (; *s; s++)
+    n += *s == '/';
+  return n;
+}
+
+static int by_dir_name(const void* a, const void* b, void* dirs) {
+  const kfs_tree_dir* d = dirs;
+  return strcmp(d[*(const uint32_t*)a].name, d[*(const uint32_t*)b].name);
+}
+
+/* The directories of the shown binary paths, in sorted order: a binary
+ * shares its leading directories with the one before it. */
+static int make_dirs(kfs_tree* t) {
+  size_t cap = 1, names = 1, depth = 1;
+  for (size_t u = 0; u < t->unique_count; u++) {
+    if (t->unique[u].arches == 0)
+      continue;
+    size_t c = components(t->unique[u].name);
+    cap += c;
+    names += strlen(t->unique[u].name) + 1;
+    if (c > depth)
+      depth = c;
+  }
+  uint32_t* stack = malloc((depth + 1) * sizeof(*stack));
+  t->dirs = calloc(cap, sizeof(*t->dirs));
+  t->names = malloc(names);
+  if (stack == NULL || t->dirs == NULL || t->names == NULL) {
+    free(stack);
+    return -ENOMEM;
+  }
+  char* np = t->names;
+  t->dirs[0] = (kfs_tree_dir){.name = "", .binary = NONE, .source = NONE};
+  t->dir_count = 1;
+  stack[0] = 0;
+  const char* prev = NULL;
+  for (uint32_t u = 0; u < t->unique_count; u++) {
+    kfs_tree_binary* b = &t->unique[u];
+    if (b->arches == 0)
+      continue;
+    /* Components shared with the previous binary (never all of either:
+     * no binary path runs through another's directory). */
+    size_t shared = 0;
+    const char* p = b->name;
+    if (prev != NULL) {
+      const char* q = prev;
+      for (;;) {
+        size_t n = strcspn(p, "/");
+        if (strcspn(q, "/") != n || memcmp(p, q, n) != 0 || p[n] != '/' ||
+            q[n] != '/')
+          break;
+        shared++;
+        p += n + 1;
+        q += n + 1;
+      }
+    }
+    for (size_t k = 0; k <= shared; k++)
+      if (b->source < t->dirs[stack[k]].source)
+        t->dirs[stack[k]].source = b->source;
+    for (size_t k = shared + 1;; k++) {
+      size_t n = strcspn(p, "/");
+      uint32_t d = (uint32_t)t->dir_count++;
+      kfs_tree_dir* dir = &t->dirs[d];
+      *dir = (kfs_tree_dir){
+          .parent = stack[k - 1], .source = b->source, .binary = NONE};
+      if (p[n] == '\0') {
+        dir->name = p; /* the binary name's own last component */
+        dir->binary = u;
+        dir->nlink = 2 + b->arches;
+        b->dir = d;
+        break;
+      }
+      memcpy(np, p, n);
+      np[n] = '\0';
+      dir->name = np;
+      np += n + 1;
+      stack[k] = d;
+      p += n + 1;
+    }
+    prev = b->name;
+  }
+  free(stack);
+
+  /* Subdirectories by parent, sorted by name; link counts. */
+  t->subdirs = malloc(t->dir_count * sizeof(*t->subdirs));
+  if (t->subdirs == NULL)
+    return -ENOMEM;
+  for (size_t d = 1; d < t->dir_count; d++)
+    t->dirs[t->dirs[d].parent].sub_count++;
+  uint32_t next = 0;
+  for (size_t d = 0; d < t->dir_count; d++) {
+    t->dirs[d].sub_first = next;
+    next += t->dirs[d].sub_count;
+    t->dirs[d].sub_count = 0;
+  }
+  for (size_t d = 1; d < t->dir_count; d++) {
+    kfs_tree_dir* parent = &t->dirs[t->dirs[d].parent];
+    t->subdirs[parent->sub_first + parent->sub_count++] = (uint32_t)d;
+  }
+  for (size_t d = 0; d < t->dir_count; d++) {
+    kfs_tree_dir* dir = &t->dirs[d];
+    if (dir->binary == NONE)
+      dir->nlink = 2 + dir->sub_count;
+    if (dir->sub_count > 1)
+      qsort_r(&t->subdirs[dir->sub_first], dir->sub_count, sizeof(uint32_t),
+              by_dir_name, t->dirs);
+  }
+  kfs_tree_dir* root = &t->dirs[0];
+  root->nlink++; /* .kpackfs */
+  root->source = 0;
+  t->root_meta_index = 0;
+  while (t->root_meta_index < root->sub_count &&
+         strcmp(t->dirs[t->subdirs[root->sub_first + t->root_meta_index]].name,
+                KPACK_LAYOUT_RESERVED_DIR) < 0)
+    t->root_meta_index++;
+  t->inodes += 4 + t->dir_count - 1;
+  t->kernel_ino = (fuse_ino_t)t->dir_count + 4;
+  t->listings = calloc(t->dir_count, sizeof(*t->listings));
+  return t->listings != NULL ? 0 : -ENOMEM;
+}
+
+/* 0, 1 when binary paths nest (the eager tree is built instead), or
+ * -ENOMEM. */
+static int build_derived(kfs_tree* t) {
+  int rc;
+  if ((rc = number_kernels(t)) != 0 || (rc = merge_binaries(t)) != 0)
+    return rc;
+  if (binaries_nest(t))
+    return 1;
+  kernel_facts* facts =
+      calloc(t->kernel_total ? t->kernel_total : 1, sizeof(*facts));
+  if (facts == NULL)
+    return -ENOMEM;
+  check_kernels(t, facts);
+  rc = count_shown(t, facts);
+  free(facts);
+  return rc != 0 ? rc : make_dirs(t);
+}
+
+static void free_derived(kfs_tree* t) {
+  for (size_t i = 0; t->listings != NULL && i < t->dir_count; i++)
+    free(atomic_load(&t->listings[i]));
+  free((void*)t->listings);
+  free(t->unique);
+  free(t->contributors);
+  free(t->dirs);
+  free(t->subdirs);
+  free(t->shown);
+  free(t->names);
+  for (size_t i = 0; i < t->source_count; i++) {
+    free(t->sources[i].binary_kernel);
+    free(t->sources[i].binary_unique);
+    t->sources[i].binary_kernel = NULL;
+    t->sources[i].binary_unique = NULL;
+  }
+  t->listings = NULL;
+  t->unique = NULL;
+  t->contributors = NULL;
+  t->dirs = NULL;
+  t->subdirs = NULL;
+  t->shown = NULL;
+  t->names = NULL;
+  t->dir_count = t->unique_count = t->kernel_total = 0;
+}
+
+/* ---- sources ------------------------------------------------------------- */
 
 static int render_archives(kfs_tree* t) {
   size_t size = 0;
@@ -444,25 +732,67 @@ static void report_open_failure(const char* path, kpack_error_t err, int sys,
     fprintf(stderr, "kpackfs: %s: %s\n", path, kpack_error_string(err));
 }
 
+/* Opening is reading and parsing a TOC per source: a few workers overlap
+ * one archive's reads with another's parsing. Each takes the next source
+ * by an atomic counter and keeps its own status; failures are reported in
+ * source order afterwards. */
+#define KFS_OPEN_WORKERS 4
+
+typedef struct open_job {
+  kfs_tree* tree;
+  const kfs_paths* paths;
+  kpack_error_t* errs;
+  int* sys; /* errno of each failed open */
+  atomic_size_t next;
+} open_job;
+
+static void* open_worker(void* arg) {
+  open_job* job = arg;
+  for (;;) {
+    size_t i = atomic_fetch_add(&job->next, 1);
+    if (i >= job->paths->count)
+      return NULL;
+    kfs_source* s = &job->tree->sources[i];
+    struct stat st;
+    job->errs[i] = kpack_open(job->paths->items[i], &s->archive);
+    job->sys[i] = errno;
+    if (job->errs[i] != KPACK_SUCCESS)
+      continue;
+    if (stat(job->paths->items[i], &st) == 0)
+      s->mtime = st.st_mtim;
+  }
+}
+
 static int open_sources(kfs_tree* t, const kfs_paths* paths) {
-  t->sources = calloc(paths->count ? paths->count : 1, sizeof(*t->sources));
-  if (t->sources == NULL)
-    return -ENOMEM;
-  for (size_t i = 0; i < paths->count; i++) {
+  size_t n = paths->count;
+  int rc = -ENOMEM;
+  t->sources = calloc(n ? n : 1, sizeof(*t->sources));
+  open_job job = {.tree = t,
+                  .paths = paths,
+                  .errs = calloc(n ? n : 1, sizeof(kpack_error_t)),
+                  .sys = calloc(n ? n : 1, sizeof(int))};
+  atomic_init(&job.next, 0);
+  if (t->sources == NULL || job.errs == NULL || job.sys == NULL)
+    goto out;
+  t->source_count = n; /* kfs_tree_free closes what did open */
+  pthread_t workers[KFS_OPEN_WORKERS];
+  size_t started = 0;
+  while (started < KFS_OPEN_WORKERS && started + 1 < n &&
+         pthread_create(&workers[started], NULL, open_worker, &job) == 0)
+    started++;
+  open_worker(&job); /* this thread works too */
+  for (size_t w = 0; w < started; w++)
+    pthread_join(workers[w], NULL);
+  for (size_t i = 0; i < n; i++) {
     kfs_source* s = &t->sources[i];
     kpack_compression_scheme_t scheme;
-    struct stat st;
-    kpack_error_t err = kpack_open(paths->items[i], &s->archive);
-    if (err != KPACK_SUCCESS) {
-      report_open_failure(paths->items[i], err, errno, paths->count);
-      return -EINVAL;
+    if (job.errs[i] != KPACK_SUCCESS) {
+      report_open_failure(paths->items[i], job.errs[i], job.sys[i], n);
+      rc = -EINVAL;
+      goto out;
     }
-    t->source_count++;
-    s->path = strdup(paths->items[i]);
-    if (s->path == NULL)
-      return -ENOMEM;
-    if (stat(s->path, &st) == 0)
-      s->mtime = st.st_mtim;
+    if ((s->path = strdup(paths->items[i])) == NULL)
+      goto out;
     if (later(s->mtime, t->newest_mtime))
       t->newest_mtime = s->mtime;
     kpack_get_compression_scheme(s->archive, &scheme);
@@ -470,53 +800,24 @@ static int open_sources(kfs_tree* t, const kfs_paths* paths) {
     if (s->scheme == NULL)
       s->scheme = "unknown";
   }
-  return 0;
+  rc = 0;
+out:
+  free(job.errs);
+  free(job.sys);
+  return rc;
 }
 
 int kfs_tree_build(kfs_tree* t, const kfs_paths* paths) {
   int rc;
   *t = (kfs_tree){0};
-  if ((rc = open_sources(t, paths)) != 0)
+  if ((rc = open_sources(t, paths)) != 0 || (rc = render_archives(t)) != 0)
     goto fail;
-  /* Sized for what the TOCs promise (an arch directory, the kernel, its
-   * two text files and perhaps its metadata map per kernel, a directory per
-   * binary), so that neither the table nor its hash grows and rehashes
-   * while it fills. */
-  size_t expected = 8;
-  for (size_t i = 0; i < t->source_count; i++) {
-    size_t kernels = 0, binaries = 0;
-    kpack_get_kernel_count(t->sources[i].archive, &kernels);
-    kpack_get_binary_count(t->sources[i].archive, &binaries);
-    expected += 5 * kernels + binaries;
+  rc = build_derived(t);
+  if (rc == 1) {
+    free_derived(t);
+    rc = kfs_eager_build(t);
   }
-  /* Node 0 is a placeholder so that nodes[ino] needs no offset. */
-  t->node_cap = expected;
-  t->nodes = calloc(t->node_cap, sizeof(*t->nodes));
-  if (t->nodes == NULL || slots_reserve(t, expected) != 0) {
-    rc = -ENOMEM;
-    goto fail;
-  }
-  t->node_count = 1;
-  if (node_add(t, 0, "", KFS_DIR, 0) != KFS_INO_ROOT ||
-      node_add(t, KFS_INO_ROOT, KPACK_LAYOUT_RESERVED_DIR, KFS_DIR, 0) !=
-          KFS_INO_META ||
-      node_add(t, KFS_INO_META, "stats", KFS_STATS, 0) != KFS_INO_STATS ||
-      node_add(t, KFS_INO_META, "archives", KFS_ARCHIVES, 0) !=
-          KFS_INO_ARCHIVES) {
-    rc = -ENOMEM;
-    goto fail;
-  }
-  for (uint32_t i = 0; i < t->source_count; i++)
-    if ((rc = add_source(t, i)) != 0)
-      goto fail;
-  /* The table is final: give back what doubling left unused. */
-  kfs_node* exact = realloc(t->nodes, t->node_count * sizeof(*t->nodes));
-  if (exact != NULL) {
-    t->nodes = exact;
-    t->node_cap = t->node_count;
-  }
-  if ((rc = index_children(t)) != 0 || (rc = render_archives(t)) != 0 ||
-      (rc = kfs_renders_init(&t->renders, t->kernels, KFS_RENDER_BUDGET)) != 0)
+  if (rc != 0)
     goto fail;
   return 0;
 
@@ -528,20 +829,217 @@ fail:
 }
 
 void kfs_tree_free(kfs_tree* t) {
+  free_derived(t);
+  kfs_eager_free(t->eager);
   for (size_t i = 0; i < t->source_count; i++) {
     kpack_close(t->sources[i].archive);
     free(t->sources[i].path);
   }
   free(t->sources);
-  free(t->nodes);
-  free(t->children);
-  free(t->slots);
   free(t->archives_text);
-  kfs_renders_free(&t->renders);
-  while (t->arena != NULL) {
-    kfs_arena_chunk* next = t->arena->next;
-    free(t->arena);
-    t->arena = next;
-  }
   *t = (kfs_tree){0};
+}
+
+/* ---- requests ------------------------------------------------------------ */
+
+bool kfs_tree_node(const kfs_tree* t, fuse_ino_t ino, kfs_node* n) {
+  if (t->eager != NULL)
+    return kfs_eager_node(t->eager, ino, n);
+  *n = (kfs_node){.kind = KFS_DIR, .parent = KFS_INO_ROOT, .nlink = 2};
+  if (ino == KFS_INO_META)
+    return true;
+  if (ino == KFS_INO_STATS || ino == KFS_INO_ARCHIVES) {
+    n->kind = ino == KFS_INO_STATS ? KFS_STATS : KFS_ARCHIVES;
+    n->parent = KFS_INO_META;
+    n->nlink = 1;
+    return true;
+  }
+  uint32_t d = ino_dir(t, ino);
+  if (d != NONE) {
+    const kfs_tree_dir* dir = &t->dirs[d];
+    n->parent = dir_ino(dir->parent);
+    n->source = dir->source == NONE ? 0 : dir->source;
+    n->nlink = dir->nlink;
+    return true;
+  }
+  uint32_t g;
+  unsigned slot;
+  kernel_ref k;
+  if (!ino_kernel(t, ino, &g, &slot) || !kernel_at(t, g, &k) ||
+      !has_slot(&k, slot))
+    return false;
+  static const uint8_t kinds[SLOTS] = {KFS_DIR, KFS_KERNEL, KFS_KERNELS,
+                                       KFS_METADATA, KFS_TOC_METADATA};
+  n->kind = kinds[slot];
+  n->source = k.source;
+  n->binary = k.binary;
+  n->arch = k.arch;
+  n->render = g;
+  if (slot == SLOT_ARCH) {
+    uint32_t u = t->sources[k.source].binary_unique[k.binary_index];
+    n->parent = dir_ino(t->unique[u].dir);
+    return true;
+  }
+  n->parent = kernel_ino(t, g, SLOT_ARCH);
+  n->nlink = 1;
+  n->size = slot == SLOT_KERNEL ? k.info.size
+            : slot == SLOT_MAP  ? k.map_size
+                                : 0;
+  return true;
+}
+
+/* "kernel." + type, in `buf` (a type the layout let through fits). */
+static const char* kernel_file_name(const kernel_ref* k, char* buf,
+                                    size_t cap) {
+  if (kpack_layout_kernel_file(k->info.type, buf, cap) != KPACK_SUCCESS)
+    buf[0] = '\0';
+  return buf;
+}
+
+int kfs_tree_lookup(const kfs_tree* t, fuse_ino_t parent, const char* name,
+                    fuse_ino_t* ino) {
+  *ino = 0;
+  if (t->eager != NULL)
+    return kfs_eager_lookup(t->eager, parent, name, ino);
+  if (parent == KFS_INO_META) {
+    if (strcmp(name, "stats") == 0)
+      *ino = KFS_INO_STATS;
+    else if (strcmp(name, "archives") == 0)
+      *ino = KFS_INO_ARCHIVES;
+    return 0;
+  }
+  uint32_t d = ino_dir(t, parent);
+  if (d != NONE && t->dirs[d].binary != NONE) {
+    const kfs_listing* l;
+    int rc = listing(t, d, &l);
+    if (rc != 0)
+      return rc;
+    size_t lo = 0, hi = l->count;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      int c = strcmp(name, l->entries[mid].arch);
+      if (c == 0) {
+        *ino = kernel_ino(t, l->entries[mid].kernel, SLOT_ARCH);
+        return 0;
+      }
+      if (c < 0)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return 0;
+  }
+  if (d != NONE) {
+    const kfs_tree_dir* dir = &t->dirs[d];
+    if (d == 0 && strcmp(name, KPACK_LAYOUT_RESERVED_DIR) == 0) {
+      *ino = KFS_INO_META;
+      return 0;
+    }
+    const uint32_t* sub = &t->subdirs[dir->sub_first];
+    size_t lo = 0, hi = dir->sub_count;
+    while (lo < hi) {
+      size_t mid = lo + (hi - lo) / 2;
+      int c = strcmp(name, t->dirs[sub[mid]].name);
+      if (c == 0) {
+        *ino = dir_ino(sub[mid]);
+        return 0;
+      }
+      if (c < 0)
+        hi = mid;
+      else
+        lo = mid + 1;
+    }
+    return 0;
+  }
+  uint32_t g;
+  unsigned slot;
+  kernel_ref k;
+  if (!ino_kernel(t, parent, &g, &slot) || !kernel_at(t, g, &k))
+    return 0;
+  if (slot != SLOT_ARCH)
+    return -ENOTDIR;
+  char buf[KPACK_LAYOUT_NAME_MAX + 1];
+  if (strcmp(name, kernel_file_name(&k, buf, sizeof(buf))) == 0)
+    *ino = kernel_ino(t, g, SLOT_KERNEL);
+  else if (strcmp(name, kernels_file) == 0 && has_slot(&k, SLOT_KERNELS))
+    *ino = kernel_ino(t, g, SLOT_KERNELS);
+  else if (strcmp(name, json_file) == 0 && has_slot(&k, SLOT_JSON))
+    *ino = kernel_ino(t, g, SLOT_JSON);
+  else if (strcmp(name, map_file) == 0 && has_slot(&k, SLOT_MAP))
+    *ino = kernel_ino(t, g, SLOT_MAP);
+  return 0;
+}
+
+/* The files of an arch directory, in name order: kernel.<type> sorts
+ * before kernels ('.' < 's'), then metadata.json, toc-metadata.msgpack. The
+ * kernel file's name is made into a per-thread buffer: the type is the
+ * archive's, "kernel." is not. */
+static int arch_entry(const kfs_tree* t, uint32_t g, size_t index,
+                      fuse_ino_t* ino, const char** name) {
+  static _Thread_local char buf[KPACK_LAYOUT_NAME_MAX + 1];
+  kernel_ref k;
+  if (!kernel_at(t, g, &k))
+    return -ENOTDIR;
+  static const unsigned slots[] = {SLOT_KERNEL, SLOT_KERNELS, SLOT_JSON,
+                                   SLOT_MAP};
+  static const char* const names[] = {NULL, KPACK_LAYOUT_KERNELS_FILE,
+                                      KPACK_LAYOUT_METADATA_FILE,
+                                      KPACK_LAYOUT_TOC_METADATA_FILE};
+  for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
+    if (!has_slot(&k, slots[i]))
+      continue;
+    if (index-- > 0)
+      continue;
+    *ino = kernel_ino(t, g, slots[i]);
+    *name = i == 0 ? kernel_file_name(&k, buf, sizeof(buf)) : names[i];
+    return 1;
+  }
+  return 0;
+}
+
+int kfs_tree_entry(const kfs_tree* t, fuse_ino_t dir, size_t index,
+                   fuse_ino_t* ino, const char** name) {
+  if (t->eager != NULL)
+    return kfs_eager_entry(t->eager, dir, index, ino, name);
+  if (dir == KFS_INO_META) {
+    static const char* const meta[] = {"archives", "stats"};
+    if (index >= 2)
+      return 0;
+    *ino = index == 0 ? KFS_INO_ARCHIVES : KFS_INO_STATS;
+    *name = meta[index];
+    return 1;
+  }
+  uint32_t d = ino_dir(t, dir);
+  if (d != NONE && t->dirs[d].binary != NONE) {
+    const kfs_listing* l;
+    int rc = listing(t, d, &l);
+    if (rc != 0)
+      return rc;
+    if (index >= l->count)
+      return 0;
+    *ino = kernel_ino(t, l->entries[index].kernel, SLOT_ARCH);
+    *name = l->entries[index].arch;
+    return 1;
+  }
+  if (d != NONE) {
+    const kfs_tree_dir* dr = &t->dirs[d];
+    if (d == 0 && index == t->root_meta_index) {
+      *ino = KFS_INO_META;
+      *name = KPACK_LAYOUT_RESERVED_DIR;
+      return 1;
+    }
+    if (d == 0 && index > t->root_meta_index)
+      index--;
+    if (index >= dr->sub_count)
+      return 0;
+    uint32_t sub = t->subdirs[dr->sub_first + index];
+    *ino = dir_ino(sub);
+    *name = t->dirs[sub].name;
+    return 1;
+  }
+  uint32_t g;
+  unsigned slot;
+  if (!ino_kernel(t, dir, &g, &slot) || slot != SLOT_ARCH)
+    return -ENOTDIR;
+  return arch_entry(t, g, index, ino, name);
 }

@@ -150,7 +150,7 @@ KPACK_API kpack_error_t kpack_get_binary(kpack_archive_t archive, size_t index,
                                          const char** binary) {
   if (archive == NULL || binary == NULL || index >= archive->toc.binary_count)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  *binary = archive->toc.binaries[index].name;
+  *binary = kp_toc_str(&archive->toc, archive->toc.binaries[index].name);
   return KPACK_SUCCESS;
 }
 
@@ -200,7 +200,7 @@ KPACK_API kpack_error_t kpack_get_kernel_info(kpack_archive_t archive,
   info->stored_size = e->size;
   info->offset = e->offset;
   info->ordinal = k->ordinal;
-  info->type = k->type;
+  info->type = kp_toc_str(&archive->toc, k->type);
   return KPACK_SUCCESS;
 }
 
@@ -226,7 +226,8 @@ KPACK_API kpack_error_t kpack_get_binary_arch(kpack_archive_t archive,
     return KPACK_ERROR_KERNEL_NOT_FOUND;
   if (index >= b->count)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  *arch = archive->toc.kernels[b->first + index].arch;
+  *arch =
+      kp_toc_str(&archive->toc, archive->toc.kernels[b->first + index].arch);
   return KPACK_SUCCESS;
 }
 

@@ -19,25 +19,36 @@
 #define KP_HEADER_SIZE 16u
 #define KP_PAYLOAD_START 64u
 
-/* One (binary, arch) entry of the TOC. */
+/* The TOC as an open archive keeps it (docs/mount.md, "What an open
+ * archive keeps"): fixed-size entries in flat arrays and every name once in one
+ * string table, so that a handle costs about 52 bytes per kernel plus its
+ * binary names. Names are offsets into kp_toc.strings; arch and type names
+ * are stored once per archive however many kernels share them, so two
+ * equal arch or type names have the same offset. The msgpack bytes are not
+ * kept; an entry's metadata map is (its bytes are returned by pointer). */
+
+/* One (binary, arch) entry of the TOC: 24 bytes. */
 typedef struct kp_kernel {
-  const char* arch;
-  const char* type;
-  uint64_t size; /* decompressed size, from the TOC or derived at open */
-  uint32_t ordinal;
-  bool has_size; /* original_size was present in the TOC */
-  /* The entry's "metadata" map, its msgpack bytes in the arena; NULL when
-   * the entry has none (or a value that is not a map). */
-  const uint8_t* metadata;
-  size_t metadata_size;
+  uint64_t size;          /* decompressed, from the TOC or derived at open */
+  uint32_t arch;          /* name offset in strings */
+  uint32_t type;          /* name offset in strings */
+  uint32_t ordinal;       /* index of its blob or frame */
+  uint32_t has_size : 1;  /* original_size was present in the TOC */
+  uint32_t metadata : 31; /* 1 + index in kp_toc.metadata; 0 if none */
 } kp_kernel;
 
 /* A binary owns kernels[first .. first + count), sorted by arch. */
 typedef struct kp_binary {
-  const char* name;
-  size_t first;
-  size_t count;
+  uint32_t name; /* offset in strings */
+  uint32_t first;
+  uint32_t count;
 } kp_binary;
+
+/* An entry's "metadata" map: its msgpack bytes in kp_toc.metadata_bytes. */
+typedef struct kp_metadata {
+  size_t offset;
+  size_t size;
+} kp_metadata;
 
 /* Where ordinal i's stored bytes are: a raw blob or one zstd frame. */
 typedef struct kp_extent {
@@ -45,30 +56,58 @@ typedef struct kp_extent {
   uint64_t size;
 } kp_extent;
 
-/* The parsed TOC. Strings point into `arena` (or at static literals). */
+/* Kernels and names are counted in 32 bits, metadata indices in 31: a TOC
+ * beyond these is refused with OUT_OF_MEMORY (it would need tens of GB). */
+#define KP_TOC_MAX_KERNELS 0x7fffffffu
+#define KP_TOC_MAX_STRINGS 0xffffffffu
+
+/* The parsed TOC. */
 typedef struct kp_toc {
-  char* arena;
-  const char* group_name;
+  char* strings; /* NUL-terminated names, referred to by offset */
+  size_t strings_size;
+  const char* group_name; /* into strings, or a static "" */
   const char* family;
-  const char** arches; /* gfx_arches in declaration order */
+  const char** arches; /* gfx_arches in declaration order, into strings */
   size_t arch_count;
   kpack_compression_scheme_t scheme;
   kp_binary* binaries; /* sorted byte-wise by name */
   size_t binary_count;
   kp_kernel* kernels;
   size_t kernel_count;
+  kp_metadata* metadata; /* entries that carry a map, few in practice */
+  size_t metadata_count;
+  uint8_t* metadata_bytes;
   kp_extent* extents; /* "blobs" for none; filled by frame_table.c for zstd */
   size_t extent_count;
   /* zstd: extents come from the TOC's frame-size table, unverified against
    * the region until each frame is read (kernel_read.c). */
   bool extents_from_table;
   bool has_region; /* zstd_offset and zstd_size were present */
-  /* The arena holds the binary names in their sorted order, as writers
-   * lay them out: kp_toc_find_binary() can find its own strings by address. */
+  /* The string table holds the binary names in their sorted order, as
+   * writers lay them out: kp_toc_find_binary() can find its own strings by
+   * address. */
   bool names_by_address;
   uint64_t region_offset;
   uint64_t region_size;
 } kp_toc;
+
+/* The name at `offset` of the string table. */
+static inline const char* kp_toc_str(const kp_toc* toc, uint32_t offset) {
+  return toc->strings + offset;
+}
+
+/* Kernel k's metadata map (NULL, 0 when it has none). */
+static inline void kp_toc_metadata(const kp_toc* toc, const kp_kernel* k,
+                                   const uint8_t** data, size_t* size) {
+  if (k->metadata == 0) {
+    *data = NULL;
+    *size = 0;
+  } else {
+    const kp_metadata* m = &toc->metadata[k->metadata - 1];
+    *data = toc->metadata_bytes + m->offset;
+    *size = m->size;
+  }
+}
 
 /* A decompression context and a scratch buffer for compressed bytes; the
  * pool hands each thread its own for the duration of one read. */

@@ -43,8 +43,9 @@ KPACK_API kpack_error_t kpack_get_entry_metadata(kpack_archive_t archive,
   const kp_kernel* k = kp_toc_find_kernel(&archive->toc, binary_name, arch);
   if (k == NULL)
     return KPACK_ERROR_KERNEL_NOT_FOUND;
-  *data = k->metadata;
-  *size = k->metadata_size;
+  const uint8_t* map;
+  kp_toc_metadata(&archive->toc, k, &map, size);
+  *data = map;
   return KPACK_SUCCESS;
 }
 

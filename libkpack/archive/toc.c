@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT
  *
- * Parses the MessagePack TOC into kp_toc: strings copied once into an arena,
+ * Parses the MessagePack TOC into the compact kp_toc (archive.h): names
+ * copied once into one string table (arch and type names once per archive),
  * binaries sorted for binary search, kernels grouped per binary and sorted
- * by arch. Structural errors are MSGPACK_PARSE_FAILED; values that are
- * well-typed but impossible (duplicates, embedded NULs) are INVALID_FORMAT.
+ * by arch, in fixed-size entries. Structural errors are
+ * MSGPACK_PARSE_FAILED; values that are well-typed but impossible
+ * (duplicates, embedded NULs) are INVALID_FORMAT.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "archive/archive.h"
+#include "common/grow.h"
 #include "common/msgpack_reader.h"
 
 /* Top-level values located in the first pass; the last duplicate wins. */
@@ -20,21 +23,124 @@ typedef struct toc_fields {
   kpack_error_t toc_err; /* from parsing "toc", reported after the header */
 } toc_fields;
 
+typedef struct name_memo {
+  uint32_t offset;
+  uint32_t len; /* UINT32_MAX: none yet */
+} name_memo;
+
 typedef struct toc_builder {
   kp_toc* toc;
-  char* arena_pos;
+  size_t strings_cap;
   size_t kernel_cap;
+  size_t metadata_cap;
+  size_t metadata_bytes_size;
+  size_t metadata_bytes_cap;
+  /* Interned names (arches, types): open addressing over 1 + offset. */
+  uint32_t* names;
+  size_t names_mask;
+  size_t names_count;
+  uint32_t hsaco; /* offset of "hsaco", the usual type; UINT32_MAX unset */
+  /* The last arch and the last type interned: an archive's entries mostly
+   * repeat them (one arch in a per-arch archive, the arches in the same
+   * order for each binary, "hsaco" throughout). */
+  name_memo arch_memo, type_memo;
 } toc_builder;
 
 static kpack_error_t from_mp(mp_status st) {
   return st == MP_OK ? KPACK_SUCCESS : KPACK_ERROR_MSGPACK_PARSE_FAILED;
 }
 
-/* Copies a msgpack str into the arena as a C string. The arena is as large
- * as the TOC, every str's encoding is longer than its text, and each value
- * is copied at most once (metadata maps byte for byte), so it cannot
- * overflow. Embedded NULs would make the C name ambiguous. */
-static kpack_error_t read_name(toc_builder* b, mp_cursor* c, const char** out) {
+/* Room for `need` elements of `size` bytes in *data (of *cap), doubling. */
+static kpack_error_t reserve(void** data, size_t* cap, size_t need,
+                             size_t size) {
+  while (need > *cap) {
+    void* p = kp_grow(*data, *cap, cap, size, 64);
+    if (p == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    *data = p;
+  }
+  return KPACK_SUCCESS;
+}
+
+/* Appends (s, len) and a NUL to the string table; *offset is where. */
+static kpack_error_t append_string(toc_builder* b, const char* s, size_t len,
+                                   uint32_t* offset) {
+  kp_toc* t = b->toc;
+  if (len >= KP_TOC_MAX_STRINGS - t->strings_size)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  void* strings = t->strings;
+  kpack_error_t err =
+      reserve(&strings, &b->strings_cap, t->strings_size + len + 1, 1);
+  t->strings = strings;
+  if (err != KPACK_SUCCESS)
+    return err;
+  memcpy(t->strings + t->strings_size, s, len);
+  t->strings[t->strings_size + len] = '\0';
+  *offset = (uint32_t)t->strings_size;
+  t->strings_size += len + 1;
+  return KPACK_SUCCESS;
+}
+
+static size_t name_hash(const char* s, size_t len) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < len; i++)
+    h = (h ^ (unsigned char)s[i]) * 0x100000001b3ull;
+  return (size_t)(h ^ (h >> 29));
+}
+
+/* The offset of name (s, len) in the string table, appended on first use:
+ * an install's archives name a handful of arches and types for thousands
+ * of kernels. */
+static kpack_error_t intern(toc_builder* b, const char* s, size_t len,
+                            name_memo* memo, uint32_t* offset) {
+  if (memo->len == len &&
+      memcmp(kp_toc_str(b->toc, memo->offset), s, len) == 0) {
+    *offset = memo->offset;
+    return KPACK_SUCCESS;
+  }
+  if ((b->names_count + 1) * 2 > b->names_mask + 1) {
+    size_t cap = b->names_mask ? (b->names_mask + 1) * 2 : 64;
+    uint32_t* names = calloc(cap, sizeof(*names));
+    if (names == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; b->names != NULL && i <= b->names_mask; i++) {
+      if (b->names[i] == 0)
+        continue;
+      const char* name = kp_toc_str(b->toc, b->names[i] - 1);
+      size_t j = name_hash(name, strlen(name)) & (cap - 1);
+      while (names[j] != 0)
+        j = (j + 1) & (cap - 1);
+      names[j] = b->names[i];
+    }
+    free(b->names);
+    b->names = names;
+    b->names_mask = cap - 1;
+  }
+  size_t i = name_hash(s, len) & b->names_mask;
+  for (; b->names[i] != 0; i = (i + 1) & b->names_mask) {
+    const char* name = kp_toc_str(b->toc, b->names[i] - 1);
+    if (strncmp(name, s, len) == 0 && name[len] == '\0') {
+      *offset = b->names[i] - 1;
+      *memo = (name_memo){*offset, (uint32_t)len};
+      return KPACK_SUCCESS;
+    }
+  }
+  kpack_error_t err = append_string(b, s, len, offset);
+  if (err != KPACK_SUCCESS)
+    return err;
+  if (*offset == UINT32_MAX)
+    return KPACK_ERROR_OUT_OF_MEMORY; /* 1 + offset must fit */
+  b->names[i] = *offset + 1;
+  b->names_count++;
+  *memo = (name_memo){*offset, (uint32_t)len};
+  return KPACK_SUCCESS;
+}
+
+/* Reads a msgpack str as a name: embedded NULs would make the C name
+ * ambiguous. Interned with `memo` (arches, types) or, when it is NULL,
+ * appended (binary names, which are unique anyway). */
+static kpack_error_t read_name(toc_builder* b, mp_cursor* c, name_memo* memo,
+                               uint32_t* offset) {
   const char* s;
   uint32_t len;
   kpack_error_t err = from_mp(mp_read_str(c, &s, &len));
@@ -42,17 +148,15 @@ static kpack_error_t read_name(toc_builder* b, mp_cursor* c, const char** out) {
     return err;
   if (memchr(s, '\0', len) != NULL)
     return KPACK_ERROR_INVALID_FORMAT;
-  memcpy(b->arena_pos, s, len);
-  b->arena_pos[len] = '\0';
-  *out = b->arena_pos;
-  b->arena_pos += len + 1;
-  return KPACK_SUCCESS;
+  return memo != NULL ? intern(b, s, len, memo, offset)
+                      : append_string(b, s, len, offset);
 }
 
 /* An entry's "metadata": kept byte for byte when it is a map. Any other
  * value is skipped like an unknown key: ROCm's reader ignores the field, so
  * an archive it loads must load here too. */
 static kpack_error_t read_metadata(toc_builder* b, mp_cursor* c, kp_kernel* k) {
+  kp_toc* t = b->toc;
   mp_cursor value = *c;
   uint32_t pairs;
   bool is_map = mp_read_map(&value, &pairs) == MP_OK;
@@ -61,10 +165,24 @@ static kpack_error_t read_metadata(toc_builder* b, mp_cursor* c, kp_kernel* k) {
   if (err != KPACK_SUCCESS || !is_map)
     return err;
   size_t len = (size_t)(c->pos - start);
-  memcpy(b->arena_pos, start, len);
-  k->metadata = (const uint8_t*)b->arena_pos;
-  k->metadata_size = len;
-  b->arena_pos += len;
+  if (t->metadata_count >= KP_TOC_MAX_KERNELS)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  void* refs = t->metadata;
+  void* bytes = t->metadata_bytes;
+  err = reserve(&refs, &b->metadata_cap, t->metadata_count + 1,
+                sizeof(*t->metadata));
+  t->metadata = refs;
+  if (err == KPACK_SUCCESS)
+    err = reserve(&bytes, &b->metadata_bytes_cap, b->metadata_bytes_size + len,
+                  1);
+  t->metadata_bytes = bytes;
+  if (err != KPACK_SUCCESS)
+    return err;
+  memcpy(t->metadata_bytes + b->metadata_bytes_size, start, len);
+  t->metadata[t->metadata_count] = (kp_metadata){b->metadata_bytes_size, len};
+  b->metadata_bytes_size += len;
+  /* A duplicate "metadata" key: the last one wins, the first stays unused. */
+  k->metadata = (uint32_t)++t->metadata_count;
   return KPACK_SUCCESS;
 }
 
@@ -142,9 +260,11 @@ static kpack_error_t parse_entry(toc_builder* b, mp_cursor* c, kp_kernel* k) {
       has_ordinal = true;
     } else if (mp_str_eq(key, len, "original_size")) {
       err = from_mp(mp_read_uint(c, &k->size));
-      k->has_size = true;
+      k->has_size = 1;
     } else if (mp_str_eq(key, len, "type")) {
-      err = read_name(b, c, &k->type);
+      uint32_t type;
+      err = read_name(b, c, &b->type_memo, &type);
+      k->type = type;
     } else if (mp_str_eq(key, len, "metadata")) {
       err = read_metadata(b, c, k);
     } else {
@@ -158,37 +278,44 @@ static kpack_error_t parse_entry(toc_builder* b, mp_cursor* c, kp_kernel* k) {
 
 static kpack_error_t push_kernel(toc_builder* b, kp_kernel** out) {
   kp_toc* t = b->toc;
-  if (t->kernel_count == b->kernel_cap) {
-    size_t cap = b->kernel_cap ? b->kernel_cap * 2 : 64;
-    kp_kernel* k = realloc(t->kernels, cap * sizeof(*k));
-    if (k == NULL)
-      return KPACK_ERROR_OUT_OF_MEMORY;
-    t->kernels = k;
-    b->kernel_cap = cap;
-  }
+  kpack_error_t err;
+  if (t->kernel_count >= KP_TOC_MAX_KERNELS)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  if (b->hsaco == UINT32_MAX &&
+      (err = intern(b, "hsaco", 5, &b->type_memo, &b->hsaco)) != KPACK_SUCCESS)
+    return err;
+  void* kernels = t->kernels;
+  err = reserve(&kernels, &b->kernel_cap, t->kernel_count + 1,
+                sizeof(*t->kernels));
+  t->kernels = kernels;
+  if (err != KPACK_SUCCESS)
+    return err;
   *out = &t->kernels[t->kernel_count++];
   memset(*out, 0, sizeof(**out));
-  (*out)->type = "hsaco";
+  (*out)->type = b->hsaco;
   return KPACK_SUCCESS;
 }
 
-static int compare_kernel_arch(const void* a, const void* b) {
-  return strcmp(((const kp_kernel*)a)->arch, ((const kp_kernel*)b)->arch);
+static int compare_kernel_arch(const void* a, const void* b, void* toc) {
+  return strcmp(kp_toc_str(toc, ((const kp_kernel*)a)->arch),
+                kp_toc_str(toc, ((const kp_kernel*)b)->arch));
 }
 
-static int compare_binary_name(const void* a, const void* b) {
-  return strcmp(((const kp_binary*)a)->name, ((const kp_binary*)b)->name);
+static int compare_binary_name(const void* a, const void* b, void* toc) {
+  return strcmp(kp_toc_str(toc, ((const kp_binary*)a)->name),
+                kp_toc_str(toc, ((const kp_binary*)b)->name));
 }
 
 /* qsort, skipped when the TOC already lists them in order (as this
  * project's writer does): opening 20,000 binaries then costs n compares,
  * not n log n. */
 static void sort_unless_sorted(void* base, size_t n, size_t size,
-                               int (*compare)(const void*, const void*)) {
+                               int (*compare)(const void*, const void*, void*),
+                               kp_toc* toc) {
   const char* p = base;
   for (size_t i = 1; i < n; i++) {
-    if (compare(p + (i - 1) * size, p + i * size) > 0) {
-      qsort(base, n, size, compare);
+    if (compare(p + (i - 1) * size, p + i * size, toc) > 0) {
+      qsort_r(base, n, size, compare, toc);
       return;
     }
   }
@@ -198,10 +325,15 @@ static void reset_binaries(toc_builder* b) {
   kp_toc* t = b->toc;
   free(t->binaries);
   free(t->kernels);
+  free(t->metadata);
+  free(t->metadata_bytes);
   t->binaries = NULL;
   t->kernels = NULL;
-  t->binary_count = t->kernel_count = 0;
-  b->kernel_cap = 0;
+  t->metadata = NULL;
+  t->metadata_bytes = NULL;
+  t->binary_count = t->kernel_count = t->metadata_count = 0;
+  b->kernel_cap = b->metadata_cap = 0;
+  b->metadata_bytes_size = b->metadata_bytes_cap = 0;
 }
 
 static kpack_error_t parse_binaries(toc_builder* b, mp_cursor* c) {
@@ -213,52 +345,66 @@ static kpack_error_t parse_binaries(toc_builder* b, mp_cursor* c) {
   t->binaries = calloc(n ? n : 1, sizeof(*t->binaries));
   if (t->binaries == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
+  /* A kernel per binary at least, and exactly that in per-arch archives:
+   * sized so, the array is not regrown and trimmed, which would leave a
+   * hole in the heap per archive. */
+  if (n > 0 && t->kernels == NULL) {
+    t->kernels = kp_grow(NULL, 0, &b->kernel_cap, sizeof(*t->kernels), n);
+    if (t->kernels == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+  }
   for (uint32_t i = 0; i < n; i++) {
     kp_binary* bin = &t->binaries[t->binary_count];
     uint32_t arches;
-    if ((err = read_name(b, c, &bin->name)) != KPACK_SUCCESS)
+    if ((err = read_name(b, c, NULL, &bin->name)) != KPACK_SUCCESS)
       return err;
     if ((err = from_mp(mp_read_map(c, &arches))) != KPACK_SUCCESS)
       return err;
     if (arches == 0)
       continue; /* only binaries with a kernel are listed */
-    bin->first = t->kernel_count;
+    bin->first = (uint32_t)t->kernel_count;
     bin->count = arches;
     t->binary_count++;
     for (uint32_t j = 0; j < arches; j++) {
       kp_kernel* k;
+      uint32_t arch;
       if ((err = push_kernel(b, &k)) != KPACK_SUCCESS)
         return err;
-      if ((err = read_name(b, c, &k->arch)) != KPACK_SUCCESS)
+      if ((err = read_name(b, c, &b->arch_memo, &arch)) != KPACK_SUCCESS)
         return err;
+      k->arch = arch;
       if ((err = parse_entry(b, c, k)) != KPACK_SUCCESS)
         return err;
     }
     kp_kernel* own = t->kernels + bin->first;
-    sort_unless_sorted(own, bin->count, sizeof(*own), compare_kernel_arch);
+    sort_unless_sorted(own, bin->count, sizeof(*own), compare_kernel_arch, t);
+    /* Interned: equal names have equal offsets. */
     for (size_t j = 1; j < bin->count; j++)
-      if (strcmp(own[j - 1].arch, own[j].arch) == 0)
+      if (own[j - 1].arch == own[j].arch)
         return KPACK_ERROR_INVALID_FORMAT;
   }
   sort_unless_sorted(t->binaries, t->binary_count, sizeof(*t->binaries),
-                     compare_binary_name);
+                     compare_binary_name, t);
   for (size_t i = 1; i < t->binary_count; i++)
-    if (strcmp(t->binaries[i - 1].name, t->binaries[i].name) == 0)
+    if (strcmp(kp_toc_str(t, t->binaries[i - 1].name),
+               kp_toc_str(t, t->binaries[i].name)) == 0)
       return KPACK_ERROR_INVALID_FORMAT;
   return KPACK_SUCCESS;
 }
 
-static kpack_error_t parse_arches(toc_builder* b, mp_cursor c) {
+/* gfx_arches, as offsets for now: the string table may still move. */
+static kpack_error_t parse_arches(toc_builder* b, mp_cursor c,
+                                  uint32_t** offsets) {
   kp_toc* t = b->toc;
   uint32_t n;
   kpack_error_t err = from_mp(mp_read_array(&c, &n));
   if (err != KPACK_SUCCESS)
     return err;
-  t->arches = calloc(n ? n : 1, sizeof(*t->arches));
-  if (t->arches == NULL)
+  *offsets = calloc(n ? n : 1, sizeof(**offsets));
+  if (*offsets == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   for (uint32_t i = 0; i < n && err == KPACK_SUCCESS; i++) {
-    err = read_name(b, &c, &t->arches[i]);
+    err = read_name(b, &c, &b->arch_memo, &(*offsets)[i]);
     t->arch_count += err == KPACK_SUCCESS;
   }
   return err;
@@ -329,12 +475,49 @@ static void find_frame_sizes(const toc_fields* f, const uint8_t** sizes,
   }
 }
 
+/* The arrays were grown by doubling: give back what is unused, now that
+ * they are final (a failed shrink keeps the larger block). */
+static void* shrink(void* data, size_t count, size_t size) {
+  void* p = data != NULL && count > 0 ? realloc(data, count * size) : NULL;
+  return p != NULL ? p : data;
+}
+
+/* Once the string table is final: names become pointers, arrays shrink. */
+static kpack_error_t finish(toc_builder* b, const toc_fields* f, uint32_t group,
+                            uint32_t family, const uint32_t* arches) {
+  kp_toc* t = b->toc;
+  t->strings = shrink(t->strings, t->strings_size, 1);
+  t->kernels = shrink(t->kernels, t->kernel_count, sizeof(*t->kernels));
+  t->binaries = shrink(t->binaries, t->binary_count, sizeof(*t->binaries));
+  t->metadata = shrink(t->metadata, t->metadata_count, sizeof(*t->metadata));
+  t->metadata_bytes = shrink(t->metadata_bytes, b->metadata_bytes_size, 1);
+  if (f->has_group_name)
+    t->group_name = kp_toc_str(t, group);
+  if (f->has_family)
+    t->family = kp_toc_str(t, family);
+  if (t->arch_count > 0) {
+    t->arches = calloc(t->arch_count, sizeof(*t->arches));
+    if (t->arches == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    for (size_t i = 0; i < t->arch_count; i++)
+      t->arches[i] = kp_toc_str(t, arches[i]);
+  }
+  t->names_by_address = true;
+  for (size_t i = 1; i < t->binary_count && t->names_by_address; i++)
+    t->names_by_address = t->binaries[i - 1].name < t->binaries[i].name;
+  return KPACK_SUCCESS;
+}
+
 kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
                            const uint8_t** frame_sizes,
                            size_t* frame_sizes_len) {
   toc_fields f;
-  toc_builder b = {toc, NULL, 0};
+  toc_builder b = {.toc = toc,
+                   .hsaco = UINT32_MAX,
+                   .arch_memo = {0, UINT32_MAX},
+                   .type_memo = {0, UINT32_MAX}};
   mp_cursor c = mp_cursor_make(data, size);
+  uint32_t group = 0, family = 0, *arches = NULL;
   kpack_error_t err;
 
   memset(toc, 0, sizeof(*toc));
@@ -344,10 +527,6 @@ kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
   toc->group_name = "";
   toc->family = "";
   toc->scheme = KPACK_COMPRESSION_NOOP;
-  toc->arena = malloc(size + 1);
-  if (toc->arena == NULL)
-    return KPACK_ERROR_OUT_OF_MEMORY;
-  b.arena_pos = toc->arena;
 
   if ((err = locate_fields(&b, &c, &f)) != KPACK_SUCCESS)
     goto fail;
@@ -362,12 +541,11 @@ kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
   }
   if (f.has_scheme && (err = parse_scheme(f.scheme, &toc->scheme)))
     goto fail;
-  if (f.has_group_name &&
-      (err = read_name(&b, &f.group_name, &toc->group_name)))
+  if (f.has_group_name && (err = read_name(&b, &f.group_name, NULL, &group)))
     goto fail;
-  if (f.has_family && (err = read_name(&b, &f.family, &toc->family)))
+  if (f.has_family && (err = read_name(&b, &f.family, NULL, &family)))
     goto fail;
-  if (f.has_arches && (err = parse_arches(&b, f.arches)))
+  if (f.has_arches && (err = parse_arches(&b, f.arches, &arches)))
     goto fail;
   if (!f.has_toc) {
     err = KPACK_ERROR_INVALID_FORMAT;
@@ -390,22 +568,26 @@ kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
     err = KPACK_ERROR_INVALID_FORMAT; /* kernels, but no frames to hold them */
     goto fail;
   }
-  toc->names_by_address = true;
-  for (size_t i = 1; i < toc->binary_count && toc->names_by_address; i++)
-    toc->names_by_address =
-        (uintptr_t)toc->binaries[i - 1].name < (uintptr_t)toc->binaries[i].name;
+  if ((err = finish(&b, &f, group, family, arches)))
+    goto fail;
+  free(arches);
+  free(b.names);
   return KPACK_SUCCESS;
 
 fail:
+  free(arches);
+  free(b.names);
   kp_toc_free(toc);
   return err;
 }
 
 void kp_toc_free(kp_toc* toc) {
-  free(toc->arena);
+  free(toc->strings);
   free(toc->arches);
   free(toc->binaries);
   free(toc->kernels);
+  free(toc->metadata);
+  free(toc->metadata_bytes);
   free(toc->extents);
   memset(toc, 0, sizeof(*toc));
 }
@@ -416,11 +598,12 @@ void kp_toc_free(kp_toc* toc) {
  * walking a large TOC. Any other string is found by its bytes. */
 const kp_binary* kp_toc_find_binary(const kp_toc* toc, const char* name) {
   size_t lo = 0, hi = toc->binary_count;
-  if (toc->names_by_address) {
-    uintptr_t p = (uintptr_t)name;
+  if (toc->names_by_address && name >= toc->strings &&
+      name < toc->strings + toc->strings_size) {
+    uint32_t p = (uint32_t)(name - toc->strings);
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
-      uintptr_t at = (uintptr_t)toc->binaries[mid].name;
+      uint32_t at = toc->binaries[mid].name;
       if (p == at)
         return &toc->binaries[mid];
       if (p < at)
@@ -433,7 +616,7 @@ const kp_binary* kp_toc_find_binary(const kp_toc* toc, const char* name) {
   }
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int cmp = strcmp(name, toc->binaries[mid].name);
+    int cmp = strcmp(name, kp_toc_str(toc, toc->binaries[mid].name));
     if (cmp == 0)
       return &toc->binaries[mid];
     if (cmp < 0)
@@ -452,12 +635,12 @@ const kp_kernel* kp_toc_find_kernel(const kp_toc* toc, const char* binary,
   const kp_kernel* k = toc->kernels + bin->first;
   /* A binary has a handful of arches: its own strings are checked first. */
   for (size_t i = 0; i < bin->count && i < 16; i++)
-    if (k[i].arch == arch)
+    if (kp_toc_str(toc, k[i].arch) == arch)
       return &k[i];
   size_t lo = 0, hi = bin->count;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
-    int cmp = strcmp(arch, k[mid].arch);
+    int cmp = strcmp(arch, kp_toc_str(toc, k[mid].arch));
     if (cmp == 0)
       return &k[mid];
     if (cmp < 0)

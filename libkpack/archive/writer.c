@@ -720,10 +720,13 @@ KPACK_API kpack_error_t kpack_writer_copy_kernel(kpack_writer_t* w,
     return KPACK_ERROR_OUT_OF_MEMORY;
   /* A map written by another tool is passed on only if it is one this
    * writer would accept itself. */
-  if (k->metadata != NULL &&
-      kp_metadata_check(k->metadata, k->metadata_size) != KPACK_SUCCESS)
+  const uint8_t* map;
+  size_t map_size;
+  kp_toc_metadata(&archive->toc, k, &map, &map_size);
+  if (map != NULL && kp_metadata_check(map, map_size) != KPACK_SUCCESS)
     return KPACK_ERROR_INVALID_METADATA;
-  wr_entry_info info = {k->size, k->type, k->metadata, k->metadata_size};
+  wr_entry_info info = {k->size, kp_toc_str(&archive->toc, k->type), map,
+                        map_size};
   kpack_error_t err;
 
   if (w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL &&

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: MIT
  *
- * `make bench` (README "Performance"): shared helpers of the benchmark. bench.c
- * generates the data sets and runs the rows; library.c measures libkpack
- * against raw zstd, pread and msgpack; create.c `kpack create` against `zstd -3
- * -T1`; mounts.c kpackfs against squashfuse_ll on the same kernels. Every row
- * is a ratio of two measurements taken in the same run, so a noisy machine
- * shifts both sides alike; it reports and never fails.
+ * `make bench` (README "Performance"): shared helpers of the benchmark.
+ * bench.c generates the data sets and runs the rows; library.c measures
+ * libkpack against raw zstd, pread and msgpack; create.c `kpack create`
+ * against `zstd -3 -T1`; mounts.c kpackfs against squashfuse_ll on the same
+ * kernels; install.c a whole multi-arch install (420 archives) mounted and
+ * listed. Every row is a ratio of two measurements taken in the same run,
+ * so a noisy machine shifts both sides alike; it reports and never fails.
  */
 #ifndef KPACK_BENCH_H
 #define KPACK_BENCH_H
@@ -81,6 +82,21 @@ bn_proc bn_run_ok(char* const argv[]);
 /* Whether a program is on PATH. */
 bool bn_have(const char* program);
 
+/* ---- FUSE daemons ---- */
+typedef struct bn_daemon {
+  pid_t pid;
+  const char* dir;
+} bn_daemon;
+/* Starts a FUSE daemon in the foreground (argv); returns the seconds until
+ * the mount appears on `dir`. Its output goes to `log`, or nowhere. */
+double bn_daemon_start(bn_daemon* m, char* const argv[], const char* dir,
+                       const char* log);
+/* Unmounts (fusermount3 -u, SIGTERM if that fails) and reaps the daemon. */
+void bn_daemon_stop(bn_daemon* m);
+/* readdir + lstat of everything below `path`, as find(1) does; returns the
+ * entries seen and adds the directories to *dirs. */
+size_t bn_walk(const char* path, size_t* dirs);
+
 /* ---- kernels of an archive ---- */
 typedef struct bn_kernel {
   const char* binary;
@@ -97,5 +113,6 @@ void bench_create(const bench_data* d);
 void bench_mounts(const bench_data* d);
 void bench_transform(const bench_data* d);
 void bench_split(const bench_data* d);
+void bench_install(const bench_data* d);
 
 #endif /* KPACK_BENCH_H */

@@ -5,6 +5,7 @@
  * archive's kernels.
  */
 #include <dirent.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -218,4 +219,62 @@ kpack_archive_t bn_open_listed(const char* path, bn_kernel** kernels,
   }
   *kernels = k;
   return a;
+}
+
+/* ---- FUSE daemons -------------------------------------------------------- */
+
+/* Starts a FUSE daemon in the foreground; returns the seconds until the
+ * mount appears. Its output goes to `log`, or nowhere when NULL. */
+double bn_daemon_start(bn_daemon* m, char* const argv[], const char* dir,
+                       const char* log) {
+  struct stat before, st;
+  mkdir(dir, 0755);
+  if (stat(dir, &before) != 0)
+    bn_die("%s: cannot stat", dir);
+  m->dir = dir;
+  double t = bn_now();
+  m->pid = fork();
+  if (m->pid == 0) {
+    int out = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(out, 1);
+    dup2(out, 2);
+    execvp(argv[0], argv);
+    _exit(127);
+  }
+  for (;;) {
+    if (stat(dir, &st) == 0 && st.st_dev != before.st_dev)
+      return bn_now() - t;
+    if (waitpid(m->pid, NULL, WNOHANG) == m->pid || bn_now() - t > 60)
+      bn_die("%s did not mount %s", argv[0], dir);
+    usleep(200);
+  }
+}
+
+void bn_daemon_stop(bn_daemon* m) {
+  char* argv[] = {"fusermount3", "-u", (char*)m->dir, NULL};
+  bn_proc p = bn_run(argv, NULL);
+  if (!WIFEXITED(p.status) || WEXITSTATUS(p.status) != 0)
+    kill(m->pid, SIGTERM);
+  waitpid(m->pid, NULL, 0);
+}
+
+/* readdir + lstat of everything, as find(1) does; counts directories. */
+size_t bn_walk(const char* path, size_t* dirs) {
+  size_t count = 1;
+  DIR* d = opendir(path);
+  if (d == NULL)
+    return count;
+  ++*dirs;
+  char child[4096];
+  for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
+    struct stat st;
+    if (lstat(child, &st) != 0)
+      continue;
+    count += S_ISDIR(st.st_mode) ? bn_walk(child, dirs) : 1;
+  }
+  closedir(d);
+  return count;
 }

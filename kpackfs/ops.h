@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * ops.c: the FUSE low-level request handlers over one filesystem. kfs_fs
+ * holds the immutable tree and, beside it, everything that changes while
+ * mounted: the shared kernel cache (its own lock, libkpack), the renders
+ * (render.h, its own lock), the list of open files (handles_lock) and the
+ * request counters (atomics).
+ */
+#ifndef KPACKFS_OPS_H
+#define KPACKFS_OPS_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "kpackfs.h"
+#include "render.h"
+#include "tree.h"
+
+struct kfs_handle;
+
+/* Everything the request handlers share; fuse userdata. */
+typedef struct kfs_fs {
+  kfs_tree tree;       /* read-only while mounted */
+  kfs_renders renders; /* one slot per kernel file */
+  kpack_kcache_t* cache;
+  /* `handles_lock` protects the list of open files, which outlive the
+   * session when it ends with files still open (SIGTERM, lazy unmount). */
+  pthread_mutex_t handles_lock;
+  struct kfs_handle* handles;
+  uid_t uid;
+  gid_t gid;
+  struct fuse_session* session; /* for invalidations; set before mounting */
+  bool no_opendir;              /* set once by init: the kernel skips OPENDIR */
+  atomic_uint_fast64_t opens;   /* kernel files opened */
+  atomic_uint_fast64_t read_requests; /* kernel reads the daemon served */
+  atomic_uint_fast64_t read_errors;   /* first reads refused (EIO...) */
+} kfs_fs;
+
+extern const struct fuse_lowlevel_ops kfs_ops;
+
+/* After the session loop has returned: closes every file the kernel never
+ * released, unpinning its kernel, so the cache can be destroyed. */
+void kfs_close_open_files(kfs_fs* fs);
+
+#endif /* KPACKFS_OPS_H */
