@@ -18,6 +18,7 @@
 #include "fatbin_stream.h"
 #include "host_view.h"
 
+// clang-format off
 static const char create_manual[] =
     "NAME\n"
     "    kpack create - pack GPU code objects into a kpack archive\n"
@@ -45,8 +46,7 @@ static const char create_manual[] =
     "    whose kernels are merged in without extracting anything, with their\n"
     "    metadata maps; the architectures it declares are declared too.\n"
     "    Between zstd archives a kernel's frame is copied byte for byte, once\n"
-    "    it has been read back as the kernel; -l compresses such kernels "
-    "again\n"
+    "    it has been read back as the kernel; -l compresses such kernels again\n"
     "    at that level, --no-compress stores them raw. Unless --group or\n"
     "    --family are given, the output takes the group_name and\n"
     "    gfx_arch_family the input archives that set them agree on.\n"
@@ -79,15 +79,12 @@ static const char create_manual[] =
     "\n"
     "OPTIONS\n"
     "    -o, --output OUT      the archive to create (replaced if it exists)\n"
-    "    -l, --level LEVEL     zstd level, 1-22 (default 3); also "
-    "recompresses\n"
+    "    -l, --level LEVEL     zstd level, 1-22 (default 3); also recompresses\n"
     "                          kernels taken from archives\n"
     "        --no-compress     store kernels raw (scheme \"none\")\n"
-    "    -j, --jobs N          compression threads (default 1; 0: one per "
-    "CPU)\n"
+    "    -j, --jobs N          compression threads (default 1; 0: one per CPU)\n"
     "        --group G         TOC group_name, e.g. blas (default \"\")\n"
-    "        --family F        TOC gfx_arch_family, e.g. gfx94X (default "
-    "\"\")\n"
+    "        --family F        TOC gfx_arch_family, e.g. gfx94X (default \"\")\n"
     "        --arch ARCH       pack only kernels for ARCH and declare these\n"
     "                          architectures in this order (repeatable)\n"
     "        --fatbin ELF[=BINARY_NAME]\n"
@@ -99,18 +96,16 @@ static const char create_manual[] =
     "    Progress is shown on standard error when it is a terminal.\n"
     "\n"
     "EXAMPLES\n"
-    "    kpack create -o rand.kpack -j8 --group rand "
-    "--fatbin librocrand.so.1.1=lib/librocrand.so.1\n"
-    "    kpack create -o rand_gfx90a.kpack --arch gfx90a:xnack- --arch "
-    "gfx90a:xnack+ \\\n"
+    "    kpack create -o rand.kpack -j8 --group rand --fatbin librocrand.so.1.1=lib/librocrand.so.1\n"
+    "    kpack create -o rand_gfx90a.kpack --arch gfx90a:xnack- --arch gfx90a:xnack+ \\\n"
     "        --fatbin librocrand.so.1.1=lib/librocrand.so.1\n"
-    "    kpack extract -C tree old.kpack && kpack create -o new.kpack -l 19 "
-    "tree\n"
+    "    kpack extract -C tree old.kpack && kpack create -o new.kpack -l 19 tree\n"
     "    kpack create -o blas.kpack shard0.kpack shard1.kpack extra-tree\n"
     "\n"
     "EXIT STATUS\n"
     "    0 the archive was written; 1 an input or the output failed (OUT is\n"
     "    left as it was); 2 bad command line; 130 interrupted.\n";
+// clang-format on
 
 static int create_run(int argc, char** argv);
 

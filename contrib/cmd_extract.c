@@ -13,6 +13,7 @@
 
 #include "cli.h"
 
+// clang-format off
 static const char extract_manual[] =
     "NAME\n"
     "    kpack extract - write archives out as the tree kpackfs shows\n"
@@ -23,27 +24,23 @@ static const char extract_manual[] =
     "\n"
     "DESCRIPTION\n"
     "    Writes every kernel to DIR/<binary>/<arch>/kernel.<type>, the layout\n"
-    "    kpackfs mounts (e.g. lib/librocrand.so.1#0/gfx90a:xnack-/"
-    "kernel.hsaco),\n"
+    "    kpackfs mounts (e.g. lib/librocrand.so.1#0/gfx90a:xnack-/kernel.hsaco),\n"
     "    with the files a mount shows beside it, byte for byte:\n"
     "\n"
     "        " KPACK_CO_KERNELS_FILE
     "               one line per GPU kernel of a code object:\n"
-    "                              name, vgpr, sgpr, agpr, lds, scratch, "
-    "wave,\n"
+    "                              name, vgpr, sgpr, agpr, lds, scratch, wave,\n"
     "                              wg, kernarg\n"
     "        " KPACK_CO_METADATA_FILE
     "         the code object's metadata note as JSON\n"
     "        " KPACK_ENTRY_METADATA_FILE
     "  the TOC entry's metadata map (MessagePack;\n"
-    "                              `kpack list --json` shows it as JSON), "
-    "when\n"
+    "                              `kpack list --json` shows it as JSON), when\n"
     "                              the entry has one\n"
     "\n"
     "    " KPACK_CO_KERNELS_FILE " and " KPACK_CO_METADATA_FILE
     " are written beside every kernel of type\n"
-    "    hsaco, and are empty when its bytes are not an AMDGPU code object "
-    "(as\n"
+    "    hsaco, and are empty when its bytes are not an AMDGPU code object (as\n"
     "    in a mount; `kpack info` on the kernel says why). Directories are\n"
     "    created as needed and files replaced; one of these three files that\n"
     "    an earlier extraction left beside a kernel which now has none is\n"
@@ -54,15 +51,13 @@ static const char extract_manual[] =
     "    a leading '/', a '/' inside an arch) is skipped with a message.\n"
     "\n"
     "OPTIONS\n"
-    "    -C, --directory DIR  extract into DIR (default: the current "
-    "directory)\n"
+    "    -C, --directory DIR  extract into DIR (default: the current directory)\n"
     "    -b, --binary BINARY  only this binary (as listed, with #N)\n"
     "    -a, --arch ARCH      only this architecture (as listed)\n"
     "    -B, --bytes-only     write only what `kpack create` reads back, the\n"
     "                         kernels and " KPACK_ENTRY_METADATA_FILE
     ", without\n"
-    "                         reading any code object "
-    "(no " KPACK_CO_KERNELS_FILE
+    "                         reading any code object (no " KPACK_CO_KERNELS_FILE
     " or\n"
     "                         " KPACK_CO_METADATA_FILE
     ")\n"
@@ -76,15 +71,14 @@ static const char extract_manual[] =
     "\n"
     "EXAMPLES\n"
     "    kpack extract -C tree .kpack/*.kpack\n"
-    "    kpack extract -C tree -a gfx1030 rand.kpack && kpack create -o "
-    "gfx1030.kpack tree\n"
-    "    kpack extract -C tree rand.kpack && grep -r xorwow tree "
-    "--include=kernels\n"
+    "    kpack extract -C tree -a gfx1030 rand.kpack && kpack create -o gfx1030.kpack tree\n"
+    "    kpack extract -C tree rand.kpack && grep -r xorwow tree --include=kernels\n"
     "\n"
     "EXIT STATUS\n"
     "    0 every kernel was written; 1 an archive could not be opened, a\n"
     "    kernel could not be read or written, or a name was unsafe; 2 bad\n"
     "    command line; 130 interrupted.\n";
+// clang-format on
 
 static int extract_run(int argc, char** argv);
 

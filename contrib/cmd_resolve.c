@@ -12,6 +12,7 @@
 #include "host_view.h"
 #include "json.h"
 
+// clang-format off
 static const char resolve_manual[] =
     "NAME\n"
     "    kpack resolve - explain how the loader finds (or fails to find) a\n"
@@ -94,11 +95,9 @@ static const char resolve_manual[] =
     "    kpack resolve --binary /opt/rocm/lib/librocblas.so.5 --co-index 3 \\\n"
     "        --arch gfx90a:sramecc+:xnack-\n"
     "    kpack resolve --binary /opt/rocm/lib/librocrand.so.1 \\\n"
-    "        --kernel lib/librocrand.so.1 --search-path "
-    "../.kpack/rand_lib_@GFXARCH@.kpack \\\n"
+    "        --kernel lib/librocrand.so.1 --search-path ../.kpack/rand_lib_@GFXARCH@.kpack \\\n"
     "        --arch gfx90a:sramecc+:xnack-\n"
-    "    ROCM_KPACK_PATH=/opt/x/.kpack kpack resolve --kernel "
-    "'lib/libfoo.so#2' --arch gfx1100\n"
+    "    ROCM_KPACK_PATH=/opt/x/.kpack kpack resolve --kernel 'lib/libfoo.so#2' --arch gfx1100\n"
     "\n"
     "EXIT STATUS\n"
     "    0 a code object was found (with --binary alone: for every record\n"
@@ -106,6 +105,7 @@ static const char resolve_manual[] =
     "    (the status name is printed), a fat binary has a bundle with nothing\n"
     "    the agent runs, a record is unusable, or the binary cannot be read\n"
     "    or holds no HIP device code; 2 bad command line.\n";
+// clang-format on
 
 static int resolve_run(int argc, char** argv);
 

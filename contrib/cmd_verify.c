@@ -14,6 +14,7 @@
 #include "cli.h"
 #include "code_object_view.h"
 
+// clang-format off
 static const char verify_manual[] =
     "NAME\n"
     "    kpack verify - check that every kernel of archives reads back\n"
@@ -43,8 +44,7 @@ static const char verify_manual[] =
     "    a read that failed or a sentence saying what is wrong:\n"
     "\n"
     "        ARCHIVE: BINARY ARCH: KPACK_ERROR_NAME (meaning)\n"
-    "        ARCHIVE: BINARY ARCH: code object built for T is filed under "
-    "A...\n"
+    "        ARCHIVE: BINARY ARCH: code object built for T is filed under A...\n"
     "\n"
     "    followed by one summary line per archive.\n"
     "\n"
@@ -84,6 +84,7 @@ static const char verify_manual[] =
     "EXIT STATUS\n"
     "    0 no problem (warnings allowed); 1 at least one problem; 2 bad\n"
     "    command line; 130 interrupted.\n";
+// clang-format on
 
 static int verify_run(int argc, char** argv);
 

@@ -19,6 +19,7 @@ static const cli_command* const commands[] = {
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
 
 static void print_overview(FILE* out) {
+  // clang-format off
   fputs(
       "NAME\n"
       "    kpack - inspect, verify, extract and create kpack archives of GPU\n"
@@ -31,8 +32,10 @@ static void print_overview(FILE* out) {
       "\n"
       "COMMANDS\n",
       out);
+  // clang-format on
   for (size_t i = 0; i < COMMAND_COUNT; i++)
     fprintf(out, "    %-9s %s\n", commands[i]->name, commands[i]->summary);
+  // clang-format off
   fputs(
       "\n"
       "    Every command takes --help. Output is a table for people; list,\n"
@@ -40,12 +43,9 @@ static void print_overview(FILE* out) {
       "\n"
       "EXAMPLES\n"
       "    kpack list .kpack/*.kpack\n"
-      "    kpack create -o rand.kpack -j8 --fatbin "
-      "librocrand.so.1.1=lib/librocrand.so.1\n"
-      "    kpack resolve --binary lib/librocrand.so.1 --kernel "
-      "lib/librocrand.so.1 \\\n"
-      "        --search-path ../.kpack/rand.kpack --arch "
-      "gfx90a:sramecc+:xnack-\n"
+      "    kpack create -o rand.kpack -j8 --fatbin librocrand.so.1.1=lib/librocrand.so.1\n"
+      "    kpack resolve --binary lib/librocrand.so.1 --kernel lib/librocrand.so.1 \\\n"
+      "        --search-path ../.kpack/rand.kpack --arch gfx90a:sramecc+:xnack-\n"
       "\n"
       "EXIT STATUS\n"
       "    0 success, 1 failure (the message names the file and the kpack\n"
@@ -57,14 +57,14 @@ static void print_overview(FILE* out) {
       "                            them) searched instead of embedded paths\n"
       "    ROCM_KPACK_PATH_PREFIX  searched before the embedded paths\n"
       "    ROCM_KPACK_DISABLE      the loader finds nothing\n"
-      "    ROCM_KPACK_DEBUG        the loader logs each step on standard "
-      "error\n"
+      "    ROCM_KPACK_DEBUG        the loader logs each step on standard error\n"
       "\n"
       "    kpack resolve searches as the HIP runtime would with them.\n"
       "\n"
       "SEE ALSO\n"
       "    kpackfs(8)\n",
       out);
+  // clang-format on
 }
 
 /* ---- standard output ----------------------------------------------------

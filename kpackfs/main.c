@@ -73,6 +73,7 @@ static const struct fuse_opt kfs_opts[] = {
  * (contrib/manpage.sh), so the two cannot drift apart. Sections and
  * layout follow the kpack tool's manuals; libfuse prints its own options. */
 static void usage(void) {
+  // clang-format off
   fputs(
       "NAME\n"
       "    kpackfs - mount kpack archives of GPU code objects as a read-only\n"
@@ -124,22 +125,22 @@ static void usage(void) {
       "\n"
       "FUSE OPTIONS\n",
       stdout);
+  // clang-format on
   /* libfuse's own text, with the same layout. */
   fflush(stdout);
   fuse_cmdline_help();
   fuse_lowlevel_help();
+  // clang-format off
   fputs(
       "\n"
       "EXAMPLES\n"
       "    kpackfs /opt/rocm/lib/.kpack /mnt/kernels\n"
-      "    kpackfs -o cache_size=512M,allow_other a.kpack b.kpack "
-      "/mnt/kernels\n"
+      "    kpackfs -o cache_size=512M,allow_other a.kpack b.kpack /mnt/kernels\n"
       "    fusermount3 -u /mnt/kernels\n"
       "\n"
       "    An /etc/fstab line (several sources join with ':'):\n"
       "\n"
-      "        /opt/rocm/lib/.kpack  /mnt/kernels  fuse.kpackfs  "
-      "noauto,allow_other  0  0\n"
+      "        /opt/rocm/lib/.kpack  /mnt/kernels  fuse.kpackfs  noauto,allow_other  0  0\n"
       "\n"
       "EXIT STATUS\n"
       "    0 after a clean unmount (or for --help and --version); 1 when a\n"
@@ -148,6 +149,7 @@ static void usage(void) {
       "SEE ALSO\n"
       "    kpack(1), fusermount3(1), mount.fuse3(8), fstab(5)\n",
       stdout);
+  // clang-format on
 }
 
 /* SIZE with an optional K, M, G or T suffix (powers of 1024). */
