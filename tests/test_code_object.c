@@ -676,6 +676,27 @@ static void test_kernel_names_cannot_split_their_line_or_fields(void** state) {
   fx_free(&image);
 }
 
+static void test_escape_name_writes_a_name_as_the_kernels_text_does(
+    void** state) {
+  (void)state;
+  char* escaped;
+  assert_int_equal(kpack_co_escape_name("a\tb\\c\nd\re\x01"
+                                        "f\x7fg_Z3fooé",
+                                        &escaped),
+                   KPACK_SUCCESS);
+  assert_string_equal(escaped, "a\\tb\\\\c\\nd\\re\\x01f\\x7fg_Z3fooé");
+  free(escaped);
+  assert_int_equal(kpack_co_escape_name("", &escaped), KPACK_SUCCESS);
+  assert_string_equal(escaped, "");
+  free(escaped);
+  escaped = (char*)"x";
+  assert_int_equal(kpack_co_escape_name(NULL, &escaped),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_null(escaped);
+  assert_int_equal(kpack_co_escape_name("a", NULL),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+}
+
 static void test_metadata_text_is_the_indented_note_and_a_newline(
     void** state) {
   (void)state;
@@ -1338,6 +1359,7 @@ int main(void) {
       cmocka_unit_test(test_kernels_text_is_one_line_per_kernel_in_note_order),
       cmocka_unit_test(test_kernels_text_shows_absent_counts_as_a_dash),
       cmocka_unit_test(test_kernel_names_cannot_split_their_line_or_fields),
+      cmocka_unit_test(test_escape_name_writes_a_name_as_the_kernels_text_does),
       cmocka_unit_test(test_metadata_text_is_the_indented_note_and_a_newline),
       cmocka_unit_test(test_bytes_that_are_no_code_object_render_empty_files),
       cmocka_unit_test(test_note_json_cannot_show_leaves_only_metadata_empty),

@@ -55,6 +55,16 @@ KPACK_API bool kpack_co_kernel_resource(const kpack_co_kernel_t* kernel,
                                         size_t index, const char** key,
                                         uint64_t* value);
 
+/* A kernel name as a `kernels` line writes it (above): backslash, tab,
+ * newline and carriage return as \\ \t \n \r, other control bytes as
+ * \xHH, every other byte as it is. Tools that show names in columns use
+ * it so that they escape exactly as a mount does. Sets *escaped to a
+ * malloc'ed, NUL-terminated copy the caller releases with free().
+ *   INVALID_ARGUMENT  name or escaped is NULL
+ *   OUT_OF_MEMORY     allocation failed
+ * On failure *escaped is NULL (when escaped is not NULL). */
+KPACK_API kpack_error_t kpack_co_escape_name(const char* name, char** escaped);
+
 /* The files and attributes a kernel shows, from its bytes. */
 typedef struct kpack_co_render {
   char* kernels;       /* the `kernels` text, NUL-terminated */

@@ -54,7 +54,8 @@ KPACK_API bool kpack_co_kernel_resource(const kpack_co_kernel_t* kernel,
 }
 
 /* A kernel name on one line: C escapes for the backslash and for control
- * bytes, so that a name can split neither its line nor its fields. */
+ * bytes, so that a name can split neither its line nor its fields. The one
+ * rule for names in columns: kpack_co_escape_name() gives it to the tool. */
 static void put_name(FILE* f, const char* s) {
   for (const unsigned char* p = (const unsigned char*)s; *p; p++) {
     if (*p == '\\')
@@ -70,6 +71,26 @@ static void put_name(FILE* f, const char* s) {
     else
       fputc(*p, f);
   }
+}
+
+kpack_error_t kpack_co_escape_name(const char* name, char** escaped) {
+  if (escaped != NULL)
+    *escaped = NULL;
+  if (name == NULL || escaped == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  char* text = NULL;
+  size_t len = 0;
+  FILE* f = open_memstream(&text, &len);
+  if (f == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  put_name(f, name);
+  bool failed = ferror(f) != 0;
+  if (fclose(f) != 0 || failed) {
+    free(text);
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  }
+  *escaped = text;
+  return KPACK_SUCCESS;
 }
 
 static kpack_error_t render_kernels(const kpack_code_object_t* co, size_t count,
