@@ -24,6 +24,21 @@ void cli_error(const char* fmt, ...) {
   va_end(ap);
 }
 
+void* cli_grow(void* items, size_t count, size_t* cap, size_t size,
+               size_t first) {
+  if (count < *cap)
+    return items;
+  size_t next = *cap ? *cap : first;
+  if (*cap > SIZE_MAX / 2 || size == 0 || next > SIZE_MAX / 2 / size)
+    return NULL;
+  if (*cap)
+    next = *cap * 2;
+  void* grown = realloc(items, next * size);
+  if (grown != NULL)
+    *cap = next;
+  return grown;
+}
+
 const char* cli_error_text(kpack_error_t err) {
   switch (err) {
     case KPACK_SUCCESS:
@@ -157,16 +172,13 @@ void cli_table_row(cli_table* t, const char* fmt, ...) {
     free(line);
     return;
   }
-  if (t->rows == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 16;
-    char** cells = realloc(t->cells, cap * t->cols * sizeof(*cells));
-    if (cells == NULL) {
-      cli_error("out of memory");
-      exit(CLI_FAIL);
-    }
-    t->cells = cells;
-    t->cap = cap;
+  char** cells =
+      cli_grow(t->cells, t->rows, &t->cap, t->cols * sizeof(*cells), 16);
+  if (cells == NULL) {
+    cli_error("out of memory");
+    exit(CLI_FAIL);
   }
+  t->cells = cells;
   /* Split on tabs; the row owns one copy per cell. */
   char* rest = line;
   for (size_t c = 0; c < t->cols; c++) {
@@ -207,37 +219,21 @@ void cli_table_free(cli_table* t) {
   free(t->texts);
   t->cells = NULL;
   t->texts = NULL;
-  t->rows = t->cap = t->text_count = 0;
+  t->rows = t->cap = t->text_count = t->text_cap = 0;
 }
 
 const char* cli_table_text(cli_table* t, const char* s) {
+  /* Most names need no escape: no copy for them. */
   const unsigned char* p = (const unsigned char*)s;
   while (*p >= 0x20 && *p != 0x7f && *p != '\\')
     p++;
   if (*p == '\0')
     return s;
   char* text = NULL;
-  size_t len = 0;
-  FILE* f = open_memstream(&text, &len);
-  if (f == NULL)
+  if (kpack_co_escape_name(s, &text) != KPACK_SUCCESS)
     goto oom;
-  for (p = (const unsigned char*)s; *p; p++) {
-    if (*p == '\\')
-      fputs("\\\\", f);
-    else if (*p == '\t')
-      fputs("\\t", f);
-    else if (*p == '\n')
-      fputs("\\n", f);
-    else if (*p == '\r')
-      fputs("\\r", f);
-    else if (*p < 0x20 || *p == 0x7f)
-      fprintf(f, "\\x%02x", *p);
-    else
-      fputc(*p, f);
-  }
-  if (fclose(f) != 0)
-    goto oom;
-  char** texts = realloc(t->texts, (t->text_count + 1) * sizeof(*texts));
+  char** texts =
+      cli_grow(t->texts, t->text_count, &t->text_cap, sizeof(*texts), 16);
   if (texts == NULL)
     goto oom;
   t->texts = texts;
@@ -315,13 +311,10 @@ bool cli_read_file(const char* path, void** data, size_t* size) {
   if (buf == NULL)
     goto done;
   for (;;) {
-    if (n == cap) {
-      uint8_t* p = realloc(buf, cap * 2);
-      if (p == NULL)
-        goto done;
-      buf = p;
-      cap *= 2;
-    }
+    uint8_t* grown = cli_grow(buf, n, &cap, 1, 1);
+    if (grown == NULL)
+      goto done;
+    buf = grown;
     ssize_t got = read(fd, buf + n, cap - n);
     if (got < 0 && errno == EINTR)
       continue;

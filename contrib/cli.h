@@ -57,6 +57,17 @@ int cli_print_manual(const cli_command* cmd);
 bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
                     unsigned long* out);
 
+/* ---- memory -------------------------------------------------------------- */
+
+/* Makes room for element `count` of an array of `*cap` elements of `size`
+ * bytes, the one way the tool grows an array (as kp_grow does inside the
+ * library): returns `items` itself while count < *cap, else the array moved
+ * to twice its capacity (`first` elements when it has none) with *cap
+ * updated. NULL when that allocation fails or its size would overflow:
+ * `items` and *cap are then unchanged and still the caller's. */
+void* cli_grow(void* items, size_t count, size_t* cap, size_t size,
+               size_t first);
+
 /* ---- output -------------------------------------------------------------- */
 
 /* A text table: columns sized to their widest cell, numbers right-aligned. */
@@ -67,7 +78,7 @@ typedef struct cli_table {
   char** cells;      /* rows * cols, owned */
   size_t rows, cap;
   char** texts; /* escaped copies made by cli_table_text(), owned */
-  size_t text_count;
+  size_t text_count, text_cap;
   /* A table too large to keep (a whole install's kernels) is made in two
    * passes over the same rows: see cli_table_measure(). */
   bool measuring;
@@ -89,11 +100,10 @@ void cli_table_free(cli_table* t);
 void cli_table_measure(cli_table* t);
 void cli_table_stream(cli_table* t, FILE* out);
 /* `s` as one cell's text: itself when it holds no control byte and no
- * backslash, else a copy
- * kept by the table until cli_table_free() with backslash, tab, newline and
- * carriage return written \\ \t \n \r and other control bytes \xHH,
- * as the `kernels` file of a mount writes a kernel's name, so that a name
- * can split neither its row nor its columns. */
+ * backslash, else a copy kept by the table until cli_table_free(), escaped
+ * by kpack_co_escape_name() as the `kernels` file of a mount writes a
+ * kernel's name, so that a name can split neither its row nor its
+ * columns. */
 const char* cli_table_text(cli_table* t, const char* s);
 
 /* A sum of sizes that says so when it passes what 64 bits hold, instead of

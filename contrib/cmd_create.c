@@ -146,7 +146,7 @@ typedef struct cr_sidecar {
 
 typedef struct cr_state {
   cr_source* sources;
-  size_t source_count;
+  size_t source_count, source_cap;
   cr_item* items;
   size_t count, cap;
   cr_sidecar* sidecars;
@@ -159,14 +159,10 @@ typedef struct cr_state {
 /* ---- scanning ------------------------------------------------------------ */
 
 static bool add_item(cr_state* s, cr_item item) {
-  if (s->count == s->cap) {
-    size_t cap = s->cap ? s->cap * 2 : 64;
-    cr_item* p = realloc(s->items, cap * sizeof(*p));
-    if (p == NULL)
-      goto fail;
-    s->items = p;
-    s->cap = cap;
-  }
+  cr_item* p = cli_grow(s->items, s->count, &s->cap, sizeof(*p), 64);
+  if (p == NULL)
+    goto fail;
+  s->items = p;
   if (item.binary == NULL || item.arch == NULL)
     goto fail;
   s->items[s->count++] = item;
@@ -191,14 +187,11 @@ static bool has_index_suffix(const char* binary) {
 }
 
 static bool add_sidecar(cr_state* s, cr_sidecar sidecar) {
-  if (s->sidecar_count == s->sidecar_cap) {
-    size_t cap = s->sidecar_cap ? s->sidecar_cap * 2 : 16;
-    cr_sidecar* p = realloc(s->sidecars, cap * sizeof(*p));
-    if (p == NULL)
-      goto fail;
-    s->sidecars = p;
-    s->sidecar_cap = cap;
-  }
+  cr_sidecar* p =
+      cli_grow(s->sidecars, s->sidecar_count, &s->sidecar_cap, sizeof(*p), 16);
+  if (p == NULL)
+    goto fail;
+  s->sidecars = p;
   if (sidecar.binary == NULL || sidecar.arch == NULL || sidecar.file == NULL)
     goto fail;
   s->sidecars[s->sidecar_count++] = sidecar;
@@ -780,7 +773,8 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
 /* ---- command ------------------------------------------------------------- */
 
 static bool add_source(cr_state* s, const char* path, char* name) {
-  cr_source* p = realloc(s->sources, (s->source_count + 1) * sizeof(*p));
+  cr_source* p =
+      cli_grow(s->sources, s->source_count, &s->source_cap, sizeof(*p), 4);
   if (p == NULL) {
     free(name);
     return false;

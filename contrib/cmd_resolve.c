@@ -147,16 +147,12 @@ static char* dup_or_null(const char* s, bool* failed) {
 
 static void record(const kpack_trace_event_t* ev, void* user) {
   rs_trace* t = user;
-  if (t->count == t->cap) {
-    size_t cap = t->cap ? t->cap * 2 : 32;
-    rs_event* p = realloc(t->events, cap * sizeof(*p));
-    if (p == NULL) {
-      t->failed = true;
-      return;
-    }
-    t->events = p;
-    t->cap = cap;
+  rs_event* p = cli_grow(t->events, t->count, &t->cap, sizeof(*p), 32);
+  if (p == NULL) {
+    t->failed = true;
+    return;
   }
+  t->events = p;
   rs_event* e = &t->events[t->count++];
   memset(e, 0, sizeof(*e));
   e->kind = ev->kind;

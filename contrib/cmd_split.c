@@ -197,7 +197,7 @@ typedef struct sp_state {
   sp_group* groups;
   size_t group_count;
   sp_dropped* dropped;
-  size_t dropped_count;
+  size_t dropped_count, dropped_cap;
   const char** only_arches; /* --arch */
   size_t only_count;
   kpack_writer_options_t wo;
@@ -220,20 +220,6 @@ static void transform_error(const char* path, kpack_error_t err,
     cli_error("%s (%s)", msg->text, kpack_error_string(err));
   else
     cli_error("%s: %s (%s)", path, msg->text, kpack_error_string(err));
-}
-
-static bool grow(void** items, size_t* cap, size_t count, size_t size) {
-  if (count < *cap)
-    return true;
-  size_t n = *cap ? *cap * 2 : 64;
-  void* p = realloc(*items, n * size);
-  if (p == NULL) {
-    cli_error("out of memory");
-    return false;
-  }
-  *items = p;
-  *cap = n;
-  return true;
 }
 
 static double now_seconds(void) {
@@ -276,8 +262,13 @@ static char* join(const char* a, const char* b) {
 static bool add_file(sp_state* s, size_t tree, const char* rel, const char* src,
                      const struct stat* st) {
   const sp_tree* t = &s->trees[tree];
-  if (!grow((void**)&s->files, &s->file_cap, s->file_count, sizeof(sp_file)))
+  sp_file* files =
+      cli_grow(s->files, s->file_count, &s->file_cap, sizeof(*files), 64);
+  if (files == NULL) {
+    cli_error("out of memory");
     return false;
+  }
+  s->files = files;
   sp_file* f = &s->files[s->file_count];
   *f = (sp_file){.rel = strdup(rel),
                  .src = strdup(src),
@@ -329,8 +320,10 @@ static bool walk(sp_state* s, size_t tree, const char* rel, unsigned depth) {
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
         fr_is_own_name(e->d_name))
       continue;
-    if (!grow((void**)&names, &cap, count, sizeof(*names)) ||
-        (names[count] = strdup(e->d_name)) == NULL) {
+    char** grown = cli_grow(names, count, &cap, sizeof(*names), 64);
+    if (grown != NULL)
+      names = grown;
+    if (grown == NULL || (names[count] = strdup(e->d_name)) == NULL) {
       cli_error("out of memory");
       goto done;
     }
@@ -474,7 +467,8 @@ static bool note_dropped(sp_state* s, const char* arch) {
       s->dropped[i].count++;
       return true;
     }
-  sp_dropped* p = realloc(s->dropped, (s->dropped_count + 1) * sizeof(*p));
+  sp_dropped* p =
+      cli_grow(s->dropped, s->dropped_count, &s->dropped_cap, sizeof(*p), 4);
   char* copy = strdup(arch);
   if (p != NULL)
     s->dropped = p;
@@ -497,9 +491,13 @@ static bool add_kernel(const fbs_entry* e, void* user) {
   sp_state* s = l->s;
   if (!arch_wanted(s, e->arch))
     return note_dropped(s, e->arch);
-  if (!grow((void**)&s->kernels, &s->kernel_cap, s->kernel_count,
-            sizeof(sp_kernel)))
+  sp_kernel* kernels = cli_grow(s->kernels, s->kernel_count, &s->kernel_cap,
+                                sizeof(*kernels), 64);
+  if (kernels == NULL) {
+    cli_error("out of memory");
     return false;
+  }
+  s->kernels = kernels;
   sp_kernel* k = &s->kernels[s->kernel_count];
   *k = (sp_kernel){.key = strdup(e->binary),
                    .arch = strdup(e->arch),

@@ -255,14 +255,14 @@ static bool verify_archive(const char* path, bool quiet, bool strict,
 /* A set of strings (archive paths, arches), in order of first addition. */
 typedef struct vb_set {
   char** items;
-  size_t count;
+  size_t count, cap;
 } vb_set;
 
 static bool set_add(vb_set* set, const char* item) {
   for (size_t i = 0; i < set->count; i++)
     if (strcmp(set->items[i], item) == 0)
       return true;
-  char** p = realloc(set->items, (set->count + 1) * sizeof(*p));
+  char** p = cli_grow(set->items, set->count, &set->cap, sizeof(*p), 4);
   if (p == NULL)
     return false;
   set->items = p;

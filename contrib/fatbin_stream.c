@@ -105,14 +105,11 @@ static kpack_error_t bundle_for(fbs_reader* r, const kpack_fatbin_t* fatbin,
       *out = r->open[i].handle;
       return KPACK_SUCCESS;
     }
-  if (r->open_count == r->open_cap) {
-    size_t cap = r->open_cap ? r->open_cap * 2 : 4;
-    struct fbs_open* p = realloc(r->open, cap * sizeof(*p));
-    if (p == NULL)
-      return KPACK_ERROR_OUT_OF_MEMORY;
-    r->open = p;
-    r->open_cap = cap;
-  }
+  struct fbs_open* p =
+      cli_grow(r->open, r->open_count, &r->open_cap, sizeof(*p), 4);
+  if (p == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  r->open = p;
   kpack_error_t err = compressed ? kpack_fatbin_get_bundle(fatbin, index, out)
                                  : kpack_fatbin_list_bundle(fatbin, index, out);
   if (err == KPACK_SUCCESS)

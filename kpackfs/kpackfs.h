@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  *
- * What every kpackfs module shares: the FUSE API version and the version
- * string. Each module has its own header saying which state it owns:
- * sources.h (SOURCE arguments to archive paths), tree.h (the inode tree,
+ * What every kpackfs module shares: the FUSE API version, the version
+ * string and the growing array. Each module has its own header saying
+ * which state it owns: sources.h (SOURCE arguments to archive paths),
+ * tree.h (the inode tree,
  * immutable once built), render.h (the `kernels` and `metadata.json` texts
  * and their cache), ops.h (the filesystem: everything the FUSE request
  * handlers share and change). main.c parses options and runs the session.
@@ -13,9 +14,33 @@
 #define FUSE_USE_VERSION 35
 
 #include <fuse_lowlevel.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
 
 #include "rocm_kpack/kpack_ext.h"
 
 #define KPACKFS_VERSION KPACK_VERSION_STRING
+
+/* Makes room for element `count` of an array of `*cap` elements of `size`
+ * bytes, the one way kpackfs grows an array (as kp_grow does inside the
+ * library): returns `items` itself while count < *cap, else the array moved
+ * to twice its capacity (`first` elements when it has none) with *cap
+ * updated. NULL when that allocation fails or its size would overflow:
+ * `items` and *cap are then unchanged and still the caller's. */
+static inline void* kfs_grow(void* items, size_t count, size_t* cap,
+                             size_t size, size_t first) {
+  if (count < *cap)
+    return items;
+  size_t next = *cap ? *cap : first;
+  if (*cap > SIZE_MAX / 2 || size == 0 || next > SIZE_MAX / 2 / size)
+    return NULL;
+  if (*cap)
+    next = *cap * 2;
+  void* grown = realloc(items, next * size);
+  if (grown != NULL)
+    *cap = next;
+  return grown;
+}
 
 #endif /* KPACKFS_H */

@@ -31,7 +31,7 @@
 
 typedef struct kfs_config {
   char** positional; /* SOURCE... MOUNTPOINT */
-  size_t positional_count;
+  size_t positional_count, positional_cap;
   uint64_t cache_size;
   uid_t uid;
   gid_t gid;
@@ -194,8 +194,8 @@ static int kfs_opt_proc(void* data, const char* arg, int key,
   (void)outargs;
   switch (key) {
     case FUSE_OPT_KEY_NONOPT: {
-      char** grown = realloc(cfg->positional,
-                             (cfg->positional_count + 1) * sizeof(*grown));
+      char** grown = kfs_grow(cfg->positional, cfg->positional_count,
+                              &cfg->positional_cap, sizeof(*grown), 4);
       if (grown == NULL)
         return -1;
       cfg->positional = grown;

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "kpackfs.h"
 #include "sources.h"
 
 /* Takes ownership of `path`. A path already listed is dropped: the first
@@ -25,17 +26,14 @@ static int paths_push(kfs_paths* paths, char* path) {
       return 0;
     }
   }
-  if (paths->count == paths->cap) {
-    size_t cap = paths->cap ? paths->cap * 2 : 16;
-    char** items = realloc(paths->items, cap * sizeof(*items));
-    if (items == NULL) {
-      free(path);
-      fprintf(stderr, "kpackfs: out of memory\n");
-      return -1;
-    }
-    paths->items = items;
-    paths->cap = cap;
+  char** items =
+      kfs_grow(paths->items, paths->count, &paths->cap, sizeof(*items), 16);
+  if (items == NULL) {
+    free(path);
+    fprintf(stderr, "kpackfs: out of memory\n");
+    return -1;
   }
+  paths->items = items;
   paths->items[paths->count++] = path;
   return 0;
 }

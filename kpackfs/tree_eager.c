@@ -138,14 +138,11 @@ static fuse_ino_t node_add(kfs_eager* t, fuse_ino_t parent, const char* name,
                            kfs_kind kind, uint32_t source) {
   if (t->node_count >= UINT32_MAX)
     return 0;
-  if (t->node_count == t->node_cap) {
-    size_t cap = t->node_cap ? t->node_cap * 2 : 1024;
-    kfs_enode* nodes = realloc(t->nodes, cap * sizeof(*nodes));
-    if (nodes == NULL)
-      return 0;
-    t->nodes = nodes;
-    t->node_cap = cap;
-  }
+  kfs_enode* nodes =
+      kfs_grow(t->nodes, t->node_count, &t->node_cap, sizeof(*nodes), 1024);
+  if (nodes == NULL)
+    return 0;
+  t->nodes = nodes;
   fuse_ino_t ino = t->node_count++;
   kfs_enode* n = &t->nodes[ino];
   *n = (kfs_enode){

@@ -603,18 +603,19 @@ static kpack_error_t record_entry(kpack_writer_t* w, const char* binary,
     return KPACK_ERROR_INVALID_ARGUMENT;
   if (w->entry_count == UINT32_MAX)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  if (w->entry_count == w->entry_cap) {
-    size_t cap = w->entry_cap ? w->entry_cap * 2 : 256;
-    wr_entry* e = realloc(w->entries, cap * sizeof(*e));
-    if (e == NULL)
-      return KPACK_ERROR_OUT_OF_MEMORY;
-    w->entries = e;
-    uint64_t* s = realloc(w->stored, cap * sizeof(*s));
-    if (s == NULL)
-      return KPACK_ERROR_OUT_OF_MEMORY;
-    w->stored = s;
-    w->entry_cap = cap;
-  }
+  /* Entries and stored sizes grow together, to the capacity they share. */
+  size_t entry_cap = w->entry_cap, stored_cap = w->entry_cap;
+  wr_entry* entries =
+      kp_grow(w->entries, w->entry_count, &entry_cap, sizeof(*entries), 256);
+  if (entries == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  w->entries = entries;
+  uint64_t* stored =
+      kp_grow(w->stored, w->entry_count, &stored_cap, sizeof(*stored), 256);
+  if (stored == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  w->stored = stored;
+  w->entry_cap = entry_cap;
   wr_entry* e = &w->entries[w->entry_count];
   memset(e, 0, sizeof(*e));
   e->binary = strdup(binary);
