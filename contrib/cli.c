@@ -108,6 +108,21 @@ bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
   return true;
 }
 
+bool cli_parse_threads(const cli_command* cmd, const char* text,
+                       unsigned* threads) {
+  unsigned long value;
+  if (!cli_parse_uint(text, 0, 1024, &value)) {
+    cli_usage_error(cmd, "-j takes a thread count, 0-1024");
+    return false;
+  }
+  if (value == 0) {
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    value = cpus > 0 ? (unsigned long)cpus : 1;
+  }
+  *threads = (unsigned)value;
+  return true;
+}
+
 /* ---- tables -------------------------------------------------------------- */
 
 /* One row of cells, aligned to `width`. */

@@ -56,6 +56,11 @@ int cli_print_manual(const cli_command* cmd);
 /* Parses a decimal integer in [min, max]; false if it is not one. */
 bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
                     unsigned long* out);
+/* The -j of the commands that write archives: a thread count from 0 to
+ * 1024, 0 meaning one per online CPU. False, after reporting the bad
+ * command line for `cmd`, when `text` is not one. */
+bool cli_parse_threads(const cli_command* cmd, const char* text,
+                       unsigned* threads);
 
 /* ---- memory -------------------------------------------------------------- */
 

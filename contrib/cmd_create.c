@@ -924,15 +924,10 @@ static int create_run(int argc, char** argv) {
         wo.scheme = KPACK_COMPRESSION_NOOP;
         break;
       case 'j':
-        if (!cli_parse_uint(optarg, 0, 1024, &value)) {
-          status = cli_usage_error(cmd, "-j takes a thread count, 0-1024");
+        if (!cli_parse_threads(cmd, optarg, &wo.threads)) {
+          status = CLI_USAGE;
           goto done;
         }
-        if (value == 0) {
-          long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-          value = cpus > 0 ? (unsigned long)cpus : 1;
-        }
-        wo.threads = (unsigned)value;
         break;
       case OPT_GROUP:
         wo.group_name = optarg;

@@ -1168,15 +1168,10 @@ static int split_run(int argc, char** argv) {
         prefix = optarg;
         break;
       case 'j':
-        if (!cli_parse_uint(optarg, 0, 1024, &value)) {
-          status = cli_usage_error(cmd, "-j takes a thread count, 0-1024");
+        if (!cli_parse_threads(cmd, optarg, &s.wo.threads)) {
+          status = CLI_USAGE;
           goto done;
         }
-        if (value == 0) {
-          long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-          value = cpus > 0 ? (unsigned long)cpus : 1;
-        }
-        s.wo.threads = (unsigned)value;
         break;
       case OPT_ARCH:
         if (kpack_layout_arch_problem(optarg) != NULL) {
