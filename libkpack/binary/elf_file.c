@@ -72,29 +72,47 @@ static void parse_segment(const uint8_t* p, elf_segment* s) {
   s->align = kp_load_le(p + 48, 8);
 }
 
+elf_rela elf_rela_parse(const uint8_t* p) {
+  uint64_t info = kp_load_le(p + 8, 8);
+  return (elf_rela){.offset = kp_load_le(p, 8),
+                    .type = (uint32_t)info,
+                    .symbol = (uint32_t)(info >> 32),
+                    .addend = kp_load_le(p + 16, 8)};
+}
+
+/* The header table `what` of `count` entries of `entsize` bytes at
+ * `offset`, checked and viewed: *table (valid until *scratch is freed), and
+ * *items, `count` zeroed elements of `size` bytes for its parse. */
+static kpack_error_t view_table(elf_file* elf, const char* what,
+                                uint64_t offset, uint64_t count,
+                                uint64_t entsize, size_t size,
+                                kp_scratch* scratch, const uint8_t** table,
+                                void** items) {
+  kpack_error_t err = check_table(elf, what, offset, count, entsize);
+  if (err == KPACK_SUCCESS)
+    err = kp_input_view(&elf->in, offset, (size_t)(count * entsize), scratch,
+                        table);
+  if (err == KPACK_SUCCESS && (*items = calloc((size_t)count, size)) == NULL)
+    err = KPACK_ERROR_OUT_OF_MEMORY;
+  return err;
+}
+
 static kpack_error_t read_sections(elf_file* elf, uint64_t count,
                                    uint64_t strndx) {
   kp_scratch scratch = {0};
   const uint8_t* table;
-  kpack_error_t err = check_table(elf, "section header table", elf->shoff,
-                                  count, elf->shentsize);
-  if (err != KPACK_SUCCESS)
-    return err;
-  err = kp_input_view(&elf->in, elf->shoff, (size_t)(count * elf->shentsize),
-                      &scratch, &table);
-  if (err != KPACK_SUCCESS)
-    goto done;
-  elf->sections = calloc((size_t)count, sizeof(*elf->sections));
-  if (elf->sections == NULL) {
-    err = KPACK_ERROR_OUT_OF_MEMORY;
-    goto done;
+  void* items;
+  kpack_error_t err =
+      view_table(elf, "section header table", elf->shoff, count, elf->shentsize,
+                 sizeof(*elf->sections), &scratch, &table, &items);
+  if (err == KPACK_SUCCESS) {
+    elf->sections = items;
+    elf->section_count = (size_t)count;
+    for (size_t i = 0; i < elf->section_count; i++)
+      parse_section(table + i * elf->shentsize, &elf->sections[i]);
+    elf->names = strndx < count ? (size_t)strndx : 0;
+    elf->names_declared = strndx;
   }
-  elf->section_count = (size_t)count;
-  for (size_t i = 0; i < elf->section_count; i++)
-    parse_section(table + i * elf->shentsize, &elf->sections[i]);
-  elf->names = strndx < count ? (size_t)strndx : 0;
-  elf->names_declared = strndx;
-done:
   kp_scratch_free(&scratch);
   return err;
 }
@@ -102,23 +120,16 @@ done:
 static kpack_error_t read_segments(elf_file* elf, uint64_t count) {
   kp_scratch scratch = {0};
   const uint8_t* table;
-  kpack_error_t err = check_table(elf, "program header table", elf->phoff,
-                                  count, elf->phentsize);
-  if (err != KPACK_SUCCESS)
-    return err;
-  err = kp_input_view(&elf->in, elf->phoff, (size_t)(count * elf->phentsize),
-                      &scratch, &table);
-  if (err != KPACK_SUCCESS)
-    goto done;
-  elf->segments = calloc((size_t)count, sizeof(*elf->segments));
-  if (elf->segments == NULL) {
-    err = KPACK_ERROR_OUT_OF_MEMORY;
-    goto done;
+  void* items;
+  kpack_error_t err =
+      view_table(elf, "program header table", elf->phoff, count, elf->phentsize,
+                 sizeof(*elf->segments), &scratch, &table, &items);
+  if (err == KPACK_SUCCESS) {
+    elf->segments = items;
+    elf->segment_count = (size_t)count;
+    for (size_t i = 0; i < elf->segment_count; i++)
+      parse_segment(table + i * elf->phentsize, &elf->segments[i]);
   }
-  elf->segment_count = (size_t)count;
-  for (size_t i = 0; i < elf->segment_count; i++)
-    parse_segment(table + i * elf->phentsize, &elf->segments[i]);
-done:
   kp_scratch_free(&scratch);
   return err;
 }
@@ -412,25 +423,22 @@ static kpack_error_t apply_section(elf_file* elf, size_t rsec, size_t table,
       goto done;
     for (uint64_t r = 0; r < n; r++) {
       const uint8_t* p = chunk + r * ELF_RELA_SIZE;
-      uint64_t where = kp_load_le(p, 8);
-      uint64_t info = kp_load_le(p + 8, 8);
-      uint64_t addend = kp_load_le(p + 16, 8);
-      uint32_t type = (uint32_t)info;
+      elf_rela rec = elf_rela_parse(p);
       uint64_t slot;
       if (rel) {
-        slot = where;
+        slot = rec.offset;
       } else {
-        if (where < ts->addr)
+        if (rec.offset < ts->addr)
           continue;
-        slot = where - ts->addr;
+        slot = rec.offset - ts->addr;
       }
       if (slot % record_size != field || slot / record_size >= count)
         continue;
       elf_pointer* ptr = &out[slot / record_size];
-      if (is_relative(elf->machine, type)) {
-        *ptr = (elf_pointer){ELF_PTR_ADDRESS, addend, 0};
-      } else if (is_abs64(elf->machine, type)) {
-        err = abs64_target(elf, rs->link, info >> 32, addend, ptr);
+      if (is_relative(elf->machine, rec.type)) {
+        *ptr = (elf_pointer){ELF_PTR_ADDRESS, rec.addend, 0};
+      } else if (is_abs64(elf->machine, rec.type)) {
+        err = abs64_target(elf, rs->link, rec.symbol, rec.addend, ptr);
         if (err != KPACK_SUCCESS)
           goto done;
       }

@@ -60,6 +60,17 @@ typedef struct elf_segment {
   uint64_t align;
 } elf_segment;
 
+/* One relocation record (Elf64_Rela), as elf_rela_parse() reads it. */
+typedef struct elf_rela {
+  uint64_t offset; /* where it applies */
+  uint32_t type;   /* the low half of r_info */
+  uint32_t symbol; /* the high half: its index in the linked symbol table */
+  uint64_t addend;
+} elf_rela;
+
+/* The record in the ELF_RELA_SIZE bytes at `p`. */
+elf_rela elf_rela_parse(const uint8_t* p);
+
 /* What the last failing call on an elf_file found wrong, in words, e.g.
  * "section header table at 0x1000 extends past end of file (2048 bytes):
  * truncated?". */

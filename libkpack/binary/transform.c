@@ -284,6 +284,23 @@ static bool symbol_value(tf_state* st, uint32_t symtab, uint64_t sym,
   return true;
 }
 
+/* The bytes of relocation section `rsec`, with its name in `name` (64
+ * bytes), refused unless they are whole `size`-byte `units`. */
+static kpack_error_t reloc_section(tf_state* st, size_t rsec, char* name,
+                                   unsigned size, const char* units,
+                                   kp_input* relocs) {
+  kpack_error_t err = elf_section_input(&st->elf, rsec, relocs);
+  if (err != KPACK_SUCCESS)
+    return tf_elf_fail(st, err);
+  if ((err = elf_section_name(&st->elf, rsec, name, 64)) != KPACK_SUCCESS)
+    return tf_elf_fail(st, err);
+  if (relocs->size % size != 0)
+    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                   "%s is %" PRIu64 " bytes, not whole %u-byte %s", name,
+                   relocs->size, size, units);
+  return KPACK_SUCCESS;
+}
+
 /* Rewrites or checks every record of relocation section `rsec`. A dynamic
  * relocation of a wrapper pointer becomes RELATIVE to the metadata; the
  * static copy --emit-relocs keeps of one becomes R_*_64 without a symbol
@@ -294,15 +311,10 @@ static kpack_error_t scan_rela(tf_state* st, size_t rsec, char* name,
   const elf_section* rs = &st->elf.sections[rsec];
   bool dynamic = (rs->flags & ELF_SHF_ALLOC) != 0;
   kp_input relocs;
-  kpack_error_t err = elf_section_input(&st->elf, rsec, &relocs);
+  kpack_error_t err =
+      reloc_section(st, rsec, name, ELF_RELA_SIZE, "records", &relocs);
   if (err != KPACK_SUCCESS)
-    return tf_elf_fail(st, err);
-  if ((err = elf_section_name(&st->elf, rsec, name, 64)) != KPACK_SUCCESS)
-    return tf_elf_fail(st, err);
-  if (relocs.size % ELF_RELA_SIZE != 0)
-    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
-                   "%s is %" PRIu64 " bytes, not whole %u-byte records", name,
-                   relocs.size, ELF_RELA_SIZE);
+    return err;
   uint64_t total = relocs.size / ELF_RELA_SIZE;
   const uint64_t chunk = 4096;
   for (uint64_t first = 0; first < total; first += chunk) {
@@ -314,15 +326,12 @@ static kpack_error_t scan_rela(tf_state* st, size_t rsec, char* name,
       return tf_elf_fail(st, err);
     for (uint64_t r = 0; r < n; r++) {
       const uint8_t* p = view + r * ELF_RELA_SIZE;
-      uint64_t where = kp_load_le(p, 8);
-      uint64_t info = kp_load_le(p + 8, 8);
-      uint64_t addend = kp_load_le(p + 16, 8);
-      uint32_t type = (uint32_t)info;
+      elf_rela rec = elf_rela_parse(p);
       uint64_t at = rs->offset + (first + r) * ELF_RELA_SIZE;
-      size_t w = wrapper_at(st, where);
+      size_t w = wrapper_at(st, rec.offset);
       uint8_t out[ELF_RELA_SIZE];
       if (w != SIZE_MAX &&
-          (type == st->mach->relative || type == st->mach->abs64)) {
+          (rec.type == st->mach->relative || rec.type == st->mach->abs64)) {
         memcpy(out, p, sizeof(out));
         kp_store_le(out + 8, dynamic ? st->mach->relative : st->mach->abs64, 8);
         kp_store_le(out + 16, st->meta_addr, 8);
@@ -332,21 +341,21 @@ static kpack_error_t scan_rela(tf_state* st, size_t rsec, char* name,
           st->relocated[w] = true;
         continue;
       }
-      if (!dynamic || type == 0)
+      if (!dynamic || rec.type == 0)
         continue; /* link-time records (offsets in their own sections), or
                      R_*_NONE */
-      uint64_t target = addend, value;
-      bool known = type == st->mach->relative;
-      if ((type == st->mach->abs64 || type == st->mach->glob_dat) &&
-          symbol_value(st, rs->link, info >> 32, &value)) {
-        target = value + (type == st->mach->abs64 ? addend : 0);
+      uint64_t target = rec.addend, value;
+      bool known = rec.type == st->mach->relative;
+      if ((rec.type == st->mach->abs64 || rec.type == st->mach->glob_dat) &&
+          symbol_value(st, rs->link, rec.symbol, &value)) {
+        target = value + (rec.type == st->mach->abs64 ? rec.addend : 0);
         known = true;
       }
       if (w != SIZE_MAX || (known && in_fatbin(st, target)))
         return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
                        "relocation %" PRIu64 " in %s (type %" PRIu32
                        " at 0x%" PRIx64 ") %s .hip_fatbin",
-                       first + r, name, type, where,
+                       first + r, name, rec.type, rec.offset,
                        w != SIZE_MAX ? "sets a wrapper pointer, not RELATIVE, "
                                        "into"
                                      : "points into");
@@ -361,15 +370,9 @@ static kpack_error_t scan_rela(tf_state* st, size_t rsec, char* name,
 static kpack_error_t scan_relr(tf_state* st, size_t rsec, char* name,
                                kp_scratch* scratch) {
   kp_input relocs;
-  kpack_error_t err = elf_section_input(&st->elf, rsec, &relocs);
+  kpack_error_t err = reloc_section(st, rsec, name, 8, "entries", &relocs);
   if (err != KPACK_SUCCESS)
-    return tf_elf_fail(st, err);
-  if ((err = elf_section_name(&st->elf, rsec, name, 64)) != KPACK_SUCCESS)
-    return tf_elf_fail(st, err);
-  if (relocs.size % 8 != 0)
-    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
-                   "%s is %" PRIu64 " bytes, not whole 8-byte entries", name,
-                   relocs.size);
+    return err;
   uint64_t total = relocs.size / 8, base = 0;
   const uint64_t chunk = 8192;
   for (uint64_t first = 0; first < total; first += chunk) {
