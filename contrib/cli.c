@@ -123,6 +123,16 @@ bool cli_parse_threads(const cli_command* cmd, const char* text,
   return true;
 }
 
+bool cli_parse_level(const cli_command* cmd, const char* text, int* level) {
+  unsigned long value;
+  if (!cli_parse_uint(text, 1, 22, &value)) {
+    cli_usage_error(cmd, "-l takes a level from 1 to 22");
+    return false;
+  }
+  *level = (int)value;
+  return true;
+}
+
 /* ---- tables -------------------------------------------------------------- */
 
 /* One row of cells, aligned to `width`. */

@@ -61,6 +61,9 @@ bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
  * command line for `cmd`, when `text` is not one. */
 bool cli_parse_threads(const cli_command* cmd, const char* text,
                        unsigned* threads);
+/* Their -l: a zstd level from 1 to 22. False, after reporting the bad
+ * command line for `cmd`, when `text` is not one. */
+bool cli_parse_level(const cli_command* cmd, const char* text, int* level);
 
 /* ---- memory -------------------------------------------------------------- */
 

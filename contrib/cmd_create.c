@@ -897,7 +897,6 @@ static int create_run(int argc, char** argv) {
   const char* out = NULL;
   const char** arches = NULL;
   bool quiet = false, level_given = false;
-  unsigned long value;
   int status = CLI_FAIL, c;
   uint64_t bytes = 0;
   double start = now_seconds();
@@ -913,11 +912,10 @@ static int create_run(int argc, char** argv) {
         out = optarg;
         break;
       case 'l':
-        if (!cli_parse_uint(optarg, 1, 22, &value)) {
-          status = cli_usage_error(cmd, "-l takes a level from 1 to 22");
+        if (!cli_parse_level(cmd, optarg, &wo.zstd_level)) {
+          status = CLI_USAGE;
           goto done;
         }
-        wo.zstd_level = (int)value;
         level_given = true;
         break;
       case OPT_NO_COMPRESS:

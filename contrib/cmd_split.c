@@ -1147,7 +1147,6 @@ static int split_run(int argc, char** argv) {
   sp_state s = {.wo = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL}};
   const char *outdir = NULL, *prefix = NULL;
   bool quiet = false, level_given = false;
-  unsigned long value;
   int status = CLI_FAIL, c;
   double start = now_seconds();
 
@@ -1182,11 +1181,10 @@ static int split_run(int argc, char** argv) {
         s.only_arches[s.only_count++] = optarg;
         break;
       case 'l':
-        if (!cli_parse_uint(optarg, 1, 22, &value)) {
-          status = cli_usage_error(cmd, "-l takes a level from 1 to 22");
+        if (!cli_parse_level(cmd, optarg, &s.wo.zstd_level)) {
+          status = CLI_USAGE;
           goto done;
         }
-        s.wo.zstd_level = (int)value;
         level_given = true;
         break;
       case OPT_NO_COMPRESS:
