@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT
  *
  * The helpers cli.h declares, which every kpack subcommand uses: messages
- * that name the file and the kpack status, number parsing, text tables,
- * totals, file utilities, walking archives and the interruption flag.
+ * that name the file and the kpack status, number parsing, growing arrays,
+ * text tables, totals, file utilities, walking archives and the
+ * interruption flag.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -22,21 +23,6 @@ void cli_error(const char* fmt, ...) {
   vfprintf(stderr, fmt, ap);
   fputc('\n', stderr);
   va_end(ap);
-}
-
-void* cli_grow(void* items, size_t count, size_t* cap, size_t size,
-               size_t first) {
-  if (count < *cap)
-    return items;
-  size_t next = *cap ? *cap : first;
-  if (*cap > SIZE_MAX / 2 || size == 0 || next > SIZE_MAX / 2 / size)
-    return NULL;
-  if (*cap)
-    next = *cap * 2;
-  void* grown = realloc(items, next * size);
-  if (grown != NULL)
-    *cap = next;
-  return grown;
 }
 
 const char* cli_error_text(kpack_error_t err) {
@@ -131,6 +117,23 @@ bool cli_parse_level(const cli_command* cmd, const char* text, int* level) {
   }
   *level = (int)value;
   return true;
+}
+
+/* ---- memory -------------------------------------------------------------- */
+
+void* cli_grow(void* items, size_t count, size_t* cap, size_t size,
+               size_t first) {
+  if (count < *cap)
+    return items;
+  size_t next = *cap ? *cap : first;
+  if (*cap > SIZE_MAX / 2 || size == 0 || next > SIZE_MAX / 2 / size)
+    return NULL;
+  if (*cap)
+    next = *cap * 2;
+  void* grown = realloc(items, next * size);
+  if (grown != NULL)
+    *cap = next;
+  return grown;
 }
 
 /* ---- tables -------------------------------------------------------------- */

@@ -2,10 +2,11 @@
  *
  * Shared by the kpack tool's source files (implemented in cli.c): the
  * subcommand entry points, their manual pages, and small helpers for
- * messages, tables, totals, files and walking archives. The tool is
- * argument parsing and printing over libkpack; nothing here knows the
- * archive format. What a code object or a host binary shows has its own
- * module (code_object_view.h, host_view.h), and so has JSON (json.h).
+ * messages, option values, growing arrays, tables, totals, files and
+ * walking archives. The tool is argument parsing and printing over
+ * libkpack; nothing here knows the archive format. What a code object or a host
+ * binary shows has its own module (code_object_view.h, host_view.h), and so has
+ * JSON (json.h).
  */
 #ifndef KPACK_CLI_H
 #define KPACK_CLI_H
