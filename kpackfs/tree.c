@@ -135,18 +135,17 @@ static bool kernel_at(const kfs_tree* t, uint32_t g, kernel_ref* k) {
     else
       bh = mid;
   }
+  kpack_kernel_entry_t e;
+  if (kpack_get_kernel_entry(s->archive, bl, g - s->binary_kernel[bl], &e) !=
+      KPACK_SUCCESS)
+    return false;
   k->source = (uint32_t)lo;
   k->binary_index = bl;
-  if (kpack_get_binary(s->archive, bl, &k->binary) != KPACK_SUCCESS ||
-      kpack_get_binary_arch(s->archive, k->binary, g - s->binary_kernel[bl],
-                            &k->arch) != KPACK_SUCCESS ||
-      kpack_get_kernel_info(s->archive, k->binary, k->arch, &k->info) !=
-          KPACK_SUCCESS)
-    return false;
-  k->map = NULL;
-  k->map_size = 0;
-  kpack_get_entry_metadata(s->archive, k->binary, k->arch, &k->map,
-                           &k->map_size);
+  k->binary = e.binary;
+  k->arch = e.arch;
+  k->info = e.info;
+  k->map = e.metadata;
+  k->map_size = e.metadata_size;
   return true;
 }
 
@@ -193,17 +192,17 @@ static int make_listing(const kfs_tree* t, uint32_t u,
   for (uint32_t c = 0; c < b->count; c++) {
     const kfs_source* s = &t->sources[t->contributors[2 * (b->first + c)]];
     size_t i = t->contributors[2 * (b->first + c) + 1];
-    const char* name = NULL;
-    if (facts == NULL)
-      kpack_get_binary(s->archive, i, &name);
     for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++) {
       const char* arch;
+      kpack_kernel_entry_t e;
       if (!is_shown(t, g))
         continue;
       if (facts != NULL)
         arch = facts[g].arch;
-      else if (kpack_get_binary_arch(s->archive, name, g - s->binary_kernel[i],
-                                     &arch) != KPACK_SUCCESS)
+      else if (kpack_get_kernel_entry(s->archive, i, g - s->binary_kernel[i],
+                                      &e) == KPACK_SUCCESS)
+        arch = e.arch;
+      else
         continue;
       l->entries[l->count++] = (kfs_listing_entry){arch, g};
     }
@@ -432,10 +431,8 @@ static int number_kernels(kfs_tree* t) {
     if (src->binary_kernel == NULL || src->binary_unique == NULL)
       return -ENOMEM;
     for (size_t i = 0; i < src->binary_count; i++) {
-      const char* name;
       size_t arches = 0;
-      kpack_get_binary(src->archive, i, &name);
-      kpack_get_binary_arch_count(src->archive, name, &arches);
+      kpack_get_binary_arch_count_at(src->archive, i, &arches);
       src->binary_kernel[i] = (uint32_t)g;
       src->binary_unique[i] = NONE;
       g += arches;
@@ -465,24 +462,19 @@ static void check_kernels(kfs_tree* t, kernel_facts* facts) {
                                    : NULL;
       for (uint32_t g = src->binary_kernel[i]; g < src->binary_kernel[i + 1];
            g++) {
-        const char* arch;
-        kpack_kernel_info_t info;
-        kpack_get_binary_arch(src->archive, binary, g - src->binary_kernel[i],
-                              &arch);
-        kpack_get_kernel_info(src->archive, binary, arch, &info);
+        kpack_kernel_entry_t e;
+        kpack_get_kernel_entry(src->archive, i, g - src->binary_kernel[i], &e);
         const char* why =
-            kernel_problem(&nc, binary, binary_why, arch, info.type);
+            kernel_problem(&nc, binary, binary_why, e.arch, e.info.type);
         if (why != NULL) {
-          kfs_warn_skip(t, s, binary, arch, why);
+          kfs_warn_skip(t, s, binary, e.arch, why);
           t->skipped++;
           continue;
         }
-        const void* map = NULL;
-        size_t map_size;
-        kpack_get_entry_metadata(src->archive, binary, arch, &map, &map_size);
         t->shown[g / 8] |= (uint8_t)(1u << (g % 8));
-        facts[g] = (kernel_facts){arch, info.size,
-                                  strcmp(info.type, "hsaco") == 0, map != NULL};
+        facts[g] = (kernel_facts){e.arch, e.info.size,
+                                  strcmp(e.info.type, "hsaco") == 0,
+                                  e.metadata != NULL};
       }
     }
   }

@@ -231,6 +231,42 @@ KPACK_API kpack_error_t kpack_get_binary_arch(kpack_archive_t archive,
   return KPACK_SUCCESS;
 }
 
+KPACK_API kpack_error_t kpack_get_binary_arch_count_at(kpack_archive_t archive,
+                                                       size_t binary_index,
+                                                       size_t* count) {
+  if (archive == NULL || count == NULL ||
+      binary_index >= archive->toc.binary_count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *count = archive->toc.binaries[binary_index].count;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_kernel_entry(kpack_archive_t archive,
+                                               size_t binary_index,
+                                               size_t arch_index,
+                                               kpack_kernel_entry_t* entry) {
+  if (archive == NULL || entry == NULL ||
+      binary_index >= archive->toc.binary_count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  const kp_toc* toc = &archive->toc;
+  const kp_binary* b = &toc->binaries[binary_index];
+  if (arch_index >= b->count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  const kp_kernel* k = &toc->kernels[b->first + arch_index];
+  const kp_extent* e = &toc->extents[k->ordinal];
+  const uint8_t* map;
+  entry->binary = kp_toc_str(toc, b->name);
+  entry->arch = kp_toc_str(toc, k->arch);
+  entry->info.size = k->size;
+  entry->info.stored_size = e->size;
+  entry->info.offset = e->offset;
+  entry->info.ordinal = k->ordinal;
+  entry->info.type = kp_toc_str(toc, k->type);
+  kp_toc_metadata(toc, k, &map, &entry->metadata_size);
+  entry->metadata = map;
+  return KPACK_SUCCESS;
+}
+
 KPACK_API const char* kpack_get_path(kpack_archive_t archive) {
   return archive != NULL ? archive->path : NULL;
 }
