@@ -755,6 +755,12 @@ static void* open_worker(void* arg) {
   }
 }
 
+static void* prefetch_all(void* arg) {
+  const kfs_paths* paths = arg;
+  kpack_prefetch((const char* const*)paths->items, paths->count);
+  return NULL;
+}
+
 static int open_sources(kfs_tree* t, const kfs_paths* paths) {
   size_t n = paths->count;
   int rc = -ENOMEM;
@@ -767,6 +773,11 @@ static int open_sources(kfs_tree* t, const kfs_paths* paths) {
   if (t->sources == NULL || job.errs == NULL || job.sys == NULL)
     goto out;
   t->source_count = n; /* kfs_tree_free closes what did open */
+  /* Every TOC requested at once, on a thread of its own: cold, the disk
+   * serves them in parallel while the workers parse the first ones. */
+  pthread_t prefetcher;
+  bool prefetching = n > 1 && pthread_create(&prefetcher, NULL, prefetch_all,
+                                             (void*)paths) == 0;
   pthread_t workers[KFS_OPEN_WORKERS];
   size_t started = 0;
   while (started < KFS_OPEN_WORKERS && started + 1 < n &&
@@ -775,6 +786,8 @@ static int open_sources(kfs_tree* t, const kfs_paths* paths) {
   open_worker(&job); /* this thread works too */
   for (size_t w = 0; w < started; w++)
     pthread_join(workers[w], NULL);
+  if (prefetching)
+    pthread_join(prefetcher, NULL);
   for (size_t i = 0; i < n; i++) {
     kfs_source* s = &t->sources[i];
     kpack_compression_scheme_t scheme;

@@ -392,6 +392,25 @@ static void test_kernels_by_position_agree_with_lookups(void** state) {
   }
 }
 
+/* Prefetching is a hint: missing files, files that are not archives and
+ * NULL entries are passed over, and the archives open as before. */
+static void test_prefetch_passes_over_what_it_cannot_read(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  char* path = save(&img);
+  char* missing = kt_path(kt_tmp, "no-such.kpack");
+  const char* paths[] = {path, missing, NULL, kt_tmp, path};
+  kpack_prefetch(paths, 5);
+  kpack_prefetch(NULL, 3);
+  kpack_prefetch(paths, 0);
+  kpack_archive_t a;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  kpack_close(a);
+  free(missing);
+  free(path);
+  free(img.data);
+}
+
 static void test_kernel_info_reads_toc_only(void** state) {
   (void)state;
   for (int s = 0; s < 2; s++) {
@@ -1433,6 +1452,7 @@ int main(void) {
       cmocka_unit_test(test_binaries_sorted_bytewise_arches_in_declared_order),
       cmocka_unit_test(test_kernel_info_reads_toc_only),
       cmocka_unit_test(test_kernels_by_position_agree_with_lookups),
+      cmocka_unit_test(test_prefetch_passes_over_what_it_cannot_read),
       cmocka_unit_test(test_read_kernel_into_caller_buffer),
       cmocka_unit_test(test_open_reads_header_toc_and_frame_table_only),
       cmocka_unit_test(test_null_arguments_and_out_of_range_indices),

@@ -85,6 +85,16 @@ KPACK_API kpack_error_t kpack_get_binary_arch(kpack_archive_t archive,
                                               const char* binary_name,
                                               size_t index, const char** arch);
 
+/* ---- Opening many archives ---------------------------------------------- */
+
+/* Asks the kernel to start reading what kpack_open() will read of each
+ * archive (the header page, then the TOC), for all of them before any is
+ * waited for, so that a program about to open many archives whose pages
+ * are not cached has the disk fetch them in parallel rather than one read
+ * at a time. Only a hint: nothing is validated or kept, and a path that
+ * cannot be read is passed over (kpack_open() reports it). */
+KPACK_API void kpack_prefetch(const char* const* paths, size_t count);
+
 /* ---- Kernels by position ----------------------------------------------- */
 
 /* Binary `binary_index`'s arch count, by position (as kpack_get_binary()
