@@ -372,8 +372,14 @@ static int merge_binaries(kfs_tree* t) {
     t->contributors[2 * at] = order[k].source;
     t->contributors[2 * at + 1] = order[k].binary;
   }
-  /* Sorted by name; each source's binary learns its place. */
-  qsort(unique, n, sizeof(*unique), by_unique_name);
+  /* Sorted by name; each source's binary learns its place. Archives list
+   * their binaries sorted, and a single archive or an install's archives
+   * (one component after another) are met in that order already. */
+  bool sorted = true;
+  for (size_t u = 1; u < n && sorted; u++)
+    sorted = strcmp(unique[u - 1].name, unique[u].name) < 0;
+  if (!sorted)
+    qsort(unique, n, sizeof(*unique), by_unique_name);
   for (uint32_t u = 0; u < n; u++)
     for (uint32_t c = 0; c < unique[u].count; c++) {
       uint32_t at = unique[u].first + c;
@@ -404,6 +410,16 @@ static bool binaries_nest(const kfs_tree* t) {
     const char* name = t->unique[u].name;
     size_t n = strlen(name);
     size_t lo = u + 1, hi = t->unique_count;
+    /* Galloping from the next name: that is mostly where it is. */
+    for (size_t step = 1; lo < hi;) {
+      size_t probe = lo + step - 1 < hi ? lo + step - 1 : hi - 1;
+      if (against_dir(t->unique[probe].name, name, n) >= 0) {
+        hi = probe;
+        break;
+      }
+      lo = probe + 1;
+      step *= 2;
+    }
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
       if (against_dir(t->unique[mid].name, name, n) < 0)
@@ -480,26 +496,39 @@ static void check_kernels(kfs_tree* t, kernel_facts* facts) {
   }
 }
 
+static void tally_kernel(kfs_tree* t, const kernel_facts* f) {
+  t->kernels++;
+  t->kernel_bytes += f->size;
+  t->inodes += 2 + (f->code_object ? 2 : 0) + f->map;
+}
+
 /* What each binary shows: its arch directories (counted, not kept), the
  * kernels and their files, the first source with a kernel shown. */
 static int count_shown(kfs_tree* t, const kernel_facts* facts) {
   for (uint32_t u = 0; u < t->unique_count; u++) {
     kfs_tree_binary* b = &t->unique[u];
-    kfs_listing* l;
-    size_t shadowed;
-    int rc = make_listing(t, u, facts, &l, &shadowed);
-    if (rc != 0)
-      return rc;
-    b->arches = (uint32_t)l->count;
-    t->shadowed += shadowed;
-    for (size_t i = 0; i < l->count; i++) {
-      const kernel_facts* f = &facts[l->entries[i].kernel];
-      t->kernels++;
-      t->kernel_bytes += f->size;
-      t->inodes += 2 + (f->code_object ? 2 : 0) + f->map;
+    if (b->count == 1) {
+      /* One archive's arches are sorted and distinct: nothing to merge. */
+      const kfs_source* s = &t->sources[t->contributors[2 * b->first]];
+      size_t i = t->contributors[2 * b->first + 1];
+      for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++)
+        if (is_shown(t, g)) {
+          b->arches++;
+          tally_kernel(t, &facts[g]);
+        }
+    } else {
+      kfs_listing* l;
+      size_t shadowed;
+      int rc = make_listing(t, u, facts, &l, &shadowed);
+      if (rc != 0)
+        return rc;
+      b->arches = (uint32_t)l->count;
+      t->shadowed += shadowed;
+      for (size_t i = 0; i < l->count; i++)
+        tally_kernel(t, &facts[l->entries[i].kernel]);
+      free(l);
     }
-    t->binaries += l->count > 0;
-    free(l);
+    t->binaries += b->arches > 0;
     /* The first source with a kernel shown has every arch it shows. */
     for (uint32_t c = 0; c < b->count && b->source == NONE; c++) {
       const kfs_source* s = &t->sources[t->contributors[2 * (b->first + c)]];
