@@ -135,18 +135,17 @@ static bool kernel_at(const kfs_tree* t, uint32_t g, kernel_ref* k) {
     else
       bh = mid;
   }
+  kpack_kernel_entry_t e;
+  if (kpack_get_kernel_entry(s->archive, bl, g - s->binary_kernel[bl], &e) !=
+      KPACK_SUCCESS)
+    return false;
   k->source = (uint32_t)lo;
   k->binary_index = bl;
-  if (kpack_get_binary(s->archive, bl, &k->binary) != KPACK_SUCCESS ||
-      kpack_get_binary_arch(s->archive, k->binary, g - s->binary_kernel[bl],
-                            &k->arch) != KPACK_SUCCESS ||
-      kpack_get_kernel_info(s->archive, k->binary, k->arch, &k->info) !=
-          KPACK_SUCCESS)
-    return false;
-  k->map = NULL;
-  k->map_size = 0;
-  kpack_get_entry_metadata(s->archive, k->binary, k->arch, &k->map,
-                           &k->map_size);
+  k->binary = e.binary;
+  k->arch = e.arch;
+  k->info = e.info;
+  k->map = e.metadata;
+  k->map_size = e.metadata_size;
   return true;
 }
 
@@ -193,17 +192,17 @@ static int make_listing(const kfs_tree* t, uint32_t u,
   for (uint32_t c = 0; c < b->count; c++) {
     const kfs_source* s = &t->sources[t->contributors[2 * (b->first + c)]];
     size_t i = t->contributors[2 * (b->first + c) + 1];
-    const char* name = NULL;
-    if (facts == NULL)
-      kpack_get_binary(s->archive, i, &name);
     for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++) {
       const char* arch;
+      kpack_kernel_entry_t e;
       if (!is_shown(t, g))
         continue;
       if (facts != NULL)
         arch = facts[g].arch;
-      else if (kpack_get_binary_arch(s->archive, name, g - s->binary_kernel[i],
-                                     &arch) != KPACK_SUCCESS)
+      else if (kpack_get_kernel_entry(s->archive, i, g - s->binary_kernel[i],
+                                      &e) == KPACK_SUCCESS)
+        arch = e.arch;
+      else
         continue;
       l->entries[l->count++] = (kfs_listing_entry){arch, g};
     }
@@ -373,8 +372,14 @@ static int merge_binaries(kfs_tree* t) {
     t->contributors[2 * at] = order[k].source;
     t->contributors[2 * at + 1] = order[k].binary;
   }
-  /* Sorted by name; each source's binary learns its place. */
-  qsort(unique, n, sizeof(*unique), by_unique_name);
+  /* Sorted by name; each source's binary learns its place. Archives list
+   * their binaries sorted, and a single archive or an install's archives
+   * (one component after another) are met in that order already. */
+  bool sorted = true;
+  for (size_t u = 1; u < n && sorted; u++)
+    sorted = strcmp(unique[u - 1].name, unique[u].name) < 0;
+  if (!sorted)
+    qsort(unique, n, sizeof(*unique), by_unique_name);
   for (uint32_t u = 0; u < n; u++)
     for (uint32_t c = 0; c < unique[u].count; c++) {
       uint32_t at = unique[u].first + c;
@@ -405,6 +410,16 @@ static bool binaries_nest(const kfs_tree* t) {
     const char* name = t->unique[u].name;
     size_t n = strlen(name);
     size_t lo = u + 1, hi = t->unique_count;
+    /* Galloping from the next name: that is mostly where it is. */
+    for (size_t step = 1; lo < hi;) {
+      size_t probe = lo + step - 1 < hi ? lo + step - 1 : hi - 1;
+      if (against_dir(t->unique[probe].name, name, n) >= 0) {
+        hi = probe;
+        break;
+      }
+      lo = probe + 1;
+      step *= 2;
+    }
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
       if (against_dir(t->unique[mid].name, name, n) < 0)
@@ -432,10 +447,8 @@ static int number_kernels(kfs_tree* t) {
     if (src->binary_kernel == NULL || src->binary_unique == NULL)
       return -ENOMEM;
     for (size_t i = 0; i < src->binary_count; i++) {
-      const char* name;
       size_t arches = 0;
-      kpack_get_binary(src->archive, i, &name);
-      kpack_get_binary_arch_count(src->archive, name, &arches);
+      kpack_get_binary_arch_count_at(src->archive, i, &arches);
       src->binary_kernel[i] = (uint32_t)g;
       src->binary_unique[i] = NONE;
       g += arches;
@@ -465,27 +478,28 @@ static void check_kernels(kfs_tree* t, kernel_facts* facts) {
                                    : NULL;
       for (uint32_t g = src->binary_kernel[i]; g < src->binary_kernel[i + 1];
            g++) {
-        const char* arch;
-        kpack_kernel_info_t info;
-        kpack_get_binary_arch(src->archive, binary, g - src->binary_kernel[i],
-                              &arch);
-        kpack_get_kernel_info(src->archive, binary, arch, &info);
+        kpack_kernel_entry_t e;
+        kpack_get_kernel_entry(src->archive, i, g - src->binary_kernel[i], &e);
         const char* why =
-            kernel_problem(&nc, binary, binary_why, arch, info.type);
+            kernel_problem(&nc, binary, binary_why, e.arch, e.info.type);
         if (why != NULL) {
-          kfs_warn_skip(t, s, binary, arch, why);
+          kfs_warn_skip(t, s, binary, e.arch, why);
           t->skipped++;
           continue;
         }
-        const void* map = NULL;
-        size_t map_size;
-        kpack_get_entry_metadata(src->archive, binary, arch, &map, &map_size);
         t->shown[g / 8] |= (uint8_t)(1u << (g % 8));
-        facts[g] = (kernel_facts){arch, info.size,
-                                  strcmp(info.type, "hsaco") == 0, map != NULL};
+        facts[g] = (kernel_facts){e.arch, e.info.size,
+                                  strcmp(e.info.type, "hsaco") == 0,
+                                  e.metadata != NULL};
       }
     }
   }
+}
+
+static void tally_kernel(kfs_tree* t, const kernel_facts* f) {
+  t->kernels++;
+  t->kernel_bytes += f->size;
+  t->inodes += 2 + (f->code_object ? 2 : 0) + f->map;
 }
 
 /* What each binary shows: its arch directories (counted, not kept), the
@@ -493,21 +507,28 @@ static void check_kernels(kfs_tree* t, kernel_facts* facts) {
 static int count_shown(kfs_tree* t, const kernel_facts* facts) {
   for (uint32_t u = 0; u < t->unique_count; u++) {
     kfs_tree_binary* b = &t->unique[u];
-    kfs_listing* l;
-    size_t shadowed;
-    int rc = make_listing(t, u, facts, &l, &shadowed);
-    if (rc != 0)
-      return rc;
-    b->arches = (uint32_t)l->count;
-    t->shadowed += shadowed;
-    for (size_t i = 0; i < l->count; i++) {
-      const kernel_facts* f = &facts[l->entries[i].kernel];
-      t->kernels++;
-      t->kernel_bytes += f->size;
-      t->inodes += 2 + (f->code_object ? 2 : 0) + f->map;
+    if (b->count == 1) {
+      /* One archive's arches are sorted and distinct: nothing to merge. */
+      const kfs_source* s = &t->sources[t->contributors[2 * b->first]];
+      size_t i = t->contributors[2 * b->first + 1];
+      for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++)
+        if (is_shown(t, g)) {
+          b->arches++;
+          tally_kernel(t, &facts[g]);
+        }
+    } else {
+      kfs_listing* l;
+      size_t shadowed;
+      int rc = make_listing(t, u, facts, &l, &shadowed);
+      if (rc != 0)
+        return rc;
+      b->arches = (uint32_t)l->count;
+      t->shadowed += shadowed;
+      for (size_t i = 0; i < l->count; i++)
+        tally_kernel(t, &facts[l->entries[i].kernel]);
+      free(l);
     }
-    t->binaries += l->count > 0;
-    free(l);
+    t->binaries += b->arches > 0;
     /* The first source with a kernel shown has every arch it shows. */
     for (uint32_t c = 0; c < b->count && b->source == NONE; c++) {
       const kfs_source* s = &t->sources[t->contributors[2 * (b->first + c)]];
@@ -763,6 +784,12 @@ static void* open_worker(void* arg) {
   }
 }
 
+static void* prefetch_all(void* arg) {
+  const kfs_paths* paths = arg;
+  kpack_prefetch((const char* const*)paths->items, paths->count);
+  return NULL;
+}
+
 static int open_sources(kfs_tree* t, const kfs_paths* paths) {
   size_t n = paths->count;
   int rc = -ENOMEM;
@@ -775,6 +802,11 @@ static int open_sources(kfs_tree* t, const kfs_paths* paths) {
   if (t->sources == NULL || job.errs == NULL || job.sys == NULL)
     goto out;
   t->source_count = n; /* kfs_tree_free closes what did open */
+  /* Every TOC requested at once, on a thread of its own: cold, the disk
+   * serves them in parallel while the workers parse the first ones. */
+  pthread_t prefetcher;
+  bool prefetching = n > 1 && pthread_create(&prefetcher, NULL, prefetch_all,
+                                             (void*)paths) == 0;
   pthread_t workers[KFS_OPEN_WORKERS];
   size_t started = 0;
   while (started < KFS_OPEN_WORKERS && started + 1 < n &&
@@ -783,6 +815,8 @@ static int open_sources(kfs_tree* t, const kfs_paths* paths) {
   open_worker(&job); /* this thread works too */
   for (size_t w = 0; w < started; w++)
     pthread_join(workers[w], NULL);
+  if (prefetching)
+    pthread_join(prefetcher, NULL);
   for (size_t i = 0; i < n; i++) {
     kfs_source* s = &t->sources[i];
     kpack_compression_scheme_t scheme;

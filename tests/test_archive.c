@@ -326,6 +326,91 @@ static void test_lookups_by_own_strings_and_by_copies_agree(void** state) {
   }
 }
 
+/* Every kernel by position answers what the lookups by name answer, with
+ * the archive's own strings, in both schemes; indices out of range are
+ * refused. */
+static void test_kernels_by_position_agree_with_lookups(void** state) {
+  (void)state;
+  for (int s = 0; s < 2; s++) {
+    image img = make_image(schemes[s]);
+    char* path = save(&img);
+    kpack_archive_t a;
+    size_t binaries, arches, seen = 0;
+    kpack_kernel_entry_t e;
+    assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+    assert_int_equal(kpack_get_binary_count(a, &binaries), KPACK_SUCCESS);
+    for (size_t i = 0; i < binaries; i++) {
+      const char* binary;
+      size_t count;
+      assert_int_equal(kpack_get_binary(a, i, &binary), KPACK_SUCCESS);
+      assert_int_equal(kpack_get_binary_arch_count(a, binary, &arches),
+                       KPACK_SUCCESS);
+      assert_int_equal(kpack_get_binary_arch_count_at(a, i, &count),
+                       KPACK_SUCCESS);
+      assert_int_equal(count, arches);
+      for (size_t j = 0; j < arches; j++, seen++) {
+        const char* arch;
+        const void* map;
+        size_t map_size;
+        kpack_kernel_info_t info;
+        assert_int_equal(kpack_get_binary_arch(a, binary, j, &arch),
+                         KPACK_SUCCESS);
+        assert_int_equal(kpack_get_kernel_info(a, binary, arch, &info),
+                         KPACK_SUCCESS);
+        assert_int_equal(
+            kpack_get_entry_metadata(a, binary, arch, &map, &map_size),
+            KPACK_SUCCESS);
+        assert_int_equal(kpack_get_kernel_entry(a, i, j, &e), KPACK_SUCCESS);
+        assert_ptr_equal(e.binary, binary);
+        assert_ptr_equal(e.arch, arch);
+        assert_int_equal(e.info.size, info.size);
+        assert_int_equal(e.info.stored_size, info.stored_size);
+        assert_int_equal(e.info.offset, info.offset);
+        assert_int_equal(e.info.ordinal, info.ordinal);
+        assert_ptr_equal(e.info.type, info.type);
+        assert_ptr_equal(e.metadata, map);
+        assert_int_equal(e.metadata_size, map_size);
+      }
+      assert_int_equal(kpack_get_kernel_entry(a, i, arches, &e),
+                       KPACK_ERROR_INVALID_ARGUMENT);
+    }
+    assert_int_equal(seen, 3);
+    size_t count;
+    assert_int_equal(kpack_get_binary_arch_count_at(a, binaries, &count),
+                     KPACK_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(kpack_get_kernel_entry(a, binaries, 0, &e),
+                     KPACK_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(kpack_get_kernel_entry(a, 0, 0, NULL),
+                     KPACK_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(kpack_get_kernel_entry(NULL, 0, 0, &e),
+                     KPACK_ERROR_INVALID_ARGUMENT);
+    assert_int_equal(kpack_get_binary_arch_count_at(a, 0, NULL),
+                     KPACK_ERROR_INVALID_ARGUMENT);
+    kpack_close(a);
+    free(path);
+    free(img.data);
+  }
+}
+
+/* Prefetching is a hint: missing files, files that are not archives and
+ * NULL entries are passed over, and the archives open as before. */
+static void test_prefetch_passes_over_what_it_cannot_read(void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  char* path = save(&img);
+  char* missing = kt_path(kt_tmp, "no-such.kpack");
+  const char* paths[] = {path, missing, NULL, kt_tmp, path};
+  kpack_prefetch(paths, 5);
+  kpack_prefetch(NULL, 3);
+  kpack_prefetch(paths, 0);
+  kpack_archive_t a;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  kpack_close(a);
+  free(missing);
+  free(path);
+  free(img.data);
+}
+
 static void test_kernel_info_reads_toc_only(void** state) {
   (void)state;
   for (int s = 0; s < 2; s++) {
@@ -1366,6 +1451,8 @@ int main(void) {
       cmocka_unit_test(test_empty_kernel_is_non_null_pointer_of_size_zero),
       cmocka_unit_test(test_binaries_sorted_bytewise_arches_in_declared_order),
       cmocka_unit_test(test_kernel_info_reads_toc_only),
+      cmocka_unit_test(test_kernels_by_position_agree_with_lookups),
+      cmocka_unit_test(test_prefetch_passes_over_what_it_cannot_read),
       cmocka_unit_test(test_read_kernel_into_caller_buffer),
       cmocka_unit_test(test_open_reads_header_toc_and_frame_table_only),
       cmocka_unit_test(test_null_arguments_and_out_of_range_indices),

@@ -85,6 +85,44 @@ KPACK_API kpack_error_t kpack_get_binary_arch(kpack_archive_t archive,
                                               const char* binary_name,
                                               size_t index, const char** arch);
 
+/* ---- Opening many archives ---------------------------------------------- */
+
+/* Asks the kernel to start reading what kpack_open() will read of each
+ * archive (the header page, then the TOC), for all of them before any is
+ * waited for, so that a program about to open many archives whose pages
+ * are not cached has the disk fetch them in parallel rather than one read
+ * at a time. Only a hint: nothing is validated or kept, and a path that
+ * cannot be read is passed over (kpack_open() reports it). */
+KPACK_API void kpack_prefetch(const char* const* paths, size_t count);
+
+/* ---- Kernels by position ----------------------------------------------- */
+
+/* Binary `binary_index`'s arch count, by position (as kpack_get_binary()
+ * numbers the binaries), with no name looked up.
+ *   INVALID_ARGUMENT  a pointer is NULL or binary_index >= the count */
+KPACK_API kpack_error_t kpack_get_binary_arch_count_at(kpack_archive_t archive,
+                                                       size_t binary_index,
+                                                       size_t* count);
+
+/* One kernel, everything the TOC says of it. */
+typedef struct kpack_kernel_entry {
+  const char* binary; /* as kpack_get_binary() returns it */
+  const char* arch;   /* as kpack_get_binary_arch() returns it */
+  kpack_kernel_info_t info;
+  const void* metadata; /* its metadata map, as kpack_get_entry_metadata() */
+  size_t metadata_size; /* (NULL and 0 when it has none) */
+} kpack_kernel_entry_t;
+
+/* Kernel `arch_index` of binary `binary_index` (the orders of
+ * kpack_get_binary() and kpack_get_binary_arch()) in O(1): a program that
+ * walks every kernel of many large archives needs no name search per
+ * kernel. The strings are owned by the archive.
+ *   INVALID_ARGUMENT  a pointer is NULL or an index is out of range */
+KPACK_API kpack_error_t kpack_get_kernel_entry(kpack_archive_t archive,
+                                               size_t binary_index,
+                                               size_t arch_index,
+                                               kpack_kernel_entry_t* entry);
+
 /* Path the archive was opened from, owned by the archive. */
 KPACK_API const char* kpack_get_path(kpack_archive_t archive);
 

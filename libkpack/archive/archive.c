@@ -5,8 +5,10 @@
  * payload is only ever touched by kernel reads, through pread.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "archive/archive.h"
@@ -49,6 +51,40 @@ static kpack_error_t bind_blobs(kp_toc* toc, uint64_t file_size) {
     k->size = stored;
   }
   return KPACK_SUCCESS;
+}
+
+/* Archives are prefetched this many at a time: their descriptors are
+ * held from the first pass to the second. */
+#define KP_PREFETCH_BATCH 64
+
+KPACK_API void kpack_prefetch(const char* const* paths, size_t count) {
+  int fds[KP_PREFETCH_BATCH];
+  for (size_t at = 0; paths != NULL && at < count; at += KP_PREFETCH_BATCH) {
+    size_t n = count - at < KP_PREFETCH_BATCH ? count - at : KP_PREFETCH_BATCH;
+    /* Every header page first, so that the reads below wait for one
+     * round trip to the disk, not one each. */
+    for (size_t i = 0; i < n; i++) {
+      fds[i] = paths[at + i] == NULL
+                   ? -1
+                   : open(paths[at + i],
+                          O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+      if (fds[i] >= 0)
+        (void)posix_fadvise(fds[i], 0, KP_HEADER_SIZE, POSIX_FADV_WILLNEED);
+    }
+    for (size_t i = 0; i < n; i++) {
+      struct stat st;
+      uint64_t toc_offset;
+      if (fds[i] < 0)
+        continue;
+      if (fstat(fds[i], &st) == 0 && S_ISREG(st.st_mode) &&
+          read_header(fds[i], (uint64_t)st.st_size, &toc_offset) ==
+              KPACK_SUCCESS)
+        (void)posix_fadvise(fds[i], (off_t)toc_offset,
+                            (off_t)((uint64_t)st.st_size - toc_offset),
+                            POSIX_FADV_WILLNEED);
+      close(fds[i]);
+    }
+  }
 }
 
 KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
@@ -228,6 +264,42 @@ KPACK_API kpack_error_t kpack_get_binary_arch(kpack_archive_t archive,
     return KPACK_ERROR_INVALID_ARGUMENT;
   *arch =
       kp_toc_str(&archive->toc, archive->toc.kernels[b->first + index].arch);
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_binary_arch_count_at(kpack_archive_t archive,
+                                                       size_t binary_index,
+                                                       size_t* count) {
+  if (archive == NULL || count == NULL ||
+      binary_index >= archive->toc.binary_count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *count = archive->toc.binaries[binary_index].count;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_get_kernel_entry(kpack_archive_t archive,
+                                               size_t binary_index,
+                                               size_t arch_index,
+                                               kpack_kernel_entry_t* entry) {
+  if (archive == NULL || entry == NULL ||
+      binary_index >= archive->toc.binary_count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  const kp_toc* toc = &archive->toc;
+  const kp_binary* b = &toc->binaries[binary_index];
+  if (arch_index >= b->count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  const kp_kernel* k = &toc->kernels[b->first + arch_index];
+  const kp_extent* e = &toc->extents[k->ordinal];
+  const uint8_t* map;
+  entry->binary = kp_toc_str(toc, b->name);
+  entry->arch = kp_toc_str(toc, k->arch);
+  entry->info.size = k->size;
+  entry->info.stored_size = e->size;
+  entry->info.offset = e->offset;
+  entry->info.ordinal = k->ordinal;
+  entry->info.type = kp_toc_str(toc, k->type);
+  kp_toc_metadata(toc, k, &map, &entry->metadata_size);
+  entry->metadata = map;
   return KPACK_SUCCESS;
 }
 
