@@ -107,12 +107,12 @@ $(BUILD)/contrib/%.o: contrib/%.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
-# The tool demangles kernel names with the C++ runtime's __cxa_demangle
-# (kpack list --kernels -C): libstdc++'s runtime, present wherever g++ or
-# apt is, not its development package.
+# The tool demangles kernel names (kpack list --kernels -C) with the C++
+# runtime's __cxa_demangle, loaded with dlopen when first needed
+# (libstdc++.so.6, present wherever g++ or apt is).
 $(TOOL): $(TOOL_SRCS:%.c=$(BUILD)/%.o) $(LIB_A)
 	@mkdir -p $(@D)
-	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) -lz -l:libstdc++.so.6
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) -lz -ldl
 
 # ---- man pages ----------------------------------------------------------------
 # kpack(1) and kpackfs(8) are made from the manuals the programs print for

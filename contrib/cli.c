@@ -5,8 +5,10 @@
  * text tables, totals, file utilities, walking archives and the
  * interruption flag.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -460,15 +462,32 @@ int cli_interrupted(void) {
   return (int)caught_signal;
 }
 
-/* The C++ runtime's demangler (libstdc++'s, which the tool links; the
- * library stays free of C++), declared here so that the tool stays C. */
-extern char* __cxa_demangle(const char* mangled, char* buffer, size_t* length,
-                            int* status);
+/* The C++ runtime's demangler, libstdc++'s __cxa_demangle, loaded the
+ * first time a name is demangled: the tool stays C, and only -C pays for
+ * the C++ runtime (the commands that walk whole installs keep their
+ * memory). Without it names are shown as they are, after one warning. */
+typedef char* (*cxa_demangle_fn)(const char* mangled, char* buffer,
+                                 size_t* length, int* status);
+static cxa_demangle_fn cxa_demangle;
+static pthread_once_t cxa_demangle_once = PTHREAD_ONCE_INIT;
+
+static void load_cxa_demangle(void) {
+  void* runtime = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+  void* symbol = runtime != NULL ? dlsym(runtime, "__cxa_demangle") : NULL;
+  if (symbol == NULL) {
+    fprintf(stderr, "kpack: cannot demangle: %s; names are shown as stored\n",
+            dlerror());
+    return;
+  }
+  memcpy(&cxa_demangle, &symbol, sizeof(cxa_demangle));
+}
 
 char* cli_demangle(const char* name) {
   if (strncmp(name, "_Z", 2) == 0) {
+    pthread_once(&cxa_demangle_once, load_cxa_demangle);
     int status = -1;
-    char* out = __cxa_demangle(name, NULL, NULL, &status);
+    char* out =
+        cxa_demangle != NULL ? cxa_demangle(name, NULL, NULL, &status) : NULL;
     if (status == 0 && out != NULL)
       return out;
     free(out);
