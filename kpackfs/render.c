@@ -112,8 +112,13 @@ static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render** out,
     free(r);
     return err;
   }
-  r->bytes = sizeof(*r) + r->text.kernels_size + r->text.metadata_json_size +
-             (r->text.target ? strlen(r->text.target) : 0);
+  /* What the render holds in the heap, counting each allocation's malloc
+   * overhead: most renders of a large install are a few bytes of text, and
+   * counting their text alone let the budget hold twice its size. */
+  const size_t chunk = 2 * sizeof(size_t);
+  r->bytes = sizeof(*r) + chunk + r->text.kernels_size + 1 + chunk +
+             r->text.metadata_json_size + 1 + chunk +
+             (r->text.target ? strlen(r->text.target) + 1 + chunk : 0);
   *out = r;
   return KPACK_SUCCESS;
 }

@@ -52,7 +52,7 @@ typedef struct kfs_renders {
   uint64_t decoded;  /* kernel bytes decoded for them (prefixes) */
 } kfs_renders;
 
-#define KFS_RENDER_BUDGET (8ull << 20)
+#define KFS_RENDER_BUDGET (2ull << 20)
 
 /* One slot per render slot of the tree (kfs_tree.render_slots: every
  * kernel of the sources, shown or not); called once the tree is built, and
