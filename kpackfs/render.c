@@ -17,22 +17,26 @@
 
 #include "ops.h"
 
-enum {
-  SLOT_KNOWN = 1,     /* the sizes below are valid, for good */
-  SLOT_RENDERING = 2, /* a thread is building the render */
+/* A kernel's text sizes, each stored plus one: 0 is "never rendered". A
+ * size that does not fit is not remembered, and each `stat` of it renders
+ * again (no code object's note comes near 4 GiB of text). */
+struct kfs_render_slot {
+  uint32_t kernels_size;
+  uint32_t json_size;
 };
 
-struct kfs_render_slot {
-  kfs_render* render; /* held (pinned or in the LRU), or NULL */
-  uint64_t kernels_size;
-  uint64_t json_size;
-  uint8_t flags;
-};
+#define MAP_FIRST 1024
 
 int kfs_renders_init(kfs_renders* rs, size_t count, uint64_t budget) {
   rs->slots = calloc(count ? count : 1, sizeof(*rs->slots));
-  if (rs->slots == NULL)
+  rs->map = calloc(MAP_FIRST, sizeof(*rs->map));
+  if (rs->slots == NULL || rs->map == NULL) {
+    free(rs->slots);
+    free(rs->map);
+    rs->slots = NULL;
     return -ENOMEM;
+  }
+  rs->map_size = MAP_FIRST;
   rs->count = count;
   rs->budget = budget;
   pthread_mutex_init(&rs->lock, NULL);
@@ -50,12 +54,66 @@ static void free_render(kfs_render* r) {
 void kfs_renders_free(kfs_renders* rs) {
   if (rs->slots == NULL)
     return; /* never initialised */
-  for (size_t i = 0; i < rs->count; i++)
-    free_render(rs->slots[i].render);
+  for (size_t i = 0; i < rs->map_size; i++) {
+    for (kfs_render *r = rs->map[i], *next; r != NULL; r = next) {
+      next = r->map_next;
+      free_render(r);
+    }
+  }
+  free(rs->map);
   free(rs->slots);
   pthread_mutex_destroy(&rs->lock);
   pthread_cond_destroy(&rs->done);
   memset(rs, 0, sizeof(*rs));
+}
+
+/* ---- the map of held renders, by slot (under the lock) ------------------- */
+
+static kfs_render** map_bucket(kfs_render** map, size_t size, uint32_t slot) {
+  /* Fibonacci hashing: neighbouring slots spread over the buckets. */
+  uint64_t h = (uint64_t)slot * 0x9e3779b97f4a7c15ull;
+  return &map[(h >> 32) & (size - 1)];
+}
+
+static kfs_render* map_find(const kfs_renders* rs, uint32_t slot) {
+  kfs_render* r = *map_bucket(rs->map, rs->map_size, slot);
+  while (r != NULL && r->slot != slot)
+    r = r->map_next;
+  return r;
+}
+
+/* Doubles the buckets once there are more renders than buckets; if that
+ * cannot be allocated the chains only grow longer. */
+static void map_insert(kfs_renders* rs, kfs_render* r) {
+  if (rs->held >= rs->map_size && rs->map_size <= SIZE_MAX / 2 / sizeof(r)) {
+    size_t size = rs->map_size * 2;
+    kfs_render** map = calloc(size, sizeof(*map));
+    if (map != NULL) {
+      for (size_t i = 0; i < rs->map_size; i++) {
+        for (kfs_render *x = rs->map[i], *next; x != NULL; x = next) {
+          next = x->map_next;
+          kfs_render** b = map_bucket(map, size, x->slot);
+          x->map_next = *b;
+          *b = x;
+        }
+      }
+      free(rs->map);
+      rs->map = map;
+      rs->map_size = size;
+    }
+  }
+  kfs_render** b = map_bucket(rs->map, rs->map_size, r->slot);
+  r->map_next = *b;
+  *b = r;
+  rs->held++;
+}
+
+static void map_remove(kfs_renders* rs, kfs_render* r) {
+  kfs_render** p = map_bucket(rs->map, rs->map_size, r->slot);
+  while (*p != r)
+    p = &(*p)->map_next;
+  *p = r->map_next;
+  rs->held--;
 }
 
 /* ---- the LRU of released renders (under the lock) ------------------------ */
@@ -90,7 +148,7 @@ static void evict_over_budget(kfs_renders* rs) {
   while (rs->bytes > rs->budget && rs->lru != NULL) {
     kfs_render* victim = rs->lru->lru_prev;
     lru_remove(rs, victim);
-    rs->slots[victim->slot].render = NULL;
+    map_remove(rs, victim);
     rs->bytes -= victim->bytes;
     free_render(victim);
   }
@@ -100,18 +158,13 @@ static void evict_over_budget(kfs_renders* rs) {
 
 /* Decodes only as much of the kernel as its metadata note needs; the
  * kernel cache is left to readers of the kernel itself. */
-static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render** out,
+static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render* r,
                            uint64_t* decoded) {
   const kfs_source* src = &fs->tree.sources[n->source];
-  kfs_render* r = calloc(1, sizeof(*r));
-  if (r == NULL)
-    return KPACK_ERROR_OUT_OF_MEMORY;
   kpack_error_t err =
       kpack_kernel_render(src->archive, n->binary, n->arch, &r->text, decoded);
-  if (err != KPACK_SUCCESS) {
-    free(r);
+  if (err != KPACK_SUCCESS)
     return err;
-  }
   /* What the render holds in the heap, counting each allocation's malloc
    * overhead: most renders of a large install are a few bytes of text, and
    * counting their text alone let the budget hold twice its size. */
@@ -119,52 +172,59 @@ static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render** out,
   r->bytes = sizeof(*r) + chunk + r->text.kernels_size + 1 + chunk +
              r->text.metadata_json_size + 1 + chunk +
              (r->text.target ? strlen(r->text.target) + 1 + chunk : 0);
-  *out = r;
   return KPACK_SUCCESS;
+}
+
+/* Size + 1, or 0 when it does not fit (not remembered). */
+static uint32_t stored_size(uint64_t size) {
+  return size < UINT32_MAX ? (uint32_t)size + 1 : 0;
 }
 
 kpack_error_t kfs_render_acquire(kfs_fs* fs, const kfs_node* n,
                                  kfs_render** out) {
   kfs_renders* rs = &fs->renders;
-  kfs_render_slot* slot = &rs->slots[n->render];
-  kfs_render* r = NULL;
   *out = NULL;
 
   pthread_mutex_lock(&rs->lock);
-  for (;;) {
-    if (slot->render != NULL) {
-      r = slot->render;
-      if (r->refs++ == 0)
-        lru_remove(rs, r);
-      pthread_mutex_unlock(&rs->lock);
-      *out = r;
-      return KPACK_SUCCESS;
-    }
-    if (!(slot->flags & SLOT_RENDERING))
-      break;
+  kfs_render* r;
+  while ((r = map_find(rs, n->render)) != NULL && r->building) {
     /* Another thread is building it: take its result. If it failed, the
-     * loop finds neither and this thread tries for itself. */
+     * render left the map and this thread tries for itself. */
     pthread_cond_wait(&rs->done, &rs->lock);
   }
-  slot->flags |= SLOT_RENDERING;
+  if (r != NULL) {
+    if (r->refs++ == 0)
+      lru_remove(rs, r);
+    pthread_mutex_unlock(&rs->lock);
+    *out = r;
+    return KPACK_SUCCESS;
+  }
+  r = calloc(1, sizeof(*r));
+  if (r == NULL) {
+    pthread_mutex_unlock(&rs->lock);
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  }
+  r->slot = n->render;
+  r->refs = 1;
+  r->building = true;
+  map_insert(rs, r);
   pthread_mutex_unlock(&rs->lock);
 
   uint64_t decoded = 0;
-  kpack_error_t err = build(fs, n, &r, &decoded);
+  kpack_error_t err = build(fs, n, r, &decoded);
 
   pthread_mutex_lock(&rs->lock);
   rs->decoded += decoded;
-  slot->flags &= (uint8_t)~SLOT_RENDERING;
+  r->building = false;
   pthread_cond_broadcast(&rs->done);
   if (err != KPACK_SUCCESS) {
     rs->failures++;
+    map_remove(rs, r);
+    free_render(r);
   } else {
-    r->slot = n->render;
-    r->refs = 1;
-    slot->render = r;
-    slot->kernels_size = r->text.kernels_size;
-    slot->json_size = r->text.metadata_json_size;
-    slot->flags |= SLOT_KNOWN;
+    kfs_render_slot* slot = &rs->slots[n->render];
+    slot->kernels_size = stored_size(r->text.kernels_size);
+    slot->json_size = stored_size(r->text.metadata_json_size);
     rs->bytes += r->bytes;
     rs->renders++;
     evict_over_budget(rs);
@@ -188,9 +248,12 @@ void kfs_render_release(kfs_renders* rs, kfs_render* r) {
 bool kfs_render_size(kfs_renders* rs, const kfs_node* n, uint64_t* size) {
   pthread_mutex_lock(&rs->lock);
   const kfs_render_slot* slot = &rs->slots[n->render];
-  bool known = (slot->flags & SLOT_KNOWN) != 0;
+  uint32_t stored =
+      n->kind == KFS_METADATA ? slot->json_size : slot->kernels_size;
+  /* Both sizes are remembered or neither. */
+  bool known = slot->kernels_size != 0 && slot->json_size != 0;
   if (known)
-    *size = n->kind == KFS_METADATA ? slot->json_size : slot->kernels_size;
+    *size = stored - 1;
   pthread_mutex_unlock(&rs->lock);
   return known;
 }

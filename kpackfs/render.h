@@ -27,9 +27,11 @@ typedef struct kfs_render {
   /* render.c's bookkeeping, under kfs_renders.lock */
   uint32_t refs;
   uint32_t slot;
+  bool building; /* in the map but not built yet: wait on kfs_renders.done */
   size_t bytes;
   struct kfs_render* lru_prev;
   struct kfs_render* lru_next;
+  struct kfs_render* map_next; /* kfs_renders.map's chain */
 } kfs_render;
 
 typedef struct kfs_render_slot kfs_render_slot;
@@ -37,14 +39,18 @@ typedef struct kfs_render_slot kfs_render_slot;
 /* The renders of every kernel, kept within a byte budget: released ones
  * stay in LRU order until the budget is exceeded (the page cache keeps what
  * was read anyway; this bridges closes, xattr lookups and evicted pages).
- * Sizes, once known, are remembered for good, so `stat` renders a kernel
- * at most once. */
+ * Sizes, once known, are remembered for good in 8 bytes a kernel, so
+ * `stat` renders a kernel at most once; the renders held, a few thousand
+ * at most, are found through a map by slot. */
 typedef struct kfs_renders {
   pthread_mutex_t lock; /* protects everything below and each slot */
   pthread_cond_t done;  /* a render finished (single flight per kernel) */
   kfs_render_slot* slots;
   size_t count;
-  kfs_render* lru; /* released renders, most recent first (circular) */
+  kfs_render** map; /* held and building renders, chained by slot */
+  size_t map_size;  /* buckets, a power of two */
+  size_t held;      /* renders in the map */
+  kfs_render* lru;  /* released renders, most recent first (circular) */
   uint64_t budget;
   uint64_t bytes;    /* held, pinned or not */
   uint64_t renders;  /* renders built */

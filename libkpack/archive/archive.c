@@ -103,6 +103,7 @@ KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
   if (a == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   a->fd = -1;
+  kp_reader_pool_hold(); /* released by kpack_close, failure included */
 
   kp_input file;
   if ((err = kp_input_open(path, &file)))
@@ -148,7 +149,7 @@ fail:;
 KPACK_API void kpack_close(kpack_archive_t archive) {
   if (archive == NULL)
     return;
-  kp_reader_pool_free(archive);
+  kp_reader_pool_release();
   kp_toc_free(&archive->toc);
   free(archive->walked);
   if (archive->fd >= 0)

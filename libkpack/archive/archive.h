@@ -110,7 +110,10 @@ static inline void kp_toc_metadata(const kp_toc* toc, const kp_kernel* k,
 }
 
 /* A decompression context and a scratch buffer for compressed bytes; the
- * pool hands each thread its own for the duration of one read. */
+ * pool (kernel_read.c) hands each thread its own for the duration of one
+ * read. The pool is the process's, not an archive's: idle readers number
+ * at most KP_READER_SLOTS however many archives are open, so a mount of
+ * 420 archives holds a few contexts rather than one per archive read. */
 #define KP_READER_SLOTS 32
 typedef struct kp_reader {
   void* dctx; /* ZSTD_DCtx* */
@@ -123,10 +126,6 @@ struct kpack_archive {
   uint64_t file_size;
   char* path;
   kp_toc toc;
-  /* Idle readers. Taken and returned by atomic exchange, without a lock,
-   * so that a process that forks in the middle of a read leaves its child
-   * nothing to wait for (the reader in flight is only lost to the child). */
-  _Atomic(kp_reader*) pool[KP_READER_SLOTS];
   /* The frame table walked from the region, published (atomically, once)
    * by the first read that found a frame's size field disagreeing with the
    * TOC's frame-size table. It serves only frames whose table extent
@@ -173,7 +172,10 @@ kpack_error_t kp_frame_table_repair(kpack_archive_t archive);
  * allocation; on failure such a buffer is freed and *dst is NULL again. */
 kpack_error_t kp_read_kernel(kpack_archive_t archive, const kp_kernel* kernel,
                              void** dst);
-void kp_reader_pool_free(kpack_archive_t archive);
+/* Every open archive holds the reader pool; the last release frees the
+ * idle readers, so a process that closes its archives holds none. */
+void kp_reader_pool_hold(void);
+void kp_reader_pool_release(void);
 /* INVALID_FORMAT when kernel k's size is more than its stored frame could
  * hold (zstd's largest expansion of that many bytes), judged before anything
  * is allocated for it; SUCCESS otherwise (always for `none`, whose blobs

@@ -3,9 +3,10 @@
  * Reading kernels: raw blobs are pread straight into the caller's buffer;
  * zstd frames are pread (with their size field, checked against the frame
  * table) into a per-thread scratch buffer and decompressed straight into
- * the caller's. A small pool of (ZSTD_DCtx, scratch) pairs lets any number
- * of threads decompress at once: a thread takes a pair from one of its
- * slots (or makes one) by atomic exchange, with no lock to wait on.
+ * the caller's. A small pool of (ZSTD_DCtx, scratch) pairs, one for the
+ * process, lets any number of threads decompress at once: a thread takes a
+ * pair from a slot (or makes one) by atomic exchange, with no lock to wait
+ * on.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -20,10 +21,19 @@
  * that yields anything takes at least 4 bytes (3-byte header + 1). */
 #define KP_ZSTD_MAX_RATIO (128u * 1024u / 4u)
 
-static kp_reader* reader_get(kpack_archive_t a) {
+/* Idle readers, shared by every archive of the process. Taken and returned
+ * by atomic exchange, without a lock, so that a process that forks in the
+ * middle of a read leaves its child nothing to wait for (the reader in
+ * flight is only lost to the child). A reader does not belong to an
+ * archive: its context is reset by every decode and its scratch buffer
+ * only ever grows. */
+static _Atomic(kp_reader*) reader_pool[KP_READER_SLOTS];
+static atomic_size_t reader_pool_holders;
+
+static kp_reader* reader_get(void) {
   kp_reader* r;
   for (size_t i = 0; i < KP_READER_SLOTS; i++)
-    if ((r = atomic_exchange_explicit(&a->pool[i], NULL,
+    if ((r = atomic_exchange_explicit(&reader_pool[i], NULL,
                                       memory_order_acquire)) != NULL)
       return r;
   r = calloc(1, sizeof(*r));
@@ -44,20 +54,30 @@ static void reader_free(kp_reader* r) {
 }
 
 /* Back into a free slot; with more threads reading than slots, freed. */
-static void reader_put(kpack_archive_t a, kp_reader* r) {
+static void reader_put(kp_reader* r) {
   for (size_t i = 0; i < KP_READER_SLOTS; i++) {
     kp_reader* empty = NULL;
-    if (atomic_compare_exchange_strong_explicit(
-            &a->pool[i], &empty, r, memory_order_release, memory_order_relaxed))
+    if (atomic_compare_exchange_strong_explicit(&reader_pool[i], &empty, r,
+                                                memory_order_release,
+                                                memory_order_relaxed))
       return;
   }
   reader_free(r);
 }
 
-void kp_reader_pool_free(kpack_archive_t a) {
+void kp_reader_pool_hold(void) {
+  atomic_fetch_add_explicit(&reader_pool_holders, 1, memory_order_relaxed);
+}
+
+/* The last archive closed frees the idle readers. One opened meanwhile
+ * only makes new ones: each reader is taken by exchange, freed once. */
+void kp_reader_pool_release(void) {
+  if (atomic_fetch_sub_explicit(&reader_pool_holders, 1,
+                                memory_order_acq_rel) != 1)
+    return;
   for (size_t i = 0; i < KP_READER_SLOTS; i++) {
     kp_reader* r =
-        atomic_exchange_explicit(&a->pool[i], NULL, memory_order_acquire);
+        atomic_exchange_explicit(&reader_pool[i], NULL, memory_order_acquire);
     if (r != NULL)
       reader_free(r);
   }
@@ -165,11 +185,11 @@ kpack_error_t kp_read_kernel(kpack_archive_t a, const kp_kernel* k,
       err = kp_pread_all(a->fd, *dst, (size_t)k->size, e->offset);
   } else {
     const kp_extent* e;
-    kp_reader* r = reader_get(a);
+    kp_reader* r = reader_get();
     if (r == NULL)
       return KPACK_ERROR_OUT_OF_MEMORY;
     err = decompress_frame(a, r, k, dst, &e);
-    reader_put(a, r);
+    reader_put(r);
   }
   if (err != KPACK_SUCCESS && caller_buffer == NULL) {
     free(*dst);
@@ -184,7 +204,7 @@ kpack_error_t kp_copy_frame(kpack_archive_t a, const kp_kernel* k, void** frame,
   void* kernel = NULL;
   if (a->toc.scheme != KPACK_COMPRESSION_ZSTD_PER_KERNEL)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  kp_reader* r = reader_get(a);
+  kp_reader* r = reader_get();
   if (r == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   kpack_error_t err = decompress_frame(a, r, k, &kernel, &e);
@@ -201,7 +221,7 @@ kpack_error_t kp_copy_frame(kpack_archive_t a, const kp_kernel* k, void** frame,
     memcpy(*frame, (const uint8_t*)r->scratch + 4, (size_t)e->size);
     *size = (size_t)e->size;
   }
-  reader_put(a, r);
+  reader_put(r);
   free(kernel);
   return err;
 }
@@ -331,11 +351,11 @@ KPACK_API kpack_error_t kpack_read_kernel_prefix(kpack_archive_t archive,
                        archive->toc.extents[k->ordinal].offset);
   } else {
     bool too_large = false;
-    kp_reader* r = reader_get(archive);
+    kp_reader* r = reader_get();
     if (r == NULL)
       return KPACK_ERROR_OUT_OF_MEMORY;
     err = decode_prefix(archive, r, k, buffer, length, &too_large);
-    reader_put(archive, r);
+    reader_put(r);
     if (too_large) {
       void* whole = NULL;
       if ((err = kp_read_kernel(archive, k, &whole)) == KPACK_SUCCESS)
