@@ -16,6 +16,7 @@
 
 #include <zstd.h>
 
+#include "archive/archive.h"
 #include "fixture_toc.h"
 #include "support.h"
 
@@ -1118,6 +1119,40 @@ static void test_eight_threads_read_one_handle_concurrently(void** state) {
     free((void*)k[i].data);
 }
 
+/* Idle decompression contexts are the process's, not each archive's: a
+ * mount of hundreds of archives read one after another keeps one, and
+ * closing the last archive frees it. */
+static void test_idle_readers_are_shared_by_every_archive(void** state) {
+  (void)state;
+  enum { HANDLES = 40 };
+  const size_t size = 3000;
+  kt_kernel k = {"b#0", "gfx942", kt_pattern(size, 7), size};
+  char* path = kt_path(kt_tmp, "shared.kpack");
+  kt_write_archive(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, &k, 1);
+  kpack_archive_t a[HANDLES];
+  for (int i = 0; i < HANDLES; i++) {
+    assert_int_equal(kpack_open(path, &a[i]), KPACK_SUCCESS);
+    void* d = NULL;
+    size_t n = 0;
+    assert_int_equal(kpack_get_kernel(a[i], "b#0", "gfx942", &d, &n),
+                     KPACK_SUCCESS);
+    assert_memory_equal(d, k.data, size);
+    kpack_free_kernel(d);
+    uint8_t prefix[100];
+    size_t got = 0;
+    assert_int_equal(kpack_read_kernel_prefix(a[i], "b#0", "gfx942", prefix,
+                                              sizeof(prefix), &got),
+                     KPACK_SUCCESS);
+    assert_memory_equal(prefix, k.data, sizeof(prefix));
+  }
+  assert_int_equal(kp_reader_pool_idle(), 1);
+  for (int i = 0; i < HANDLES; i++)
+    kpack_close(a[i]);
+  assert_int_equal(kp_reader_pool_idle(), 0);
+  free(path);
+  free((void*)k.data);
+}
+
 /* ---- frame-size table (docs/format.md) ----------------------------------- */
 
 /* Replaces zstd_frame_sizes with `len` bytes of `type` (BIN or STR). */
@@ -1448,6 +1483,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roundtrip_sizes_from_empty_to_megabytes),
       cmocka_unit_test(test_roundtrip_thousands_of_kernels),
+      cmocka_unit_test(test_idle_readers_are_shared_by_every_archive),
       cmocka_unit_test(test_empty_kernel_is_non_null_pointer_of_size_zero),
       cmocka_unit_test(test_binaries_sorted_bytewise_arches_in_declared_order),
       cmocka_unit_test(test_kernel_info_reads_toc_only),

@@ -176,6 +176,8 @@ kpack_error_t kp_read_kernel(kpack_archive_t archive, const kp_kernel* kernel,
  * idle readers, so a process that closes its archives holds none. */
 void kp_reader_pool_hold(void);
 void kp_reader_pool_release(void);
+/* Idle readers in the pool now (for tests). */
+size_t kp_reader_pool_idle(void);
 /* INVALID_FORMAT when kernel k's size is more than its stored frame could
  * hold (zstd's largest expansion of that many bytes), judged before anything
  * is allocated for it; SUCCESS otherwise (always for `none`, whose blobs

@@ -83,6 +83,13 @@ void kp_reader_pool_release(void) {
   }
 }
 
+size_t kp_reader_pool_idle(void) {
+  size_t idle = 0;
+  for (size_t i = 0; i < KP_READER_SLOTS; i++)
+    idle += atomic_load_explicit(&reader_pool[i], memory_order_relaxed) != NULL;
+  return idle;
+}
+
 static kpack_error_t ensure_buffer(void** dst, size_t size) {
   if (*dst != NULL)
     return KPACK_SUCCESS;
