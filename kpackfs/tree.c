@@ -69,23 +69,38 @@ static const char* const map_file = KPACK_LAYOUT_TOC_METADATA_FILE;
 /* The rules are the layout's (rocm_kpack/kpack_layout.h), shared with
  * `kpack extract`. Checking 252,000 kernels, the binary is checked once per
  * binary, and an arch or type already found good is not checked again:
- * libkpack keeps one string per distinct name in an archive. */
+ * libkpack keeps one string per distinct name in an archive, so the good
+ * ones are remembered by address, a few of each (a binary's arches come
+ * round again for the next binary). */
+enum { GOOD_NAMES = 8 };
 typedef struct name_check {
-  const char* good_arch;
-  const char* good_type;
+  const char* good_arch[GOOD_NAMES];
+  const char* good_type[GOOD_NAMES];
+  unsigned next_arch, next_type;
 } name_check;
+
+static bool among(const char* const* names, const char* name) {
+  for (size_t i = 0; name != NULL && i < GOOD_NAMES; i++)
+    if (names[i] == name)
+      return true;
+  return false;
+}
 
 static const char* kernel_problem(name_check* nc, const char* binary,
                                   const char* binary_why, const char* arch,
                                   const char* type) {
   if (binary_why != NULL)
     return binary_why;
-  if (arch == nc->good_arch && type == nc->good_type)
+  bool arch_good = among(nc->good_arch, arch);
+  bool type_good = among(nc->good_type, type);
+  if (arch_good && type_good)
     return NULL;
   const char* why = kpack_layout_entry_problem(binary, arch, type);
   if (why == NULL) {
-    nc->good_arch = arch;
-    nc->good_type = type;
+    if (!arch_good)
+      nc->good_arch[nc->next_arch++ % GOOD_NAMES] = arch;
+    if (!type_good)
+      nc->good_type[nc->next_type++ % GOOD_NAMES] = type;
   }
   return why;
 }
@@ -303,6 +318,16 @@ static size_t hash_name(const char* s) {
   return (size_t)(h ^ (h >> 29));
 }
 
+/* Where `name` is in the table of 1 + unique index, or the empty slot
+ * where it would go. */
+static size_t probe(const uint32_t* slots, size_t cap,
+                    const kfs_tree_binary* unique, const char* name) {
+  size_t h = hash_name(name) & (cap - 1);
+  while (slots[h] != 0 && strcmp(unique[slots[h] - 1].name, name) != 0)
+    h = (h + 1) & (cap - 1);
+  return h;
+}
+
 static int by_unique_name(const void* a, const void* b) {
   return strcmp(((const kfs_tree_binary*)a)->name,
                 ((const kfs_tree_binary*)b)->name);
@@ -320,6 +345,10 @@ static int merge_binaries(kfs_tree* t) {
   seen* order = malloc((total ? total : 1) * sizeof(*order));
   kfs_tree_binary* unique = calloc(total ? total : 1, sizeof(*unique));
   size_t n = 0, count = 0;
+  /* Names go into the hash table only once a source does not simply repeat
+   * the binaries of the one before it: a single archive never needs it,
+   * an install from its second component on. */
+  bool hashed = false;
   if (slots == NULL || order == NULL || unique == NULL)
     goto out;
   for (uint32_t s = 0; s < t->source_count; s++) {
@@ -342,14 +371,21 @@ static int merge_binaries(kfs_tree* t) {
       } else {
         if (kpack_layout_binary_problem(name) != NULL)
           continue;
-        size_t h = hash_name(name) & (cap - 1);
-        while (slots[h] != 0 && strcmp(unique[slots[h] - 1].name, name) != 0)
-          h = (h + 1) & (cap - 1);
-        if (slots[h] == 0) {
-          unique[n] = (kfs_tree_binary){.name = name, .source = NONE};
-          slots[h] = (uint32_t)++n;
+        if (!hashed && s > 0) {
+          /* The first source that does not repeat the one before. */
+          for (uint32_t k = 0; k < n; k++)
+            slots[probe(slots, cap, unique, unique[k].name)] = k + 1;
+          hashed = true;
         }
-        u = slots[h] - 1;
+        size_t h = hashed ? probe(slots, cap, unique, name) : 0;
+        if (!hashed || slots[h] == 0) {
+          /* New (one archive names each binary once). */
+          unique[n] = (kfs_tree_binary){.name = name, .source = NONE};
+          n++;
+          if (hashed)
+            slots[h] = (uint32_t)n;
+        }
+        u = hashed ? slots[h] - 1 : (uint32_t)(n - 1);
       }
       src->binary_unique[i] = u;
       unique[u].count++;
@@ -468,7 +504,7 @@ static int number_kernels(kfs_tree* t) {
 static void check_kernels(kfs_tree* t, kernel_facts* facts) {
   for (uint32_t s = 0; s < t->source_count; s++) {
     kfs_source* src = &t->sources[s];
-    name_check nc = {NULL, NULL};
+    name_check nc = {0};
     for (size_t i = 0; i < src->binary_count; i++) {
       const char* binary;
       kpack_get_binary(src->archive, i, &binary);
@@ -645,9 +681,15 @@ static int make_dirs(kfs_tree* t) {
     kfs_tree_dir* dir = &t->dirs[d];
     if (dir->binary == NONE)
       dir->nlink = 2 + dir->sub_count;
-    if (dir->sub_count > 1)
-      qsort_r(&t->subdirs[dir->sub_first], dir->sub_count, sizeof(uint32_t),
-              by_dir_name, t->dirs);
+    /* Made in the order of the sorted binary paths, subdirectories are in
+     * name order already unless a sibling's name is another's followed by
+     * a byte below '/' ("a-b" comes before "a" there); only those sort. */
+    uint32_t* sub = &t->subdirs[dir->sub_first];
+    size_t i = 1;
+    while (i < dir->sub_count && by_dir_name(&sub[i - 1], &sub[i], t->dirs) < 0)
+      i++;
+    if (i < dir->sub_count)
+      qsort_r(sub, dir->sub_count, sizeof(*sub), by_dir_name, t->dirs);
   }
   kfs_tree_dir* root = &t->dirs[0];
   root->nlink++; /* .kpackfs */

@@ -1041,6 +1041,53 @@ static void test_first_source_wins_for_the_same_binary_and_arch(void** state) {
   free(x2);
 }
 
+/* Directories are made in the order of the sorted binary paths, which is
+ * not their own order when one sibling's name is another's followed by a
+ * byte below '/': "lib/a-b/..." sorts before "lib/a/...", yet "a" lists
+ * before "a-b". The second archive names a binary of the first at another
+ * position and one of its own, so the names are merged through the hash. */
+static void test_sibling_directories_list_and_look_up_in_byte_order(
+    void** state) {
+  (void)state;
+  char* y1 = kt_path(tmp, "y1.kpack");
+  char* y2 = kt_path(tmp, "y2.kpack");
+  void* one = kt_pattern(3000, 31);
+  void* two = kt_pattern(3500, 32);
+  kt_kernel k1[] = {{"lib/a-b/x.so#0", "gfx90a", one, 3000},
+                    {"lib/a.c/z.so#0", "gfx90a", one, 3000},
+                    {"lib/a/y.so#0", "gfx90a", one, 3000}};
+  kt_kernel k2[] = {{"lib/a/y.so#0", "gfx942", two, 3500},
+                    {"lib/b/w.so#0", "gfx942", two, 3500}};
+  write_fixture(y1, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k1, 3);
+  write_fixture(y2, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k2, 2);
+  mnt* m = &scratch[0];
+  mnt_init(m, "siblings");
+  const char* args[] = {y1, y2, NULL};
+  mnt_start(m, args);
+  char* s = list_dir(m, "lib");
+  assert_string_equal(s, "a, a-b, a.c, b");
+  free(s);
+  s = list_dir(m, "lib/a/y.so#0");
+  assert_string_equal(s, "gfx90a, gfx942");
+  free(s);
+  const char* kernels[] = {
+      "lib/a-b/x.so#0/gfx90a/kernel.hsaco",
+      "lib/a.c/z.so#0/gfx90a/kernel.hsaco", "lib/a/y.so#0/gfx90a/kernel.hsaco",
+      "lib/a/y.so#0/gfx942/kernel.hsaco", "lib/b/w.so#0/gfx942/kernel.hsaco"};
+  for (size_t i = 0; i < sizeof(kernels) / sizeof(kernels[0]); i++) {
+    char* path = in_mount(m, kernels[i]);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(st.st_size, strstr(kernels[i], "gfx942") ? 3500 : 3000);
+    free(path);
+  }
+  mnt_stop_clean(m);
+  free(one);
+  free(two);
+  free(y1);
+  free(y2);
+}
+
 /* Three kernels; the middle one's frame gets a flipped byte. */
 static char* corrupt_archive(const char* name, void** good, size_t* good_size) {
   char* path = kt_path(tmp, name);
@@ -3015,6 +3062,7 @@ int main(void) {
       T(test_inode_numbers_are_stable_for_the_same_sources),
       T(test_chunked_read_decompresses_once_and_rereads_hit_cache),
       T(test_first_source_wins_for_the_same_binary_and_arch),
+      T(test_sibling_directories_list_and_look_up_in_byte_order),
       T(test_corrupt_frame_is_eio_for_that_file_only),
       T(test_archive_truncated_under_the_mount_is_eio_not_a_crash),
       T(test_small_cache_still_serves_larger_kernels),

@@ -23,9 +23,12 @@ typedef struct toc_fields {
   kpack_error_t toc_err; /* from parsing "toc", reported after the header */
 } toc_fields;
 
+/* The last few names interned of one kind, tried before the hash. */
+enum { MEMO_NAMES = 4 };
 typedef struct name_memo {
-  uint32_t offset;
-  uint32_t len; /* UINT32_MAX: none yet */
+  uint32_t offset[MEMO_NAMES];
+  uint32_t len[MEMO_NAMES]; /* 0 (never interned from here): none yet */
+  unsigned next;
 } name_memo;
 
 typedef struct toc_builder {
@@ -40,7 +43,7 @@ typedef struct toc_builder {
   size_t names_mask;
   size_t names_count;
   uint32_t hsaco; /* offset of "hsaco", the usual type; UINT32_MAX unset */
-  /* The last arch and the last type interned: an archive's entries mostly
+  /* The last arches and types interned: an archive's entries mostly
    * repeat them (one arch in a per-arch archive, the arches in the same
    * order for each binary, "hsaco" throughout). */
   name_memo arch_memo, type_memo;
@@ -91,12 +94,20 @@ static size_t name_hash(const char* s, size_t len) {
 /* The offset of name (s, len) in the string table, appended on first use:
  * an install's archives name a handful of arches and types for thousands
  * of kernels. */
+static void memo_note(name_memo* memo, uint32_t offset, size_t len) {
+  memo->offset[memo->next] = offset;
+  memo->len[memo->next] = (uint32_t)len;
+  memo->next = (memo->next + 1) % MEMO_NAMES;
+}
+
 static kpack_error_t intern(toc_builder* b, const char* s, size_t len,
                             name_memo* memo, uint32_t* offset) {
-  if (memo->len == len &&
-      memcmp(kp_toc_str(b->toc, memo->offset), s, len) == 0) {
-    *offset = memo->offset;
-    return KPACK_SUCCESS;
+  for (size_t m = 0; m < MEMO_NAMES; m++) {
+    if (memo->len[m] == len && len > 0 &&
+        memcmp(kp_toc_str(b->toc, memo->offset[m]), s, len) == 0) {
+      *offset = memo->offset[m];
+      return KPACK_SUCCESS;
+    }
   }
   if ((b->names_count + 1) * 2 > b->names_mask + 1) {
     size_t cap = b->names_mask ? (b->names_mask + 1) * 2 : 64;
@@ -121,7 +132,7 @@ static kpack_error_t intern(toc_builder* b, const char* s, size_t len,
     const char* name = kp_toc_str(b->toc, b->names[i] - 1);
     if (strncmp(name, s, len) == 0 && name[len] == '\0') {
       *offset = b->names[i] - 1;
-      *memo = (name_memo){*offset, (uint32_t)len};
+      memo_note(memo, *offset, len);
       return KPACK_SUCCESS;
     }
   }
@@ -132,7 +143,7 @@ static kpack_error_t intern(toc_builder* b, const char* s, size_t len,
     return KPACK_ERROR_OUT_OF_MEMORY; /* 1 + offset must fit */
   b->names[i] = *offset + 1;
   b->names_count++;
-  *memo = (name_memo){*offset, (uint32_t)len};
+  memo_note(memo, *offset, len);
   return KPACK_SUCCESS;
 }
 
@@ -512,10 +523,10 @@ kpack_error_t kp_toc_parse(const uint8_t* data, size_t size, kp_toc* toc,
                            const uint8_t** frame_sizes,
                            size_t* frame_sizes_len) {
   toc_fields f;
-  toc_builder b = {.toc = toc,
-                   .hsaco = UINT32_MAX,
-                   .arch_memo = {0, UINT32_MAX},
-                   .type_memo = {0, UINT32_MAX}};
+  toc_builder b = {
+      .toc = toc,
+      .hsaco = UINT32_MAX,
+  };
   mp_cursor c = mp_cursor_make(data, size);
   uint32_t group = 0, family = 0, *arches = NULL;
   kpack_error_t err;
