@@ -179,7 +179,8 @@ typedef struct kernel_facts {
   bool map;         /* a metadata map: toc-metadata.msgpack beside it */
 } kernel_facts;
 
-static int by_arch(const void* a, const void* b) {
+static int by_arch(const void* a, const void* b, void* unused) {
+  (void)unused;
   const kfs_listing_entry* x = a;
   const kfs_listing_entry* y = b;
   int c = strcmp(x->arch, y->arch);
@@ -223,11 +224,7 @@ static int make_listing(const kfs_tree* t, uint32_t u,
     }
   }
   /* One source's arches come sorted; most binaries have one source. */
-  bool sorted = true;
-  for (size_t i = 1; i < l->count && sorted; i++)
-    sorted = by_arch(&l->entries[i - 1], &l->entries[i]) < 0;
-  if (!sorted)
-    qsort(l->entries, l->count, sizeof(l->entries[0]), by_arch);
+  kfs_sort(l->entries, l->count, sizeof(l->entries[0]), by_arch, NULL);
   size_t kept = 0;
   for (size_t i = 0; i < l->count; i++) {
     if (kept > 0 && strcmp(l->entries[kept - 1].arch, l->entries[i].arch) == 0)
@@ -328,7 +325,8 @@ static size_t probe(const uint32_t* slots, size_t cap,
   return h;
 }
 
-static int by_unique_name(const void* a, const void* b) {
+static int by_unique_name(const void* a, const void* b, void* unused) {
+  (void)unused;
   return strcmp(((const kfs_tree_binary*)a)->name,
                 ((const kfs_tree_binary*)b)->name);
 }
@@ -411,11 +409,7 @@ static int merge_binaries(kfs_tree* t) {
   /* Sorted by name; each source's binary learns its place. Archives list
    * their binaries sorted, and a single archive or an install's archives
    * (one component after another) are met in that order already. */
-  bool sorted = true;
-  for (size_t u = 1; u < n && sorted; u++)
-    sorted = strcmp(unique[u - 1].name, unique[u].name) < 0;
-  if (!sorted)
-    qsort(unique, n, sizeof(*unique), by_unique_name);
+  kfs_sort(unique, n, sizeof(*unique), by_unique_name, NULL);
   for (uint32_t u = 0; u < n; u++)
     for (uint32_t c = 0; c < unique[u].count; c++) {
       uint32_t at = unique[u].first + c;
@@ -683,13 +677,9 @@ static int make_dirs(kfs_tree* t) {
       dir->nlink = 2 + dir->sub_count;
     /* Made in the order of the sorted binary paths, subdirectories are in
      * name order already unless a sibling's name is another's followed by
-     * a byte below '/' ("a-b" comes before "a" there); only those sort. */
-    uint32_t* sub = &t->subdirs[dir->sub_first];
-    size_t i = 1;
-    while (i < dir->sub_count && by_dir_name(&sub[i - 1], &sub[i], t->dirs) < 0)
-      i++;
-    if (i < dir->sub_count)
-      qsort_r(sub, dir->sub_count, sizeof(*sub), by_dir_name, t->dirs);
+     * a byte below '/' ("a-b" comes before "a" there). */
+    kfs_sort(&t->subdirs[dir->sub_first], dir->sub_count, sizeof(uint32_t),
+             by_dir_name, t->dirs);
   }
   kfs_tree_dir* root = &t->dirs[0];
   root->nlink++; /* .kpackfs */

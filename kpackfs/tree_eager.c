@@ -412,12 +412,8 @@ static int index_children(kfs_eager* t) {
     kfs_enode* n = &t->nodes[ino];
     if (n->kind != KFS_DIR || n->child_count < 2)
       continue;
-    uint32_t* c = &t->children[n->child_first];
-    size_t i = 1;
-    while (i < n->child_count && by_name(&c[i - 1], &c[i], t->nodes) < 0)
-      i++;
-    if (i < n->child_count)
-      qsort_r(c, n->child_count, sizeof(*c), by_name, t->nodes);
+    kfs_sort(&t->children[n->child_first], n->child_count, sizeof(uint32_t),
+             by_name, t->nodes);
   }
   return 0;
 }
