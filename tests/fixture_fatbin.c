@@ -63,16 +63,37 @@ void fx_align(fx_buf* b, size_t align) {
   }
 }
 
-void fx_set_le(fx_buf* b, size_t at, uint64_t v, unsigned n) {
+void fx_store_le(uint8_t* p, uint64_t v, unsigned n) {
   for (unsigned i = 0; i < n; i++)
-    b->data[at + i] = (uint8_t)(v >> (8 * i));
+    p[i] = (uint8_t)(v >> (8 * i));
+}
+
+uint64_t fx_load_le(const uint8_t* p, unsigned n) {
+  uint64_t v = 0;
+  for (unsigned i = n; i-- > 0;)
+    v = (v << 8) | p[i];
+  return v;
+}
+
+void fx_set_le(fx_buf* b, size_t at, uint64_t v, unsigned n) {
+  fx_store_le(b->data + at, v, n);
 }
 
 uint64_t fx_get_le(const fx_buf* b, size_t at, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = n; i-- > 0;)
-    v = (v << 8) | b->data[at + i];
-  return v;
+  return fx_load_le(b->data + at, n);
+}
+
+uint8_t* fx_section_header(uint8_t* elf, const char* name) {
+  uint64_t shoff = fx_load_le(elf + 40, 8), n = fx_load_le(elf + 60, 2);
+  uint64_t strndx = fx_load_le(elf + 62, 2);
+  uint8_t* names = elf + fx_load_le(elf + shoff + strndx * 64 + 24, 8);
+  for (uint64_t i = 1; i < n; i++) {
+    uint8_t* sh = elf + shoff + i * 64;
+    if (strcmp((char*)names + fx_load_le(sh, 4), name) == 0)
+      return sh;
+  }
+  die("no such section", name);
+  return NULL;
 }
 
 void fx_free(fx_buf* b) {

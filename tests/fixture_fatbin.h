@@ -37,6 +37,12 @@ void fx_align(fx_buf* b, size_t align);
 /* Overwrites / reads n little-endian bytes at `at` (within size). */
 void fx_set_le(fx_buf* b, size_t at, uint64_t v, unsigned n);
 uint64_t fx_get_le(const fx_buf* b, size_t at, unsigned n);
+/* The same on bytes not held in an fx_buf (a file read back, say). */
+void fx_store_le(uint8_t* p, uint64_t v, unsigned n);
+uint64_t fx_load_le(const uint8_t* p, unsigned n);
+/* The section header of the section called `name` in a whole ELF64 file
+ * (the process exits with a message when there is none). */
+uint8_t* fx_section_header(uint8_t* elf, const char* name);
 void fx_free(fx_buf* b);
 
 /* ---- kernel bytes -------------------------------------------------------- */

@@ -1133,13 +1133,6 @@ static void test_damaged_code_objects_never_crash(void** state) {
  * -------------------------------------------------------
  */
 
-static uint64_t le(const uint8_t* p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = n; i-- > 0;)
-    v = (v << 8) | p[i];
-  return v;
-}
-
 static int by_string(const void* a, const void* b) {
   return strcmp(*(char* const*)a, *(char* const*)b);
 }
@@ -1147,21 +1140,21 @@ static int by_string(const void* a, const void* b) {
 /* The kernel descriptor symbols ("*.kd") of the ELF's .dynsym, without the
  * suffix, sorted: written here from the ELF specification, not the reader. */
 static char** kd_symbols(const uint8_t* elf, size_t size, size_t* count) {
-  uint64_t shoff = le(elf + 40, 8);
-  size_t shnum = (size_t)le(elf + 60, 2);
+  uint64_t shoff = fx_load_le(elf + 40, 8);
+  size_t shnum = (size_t)fx_load_le(elf + 60, 2);
   char** names = NULL;
   *count = 0;
   assert_true(shoff + shnum * 64 <= size);
   for (size_t i = 0; i < shnum; i++) {
     const uint8_t* sh = elf + shoff + i * 64;
-    if (le(sh + 4, 4) != 11) /* SHT_DYNSYM */
+    if (fx_load_le(sh + 4, 4) != 11) /* SHT_DYNSYM */
       continue;
-    uint64_t off = le(sh + 24, 8), symsize = le(sh + 32, 8);
-    const uint8_t* strsh = elf + shoff + le(sh + 40, 4) * 64;
-    const char* strtab = (const char*)elf + le(strsh + 24, 8);
+    uint64_t off = fx_load_le(sh + 24, 8), symsize = fx_load_le(sh + 32, 8);
+    const uint8_t* strsh = elf + shoff + fx_load_le(sh + 40, 4) * 64;
+    const char* strtab = (const char*)elf + fx_load_le(strsh + 24, 8);
     assert_true(off + symsize <= size);
     for (uint64_t s = 24; s + 24 <= symsize; s += 24) { /* skip symbol 0 */
-      const char* name = strtab + le(elf + off + s, 4);
+      const char* name = strtab + fx_load_le(elf + off + s, 4);
       size_t len = strlen(name);
       if (len > 3 && strcmp(name + len - 3, ".kd") == 0) {
         names = realloc(names, (*count + 1) * sizeof(*names));
@@ -1176,18 +1169,18 @@ static char** kd_symbols(const uint8_t* elf, size_t size, size_t* count) {
 /* The NT_AMDGPU_METADATA description, found through the program headers. */
 static const uint8_t* raw_note(const uint8_t* elf, size_t size,
                                size_t* desc_size) {
-  uint64_t phoff = le(elf + 32, 8);
-  size_t phnum = (size_t)le(elf + 56, 2);
+  uint64_t phoff = fx_load_le(elf + 32, 8);
+  size_t phnum = (size_t)fx_load_le(elf + 56, 2);
   for (size_t i = 0; i < phnum; i++) {
     const uint8_t* ph = elf + phoff + i * 56;
-    if (le(ph, 4) != 4) /* PT_NOTE */
+    if (fx_load_le(ph, 4) != 4) /* PT_NOTE */
       continue;
-    uint64_t pos = le(ph + 8, 8), end = pos + le(ph + 32, 8);
+    uint64_t pos = fx_load_le(ph + 8, 8), end = pos + fx_load_le(ph + 32, 8);
     assert_true(end <= size);
     while (pos + 12 <= end) {
-      uint32_t namesz = (uint32_t)le(elf + pos, 4);
-      uint32_t descsz = (uint32_t)le(elf + pos + 4, 4);
-      uint32_t type = (uint32_t)le(elf + pos + 8, 4);
+      uint32_t namesz = (uint32_t)fx_load_le(elf + pos, 4);
+      uint32_t descsz = (uint32_t)fx_load_le(elf + pos + 4, 4);
+      uint32_t type = (uint32_t)fx_load_le(elf + pos + 8, 4);
       uint64_t desc = pos + 12 + ((namesz + 3u) & ~3u);
       if (type == 32 && namesz == 7 &&
           memcmp(elf + pos + 12, "AMDGPU", 7) == 0) {

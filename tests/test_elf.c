@@ -41,30 +41,6 @@ static char* bundle_arch(const char* path, size_t co) {
   return arch;
 }
 
-static uint64_t le(const uint8_t* p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = n; i-- > 0;)
-    v = v << 8 | p[i];
-  return v;
-}
-
-static void set_le(uint8_t* p, uint64_t v, unsigned n) {
-  for (unsigned i = 0; i < n; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint8_t* section(uint8_t* elf, const char* name) {
-  uint64_t shoff = le(elf + 40, 8), n = le(elf + 60, 2);
-  uint8_t* names = elf + le(elf + shoff + le(elf + 62, 2) * 64 + 24, 8);
-  for (uint64_t i = 1; i < n; i++) {
-    uint8_t* sh = elf + shoff + i * 64;
-    if (strcmp((char*)names + le(sh, 4), name) == 0)
-      return sh;
-  }
-  fail_msg("no section %s", name);
-  return NULL;
-}
-
 /* A linked file built with --emit-relocs keeps .rela.debug_info, whose
  * offsets are offsets in .debug_info, not addresses. One that equals the
  * address of record 0's pointer must not redirect the record. */
@@ -88,20 +64,20 @@ static void test_static_relocations_of_a_linked_file_are_ignored(void** s) {
    * first .rela.debug_info entry a RELATIVE at record 0's pointer. */
   size_t size;
   uint8_t* elf = kt_read_file(so, &size);
-  uint8_t* seg = section(elf, ".hipFatBinSegment");
-  uint8_t* dyn = section(elf, ".rela.dyn");
-  uint8_t* dbg = section(elf, ".rela.debug_info");
-  uint64_t ptr0 = le(seg + 16, 8) + 8, gfx906 = 0;
-  for (uint64_t at = 0; at < le(dyn + 32, 8); at += 24) {
-    const uint8_t* r = elf + le(dyn + 24, 8) + at;
-    if (le(r, 8) == ptr0 + 24)
-      gfx906 = le(r + 16, 8);
+  uint8_t* seg = fx_section_header(elf, ".hipFatBinSegment");
+  uint8_t* dyn = fx_section_header(elf, ".rela.dyn");
+  uint8_t* dbg = fx_section_header(elf, ".rela.debug_info");
+  uint64_t ptr0 = fx_load_le(seg + 16, 8) + 8, gfx906 = 0;
+  for (uint64_t at = 0; at < fx_load_le(dyn + 32, 8); at += 24) {
+    const uint8_t* r = elf + fx_load_le(dyn + 24, 8) + at;
+    if (fx_load_le(r, 8) == ptr0 + 24)
+      gfx906 = fx_load_le(r + 16, 8);
   }
   assert_int_not_equal(gfx906, 0);
-  uint8_t* r = elf + le(dbg + 24, 8);
-  set_le(r, ptr0, 8);
-  set_le(r + 8, 8 /* R_X86_64_RELATIVE */, 8);
-  set_le(r + 16, gfx906, 8);
+  uint8_t* r = elf + fx_load_le(dbg + 24, 8);
+  fx_store_le(r, ptr0, 8);
+  fx_store_le(r + 8, 8 /* R_X86_64_RELATIVE */, 8);
+  fx_store_le(r + 16, gfx906, 8);
   kt_write_file(so, elf, size);
   arch = bundle_arch(so, 0);
   assert_string_equal(arch, "gfx90a");

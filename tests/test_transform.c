@@ -258,22 +258,21 @@ static void run_tool(const char* tool, const char* opt, const char* in,
   free(e);
 }
 
-static uint64_t le(const uint8_t* p, unsigned n);
-
 static void check_phdr_address(const char* path) {
   size_t size;
   uint8_t* elf = kt_read_file(path, &size);
-  uint64_t phoff = le(elf + 32, 8), n = le(elf + 56, 2), base = 0, phdr = 0;
+  uint64_t phoff = fx_load_le(elf + 32, 8), n = fx_load_le(elf + 56, 2),
+           base = 0, phdr = 0;
   bool have_base = false;
   for (uint64_t i = 0; i < n; i++) {
     const uint8_t* ph = elf + phoff + i * 56;
-    if (le(ph, 4) == 1 && !have_base) {
-      base = le(ph + 16, 8) - le(ph + 8, 8);
+    if (fx_load_le(ph, 4) == 1 && !have_base) {
+      base = fx_load_le(ph + 16, 8) - fx_load_le(ph + 8, 8);
       have_base = true;
     }
-    if (le(ph, 4) == 6) { /* PT_PHDR */
-      assert_int_equal(le(ph + 8, 8), phoff);
-      phdr = le(ph + 16, 8);
+    if (fx_load_le(ph, 4) == 6) { /* PT_PHDR */
+      assert_int_equal(fx_load_le(ph + 8, 8), phoff);
+      phdr = fx_load_le(ph + 16, 8);
     }
   }
   assert_true(have_base);
@@ -508,31 +507,6 @@ static void refused(const program* p, const void* bytes, size_t size,
   free(out);
 }
 
-static uint64_t le(const uint8_t* p, unsigned n) {
-  uint64_t v = 0;
-  for (unsigned i = n; i-- > 0;)
-    v = v << 8 | p[i];
-  return v;
-}
-
-static void set_le(uint8_t* p, uint64_t v, unsigned n) {
-  for (unsigned i = 0; i < n; i++)
-    p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* The section header of the section called `name`. */
-static uint8_t* section(uint8_t* elf, const char* name) {
-  uint64_t shoff = le(elf + 40, 8), n = le(elf + 60, 2);
-  uint8_t* names = elf + le(elf + shoff + le(elf + 62, 2) * 64 + 24, 8);
-  for (uint64_t i = 1; i < n; i++) {
-    uint8_t* sh = elf + shoff + i * 64;
-    if (strcmp((char*)names + le(sh, 4), name) == 0)
-      return sh;
-  }
-  fail_msg("no section %s", name);
-  return NULL;
-}
-
 static void test_bad_input_is_refused_and_left_untouched(void** s) {
   (void)s;
   program so, ex;
@@ -544,32 +518,32 @@ static void test_bad_input_is_refused_and_left_untouched(void** s) {
   uint8_t* b = malloc(size);
 
   /* Truncated inside the section header table. */
-  uint64_t shoff = le(orig + 40, 8);
+  uint64_t shoff = fx_load_le(orig + 40, 8);
   refused(&so, orig, (size_t)shoff + 100, KPACK_ERROR_INVALID_FORMAT,
           "extends past end of file");
 
   /* Unknown machine. */
   memcpy(b, orig, size);
-  set_le(b + 18, 0x1234, 2);
+  fx_store_le(b + 18, 0x1234, 2);
   refused(&so, b, size, KPACK_ERROR_INVALID_FORMAT, "e_machine 4660");
 
   /* .hipFatBinSegment not whole records. */
   memcpy(b, orig, size);
-  set_le(section(b, ".hipFatBinSegment") + 32, 40, 8);
+  fx_store_le(fx_section_header(b, ".hipFatBinSegment") + 32, 40, 8);
   refused(&so, b, size, KPACK_ERROR_INVALID_FORMAT, "not whole 24-byte");
 
   /* A pointer with no relocation in a shared object: the RELATIVE that
    * sets record 0 made R_X86_64_NONE, its value stored in place. */
   memcpy(b, orig, size);
-  uint8_t* seg = section(b, ".hipFatBinSegment");
-  uint8_t* rela = section(b, ".rela.dyn");
-  uint64_t where = le(seg + 16, 8) + 8;
+  uint8_t* seg = fx_section_header(b, ".hipFatBinSegment");
+  uint8_t* rela = fx_section_header(b, ".rela.dyn");
+  uint64_t where = fx_load_le(seg + 16, 8) + 8;
   bool found = false;
-  for (uint64_t at = 0; at < le(rela + 32, 8); at += 24) {
-    uint8_t* r = b + le(rela + 24, 8) + at;
-    if (le(r, 8) == where) {
-      set_le(b + le(seg + 24, 8) + 8, le(r + 16, 8), 8);
-      set_le(r + 8, 0, 8);
+  for (uint64_t at = 0; at < fx_load_le(rela + 32, 8); at += 24) {
+    uint8_t* r = b + fx_load_le(rela + 24, 8) + at;
+    if (fx_load_le(r, 8) == where) {
+      fx_store_le(b + fx_load_le(seg + 24, 8) + 8, fx_load_le(r + 16, 8), 8);
+      fx_store_le(r + 8, 0, 8);
       found = true;
     }
   }
@@ -580,15 +554,16 @@ static void test_bad_input_is_refused_and_left_untouched(void** s) {
   /* A stored pointer outside every section (ET_EXEC). */
   uint8_t* eb = malloc(ex_size);
   memcpy(eb, ex_orig, ex_size);
-  seg = section(eb, ".hipFatBinSegment");
-  set_le(eb + le(seg + 24, 8) + 24 + 8, 0x10, 8);
+  seg = fx_section_header(eb, ".hipFatBinSegment");
+  fx_store_le(eb + fx_load_le(seg + 24, 8) + 24 + 8, 0x10, 8);
   refused(&ex, eb, ex_size, KPACK_ERROR_INVALID_FORMAT,
           "wrapper 1: the pointer (0x10) is outside .hip_fatbin");
 
   /* A section name past the name table (the appended name would become
    * its name). */
   memcpy(b, orig, size);
-  set_le(section(b, ".comment"), le(section(b, ".shstrtab") + 32, 8) + 1, 4);
+  fx_store_le(fx_section_header(b, ".comment"),
+              fx_load_le(fx_section_header(b, ".shstrtab") + 32, 8) + 1, 4);
   refused(&so, b, size, KPACK_ERROR_INVALID_FORMAT,
           "name lies outside the section name table");
 
@@ -598,8 +573,8 @@ static void test_bad_input_is_refused_and_left_untouched(void** s) {
   assert_int_equal(transform(so.in, so.out, so.name, &r, &msg), KPACK_SUCCESS);
   /* The whole reserved field is the index, whatever it held. */
   memcpy(b, orig, size);
-  seg = section(b, ".hipFatBinSegment");
-  set_le(b + le(seg + 24, 8) + 16, 0xffffffff00000000ull, 8);
+  seg = fx_section_header(b, ".hipFatBinSegment");
+  fx_store_le(b + fx_load_le(seg + 24, 8) + 16, 0xffffffff00000000ull, 8);
   char* in2 = kt_path(so.dir, "high");
   char* out2 = kt_path(so.dir, "high.out");
   kt_write_file(in2, b, size);
@@ -665,12 +640,12 @@ static void test_file_without_program_headers_gets_one_segment(void** s) {
     kpack_host_close(host);
     size_t size;
     uint8_t* elf = kt_read_file(out, &size);
-    const uint8_t* ph = elf + le(elf + 32, 8);
-    assert_int_equal(le(elf + 56, 2), 1);
-    assert_int_equal(le(ph, 4), 1); /* PT_LOAD */
-    assert_int_equal(le(ph + 48, 8), machines[m].page);
-    assert_int_equal(le(ph + 8, 8) % machines[m].page,
-                     le(ph + 16, 8) % machines[m].page);
+    const uint8_t* ph = elf + fx_load_le(elf + 32, 8);
+    assert_int_equal(fx_load_le(elf + 56, 2), 1);
+    assert_int_equal(fx_load_le(ph, 4), 1); /* PT_LOAD */
+    assert_int_equal(fx_load_le(ph + 48, 8), machines[m].page);
+    assert_int_equal(fx_load_le(ph + 8, 8) % machines[m].page,
+                     fx_load_le(ph + 16, 8) % machines[m].page);
     free(elf);
     check_readelf(out);
   }
