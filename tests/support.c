@@ -273,3 +273,30 @@ uint64_t kt_fnv1a(const void* data, size_t size, uint64_t hash) {
     hash = (hash ^ b[i]) * 1099511628211ull;
   return hash;
 }
+
+const char* kt_bin_dir(void) {
+  const char* dir = getenv("KPACK_TEST_BIN");
+  return dir != NULL && *dir ? dir : "build/bin";
+}
+
+char* kt_program(const char* name) {
+  return kt_path(kt_bin_dir(), name);
+}
+
+int kt_run_args(const char* program, const char* const* args, double seconds,
+                char** out, char** err) {
+  char* argv[64];
+  size_t n = 0;
+  argv[n++] = (char*)program;
+  for (const char* const* a = args; *a != NULL; a++) {
+    assert_true(n < 63);
+    argv[n++] = (char*)*a;
+  }
+  argv[n] = NULL;
+  return kt_run(argv, seconds, out, err);
+}
+
+void kt_assert_contains(const char* text, const char* needle) {
+  if (strstr(text, needle) == NULL)
+    fail_msg("expected \"%s\" in:\n%s", needle, text);
+}

@@ -75,6 +75,20 @@ int kt_fusermount(const char* dir, bool lazy, double seconds);
  * are not NULL (free() them). */
 int kt_run(char* const argv[], double seconds, char** out, char** err);
 
+/* Where the programs under test are: $KPACK_TEST_BIN (the Makefile exports
+ * it), build/bin when it is unset or empty. kt_program() is NAME there,
+ * malloc'ed. */
+const char* kt_bin_dir(void);
+char* kt_program(const char* name);
+
+/* kt_run() of `program` with the NULL-terminated arguments after it (at
+ * most 62). */
+int kt_run_args(const char* program, const char* const* args, double seconds,
+                char** out, char** err);
+
+/* Fails the test unless `needle` occurs in `text`, showing the text. */
+void kt_assert_contains(const char* text, const char* needle);
+
 /* FNV-1a, for checksumming kernels read through a mount. */
 #define KT_FNV_START 1469598103934665603ull
 uint64_t kt_fnv1a(const void* data, size_t size, uint64_t hash);

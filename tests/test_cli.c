@@ -29,9 +29,8 @@ static char* tool;
 
 static int setup(void** state) {
   (void)state;
-  const char* bin = getenv("KPACK_TEST_BIN"); /* exported by the Makefile */
   tmp = kt_tmpdir();
-  tool = kt_path(bin != NULL ? bin : "build/bin", "kpack");
+  tool = kt_program("kpack");
   return 0;
 }
 
@@ -160,11 +159,6 @@ static size_t count_lines(const char* text) {
   return n;
 }
 
-static void assert_contains(const char* text, const char* needle) {
-  if (strstr(text, needle) == NULL)
-    fail_msg("expected \"%s\" in:\n%s", needle, text);
-}
-
 static char* path_in(const char* name) {
   return kt_path(tmp, name);
 }
@@ -213,25 +207,25 @@ static void test_version_help_and_manuals(void** state) {
                                      "create", "verify", "resolve"};
   char *out, *err;
   assert_int_equal(KP(&out, NULL, "--version"), 0);
-  assert_contains(out, "kpack " KPACK_VERSION_STRING);
+  kt_assert_contains(out, "kpack " KPACK_VERSION_STRING);
   free(out);
   assert_int_equal(KP(&out, NULL, "help"), 0);
   for (size_t i = 0; i < 7; i++)
-    assert_contains(out, cmds[i]);
+    kt_assert_contains(out, cmds[i]);
   free(out);
   for (size_t i = 0; i < 7; i++) {
     char* manual;
     assert_int_equal(KP(&manual, NULL, cmds[i], "--help"), 0);
-    assert_contains(manual, "SYNOPSIS");
-    assert_contains(manual, "EXAMPLES");
-    assert_contains(manual, "EXIT STATUS");
+    kt_assert_contains(manual, "SYNOPSIS");
+    kt_assert_contains(manual, "EXAMPLES");
+    kt_assert_contains(manual, "EXIT STATUS");
     assert_int_equal(KP(&out, NULL, "help", cmds[i]), 0);
     assert_string_equal(out, manual);
     free(out);
     free(manual);
   }
   assert_int_equal(KP(NULL, &err, "frobnicate"), 2);
-  assert_contains(err, "frobnicate");
+  kt_assert_contains(err, "frobnicate");
   free(err);
   assert_int_equal(KP(NULL, NULL, "help", "frobnicate"), 2);
 }
@@ -241,7 +235,7 @@ static void test_bad_command_lines_exit_2(void** state) {
   char* err;
   assert_int_equal(run_full(NULL, NULL, NULL, (const char* const[]){NULL}), 2);
   assert_int_equal(KP(NULL, &err, "list"), 2);
-  assert_contains(err, "kpack help list");
+  kt_assert_contains(err, "kpack help list");
   free(err);
   assert_int_equal(KP(NULL, NULL, "list", "--bogus", "x.kpack"), 2);
   assert_int_equal(KP(NULL, NULL, "cat", "a.kpack", "bin"), 2);
@@ -279,7 +273,7 @@ static void test_list_shows_every_kernel_with_sizes_and_ratio(void** state) {
     assert_true(ROW(out, k[i].binary, k[i].arch, size, stored, ratio));
   }
   kpack_close(archive);
-  assert_contains(out, "3 kernels");
+  kt_assert_contains(out, "3 kernels");
   assert_int_equal(count_lines(out), 5); /* header, 3 rows, total */
   free(out);
   free(path);
@@ -298,7 +292,7 @@ static void test_list_json_and_several_archives(void** state) {
   assert_true(ROW(out, "ARCHIVE", "BINARY", "ARCH", "SIZE", "STORED", "RATIO"));
   assert_true(
       ROW(out, a, "lib/libb.so#3", "gfx90a:xnack-", "777", "777", "1.00x"));
-  assert_contains(out, "4 kernels");
+  kt_assert_contains(out, "4 kernels");
   free(out);
   assert_int_equal(KP(&out, NULL, "list", "--json", a), 0);
   assert_true(asprintf(&want,
@@ -306,9 +300,9 @@ static void test_list_json_and_several_archives(void** state) {
                        "\"arch\": \"gfx90a:xnack-\", \"type\": \"hsaco\", "
                        "\"size\": 777, \"stored_size\": 777, \"ordinal\": 2}",
                        a) > 0);
-  assert_contains(out, want);
+  kt_assert_contains(out, want);
   assert_true(out[0] == '[');
-  assert_contains(out, "\n]\n");
+  kt_assert_contains(out, "\n]\n");
   assert_int_equal(count_lines(out), 5); /* [, three objects, ] */
   free(want);
   free(out);
@@ -326,17 +320,17 @@ static void test_unreadable_archives_name_file_and_status(void** state) {
   kt_write_file(garbage, "KPAK\2\0\0\0", 8);
   char *out, *err;
   assert_int_equal(KP(&out, &err, "list", missing, good), 1);
-  assert_contains(err, missing);
-  assert_contains(err, "KPACK_ERROR_FILE_NOT_FOUND");
-  assert_contains(out, "lib/libb.so#3"); /* the good one is still listed */
+  kt_assert_contains(err, missing);
+  kt_assert_contains(err, "KPACK_ERROR_FILE_NOT_FOUND");
+  kt_assert_contains(out, "lib/libb.so#3"); /* the good one is still listed */
   free(out);
   free(err);
   assert_int_equal(KP(NULL, &err, "info", garbage), 1);
-  assert_contains(err, garbage);
-  assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
+  kt_assert_contains(err, garbage);
+  kt_assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
   free(err);
   assert_int_equal(KP(NULL, &err, "cat", tmp, "b", "a"), 1);
-  assert_contains(err, "KPACK_ERROR_IO_ERROR");
+  kt_assert_contains(err, "KPACK_ERROR_IO_ERROR");
   free(err);
   free(missing);
   free(garbage);
@@ -361,13 +355,13 @@ static void test_info_shows_header_and_totals(void** state) {
   assert_true(ROW(out, "binaries:", "2"));
   assert_true(ROW(out, "kernels:", "3"));
   assert_true(ROW(out, "file", "size:", file_size));
-  assert_contains(out, "size:         18122 (17.7 KiB)");
+  kt_assert_contains(out, "size:         18122 (17.7 KiB)");
   free(out);
   assert_int_equal(KP(&out, NULL, "info", "--json", path), 0);
-  assert_contains(out, "\"gfx_arches\": [\"gfx90a:xnack-\", \"gfx1100\"]");
-  assert_contains(out, "\"compression_scheme\": \"zstd-per-kernel\"");
-  assert_contains(out, "\"group_name\": \"test\"");
-  assert_contains(out, "\"kernels\": 3, \"size\": 18122");
+  kt_assert_contains(out, "\"gfx_arches\": [\"gfx90a:xnack-\", \"gfx1100\"]");
+  kt_assert_contains(out, "\"compression_scheme\": \"zstd-per-kernel\"");
+  kt_assert_contains(out, "\"group_name\": \"test\"");
+  kt_assert_contains(out, "\"kernels\": 3, \"size\": 18122");
   free(out);
   free(path);
   free_sample();
@@ -388,8 +382,8 @@ static void test_cat_writes_the_kernel_bytes(void** state) {
   free(out);
   assert_int_equal(KP(&out, &err, "cat", path, "lib/liba.so.1#0", "gfx942"), 1);
   assert_int_equal(out[0], '\0');
-  assert_contains(err, "KPACK_ERROR_KERNEL_NOT_FOUND");
-  assert_contains(err, "gfx942");
+  kt_assert_contains(err, "KPACK_ERROR_KERNEL_NOT_FOUND");
+  kt_assert_contains(err, "gfx942");
   free(out);
   free(err);
   free(path);
@@ -433,9 +427,9 @@ static void test_extract_writes_the_kpackfs_layout(void** state) {
   /* The kernel, and the text files a mount shows beside it (empty here:
    * pattern bytes are no code object). */
   assert_int_equal(count_lines(out), 3);
-  assert_contains(out, "lib/liba.so.1#0/gfx1100/kernel.hsaco\n");
-  assert_contains(out, "lib/liba.so.1#0/gfx1100/kernels\n");
-  assert_contains(out, "lib/liba.so.1#0/gfx1100/metadata.json\n");
+  kt_assert_contains(out, "lib/liba.so.1#0/gfx1100/kernel.hsaco\n");
+  kt_assert_contains(out, "lib/liba.so.1#0/gfx1100/kernels\n");
+  kt_assert_contains(out, "lib/liba.so.1#0/gfx1100/metadata.json\n");
   free(out);
   kt_rmtree(dir);
   kt_rmtree(dir2);
@@ -458,8 +452,8 @@ static void test_extract_skips_names_that_escape_the_directory(void** state) {
   char* dir = path_in("x/tree");
   char* err;
   assert_int_equal(KP(NULL, &err, "extract", "-C", dir, a), 1);
-  assert_contains(err, "../escaped#0");
-  assert_contains(err, "/abs#0");
+  kt_assert_contains(err, "../escaped#0");
+  kt_assert_contains(err, "/abs#0");
   char* escaped = path_in("x/escaped#0");
   char* ok = kt_path(dir, "ok#0/gfx90a/kernel.hsaco");
   assert_false(exists(escaped));
@@ -501,7 +495,7 @@ static void test_create_extract_create_is_byte_identical(void** state) {
   assert_int_equal(
       KP(&out, NULL, "create", "-o", a, "--group", "g", "--family", "f", tree),
       0);
-  assert_contains(out, "3 kernels");
+  kt_assert_contains(out, "3 kernels");
   free(out);
   assert_int_equal(KP(NULL, NULL, "extract", "-C", tree2, a), 0);
   assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", b, "--group", "g",
@@ -579,7 +573,7 @@ static void test_create_arch_option_filters_and_orders(void** state) {
   assert_int_equal(KP(NULL, &err, "create", "-q", "-o", a, "--arch",
                       "gfx90a:xnack-", "--arch", "gfx942", tree),
                    0);
-  assert_contains(err, "no kernel for --arch gfx942");
+  kt_assert_contains(err, "no kernel for --arch gfx942");
   free(err);
   assert_int_equal(KP(&out, NULL, "info", a), 0);
   assert_true(ROW(out, "arches:", "gfx90a:xnack-", "gfx942"));
@@ -601,8 +595,8 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
   char* stray = kt_path(tree, "lib/README");
   kt_write_file(stray, "hi", 2);
   assert_int_equal(KP(NULL, &err, "create", "-o", out_path, tree), 1);
-  assert_contains(err, stray);
-  assert_contains(err, "kpackfs layout");
+  kt_assert_contains(err, stray);
+  kt_assert_contains(err, "kpackfs layout");
   free(err);
   unlink(stray);
   free(stray);
@@ -615,7 +609,7 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
   bad = kt_path(tree, "lib/noindex/gfx90a/kernel.hsaco");
   kt_write_file(bad, "x", 1);
   assert_int_equal(KP(NULL, &err, "create", "-o", out_path, tree), 1);
-  assert_contains(err, "#N");
+  kt_assert_contains(err, "#N");
   free(err);
   unlink(bad);
   free(bad);
@@ -625,8 +619,8 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
   char* changed = kt_path(tree2, "lib/libb.so#3/gfx90a:xnack-/kernel.hsaco");
   kt_write_file(changed, "other", 5);
   assert_int_equal(KP(NULL, &err, "create", "-o", out_path, tree, tree2), 1);
-  assert_contains(err, "different kernels in");
-  assert_contains(err, changed);
+  kt_assert_contains(err, "different kernels in");
+  kt_assert_contains(err, changed);
   free(err);
   free(changed);
 
@@ -635,8 +629,8 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
   kt_write_file(elf, "\177ELF\2\1\1\0garbage", 16);
   assert_int_equal(KP(NULL, &err, "create", "-o", out_path, "--fatbin", elf),
                    1);
-  assert_contains(err, elf);
-  assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
+  kt_assert_contains(err, elf);
+  kt_assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
   free(err);
   fx_elf_opts o = {.no_fatbin = true};
   fx_buf plain = fx_elf(&o);
@@ -644,12 +638,12 @@ static void test_create_failures_leave_no_partial_archive(void** state) {
   free(plain.data);
   assert_int_equal(KP(NULL, &err, "create", "-o", out_path, "--fatbin", elf),
                    1);
-  assert_contains(err, "no .hip_fatbin");
+  kt_assert_contains(err, "no .hip_fatbin");
   free(err);
   /* A HIP binary given as an archive input. */
   assert_int_equal(KP(NULL, &err, "create", "-o", out_path, elf), 1);
-  assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
-  assert_contains(err, "--fatbin");
+  kt_assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
+  kt_assert_contains(err, "--fatbin");
   free(err);
 
   /* Nothing replaced the old file, nothing was left beside it. */
@@ -714,8 +708,8 @@ static void test_create_from_fatbin_numbers_code_objects_by_wrapper(
   char *out, *err;
   assert_true(asprintf(&arg, "%s=lib/libthing.so.2", elf) > 0);
   assert_int_equal(KP(&out, &err, "create", "-v", "-o", a, "--fatbin", arg), 0);
-  assert_contains(out, "6 kernels");
-  assert_contains(err, "3 code objects (numbered by .hipFatBinSegment)");
+  kt_assert_contains(out, "6 kernels");
+  kt_assert_contains(err, "3 code objects (numbered by .hipFatBinSegment)");
   free(out);
   free(err);
   /* co_index N is wrapper N, which points at bundle order[N]. */
@@ -743,7 +737,7 @@ static void test_create_from_fatbin_numbers_code_objects_by_wrapper(
   /* Without a name, the ELF's file name. */
   assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", b, "--fatbin", elf), 0);
   assert_int_equal(KP(&out, NULL, "list", b), 0);
-  assert_contains(out, "\nlibthing.so.2#2 ");
+  kt_assert_contains(out, "\nlibthing.so.2#2 ");
   assert_null(strstr(out, "lib/"));
   free(out);
   for (int i = 0; i < 3; i++) {
@@ -893,7 +887,7 @@ static void test_create_from_fatbin_streams_the_same_archive_as_a_tree(
     char* out;
     assert_int_equal(KP(&out, NULL, "list", streamed), 0);
     assert_int_equal(count_lines(out), 1 + 6 * 3 + 1); /* header, total */
-    assert_contains(out, "18 kernels");
+    kt_assert_contains(out, "18 kernels");
     free(out);
     kt_rmtree(tree);
     free(arg);
@@ -934,10 +928,10 @@ static void test_create_from_fatbin_corrupt_payload_names_code_object(
   char* err;
   kt_write_file(path, elf.data, elf.size);
   assert_int_equal(KP(NULL, &err, "create", "-o", out, "--fatbin", path), 1);
-  assert_contains(err, path);
-  assert_contains(err, "code object 1");
-  assert_contains(err, "KPACK_ERROR_DECOMPRESSION_FAILED");
-  assert_contains(err, "not written");
+  kt_assert_contains(err, path);
+  kt_assert_contains(err, "code object 1");
+  kt_assert_contains(err, "KPACK_ERROR_DECOMPRESSION_FAILED");
+  kt_assert_contains(err, "not written");
   assert_int_equal(access(out, F_OK), -1);
   free(err);
   free(out);
@@ -988,7 +982,7 @@ static void test_interrupted_create_leaves_nothing(void** state) {
   assert_true(WIFEXITED(status));
   assert_int_equal(WEXITSTATUS(status), 130);
   char* err = slurp(e, NULL);
-  assert_contains(err, "interrupted");
+  kt_assert_contains(err, "interrupted");
   free(err);
   DIR* d = opendir(outdir);
   for (struct dirent* ent; (ent = readdir(d)) != NULL;)
@@ -1010,7 +1004,7 @@ static void test_verify_reports_one_line_per_corrupt_kernel(void** state) {
   char* path = sample_archive("a.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL);
   char* out;
   assert_int_equal(KP(&out, NULL, "verify", path), 0);
-  assert_contains(out, ": OK, 3 kernels");
+  kt_assert_contains(out, ": OK, 3 kernels");
   assert_int_equal(count_lines(out), 1);
   free(out);
 
@@ -1040,11 +1034,11 @@ static void test_verify_reports_one_line_per_corrupt_kernel(void** state) {
                        path, k[0].binary, k[0].arch) > 0);
   assert_true(asprintf(&want2, "%s: %s %s: KPACK_ERROR_DECOMPRESSION_FAILED",
                        path, k[2].binary, k[2].arch) > 0);
-  assert_contains(out, want0);
-  assert_contains(out, want2);
+  kt_assert_contains(out, want0);
+  kt_assert_contains(out, want2);
   free(out);
   assert_int_equal(KP(&out, NULL, "verify", path), 1);
-  assert_contains(out, "2 problems in 3 kernels");
+  kt_assert_contains(out, "2 problems in 3 kernels");
   free(out);
   free(want0);
   free(want2);
@@ -1053,7 +1047,7 @@ static void test_verify_reports_one_line_per_corrupt_kernel(void** state) {
   char* missing = path_in("missing.kpack");
   assert_int_equal(KP(&out, NULL, "verify", "-q", missing), 1);
   assert_int_equal(count_lines(out), 1);
-  assert_contains(out, "KPACK_ERROR_FILE_NOT_FOUND");
+  kt_assert_contains(out, "KPACK_ERROR_FILE_NOT_FOUND");
   free(out);
   free(missing);
   free(path);
@@ -1086,8 +1080,8 @@ static void test_verify_undeclared_arch_is_a_warning_unless_strict(
                        "declared in gfx_arches",
                        path) > 0);
   assert_int_equal(KP(&out, NULL, "verify", path), 0);
-  assert_contains(out, want);
-  assert_contains(out, ": OK, 3 kernels, 1 warning\n");
+  kt_assert_contains(out, want);
+  kt_assert_contains(out, ": OK, 3 kernels, 1 warning\n");
   assert_int_equal(count_lines(out), 2);
   free(out);
   assert_int_equal(KP(&out, NULL, "verify", "-q", path), 0);
@@ -1096,8 +1090,8 @@ static void test_verify_undeclared_arch_is_a_warning_unless_strict(
 
   assert_int_equal(KP(&out, NULL, "verify", "--strict", path), 1);
   assert_null(strstr(out, "warning"));
-  assert_contains(out, "lib/liba.so.1#0 gfx1100: arch not declared");
-  assert_contains(out, "1 problem in 3 kernels");
+  kt_assert_contains(out, "lib/liba.so.1#0 gfx1100: arch not declared");
+  kt_assert_contains(out, "1 problem in 3 kernels");
   free(out);
   free(want);
   free(path);
@@ -1159,9 +1153,9 @@ static void test_resolve_success_explains_the_match(void** state) {
                   "archive", "declares", "it"));
   assert_true(
       ROW(out, "gfx90a:sramecc+:xnack-", "gfx90a:xnack-", real, "found"));
-  assert_contains(out,
-                  "RESULT   KPACK_SUCCESS: gfx90a:xnack- code object, "
-                  "3210 bytes");
+  kt_assert_contains(out,
+                     "RESULT   KPACK_SUCCESS: gfx90a:xnack- code object, "
+                     "3210 bytes");
   free(out);
   /* -o writes the code object; --json says the same. */
   char* code = path_in("code.hsaco");
@@ -1171,8 +1165,8 @@ static void test_resolve_success_explains_the_match(void** state) {
          "--kernel", "lib/libx.so", "--co-index", "1", "--search-path",
          "../.kpack/x_gfx90a.kpack", "--arch", "gfx90a:xnack-"),
       0);
-  assert_contains(out, "\"result\": {\"status\": \"KPACK_SUCCESS\"");
-  assert_contains(out, "\"target\": \"gfx90a:xnack-\", \"size\": 3210}");
+  kt_assert_contains(out, "\"result\": {\"status\": \"KPACK_SUCCESS\"");
+  kt_assert_contains(out, "\"target\": \"gfx90a:xnack-\", \"size\": 3210}");
   size_t n;
   void* got = kt_read_file(code, &n);
   void* want = kt_pattern(3210, 7);
@@ -1229,28 +1223,28 @@ static void test_resolve_reports_each_failure_by_name(void** state) {
   char* nothere = path_in("root/.kpack/nothere.kpack");
   assert_true(ROW(out, "embedded", nothere, "missing"));
   free(nothere);
-  assert_contains(out, "RESULT   KPACK_ERROR_ARCHIVE_NOT_FOUND");
-  assert_contains(out, "hint:");
+  kt_assert_contains(out, "RESULT   KPACK_ERROR_ARCHIVE_NOT_FOUND");
+  kt_assert_contains(out, "hint:");
   free(out);
 
   assert_int_equal(
       resolve(&out, "gfx90a:xnack-", "../.kpack/x.kpack", "lib/libx.so#1"), 1);
-  assert_contains(out, "RESULT   KPACK_ERROR_ARCH_NOT_FOUND");
+  kt_assert_contains(out, "RESULT   KPACK_ERROR_ARCH_NOT_FOUND");
   assert_true(ROW(out, real, "KPACK_SUCCESS", "gfx1100")); /* it declares */
   free(out);
 
   assert_int_equal(
       resolve(&out, "gfx1100", "../.kpack/x.kpack", "lib/libx.so#0"), 1);
-  assert_contains(out, "declared, kernel not in it");
-  assert_contains(out, "RESULT   KPACK_ERROR_KERNEL_NOT_FOUND");
+  kt_assert_contains(out, "declared, kernel not in it");
+  kt_assert_contains(out, "RESULT   KPACK_ERROR_KERNEL_NOT_FOUND");
   free(out);
 
   setenv("ROCM_KPACK_DISABLE", "1", 1);
   assert_int_equal(
       resolve(&out, "gfx1100", "../.kpack/x.kpack", "lib/libx.so#1"), 1);
   unsetenv("ROCM_KPACK_DISABLE");
-  assert_contains(out, "env      ROCM_KPACK_DISABLE=1");
-  assert_contains(out, "RESULT   KPACK_ERROR_NOT_IMPLEMENTED");
+  kt_assert_contains(out, "env      ROCM_KPACK_DISABLE=1");
+  kt_assert_contains(out, "RESULT   KPACK_ERROR_NOT_IMPLEMENTED");
   free(out);
 
   /* A corrupt kernel in the only archive declaring the target: its error
@@ -1271,15 +1265,15 @@ static void test_resolve_reports_each_failure_by_name(void** state) {
       resolve(&out, "gfx1100", "../.kpack/x.kpack", "lib/libx.so#1"), 1);
   assert_true(
       ROW(out, "gfx1100", "gfx1100", real, "KPACK_ERROR_DECOMPRESSION_FAILED"));
-  assert_contains(out, "RESULT   KPACK_ERROR_DECOMPRESSION_FAILED");
+  kt_assert_contains(out, "RESULT   KPACK_ERROR_DECOMPRESSION_FAILED");
   free(out);
 
   /* A corrupt archive is reported and skipped. */
   kt_write_file(archive, "KPAK\1\0\0\0\xff\xff\xff\xff\0\0\0\0", 16);
   assert_int_equal(
       resolve(&out, "gfx1100", "../.kpack/x.kpack", "lib/libx.so#1"), 1);
-  assert_contains(out, "KPACK_ERROR_INVALID_FORMAT");
-  assert_contains(out, "RESULT   KPACK_ERROR_ARCHIVE_NOT_FOUND");
+  kt_assert_contains(out, "KPACK_ERROR_INVALID_FORMAT");
+  kt_assert_contains(out, "RESULT   KPACK_ERROR_ARCHIVE_NOT_FOUND");
   free(out);
   free(real);
   free(archive);
@@ -1301,10 +1295,10 @@ static void test_resolve_falls_through_and_follows_rocm_kpack_path(
                       "--arch", "gfx942:sramecc+:xnack-"),
                    0);
   unsetenv("ROCM_KPACK_PATH");
-  assert_contains(out, "ROCM_KPACK_PATH");
-  assert_contains(out, "directory (its *.kpack follow)");
-  assert_contains(out, "declared, kernel not in it");
-  assert_contains(out, "RESULT   KPACK_SUCCESS: gfx942 code object");
+  kt_assert_contains(out, "ROCM_KPACK_PATH");
+  kt_assert_contains(out, "directory (its *.kpack follow)");
+  kt_assert_contains(out, "declared, kernel not in it");
+  kt_assert_contains(out, "RESULT   KPACK_SUCCESS: gfx942 code object");
   free(out);
   free(dir);
   free(a);
@@ -1330,14 +1324,14 @@ static void test_real_librocrand_packs_lists_verifies_and_resolves(
   assert_int_equal(KP(&out, NULL, "create", "-j2", "-o", archive, "--group",
                       "rand", "--fatbin", arg),
                    0);
-  assert_contains(out, "7 kernels");
+  kt_assert_contains(out, "7 kernels");
   free(out);
   assert_int_equal(KP(&out, NULL, "list", archive), 0);
   for (size_t i = 0; i < 7; i++)
     assert_non_null(strstr(out, arches[i]));
   free(out);
   assert_int_equal(KP(&out, NULL, "verify", archive), 0);
-  assert_contains(out, "OK, 7 kernels");
+  kt_assert_contains(out, "OK, 7 kernels");
   free(out);
   /* Each kernel is a real AMD GPU code object. */
   for (size_t i = 0; i < 7; i++) {
@@ -1359,7 +1353,7 @@ static void test_real_librocrand_packs_lists_verifies_and_resolves(
          "lib/librocrand.so.1", "--search-path", "../.kpack/rand_lib.kpack",
          "--arch", "gfx90a:sramecc+:xnack-"),
       0);
-  assert_contains(out, "RESULT   KPACK_SUCCESS: gfx90a:xnack- code object");
+  kt_assert_contains(out, "RESULT   KPACK_SUCCESS: gfx90a:xnack- code object");
   free(out);
   free(binary);
   free(archive);
@@ -1448,9 +1442,9 @@ static void test_metadata_survives_extract_and_create(void** state) {
   assert_true(kt_same_file(b, c));
 
   assert_int_equal(KP(&out, NULL, "list", "--json", b), 0);
-  assert_contains(out,
-                  "\"ordinal\": 1, \"metadata\": {\"tile\":128,"
-                  "\"tag\":\"fast\"}}");
+  kt_assert_contains(out,
+                     "\"ordinal\": 1, \"metadata\": {\"tile\":128,"
+                     "\"tag\":\"fast\"}}");
   char* line = strstr(out, "\"gfx1100\"");
   assert_non_null(line);
   *strchr(line, '\n') = '\0'; /* that kernel's object has no metadata */
@@ -1461,16 +1455,16 @@ static void test_metadata_survives_extract_and_create(void** state) {
   char* err;
   kt_write_file(sidecar, "\x91\x01", 2);
   assert_int_equal(KP(NULL, &err, "create", "-q", "-o", c, tree), 1);
-  assert_contains(err, sidecar);
-  assert_contains(err, "not one MessagePack map");
+  kt_assert_contains(err, sidecar);
+  kt_assert_contains(err, "not one MessagePack map");
   free(err);
   kt_write_file(sidecar, meta_map, sizeof meta_map);
   kt_write_file(none, meta_map, sizeof meta_map);
   char* kernel = kt_path(tree, "lib/liba.so.1#0/gfx1100/kernel.hsaco");
   unlink(kernel);
   assert_int_equal(KP(NULL, &err, "create", "-q", "-o", c, tree), 1);
-  assert_contains(err, none);
-  assert_contains(err, "without a kernel.hsaco");
+  kt_assert_contains(err, none);
+  kt_assert_contains(err, "without a kernel.hsaco");
   free(err);
   free(kernel);
   free(none);
@@ -1573,8 +1567,8 @@ static void test_create_merges_archives_and_trees(void** state) {
   char* sa = stored_sizes(shard_a);
   char* sb = stored_sizes(shard_b);
   char* sw = stored_sizes(whole);
-  assert_contains(sw, sa);
-  assert_contains(sw, sb);
+  kt_assert_contains(sw, sa);
+  kt_assert_contains(sw, sb);
   free(sa);
   free(sb);
 
@@ -1600,7 +1594,7 @@ static void test_create_merges_archives_and_trees(void** state) {
       KP(NULL, NULL, "create", "-q", "--group", "other", "-o", plain, tree), 0);
   assert_int_equal(KP(NULL, &err, "create", "-q", "-o", again, plain, shard_b),
                    0);
-  assert_contains(err, "group_name differs");
+  kt_assert_contains(err, "group_name differs");
   free(err);
   free(plain);
 
@@ -1618,9 +1612,9 @@ static void test_create_merges_archives_and_trees(void** state) {
   /* A conflict names both inputs; OUT is left alone. */
   kt_write_file(file, "different", 9);
   assert_int_equal(KP(NULL, &err, "create", "-q", "-o", again, whole, tree), 1);
-  assert_contains(err, "different kernels in");
-  assert_contains(err, whole);
-  assert_contains(err, file);
+  kt_assert_contains(err, "different kernels in");
+  kt_assert_contains(err, whole);
+  kt_assert_contains(err, file);
   free(err);
   /* the same kernel, different metadata */
   assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", copy, shard_b), 0);
@@ -1632,12 +1626,12 @@ static void test_create_merges_archives_and_trees(void** state) {
   assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
   assert_int_equal(KP(NULL, &err, "create", "-q", "-o", again, copy, shard_b),
                    1);
-  assert_contains(err, "different metadata");
+  kt_assert_contains(err, "different metadata");
   free(err);
   /* not an archive */
   assert_int_equal(KP(NULL, &err, "create", "-q", "-o", again, file), 1);
-  assert_contains(err, file);
-  assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
+  kt_assert_contains(err, file);
+  kt_assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
   free(err);
   free(file);
   free(again);
@@ -1735,20 +1729,20 @@ static void test_info_shows_what_a_host_binary_carries(void** state) {
   char *out, *err;
   /* Fat: bundles by co_index, compression, sizes, arches. */
   assert_int_equal(KP(&out, NULL, "info", fat), 0);
-  assert_contains(out, "fat binary: device code inside");
-  assert_contains(out, "numbered by .hipFatBinSegment");
+  kt_assert_contains(out, "fat binary: device code inside");
+  kt_assert_contains(out, "numbered by .hipFatBinSegment");
   /* co_index 1 is the compressed bundle (wrapper 1 -> bundle 2). */
   assert_true(LINE(out, "0  none ", "  gfx942:sramecc+:xnack- gfx1100"));
   assert_true(
       LINE(out, "1  zstd (CCOB v3) ", " gfx942:sramecc+:xnack- gfx1100"));
   assert_true(LINE(out, "2  none ", "  gfx942:sramecc+:xnack- gfx1100"));
-  assert_contains(out, "3 code objects");
+  kt_assert_contains(out, "3 code objects");
   free(out);
   assert_int_equal(KP(&out, NULL, "info", "--json", fat), 0);
-  assert_contains(out, "\"kind\": \"fat\"");
-  assert_contains(out, "\"numbered_by\": \"wrappers\"");
-  assert_contains(out, "\"compression\": \"zstd\", \"ccob_version\": 3");
-  assert_contains(out, "\"arch\": \"gfx1100\", \"size\": 2001");
+  kt_assert_contains(out, "\"kind\": \"fat\"");
+  kt_assert_contains(out, "\"numbered_by\": \"wrappers\"");
+  kt_assert_contains(out, "\"compression\": \"zstd\", \"ccob_version\": 3");
+  kt_assert_contains(out, "\"arch\": \"gfx1100\", \"size\": 2001");
   free(out);
   /* list: one row per code object, named as create --fatbin names it. */
   assert_int_equal(KP(&out, NULL, "list", fat), 0);
@@ -1756,7 +1750,7 @@ static void test_info_shows_what_a_host_binary_carries(void** state) {
       ROW(out, "libthing.so.2#0", "gfx942:sramecc+:xnack-", "4001", "none"));
   assert_true(
       ROW(out, "libthing.so.2#1", "gfx1100", "2002", "zstd", "(CCOB", "v3)"));
-  assert_contains(out, "6 code objects");
+  kt_assert_contains(out, "6 code objects");
   free(out);
 
   /* kpack-ified: each record's kernel and search path, as written and as
@@ -1768,8 +1762,8 @@ static void test_info_shows_what_a_host_binary_carries(void** state) {
   char* resolved;
   assert_true(asprintf(&resolved, "%s/.kpack/foo_@GFXARCH@.kpack", real) > 0);
   assert_int_equal(KP(&out, NULL, "info", binary), 0);
-  assert_contains(out, "kpack-ified: device code in kpack archives");
-  assert_contains(out, "ET_DYN");
+  kt_assert_contains(out, "kpack-ified: device code in kpack archives");
+  kt_assert_contains(out, "ET_DYN");
   for (int i = 0; i < 3; i++) {
     char rec[8], kernel[32];
     snprintf(rec, sizeof rec, "%d", i);
@@ -1779,13 +1773,13 @@ static void test_info_shows_what_a_host_binary_carries(void** state) {
   }
   free(out);
   assert_int_equal(KP(&out, NULL, "info", "--json", binary), 0);
-  assert_contains(out, "\"kind\": \"kpack-ified\"");
-  assert_contains(out, "\"co_index\": 2");
-  assert_contains(out, resolved);
+  kt_assert_contains(out, "\"kind\": \"kpack-ified\"");
+  kt_assert_contains(out, "\"co_index\": 2");
+  kt_assert_contains(out, resolved);
   free(out);
   /* list has no code objects to show there. */
   assert_int_equal(KP(&out, &err, "list", binary), 0);
-  assert_contains(err, "kpack-ified");
+  kt_assert_contains(err, "kpack-ified");
   free(out);
   free(err);
 
@@ -1804,12 +1798,12 @@ static void test_info_shows_what_a_host_binary_carries(void** state) {
   fx_write_elf(bad, &o);
   fx_free(&meta);
   assert_int_equal(KP(&out, &err, "info", bad), 1);
-  assert_contains(err, bad);
-  assert_contains(err, "record 0");
-  assert_contains(err, "KPACK_ERROR_INVALID_METADATA");
-  assert_contains(err, "record 1 (magic 0x12345678)");
-  assert_contains(err, "neither HIPF nor HIPK");
-  assert_contains(out, "KPACK_ERROR_INVALID_METADATA");
+  kt_assert_contains(err, bad);
+  kt_assert_contains(err, "record 0");
+  kt_assert_contains(err, "KPACK_ERROR_INVALID_METADATA");
+  kt_assert_contains(err, "record 1 (magic 0x12345678)");
+  kt_assert_contains(err, "neither HIPF nor HIPK");
+  kt_assert_contains(out, "KPACK_ERROR_INVALID_METADATA");
   free(out);
   free(err);
 
@@ -1817,10 +1811,10 @@ static void test_info_shows_what_a_host_binary_carries(void** state) {
   fx_elf_opts plain = {.no_fatbin = true};
   fx_write_elf(bad, &plain);
   assert_int_equal(KP(&out, NULL, "info", bad), 0);
-  assert_contains(out, "no HIP device code");
+  kt_assert_contains(out, "no HIP device code");
   free(out);
   assert_int_equal(KP(NULL, &err, "list", bad), 1);
-  assert_contains(err, "no HIP device code");
+  kt_assert_contains(err, "no HIP device code");
   free(err);
 
   free(bad);
@@ -1867,11 +1861,11 @@ static void test_resolve_binary_explains_every_record(void** state) {
     assert_int_equal(KP(&out, NULL, "resolve", "--binary", binary, "--arch",
                         "gfx942:sramecc+:xnack-"),
                      1);
-    assert_contains(out, "kpack-ified: 3 records");
-    assert_contains(out, "== record 0: kernel lib/libfoo.so#0");
-    assert_contains(out, "== record 2: kernel lib/libfoo.so#2");
-    assert_contains(out, resolved);
-    assert_contains(out, "SUMMARY: 2 of 3 found");
+    kt_assert_contains(out, "kpack-ified: 3 records");
+    kt_assert_contains(out, "== record 0: kernel lib/libfoo.so#0");
+    kt_assert_contains(out, "== record 2: kernel lib/libfoo.so#2");
+    kt_assert_contains(out, resolved);
+    kt_assert_contains(out, "SUMMARY: 2 of 3 found");
     assert_true(ROW(out, "0", "lib/libfoo.so#0", "KPACK_SUCCESS", "gfx942",
                     "from", found942 + strlen("gfx942 from ")));
     assert_true(ROW(out, "2", "lib/libfoo.so#2", "KPACK_ERROR_KERNEL_NOT_FOUND",
@@ -1882,9 +1876,9 @@ static void test_resolve_binary_explains_every_record(void** state) {
     assert_int_equal(KP(&out, NULL, "resolve", "--summary", "--binary", binary,
                         "--arch", "gfx942", "--arch", "gfx90a"),
                      0);
-    assert_contains(out, "SUMMARY: 3 of 3 found");
-    assert_contains(out, found942);
-    assert_contains(out, found90a);
+    kt_assert_contains(out, "SUMMARY: 3 of 3 found");
+    kt_assert_contains(out, found942);
+    kt_assert_contains(out, found90a);
     assert_null(strstr(out, "CANDIDATE PATHS")); /* --summary */
     free(out);
 
@@ -1893,7 +1887,7 @@ static void test_resolve_binary_explains_every_record(void** state) {
     assert_int_equal(KP(&out, NULL, "resolve", "--binary", binary, "--co-index",
                         "1", "--arch", "gfx942", "-o", code),
                      0);
-    assert_contains(out, "== record 1: kernel lib/libfoo.so#1");
+    kt_assert_contains(out, "== record 1: kernel lib/libfoo.so#1");
     assert_null(strstr(out, "== record 0"));
     size_t n;
     void* got = kt_read_file(code, &n);
@@ -1906,13 +1900,13 @@ static void test_resolve_binary_explains_every_record(void** state) {
     assert_int_equal(KP(&out, NULL, "resolve", "--json", "--binary", binary,
                         "--arch", "gfx90a"),
                      1);
-    assert_contains(out, "\"kind\": \"kpack-ified\"");
-    assert_contains(out, "\"kernel\": \"lib/libfoo.so#2\"");
+    kt_assert_contains(out, "\"kind\": \"kpack-ified\"");
+    kt_assert_contains(out, "\"kernel\": \"lib/libfoo.so#2\"");
     /* #0 and #1 are not in the gfx90a archive; #2 is. */
-    assert_contains(out,
-                    "\"result\": {\"status\": "
-                    "\"KPACK_ERROR_KERNEL_NOT_FOUND\"}");
-    assert_contains(out, "\"result\": {\"status\": \"KPACK_SUCCESS\"");
+    kt_assert_contains(out,
+                       "\"result\": {\"status\": "
+                       "\"KPACK_ERROR_KERNEL_NOT_FOUND\"}");
+    kt_assert_contains(out, "\"result\": {\"status\": \"KPACK_SUCCESS\"");
     free(out);
 
     /* Without the archives: ARCHIVE_NOT_FOUND for each, with a hint. */
@@ -1923,19 +1917,19 @@ static void test_resolve_binary_explains_every_record(void** state) {
     assert_true(ROW(out, "1", "lib/libfoo.so#1",
                     "KPACK_ERROR_ARCHIVE_NOT_FOUND", "no", "archive", "could",
                     "be", "opened"));
-    assert_contains(out, "hint: no candidate path led to an archive");
+    kt_assert_contains(out, "hint: no candidate path led to an archive");
     free(out);
 
     /* Usage: -o needs --co-index; --summary goes with --binary alone. */
     assert_int_equal(KP(NULL, &err, "resolve", "--binary", binary, "--arch",
                         "gfx942", "-o", code),
                      2);
-    assert_contains(err, "--co-index");
+    kt_assert_contains(err, "--co-index");
     free(err);
     assert_int_equal(KP(NULL, &err, "resolve", "--summary", "--kernel", "x",
                         "--arch", "gfx942"),
                      2);
-    assert_contains(err, "--summary");
+    kt_assert_contains(err, "--summary");
     free(err);
     free(kp);
     free(code);
@@ -1958,8 +1952,8 @@ static void test_resolve_binary_on_a_fat_binary_lists_its_arches(void** state) {
   char *out, *err;
   assert_int_equal(
       KP(&out, NULL, "resolve", "--binary", fat, "--arch", "gfx1100"), 0);
-  assert_contains(out, "This is a fat binary");
-  assert_contains(out, "never asks the kpack loader");
+  kt_assert_contains(out, "This is a fat binary");
+  kt_assert_contains(out, "never asks the kpack loader");
   assert_true(
       ROW(out, "0", "none", "gfx942:sramecc+:xnack-", "gfx1100", "gfx1100"));
   assert_true(ROW(out, "1", "zstd", "(CCOB", "v3)", "gfx942:sramecc+:xnack-",
@@ -1968,18 +1962,18 @@ static void test_resolve_binary_on_a_fat_binary_lists_its_arches(void** state) {
   assert_int_equal(
       KP(&out, NULL, "resolve", "--json", "--binary", fat, "--arch", "gfx1100"),
       0);
-  assert_contains(out, "\"kind\": \"fat\"");
-  assert_contains(out,
-                  "{\"co_index\": 2, \"arches\": [\"gfx942:sramecc+:"
-                  "xnack-\", \"gfx1100\"], \"loadable\": [\"gfx1100\"]}");
+  kt_assert_contains(out, "\"kind\": \"fat\"");
+  kt_assert_contains(out,
+                     "{\"co_index\": 2, \"arches\": [\"gfx942:sramecc+:"
+                     "xnack-\", \"gfx1100\"], \"loadable\": [\"gfx1100\"]}");
   free(out);
   /* Not an ELF at all. */
   char* junk = path_in("junk.so");
   kt_write_file(junk, "\177ELF\2\1\1\0garbage", 16);
   assert_int_equal(
       KP(NULL, &err, "resolve", "--binary", junk, "--arch", "gfx1100"), 1);
-  assert_contains(err, junk);
-  assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
+  kt_assert_contains(err, junk);
+  kt_assert_contains(err, "KPACK_ERROR_INVALID_FORMAT");
   free(err);
   free(junk);
   for (int i = 0; i < 3; i++) {
@@ -2008,7 +2002,7 @@ static void test_resolve_binary_on_a_fat_binary_says_what_the_agent_runs(
                     "gfx942:sramecc+:xnack-"));
     assert_true(ROW(out, "1", "zstd", "(CCOB", "v3)", "gfx942:sramecc+:xnack-",
                     "gfx1100", "gfx942:sramecc+:xnack-"));
-    assert_contains(out, "3 of 3 code\nobjects have one.");
+    kt_assert_contains(out, "3 of 3 code\nobjects have one.");
     free(out);
   }
   /* An xnack+ agent, or one whose settings are not given, cannot run an
@@ -2023,9 +2017,9 @@ static void test_resolve_binary_on_a_fat_binary_says_what_the_agent_runs(
         ROW(out, "0", "none", "gfx942:sramecc+:xnack-", "gfx1100", "none"));
     assert_true(ROW(out, "1", "zstd", "(CCOB", "v3)", "gfx942:sramecc+:xnack-",
                     "gfx1100", "none"));
-    assert_contains(out,
-                    "0 of 3 code\nobjects have one; where LOADABLE is "
-                    "none, the HIP runtime has\nnothing to load");
+    kt_assert_contains(out,
+                       "0 of 3 code\nobjects have one; where LOADABLE is "
+                       "none, the HIP runtime has\nnothing to load");
     free(out);
   }
   /* Every --arch counts, with or without the triple. */
@@ -2041,13 +2035,13 @@ static void test_resolve_binary_on_a_fat_binary_says_what_the_agent_runs(
              "\"gfx1100\"], \"loadable\": [\"gfx942:sramecc+:xnack-\", "
              "\"gfx1100\"]}",
              co);
-    assert_contains(out, want);
+    kt_assert_contains(out, want);
   }
   free(out);
   assert_int_equal(KP(&out, NULL, "resolve", "--json", "--binary", fat,
                       "--arch", "gfx942:sramecc-:xnack-"),
                    1);
-  assert_contains(out, "\"gfx1100\"], \"loadable\": []}");
+  kt_assert_contains(out, "\"gfx1100\"], \"loadable\": []}");
   free(out);
   for (int i = 0; i < 3; i++) {
     free(k[i][0]);
@@ -2066,12 +2060,12 @@ static void test_real_librocrand_host_binary(void** state) {
   char* lib = kt_librocrand();
   char* out;
   assert_int_equal(KP(&out, NULL, "info", lib), 0);
-  assert_contains(out, "fat binary: device code inside");
-  assert_contains(out, "ET_DYN");
-  assert_contains(out, "code objects: 1, numbered by .hipFatBinSegment");
-  assert_contains(out,
-                  "gfx1030 gfx803 gfx900:xnack- gfx906:xnack- "
-                  "gfx908:xnack- gfx90a:xnack+ gfx90a:xnack-");
+  kt_assert_contains(out, "fat binary: device code inside");
+  kt_assert_contains(out, "ET_DYN");
+  kt_assert_contains(out, "code objects: 1, numbered by .hipFatBinSegment");
+  kt_assert_contains(out,
+                     "gfx1030 gfx803 gfx900:xnack- gfx906:xnack- "
+                     "gfx908:xnack- gfx90a:xnack+ gfx90a:xnack-");
   free(out);
   assert_int_equal(KP(&out, NULL, "list", lib), 0);
   for (size_t i = 0; i < 7; i++) {
@@ -2079,12 +2073,12 @@ static void test_real_librocrand_host_binary(void** state) {
     snprintf(arch, sizeof arch, "  %s  ", arches[i]);
     assert_true(LINE(out, "librocrand.so.1.1#0", arch, "  none"));
   }
-  assert_contains(out, "7 code objects");
+  kt_assert_contains(out, "7 code objects");
   free(out);
   assert_int_equal(KP(&out, NULL, "resolve", "--binary", lib, "--arch",
                       "gfx90a:sramecc+:xnack-"),
                    0);
-  assert_contains(out, "This is a fat binary");
+  kt_assert_contains(out, "This is a fat binary");
   /* Of its seven targets, the agent runs the xnack- build of its own. */
   assert_true(ROW(out, "0", "none", "gfx1030", "gfx803", "gfx900:xnack-",
                   "gfx906:xnack-", "gfx908:xnack-", "gfx90a:xnack+",
@@ -2159,7 +2153,7 @@ static void test_every_json_output_parses_whatever_fails(void** state) {
   kt_write_archive(latin, KPACK_COMPRESSION_NOOP, NULL, 0, odd, 1);
   char* out;
   assert_int_equal(KP(&out, NULL, "list", "--json", latin), 0);
-  assert_contains(out, "\"binary\": \"lib/\\ufffd\\ufffd.so#0\"");
+  kt_assert_contains(out, "\"binary\": \"lib/\\ufffd\\ufffd.so#0\"");
   free(out);
   EXPECT_JSON("list", "--json", latin);
   free(latin);
@@ -2230,15 +2224,15 @@ static void test_merge_refuses_the_same_kernel_with_another_type(void** state) {
   char* out = path_in("t.kpack");
   char* err;
   assert_int_equal(KP(NULL, &err, "create", "-q", "-o", out, c, a), 1);
-  assert_contains(err, "lib/libb.so#3 for gfx90a:xnack-");
-  assert_contains(err, "'blob'");
-  assert_contains(err, "'hsaco'");
-  assert_contains(err, a);
-  assert_contains(err, c);
+  kt_assert_contains(err, "lib/libb.so#3 for gfx90a:xnack-");
+  kt_assert_contains(err, "'blob'");
+  kt_assert_contains(err, "'hsaco'");
+  kt_assert_contains(err, a);
+  kt_assert_contains(err, c);
   assert_false(exists(out));
   free(err);
   assert_int_equal(KP(NULL, &err, "create", "-q", "-o", out, a, c), 1);
-  assert_contains(err, "'blob'");
+  kt_assert_contains(err, "'blob'");
   free(err);
   /* The same type on both sides still merges. */
   assert_int_equal(KP(NULL, NULL, "create", "-q", "-o", out, a, a), 0);
@@ -2262,13 +2256,13 @@ static void test_resolve_of_a_fat_binary_without_code_objects_fails(
   char *out, *err;
   assert_int_equal(
       KP(&out, &err, "resolve", "--binary", fat, "--arch", "gfx90a"), 1);
-  assert_contains(err, "holds no code object");
+  kt_assert_contains(err, "holds no code object");
   free(out);
   free(err);
   assert_int_equal(
       KP(&out, NULL, "resolve", "--json", "--binary", fat, "--arch", "gfx90a"),
       1);
-  assert_contains(out, "\"bundles\": []");
+  kt_assert_contains(out, "\"bundles\": []");
   free(out);
   free(fat);
 }
@@ -2324,7 +2318,7 @@ static void test_list_total_does_not_wrap(void** state) {
   set_toc_field(archive, "lib/liba.so.1#0", "original_size", huge);
   char* out;
   assert_int_equal(KP(&out, NULL, "list", archive), 0);
-  assert_contains(out, "3 kernels, over 16.0 EiB, stored ");
+  kt_assert_contains(out, "3 kernels, over 16.0 EiB, stored ");
   free(out);
   free(archive);
   free_sample();
@@ -2358,13 +2352,13 @@ static void test_empty_search_paths_are_shown_dropped(void** state) {
   assert_null(strstr(out, line_end));
   free(out);
   assert_int_equal(KP(&out, NULL, "info", "--json", binary), 0);
-  assert_contains(out,
-                  "{\"written\": \"\", \"resolved\": null, \"dropped\": true}");
+  kt_assert_contains(
+      out, "{\"written\": \"\", \"resolved\": null, \"dropped\": true}");
   free(out);
   assert_int_equal(KP(&out, NULL, "resolve", "--binary", binary, "--arch",
                       "gfx90a", "--co-index", "0"),
                    1);
-  assert_contains(out, "  \"\" -> (empty: the loader skips it)\n");
+  kt_assert_contains(out, "  \"\" -> (empty: the loader skips it)\n");
   assert_null(strstr(out, line_end));
   free(out);
   free(line_end);

@@ -17,9 +17,8 @@
 static char* tool;
 
 static int setup(void** state) {
-  const char* bin = getenv("KPACK_TEST_BIN"); /* exported by the Makefile */
   kt_tmp_setup(state);
-  tool = kt_path(bin != NULL ? bin : "build/bin", "kpack");
+  tool = kt_program("kpack");
   return 0;
 }
 
@@ -29,22 +28,8 @@ static int teardown(void** state) {
 }
 
 /* kpack ARGS...: its exit status, stdout and stderr (either may be NULL). */
-static int kp_run(char** out, char** err, const char* const* args) {
-  char* argv[32];
-  size_t n = 0;
-  argv[n++] = tool;
-  for (; *args != NULL && n < 31; args++)
-    argv[n++] = (char*)*args;
-  argv[n] = NULL;
-  return kt_run(argv, 60, out, err);
-}
 #define KP(out, err, ...) \
-  kp_run(out, err, (const char* const[]){__VA_ARGS__, NULL})
-
-static void assert_contains(const char* text, const char* want) {
-  if (strstr(text, want) == NULL)
-    fail_msg("expected \"%s\" in:\n%s", want, text);
-}
+  kt_run_args(tool, (const char* const[]){__VA_ARGS__, NULL}, 60, out, err)
 
 static size_t count_lines(const char* text) {
   size_t n = 0;
@@ -107,27 +92,27 @@ static void test_info_shows_target_version_and_a_row_per_kernel(void** state) {
   char *out, *err;
   assert_int_equal(KP(&out, &err, "info", path), 0);
   assert_string_equal(err, "");
-  assert_contains(out, "code object:  AMDGPU, version 5, e_flags 0x63f\n");
-  assert_contains(out, "target:       gfx90a:xnack-\n");
-  assert_contains(out, "processor:    gfx90a (xnack off, sramecc any)\n");
-  assert_contains(out, "metadata:     amdgcn-amd-amdhsa--gfx90a:xnack-, ");
-  assert_contains(out, "kernels:      2\n");
-  assert_contains(out,
-                  "VGPR  SGPR  AGPR    LDS  SCRATCH  WAVE    WG  KERNARG  "
-                  "KERNEL\n");
-  assert_contains(out,
-                  " 128    96    64  16384      272    64   256       96  "
-                  "gemm_f32\n");
-  assert_contains(out,
-                  "  24    18     -      0        0    32  1024       16  "
-                  "_Z6reducePfi\n");
+  kt_assert_contains(out, "code object:  AMDGPU, version 5, e_flags 0x63f\n");
+  kt_assert_contains(out, "target:       gfx90a:xnack-\n");
+  kt_assert_contains(out, "processor:    gfx90a (xnack off, sramecc any)\n");
+  kt_assert_contains(out, "metadata:     amdgcn-amd-amdhsa--gfx90a:xnack-, ");
+  kt_assert_contains(out, "kernels:      2\n");
+  kt_assert_contains(out,
+                     "VGPR  SGPR  AGPR    LDS  SCRATCH  WAVE    WG  KERNARG  "
+                     "KERNEL\n");
+  kt_assert_contains(out,
+                     " 128    96    64  16384      272    64   256       96  "
+                     "gemm_f32\n");
+  kt_assert_contains(out,
+                     "  24    18     -      0        0    32  1024       16  "
+                     "_Z6reducePfi\n");
   free(out);
   free(err);
   /* Archives and code objects mix in one call. */
   char* archive = gemm_archive("gemm.kpack");
   assert_int_equal(KP(&out, NULL, "info", archive, path), 0);
-  assert_contains(out, "compression:  zstd-per-kernel\n");
-  assert_contains(out, "target:       gfx90a:xnack-\n");
+  kt_assert_contains(out, "compression:  zstd-per-kernel\n");
+  kt_assert_contains(out, "target:       gfx90a:xnack-\n");
   free(out);
   free(archive);
   free(path);
@@ -140,13 +125,13 @@ static void test_info_json_describes_every_kernel(void** state) {
   char* path = write_object("k.hsaco", &object);
   char* out;
   assert_int_equal(KP(&out, NULL, "info", "--json", path), 0);
-  assert_contains(out,
-                  "\"code_object_version\": 5, \"e_flags\": 1599, "
-                  "\"target\": \"gfx90a:xnack-\", \"processor\": "
-                  "\"gfx90a\", \"xnack\": \"off\", \"sramecc\": \"any\", "
-                  "\"metadata_target\": "
-                  "\"amdgcn-amd-amdhsa--gfx90a:xnack-\"");
-  assert_contains(
+  kt_assert_contains(out,
+                     "\"code_object_version\": 5, \"e_flags\": 1599, "
+                     "\"target\": \"gfx90a:xnack-\", \"processor\": "
+                     "\"gfx90a\", \"xnack\": \"off\", \"sramecc\": \"any\", "
+                     "\"metadata_target\": "
+                     "\"amdgcn-amd-amdhsa--gfx90a:xnack-\"");
+  kt_assert_contains(
       out,
       "{\"name\": \"gemm_f32\", \"symbol\": \"gemm_f32.kd\", \"vgpr_count\": "
       "128, \"sgpr_count\": 96, \"agpr_count\": 64, "
@@ -154,7 +139,7 @@ static void test_info_json_describes_every_kernel(void** state) {
       "272, \"kernarg_segment_size\": 96, \"wavefront_size\": 64, "
       "\"max_flat_workgroup_size\": 256, \"vgpr_spill_count\": 3, "
       "\"sgpr_spill_count\": 1}");
-  assert_contains(out, "\"agpr_count\": null");
+  kt_assert_contains(out, "\"agpr_count\": null");
   assert_true(out[0] == '[' && strcmp(out + strlen(out) - 3, "\n]\n") == 0);
   free(out);
   free(path);
@@ -188,17 +173,17 @@ static void test_info_metadata_prints_the_note_as_kpackfs_does(void** state) {
   assert_string_equal(out, "null\n");
   free(out);
   assert_int_equal(KP(&out, NULL, "info", bare_path), 0);
-  assert_contains(out, "metadata:     none (no NT_AMDGPU_METADATA note)\n");
-  assert_contains(out, "kernels:      0\n");
+  kt_assert_contains(out, "metadata:     none (no NT_AMDGPU_METADATA note)\n");
+  kt_assert_contains(out, "kernels:      0\n");
   free(out);
 
   /* One code object only. */
   char* archive = gemm_archive("gemm.kpack");
   assert_int_equal(KP(NULL, &err, "info", "--metadata", archive), 1);
-  assert_contains(err, "not an AMDGPU code object");
+  kt_assert_contains(err, "not an AMDGPU code object");
   free(err);
   assert_int_equal(KP(NULL, &err, "info", "--metadata", path, bare_path), 2);
-  assert_contains(err, "--metadata takes one code object FILE");
+  kt_assert_contains(err, "--metadata takes one code object FILE");
   free(err);
   free(archive);
   free(bare_path);
@@ -241,16 +226,19 @@ static void test_list_kernels_has_a_row_per_binary_arch_and_kernel(
   char* archive = gemm_archive("gemm.kpack");
   char* out;
   assert_int_equal(KP(&out, NULL, "list", "--kernels", archive), 0);
-  assert_contains(out,
-                  "BINARY            ARCH           VGPR  SGPR  AGPR    LDS  "
-                  "SCRATCH  WAVE    WG  KERNARG  KERNEL\n");
-  assert_contains(out,
-                  "lib/libgemm.so#0  gfx90a:xnack-   128    96    64  16384  "
-                  "    272    64   256       96  gemm_f32\n");
-  assert_contains(out,
-                  "lib/libgemm.so#0  gfx942          256   102   128  65536  "
-                  "      0    64   512      104  gemm_f16\n");
-  assert_contains(out, "5 kernels in 2 code objects\n");
+  kt_assert_contains(
+      out,
+      "BINARY            ARCH           VGPR  SGPR  AGPR    LDS  "
+      "SCRATCH  WAVE    WG  KERNARG  KERNEL\n");
+  kt_assert_contains(
+      out,
+      "lib/libgemm.so#0  gfx90a:xnack-   128    96    64  16384  "
+      "    272    64   256       96  gemm_f32\n");
+  kt_assert_contains(
+      out,
+      "lib/libgemm.so#0  gfx942          256   102   128  65536  "
+      "      0    64   512      104  gemm_f16\n");
+  kt_assert_contains(out, "5 kernels in 2 code objects\n");
   assert_int_equal(count_lines(out), 7);
   free(out);
 
@@ -259,9 +247,9 @@ static void test_list_kernels_has_a_row_per_binary_arch_and_kernel(
   assert_int_equal(KP(&out, NULL, "list", "--kernel", "gemm_*", "--kernel",
                       "scale", archive, again),
                    0);
-  assert_contains(out, "ARCHIVE");
+  kt_assert_contains(out, "ARCHIVE");
   assert_null(strstr(out, "_Z6reducePfi"));
-  assert_contains(out, "6 kernels in 4 code objects\n");
+  kt_assert_contains(out, "6 kernels in 4 code objects\n");
   free(out);
   free(again);
   free(archive);
@@ -274,13 +262,13 @@ static void test_list_kernels_json_lists_every_field(void** state) {
   assert_int_equal(KP(&out, NULL, "list", "--kernels", "--json", "--kernel",
                       "_Z6*", archive),
                    0);
-  assert_contains(out,
-                  "\"binary\": \"lib/libgemm.so#0\", \"arch\": "
-                  "\"gfx90a:xnack-\", \"target\": \"gfx90a:xnack-\", "
-                  "\"name\": \"_Z6reducePfi\", \"symbol\": "
-                  "\"_Z6reducePfi.kd\", \"vgpr_count\": 24, "
-                  "\"sgpr_count\": 18, \"agpr_count\": null");
-  assert_contains(out, "\"arch\": \"gfx942\", \"target\": \"gfx942\"");
+  kt_assert_contains(out,
+                     "\"binary\": \"lib/libgemm.so#0\", \"arch\": "
+                     "\"gfx90a:xnack-\", \"target\": \"gfx90a:xnack-\", "
+                     "\"name\": \"_Z6reducePfi\", \"symbol\": "
+                     "\"_Z6reducePfi.kd\", \"vgpr_count\": 24, "
+                     "\"sgpr_count\": 18, \"agpr_count\": null");
+  kt_assert_contains(out, "\"arch\": \"gfx942\", \"target\": \"gfx942\"");
   assert_int_equal(count_lines(out), 4); /* [, two objects, ] */
   free(out);
   free(archive);
@@ -303,7 +291,7 @@ static void test_list_kernels_reports_unreadable_code_objects_and_goes_on(
                        "object, or its ELF tables or notes are cut)\n",
                        archive) > 0);
   assert_string_equal(err, want);
-  assert_contains(out, "3 kernels in 1 code object\n");
+  kt_assert_contains(out, "3 kernels in 1 code object\n");
   free(want);
   free(out);
   free(err);
@@ -339,8 +327,8 @@ static void test_verify_names_a_mislabelled_code_object(void** state) {
                        "gfx908:xnack- is filed under gfx90a:xnack- (agents the "
                        "loader sends to gfx90a:xnack- cannot all run it)\n",
                        archive) > 0);
-  assert_contains(out, want);
-  assert_contains(out, "1 problem in 3 kernels\n");
+  kt_assert_contains(out, want);
+  kt_assert_contains(out, "1 problem in 3 kernels\n");
   assert_int_equal(count_lines(out), 2);
   free(want);
   free(out);
@@ -350,9 +338,9 @@ static void test_verify_names_a_mislabelled_code_object(void** state) {
   char* second = kt_path(kt_tmp, "loose.kpack");
   kt_write_archive(second, KPACK_COMPRESSION_NOOP, arches + 1, 1, loose, 1);
   assert_int_equal(KP(&out, NULL, "verify", "-q", second), 1);
-  assert_contains(out,
-                  ": code object built for gfx90a:xnack- is filed under "
-                  "gfx90a (");
+  kt_assert_contains(out,
+                     ": code object built for gfx90a:xnack- is filed under "
+                     "gfx90a (");
   free(out);
   free(second);
   free(archive);
@@ -392,7 +380,7 @@ static void test_verify_accepts_generic_code_objects_under_their_family(
                    2);
   char* out;
   assert_int_equal(KP(&out, NULL, "verify", archive), 0);
-  assert_contains(out, ": OK, 2 kernels\n");
+  kt_assert_contains(out, ": OK, 2 kernels\n");
   free(out);
 
   kt_kernel bad[] = {
@@ -402,13 +390,13 @@ static void test_verify_accepts_generic_code_objects_under_their_family(
   char* second = kt_path(kt_tmp, "generic-bad.kpack");
   kt_write_archive(second, KPACK_COMPRESSION_NOOP, arches, 3, bad, 2);
   assert_int_equal(KP(&out, NULL, "verify", second), 1);
-  assert_contains(out,
-                  "lib/g.so#0 gfx90a:xnack-: code object built for "
-                  "gfx9-generic:xnack- is filed under gfx90a:xnack- (");
-  assert_contains(out,
-                  "lib/h.so#0 gfx906:xnack-: code object built for "
-                  "gfx9-generic:xnack- is filed under gfx906:xnack- (");
-  assert_contains(out, "2 problems in 2 kernels\n");
+  kt_assert_contains(out,
+                     "lib/g.so#0 gfx90a:xnack-: code object built for "
+                     "gfx9-generic:xnack- is filed under gfx90a:xnack- (");
+  kt_assert_contains(out,
+                     "lib/h.so#0 gfx906:xnack-: code object built for "
+                     "gfx9-generic:xnack- is filed under gfx906:xnack- (");
+  kt_assert_contains(out, "2 problems in 2 kernels\n");
   free(out);
   free(second);
   free(archive);
@@ -435,15 +423,15 @@ static void test_verify_warns_of_unknown_targets_and_fails_broken_notes(
   kt_write_archive(archive, KPACK_COMPRESSION_NOOP, arches, 1, k, 3);
   char* out;
   assert_int_equal(KP(&out, NULL, "verify", archive), 1);
-  assert_contains(out,
-                  "lib/a.so#0 gfx90a:xnack-: warning: cannot tell the "
-                  "code object's target (EF_AMDGPU_MACH 0xfe, no "
-                  "amdhsa.target)\n");
-  assert_contains(out,
-                  "lib/b.so#0 gfx90a:xnack-: unreadable code object: "
-                  "KPACK_ERROR_INVALID_METADATA (metadata note of the "
-                  "wrong shape)\n");
-  assert_contains(out, "1 problem in 3 kernels\n");
+  kt_assert_contains(out,
+                     "lib/a.so#0 gfx90a:xnack-: warning: cannot tell the "
+                     "code object's target (EF_AMDGPU_MACH 0xfe, no "
+                     "amdhsa.target)\n");
+  kt_assert_contains(out,
+                     "lib/b.so#0 gfx90a:xnack-: unreadable code object: "
+                     "KPACK_ERROR_INVALID_METADATA (metadata note of the "
+                     "wrong shape)\n");
+  kt_assert_contains(out, "1 problem in 3 kernels\n");
   assert_int_equal(count_lines(out), 3);
   free(out);
   free(archive);
@@ -482,23 +470,25 @@ static void test_demangled_kernel_names_are_what_cxxfilt_shows(void** state) {
   char* want = cxxfilt(mangled);
   assert_string_equal(demangled, want);
   assert_string_not_equal(demangled, mangled); /* names did change */
-  assert_contains(demangled,
-                  "  rocrand_host::detail::init_engines_kernel(rocrand_device::"
-                  "xorwow_engine*, unsigned int, unsigned long long, unsigned "
-                  "long long)\n");
+  kt_assert_contains(
+      demangled,
+      "  rocrand_host::detail::init_engines_kernel(rocrand_device::"
+      "xorwow_engine*, unsigned int, unsigned long long, unsigned "
+      "long long)\n");
   free(want);
   /* --demangle implies --kernels; --json has both names. */
   assert_int_equal(KP(&json, NULL, "list", "--demangle", "--json", "--kernel",
                       "*xorwow_engineEjyy", archive),
                    0);
-  assert_contains(
+  kt_assert_contains(
       json,
       "\"name\": \"_ZN12rocrand_host6detailL19init_engines_kernelEPN"
       "14rocrand_device13xorwow_engineEjyy\"");
-  assert_contains(json,
-                  "\"demangled\": \"rocrand_host::detail::init_engines_kernel("
-                  "rocrand_device::xorwow_engine*, unsigned int, unsigned long "
-                  "long, unsigned long long)\"}");
+  kt_assert_contains(
+      json,
+      "\"demangled\": \"rocrand_host::detail::init_engines_kernel("
+      "rocrand_device::xorwow_engine*, unsigned int, unsigned long "
+      "long, unsigned long long)\"}");
   free(json);
 
   /* extract --demangle writes each `kernels` file as c++filt shows it. */
@@ -548,22 +538,23 @@ static void test_real_librocrand_kernels_list_and_verify(void** state) {
   assert_int_equal(
       KP(NULL, NULL, "create", "-o", archive, "-l", "1", "--fatbin", input), 0);
   assert_int_equal(KP(&out, NULL, "verify", archive), 0);
-  assert_contains(out, ": OK, 7 kernels\n");
+  kt_assert_contains(out, ": OK, 7 kernels\n");
   free(out);
   /* 80 kernels in each of the 7 code objects; gfx1030 has no AGPRs. */
   assert_int_equal(KP(&out, NULL, "list", "--kernels", archive), 0);
-  assert_contains(out, "560 kernels in 7 code objects\n");
+  kt_assert_contains(out, "560 kernels in 7 code objects\n");
   assert_int_equal(count_lines(out), 562);
   free(out);
   assert_int_equal(KP(&out, NULL, "list", "--kernels", "--kernel",
                       "*xorwow_engineEjyy", archive),
                    0);
-  assert_contains(out,
-                  "lib/librocrand.so.1#0  gfx1030          32    44     -  "
-                  "6144        0    32  256       32  "
-                  "_ZN12rocrand_host6detailL19init_engines_kernelEPN14rocrand_"
-                  "device13xorwow_engineEjyy\n");
-  assert_contains(out, "7 kernels in 7 code objects\n");
+  kt_assert_contains(
+      out,
+      "lib/librocrand.so.1#0  gfx1030          32    44     -  "
+      "6144        0    32  256       32  "
+      "_ZN12rocrand_host6detailL19init_engines_kernelEPN14rocrand_"
+      "device13xorwow_engineEjyy\n");
+  kt_assert_contains(out, "7 kernels in 7 code objects\n");
   free(out);
 
   /* One of them as a file. */
@@ -579,10 +570,10 @@ static void test_real_librocrand_kernels_list_and_verify(void** state) {
   kpack_free_kernel(code);
   kpack_close(a);
   assert_int_equal(KP(&out, NULL, "info", file), 0);
-  assert_contains(out, "code object:  AMDGPU, version 4, e_flags 0x62f\n");
-  assert_contains(out, "target:       gfx906:xnack-\n");
-  assert_contains(out, "processor:    gfx906 (xnack off, sramecc any)\n");
-  assert_contains(out, "kernels:      80\n");
+  kt_assert_contains(out, "code object:  AMDGPU, version 4, e_flags 0x62f\n");
+  kt_assert_contains(out, "target:       gfx906:xnack-\n");
+  kt_assert_contains(out, "processor:    gfx906 (xnack off, sramecc any)\n");
+  kt_assert_contains(out, "kernels:      80\n");
   free(out);
   free(file);
   free(input);
@@ -655,8 +646,8 @@ static void test_extract_writes_kernels_and_metadata_json_beside_code_objects(
   /* -v names every file written: 3 code objects with their 2 text files,
    * and one metadata map. */
   assert_int_equal(count_lines(out), 10);
-  assert_contains(out, GEMM942 "toc-metadata.msgpack\n");
-  assert_contains(out, ODD "metadata.json\n");
+  kt_assert_contains(out, GEMM942 "toc-metadata.msgpack\n");
+  kt_assert_contains(out, ODD "metadata.json\n");
   free(out);
 
   char* text = read_text(dir, GEMM90 "kernels");

@@ -21,9 +21,8 @@ static char* tool;
 static char* archive;
 
 static int setup(void** state) {
-  const char* bin = getenv("KPACK_TEST_BIN"); /* exported by the Makefile */
   kt_tmp_setup(state);
-  tool = kt_path(bin != NULL ? bin : "build/bin", "kpack");
+  tool = kt_program("kpack");
   archive = kt_path(kt_tmp, "a.kpack");
   static const char* const arches[] = {"gfx90a", "gfx942"};
   /* Big enough that `cat` and `list` overflow stdio's buffer. */

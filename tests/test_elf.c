@@ -156,7 +156,7 @@ static void test_truncated_elf_says_what_and_where(void** s) {
                    KPACK_ERROR_INVALID_FORMAT);
   assert_string_equal(why, want);
 
-  char* tool = kt_path(getenv("KPACK_TEST_BIN"), "kpack");
+  char* tool = kt_program("kpack");
   char* argv[] = {tool, "info", path, NULL};
   char *out = NULL, *err = NULL;
   assert_int_equal(kt_run(argv, 30, &out, &err), 1);

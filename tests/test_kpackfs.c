@@ -45,11 +45,6 @@ static mnt* live[MAX_MOUNTS];
 static char* tmp;
 static bool under_valgrind;
 
-static const char* bin_dir(void) {
-  const char* dir = getenv("KPACK_TEST_BIN");
-  return dir && *dir ? dir : "build/bin";
-}
-
 /* Seconds to wait for a mount or an exit; valgrind is some 50x slower. */
 static int patience(void) {
   return under_valgrind ? 120 : 20;
@@ -144,7 +139,7 @@ static void mnt_start_wrapped(mnt* m, const char* const* wrapper,
   char** argv =
       calloc(count_args(wrapper) + count_args(args) + 10, sizeof(*argv));
   size_t n = 0;
-  char* kpackfs = kt_path(bin_dir(), "kpackfs");
+  char* kpackfs = kt_program("kpackfs");
   for (size_t i = 0; i < count_args(wrapper); i++)
     argv[n++] = (char*)wrapper[i];
   if (under_valgrind) {
@@ -1390,7 +1385,7 @@ static void test_sigterm_unmounts_cleanly(void** state) {
 static int run_kpackfs(const char* const* args, char** log_text) {
   char* argv[16];
   size_t n = 0;
-  char* kpackfs = kt_path(bin_dir(), "kpackfs");
+  char* kpackfs = kt_program("kpackfs");
   char* log = kt_path(tmp, "run.log");
   argv[n++] = kpackfs;
   for (size_t i = 0; args[i] != NULL && n < 15; i++)
@@ -1526,7 +1521,7 @@ static void test_fstab_style_options_and_source_lists_are_accepted(
 static void mnt_start_helper(mnt* m, const char* source, const char* options) {
   char* path_env;
   const char* old = getenv("PATH");
-  assert_true(asprintf(&path_env, "%s:/usr/sbin:/sbin:%s", bin_dir(),
+  assert_true(asprintf(&path_env, "%s:/usr/sbin:/sbin:%s", kt_bin_dir(),
                        old ? old : "/usr/bin:/bin") > 0);
   char* saved = old ? strdup(old) : NULL;
   setenv("PATH", path_env, 1);
@@ -1787,7 +1782,7 @@ static void test_more_archives_than_the_soft_fd_limit_mount(void** state) {
 
   /* Hard limit 1024: refused before mounting, naming an archive. */
   mnt_init(&scratch[1], "fds-low");
-  char* kpackfs = kt_path(bin_dir(), "kpackfs");
+  char* kpackfs = kt_program("kpackfs");
   char* log = kt_path(tmp, "fds-low.log");
   char* argv[] = {"prlimit", "--nofile=1024:1024", kpackfs, "-f",
                   dir,       scratch[1].dir,       NULL};
@@ -1901,7 +1896,7 @@ static void test_mounted_tree_packs_back_into_the_same_archive(void** state) {
   (void)state;
   char* src = kt_path(tmp, "repack-src.kpack");
   char* again = kt_path(tmp, "repack-again.kpack");
-  char* tool = kt_path(bin_dir(), "kpack");
+  char* tool = kt_program("kpack");
   void* a = kt_pattern(30000, 61);
   void* b = kt_pattern(20000, 62);
   kt_kernel k[] = {{"lib/r.so#0", "gfx90a:xnack-", a, 30000},
@@ -2321,7 +2316,7 @@ static char* real_archive(void) {
   if (path != NULL)
     return path;
   char* lib = kt_librocrand();
-  char* kpack = kt_path(bin_dir(), "kpack");
+  char* kpack = kt_program("kpack");
   char* input;
   path = kt_path(tmp, "rand_real.kpack");
   assert_true(asprintf(&input, "%s=lib/librocrand.so.1", lib) > 0);
@@ -2366,7 +2361,7 @@ static void test_real_library_files_match_the_reader(void** state) {
 
   /* What the kpack tool says, for comparison: `list --kernels`, one row
    * per arch and kernel, reformatted the way `kernels` writes it. */
-  char* kpack = kt_path(bin_dir(), "kpack");
+  char* kpack = kt_program("kpack");
   char* list[] = {kpack, "list", "--kernels", (char*)archive, NULL};
   char* table;
   assert_int_equal(kt_run(list, 120, &table, NULL), 0);
@@ -2743,7 +2738,7 @@ static char* one_tree_archive(const char* name) {
 static void kpack_ok(const char* log, const char* const* args) {
   char* argv[32];
   size_t n = 0;
-  argv[n++] = kt_path(bin_dir(), "kpack");
+  argv[n++] = kt_program("kpack");
   for (; *args != NULL && n < 31; args++)
     argv[n++] = (char*)*args;
   argv[n] = NULL;
@@ -2860,7 +2855,7 @@ static void test_hostile_toc_names_give_mount_and_extract_one_tree(
 
   char* tree = kt_path(tmp, "hostile-extracted");
   char* log = kt_path(tmp, "hostile.log");
-  char* kpack = kt_path(bin_dir(), "kpack");
+  char* kpack = kt_program("kpack");
   char* extract[] = {kpack, "extract", "-C", tree, archive, NULL};
   /* Every skipped name is reported, and makes the exit status 1. */
   assert_int_equal(run_logged(extract, log), 1);

@@ -84,8 +84,7 @@ static void fs_start(fs* m, const char* name, const char* cache,
   m->dir = kt_path(tmp, name);
   assert_true(asprintf(&m->log, "%s/%s.log", tmp, name) > 0);
   assert_int_equal(mkdir(m->dir, 0755), 0);
-  const char* bin = getenv("KPACK_TEST_BIN");
-  char* kpackfs = kt_path(bin && *bin ? bin : "build/bin", "kpackfs");
+  char* kpackfs = kt_program("kpackfs");
   snprintf(option, sizeof(option), "cache_size=%s", cache);
   argv[n++] = kpackfs;
   argv[n++] = "-f";

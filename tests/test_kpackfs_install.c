@@ -111,7 +111,7 @@ typedef struct mnt {
 
 static pid_t spawn_kpackfs(const char* source, const char* dir,
                            const char* log) {
-  char* kpackfs = kt_path(getenv("KPACK_TEST_BIN"), "kpackfs");
+  char* kpackfs = kt_program("kpackfs");
   char* argv[] = {"valgrind",
                   "--quiet",
                   "--error-exitcode=99",
@@ -450,7 +450,7 @@ static void test_sixteen_readers_of_a_fresh_mount_read_every_byte(
 static void test_the_mount_shows_what_extract_writes(void** state) {
   (void)state;
   char* out = kt_path(kt_tmp, "extracted");
-  char* kpack = kt_path(getenv("KPACK_TEST_BIN"), "kpack");
+  char* kpack = kt_program("kpack");
   char* argv[ARCHIVES + 5] = {kpack, "extract", "-C", out};
   for (size_t i = 0; i < ARCHIVES; i++)
     argv[4 + i] = archive_paths[i];

@@ -376,8 +376,7 @@ static void test_size_of_2_64_minus_1_is_invalid_format_everywhere(
 
   char* cmd;
   char line[1024] = "";
-  assert_true(asprintf(&cmd, "'%s/kpack' verify '%s'", getenv("KPACK_TEST_BIN"),
-                       path) > 0);
+  assert_true(asprintf(&cmd, "'%s/kpack' verify '%s'", kt_bin_dir(), path) > 0);
   FILE* p = popen(cmd, "r");
   assert_non_null(p);
   size_t n = fread(line, 1, sizeof(line) - 1, p);

@@ -29,9 +29,8 @@ static char* tool;
 
 static int setup(void** state) {
   (void)state;
-  const char* bin = getenv("KPACK_TEST_BIN"); /* exported by the Makefile */
   tmp = kt_tmpdir();
-  tool = kt_path(bin != NULL ? bin : "build/bin", "kpack");
+  tool = kt_program("kpack");
   return 0;
 }
 
@@ -43,27 +42,10 @@ static int teardown(void** state) {
   return 0;
 }
 
-/* Runs the tool with the NULL-terminated arguments; its exit status, and
- * its stdout and stderr when out / err are not NULL. */
-static int run_args(char** out, char** err, const char* const* args) {
-  char* argv[64];
-  size_t n = 0;
-  argv[n++] = tool;
-  for (const char* const* a = args; *a != NULL; a++) {
-    assert_true(n < 63);
-    argv[n++] = (char*)*a;
-  }
-  argv[n] = NULL;
-  return kt_run(argv, 300, out, err);
-}
-
+/* Runs the tool with the arguments; its exit status, and its stdout and
+ * stderr when out / err are not NULL. */
 #define KP(out, err, ...) \
-  run_args(out, err, (const char* const[]){__VA_ARGS__, NULL})
-
-static void assert_contains(const char* text, const char* needle) {
-  if (strstr(text, needle) == NULL)
-    fail_msg("expected \"%s\" in:\n%s", needle, text);
-}
+  kt_run_args(tool, (const char* const[]){__VA_ARGS__, NULL}, 300, out, err)
 
 static char* path_in(const char* name) {
   return kt_path(tmp, name);
@@ -93,7 +75,7 @@ static void test_create_fatbin_takes_an_empty_first_code_object(void** state) {
   char *out, *err;
   assert_int_equal(KP(&out, &err, "create", "-o", archive, "--fatbin", path),
                    0);
-  assert_contains(out, "2 kernels");
+  kt_assert_contains(out, "2 kernels");
   free(out);
   free(err);
   kpack_archive_t a;
@@ -137,7 +119,7 @@ static void test_create_fatbin_with_only_host_code_is_a_clear_error(
   char* err;
   assert_int_equal(KP(NULL, &err, "create", "-o", archive, "--fatbin", path),
                    1);
-  assert_contains(err, "no kernels found");
+  kt_assert_contains(err, "no kernels found");
   assert_int_equal(access(archive, F_OK), -1);
   free(err);
   free(path);
@@ -397,8 +379,8 @@ static void test_split_round_trip_on_fixture_fat_binaries(void** state) {
       if (rc != 0)
         fail_msg("%s, %s: exit %d\n%s", kind_names[kind], shape_names[shape],
                  rc, err);
-      assert_contains(stdout_text, "1 binary transformed");
-      assert_contains(stdout_text, "3 archives written");
+      kt_assert_contains(stdout_text, "1 binary transformed");
+      kt_assert_contains(stdout_text, "3 archives written");
       char* split_lib = kt_path(out, "lib/libfat.so.1");
       size_t checked = assert_round_trip(lib, split_lib, "lib/libfat.so.1");
       assert_int_equal(checked, shape == ONE_WRAPPER ? 3 : 12);
@@ -467,9 +449,10 @@ static void test_split_mirrors_links_symlinks_modes_and_times(void** state) {
   assert_int_equal(kt_run(objcopy, 60, NULL, NULL), 0);
   char* text;
   assert_int_equal(KP(&text, NULL, "split", "-o", out, in), 0);
-  assert_contains(text, "2 binaries transformed");
-  assert_contains(text, "1 left alone (0 already kpack-ified, 1 debug only)");
-  assert_contains(text, "libfat.so.1.debug: no device code bytes");
+  kt_assert_contains(text, "2 binaries transformed");
+  kt_assert_contains(text,
+                     "1 left alone (0 already kpack-ified, 1 debug only)");
+  kt_assert_contains(text, "libfat.so.1.debug: no device code bytes");
   free(text);
   char* o_debug = kt_path(out, "lib/debug/libfat.so.1.debug");
   size_t debug_size;
@@ -575,16 +558,16 @@ static void test_split_of_its_own_output_changes_nothing(void** state) {
   /* Into a new directory: the same tree, byte for byte and time for time,
    * and no archive written. */
   assert_int_equal(KP(&text, NULL, "split", "-o", again, out), 0);
-  assert_contains(text, "0 binaries transformed");
-  assert_contains(text, "already kpack-ified, left alone");
-  assert_contains(text, "0 archives written");
+  kt_assert_contains(text, "0 binaries transformed");
+  kt_assert_contains(text, "already kpack-ified, left alone");
+  kt_assert_contains(text, "0 archives written");
   free(text);
   assert_same_tree(out, again);
   char* copy = describe_tree(again);
   assert_string_equal(before, copy);
   /* In place: nothing changes. */
   assert_int_equal(KP(&text, NULL, "split", "--in-place", out), 0);
-  assert_contains(text, "0 binaries transformed");
+  kt_assert_contains(text, "0 binaries transformed");
   free(text);
   char* after = describe_tree(out);
   assert_string_equal(before, after);
@@ -764,10 +747,10 @@ static void test_split_arch_keeps_only_the_listed_arches(void** state) {
   assert_int_equal(KP(&text, NULL, "split", "-o", out, "--arch", "gfx1100",
                       "--prefix", "p", in),
                    0);
-  assert_contains(text, "1 archive written: 4 code objects");
-  assert_contains(text, "dropped by --arch: gfx90a:xnack- (4 code objects)");
-  assert_contains(text,
-                  "dropped by --arch: gfx942:sramecc+:xnack- (4 code objects)");
+  kt_assert_contains(text, "1 archive written: 4 code objects");
+  kt_assert_contains(text, "dropped by --arch: gfx90a:xnack- (4 code objects)");
+  kt_assert_contains(
+      text, "dropped by --arch: gfx942:sramecc+:xnack- (4 code objects)");
   free(text);
   char* kept = kt_path(out, ".kpack/p_gfx1100.kpack");
   char* dropped = kt_path(out, ".kpack/p_gfx90a:xnack-.kpack");
@@ -794,8 +777,8 @@ static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
   char* err;
   /* An output directory inside the input. */
   assert_int_equal(KP(NULL, &err, "split", "-o", inside, in), 1);
-  assert_contains(err, in);
-  assert_contains(err, "inside");
+  kt_assert_contains(err, in);
+  kt_assert_contains(err, "inside");
   free(err);
   /* A binary the transform refuses: a pointer no relocation sets, in a
    * shared object. Named, exit 1, and in place nothing changes at all. */
@@ -813,7 +796,7 @@ static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
   free(before);
   before = describe(in, true);
   assert_int_equal(KP(NULL, &err, "split", "--in-place", in), 1);
-  assert_contains(err, bad);
+  kt_assert_contains(err, bad);
   free(err);
   char* after = describe(in, true);
   assert_string_equal(before, after);
@@ -824,7 +807,7 @@ static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
   before = describe(in, true);
   char* out = path_in("out");
   assert_int_equal(KP(NULL, &err, "split", "-o", out, in), 1);
-  assert_contains(err, bad);
+  kt_assert_contains(err, bad);
   free(err);
   after = describe(in, true);
   assert_string_equal(before, after);
@@ -856,7 +839,7 @@ static void test_verify_binary_names_binary_record_and_arch(void** state) {
   char* o_lib = kt_path(out, "lib/libfat.so.1");
   char* text;
   assert_int_equal(KP(&text, NULL, "verify", "--binary", o_lib), 0);
-  assert_contains(text, "OK, 1 record, 3 loads");
+  kt_assert_contains(text, "OK, 1 record, 3 loads");
   free(text);
   /* An archive that declares gfx1100 but lacks this binary's code object. */
   char* archive = kt_path(out, ".kpack/v_gfx1100.kpack");
@@ -870,18 +853,18 @@ static void test_verify_binary_names_binary_record_and_arch(void** state) {
                        "%s: record 0 (lib/libfat.so.1#0) gfx1100: "
                        "KPACK_ERROR_KERNEL_NOT_FOUND",
                        o_lib) > 0);
-  assert_contains(text, line);
+  kt_assert_contains(text, line);
   free(line);
   free(text);
   /* No archive at all. */
   char* kpack_dir = kt_path(out, ".kpack");
   kt_rmtree(kpack_dir);
   assert_int_equal(KP(&text, NULL, "verify", "--binary", o_lib), 1);
-  assert_contains(text, "record 0 (lib/libfat.so.1#0): no archive found");
+  kt_assert_contains(text, "record 0 (lib/libfat.so.1#0): no archive found");
   free(text);
   /* A fat binary is reported and skipped. */
   assert_int_equal(KP(&text, NULL, "verify", "--binary", lib), 0);
-  assert_contains(text, "not kpack-ified");
+  kt_assert_contains(text, "not kpack-ified");
   free(text);
   free(kpack_dir);
   free(archive);
@@ -925,8 +908,8 @@ static void test_split_real_librocrand(void** state) {
   assert_int_equal(
       KP(&text, NULL, "split", "-j2", "-o", out, "--prefix", "rand_lib", in),
       0);
-  assert_contains(text, "1 binary transformed");
-  assert_contains(text, "7 archives written");
+  kt_assert_contains(text, "1 binary transformed");
+  kt_assert_contains(text, "7 archives written");
   free(text);
   char* o_lib = kt_path(out, "lib/librocrand.so.1.1");
   char* o_link = kt_path(out, "lib/librocrand.so.1");
