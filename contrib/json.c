@@ -6,6 +6,11 @@
  */
 #include "json.h"
 
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
 void cli_json_init(cli_json* w, FILE* out) {
   *w = (cli_json){.out = out, .next_break = -1};
 }
@@ -158,65 +163,12 @@ void cli_json_finish(cli_json* w) {
   fputc('\n', w->out);
 }
 
-/* Length of the UTF-8 sequence at s (NUL-terminated), or 0 if it is not
- * valid (overlong forms, surrogates and values above U+10FFFF included):
- * JSON text is UTF-8, and TOC names are whatever bytes an archive holds. */
-static size_t utf8_sequence(const unsigned char* s) {
-  unsigned char b = s[0];
-  size_t len;
-  uint32_t min, cp;
-  if (b < 0x80)
-    return 1;
-  if ((b & 0xe0) == 0xc0) {
-    len = 2, min = 0x80, cp = b & 0x1f;
-  } else if ((b & 0xf0) == 0xe0) {
-    len = 3, min = 0x800, cp = b & 0x0f;
-  } else if ((b & 0xf8) == 0xf0) {
-    len = 4, min = 0x10000, cp = b & 0x07;
-  } else {
-    return 0;
-  }
-  for (size_t i = 1; i < len; i++) {
-    if ((s[i] & 0xc0) != 0x80) /* also stops at the NUL */
-      return 0;
-    cp = (cp << 6) | (s[i] & 0x3f);
-  }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
-    return 0;
-  return len;
-}
-
 void cli_json_string(FILE* out, const char* s) {
-  fputc('"', out);
-  for (const unsigned char* p = (const unsigned char*)s; *p;) {
-    size_t len = 1;
-    switch (*p) {
-      case '"':
-        fputs("\\\"", out);
-        break;
-      case '\\':
-        fputs("\\\\", out);
-        break;
-      case '\n':
-        fputs("\\n", out);
-        break;
-      case '\t':
-        fputs("\\t", out);
-        break;
-      case '\r':
-        fputs("\\r", out);
-        break;
-      default:
-        if (*p < 0x20) {
-          fprintf(out, "\\u%04x", *p);
-        } else if ((len = utf8_sequence(p)) == 0) {
-          fputs("\\ufffd", out); /* as libkpack renders metadata */
-          len = 1;
-        } else {
-          fwrite(p, 1, len, out);
-        }
-    }
-    p += len;
+  char* quoted;
+  if (kpack_json_quote(s, strlen(s), &quoted) != KPACK_SUCCESS) {
+    cli_error("out of memory");
+    exit(CLI_FAIL);
   }
-  fputc('"', out);
+  fputs(quoted, out);
+  free(quoted);
 }

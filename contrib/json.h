@@ -78,8 +78,8 @@ void cli_json_key_bool(cli_json* w, const char* key, bool v);
 /* Closes whatever is open and ends the line. */
 void cli_json_finish(cli_json* w);
 
-/* A JSON string literal, quoted and escaped, on its own; a byte that is
- * not part of valid UTF-8 becomes U+FFFD, as in libkpack's renderings. */
+/* A JSON string literal on its own, escaped by kpack_json_quote() as
+ * libkpack writes strings; exits the tool when out of memory. */
 void cli_json_string(FILE* out, const char* s);
 
 #endif /* KPACK_CLI_JSON_H */

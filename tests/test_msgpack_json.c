@@ -77,6 +77,39 @@ static void test_strings_are_escaped_and_kept_valid_utf8(void** state) {
   expect_json(BYTES(0xa1, 0x00), "\"\\u0000\"");
 }
 
+/* kpack_json_quote() is that same string rule on its own (the tool's
+ * --json output uses it): each case agrees with the str rendered above. */
+static void expect_quote(const char* text, size_t size, const char* want) {
+  char* json = NULL;
+  assert_int_equal(kpack_json_quote(text, size, &json), KPACK_SUCCESS);
+  assert_string_equal(json, want);
+  free(json);
+}
+
+static void test_a_string_on_its_own_quotes_as_in_a_map(void** state) {
+  (void)state;
+  expect_quote("", 0, "\"\"");
+  expect_quote(NULL, 0, "\"\"");
+  expect_quote("a\"\\\n\x01", 5, "\"a\\\"\\\\\\n\\u0001\"");
+  expect_quote("\t\r\x7f", 3, "\"\\t\\r\x7f\"");
+  expect_quote("\xc3\xa9", 2, "\"\xc3\xa9\"");
+  expect_quote("\xf0\x9f\x98\x80", 4, "\"\xf0\x9f\x98\x80\"");
+  expect_quote(
+      "a\xff"
+      "b",
+      3, "\"a\\ufffdb\"");
+  expect_quote("\xc0\x80", 2, "\"\\ufffd\\ufffd\"");
+  expect_quote("\xed\xa0\x80", 3, "\"\\ufffd\\ufffd\\ufffd\"");
+  expect_quote("\xe2\x82", 2, "\"\\ufffd\\ufffd\""); /* cut short */
+  expect_quote("\0", 1, "\"\\u0000\"");
+  char* json = (char*)1;
+  assert_int_equal(kpack_json_quote(NULL, 1, &json),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_null(json);
+  assert_int_equal(kpack_json_quote("a", 1, NULL),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+}
+
 static void test_bin_and_ext_become_hex(void** state) {
   (void)state;
   expect_json(BYTES(0xc4, 3, 0x00, 0xab, 0xff), "\"00abff\"");
@@ -192,6 +225,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scalars_of_every_width),
       cmocka_unit_test(test_strings_are_escaped_and_kept_valid_utf8),
+      cmocka_unit_test(test_a_string_on_its_own_quotes_as_in_a_map),
       cmocka_unit_test(test_bin_and_ext_become_hex),
       cmocka_unit_test(test_containers_compact_and_pretty),
       cmocka_unit_test(test_non_string_keys_are_quoted),

@@ -2,7 +2,9 @@
  *
  * libkpack extension: the text files and attributes a code object shows in
  * a kpackfs mount and an extracted tree (`kernels`, `metadata.json`), made
- * from the parse of kpack_code_object.h.
+ * from the parse of kpack_code_object.h, and the escaping of names in them
+ * (kpack_co_escape_name(), kpack_json_quote()) for tools that show names
+ * the same way.
  */
 #ifndef ROCM_KPACK_RENDER_H
 #define ROCM_KPACK_RENDER_H
@@ -64,6 +66,20 @@ KPACK_API bool kpack_co_kernel_resource(const kpack_co_kernel_t* kernel,
  *   OUT_OF_MEMORY     allocation failed
  * On failure *escaped is NULL (when escaped is not NULL). */
 KPACK_API kpack_error_t kpack_co_escape_name(const char* name, char** escaped);
+
+/* `size` bytes of text as a JSON string literal, quoted, the way every
+ * string in libkpack's JSON (metadata.json, kpack_get_entry_metadata_json())
+ * is written: '"' and '\' escaped, newline, tab and carriage return as \n
+ * \t \r, other bytes below 0x20 as \u00XX, and each byte that is not part
+ * of valid UTF-8 (overlong forms, surrogates and values above U+10FFFF
+ * included) as \ufffd. Tools that write JSON use it so that names read the
+ * same there. Sets *json to a malloc'ed, NUL-terminated string the caller
+ * releases with free().
+ *   INVALID_ARGUMENT  json is NULL, or text is NULL with size > 0
+ *   OUT_OF_MEMORY     allocation failed
+ * On failure *json is NULL (when json is not NULL). */
+KPACK_API kpack_error_t kpack_json_quote(const char* text, size_t size,
+                                         char** json);
 
 /* The files and attributes a kernel shows, from its bytes. */
 typedef struct kpack_co_render {

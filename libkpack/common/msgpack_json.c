@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "common/byteorder.h"
+#include "rocm_kpack/kpack_render.h"
 
 typedef struct js_out {
   char* data;
@@ -136,6 +137,23 @@ static void put_string(js_out* o, const uint8_t* s, size_t n) {
     }
   }
   put(o, "\"", 1);
+}
+
+KPACK_API kpack_error_t kpack_json_quote(const char* text, size_t size,
+                                         char** json) {
+  if (json == NULL)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  *json = NULL;
+  if (text == NULL && size > 0)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  js_out o = {0};
+  put_string(&o, (const uint8_t*)text, size);
+  if (o.failed) {
+    free(o.data);
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  }
+  *json = o.data;
+  return KPACK_SUCCESS;
 }
 
 static void put_hex_string(js_out* o, const uint8_t* s, size_t n) {
