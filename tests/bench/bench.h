@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 #include "fixture_fatbin.h"
@@ -94,8 +95,13 @@ double bn_daemon_start(bn_daemon* m, char* const argv[], const char* dir,
 /* Unmounts (fusermount3 -u, SIGTERM if that fails) and reaps the daemon. */
 void bn_daemon_stop(bn_daemon* m);
 /* readdir + lstat of everything below `path`, as find(1) does; returns the
- * entries seen and adds the directories to *dirs. */
+ * entries seen and adds the directories to *dirs. bn_walk_each() also hands
+ * every entry that is not a directory to `file` (path, name, its stat). */
 size_t bn_walk(const char* path, size_t* dirs);
+typedef void bn_file_fn(const char* path, const char* name,
+                        const struct stat* st, void* context);
+size_t bn_walk_each(const char* path, size_t* dirs, bn_file_fn* file,
+                    void* context);
 
 /* ---- kernels of an archive ---- */
 typedef struct bn_kernel {

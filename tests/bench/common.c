@@ -112,24 +112,17 @@ void bn_warm(const char* path) {
   close(fd);
 }
 
+static void warm_file(const char* path, const char* name, const struct stat* st,
+                      void* context) {
+  (void)name;
+  (void)context;
+  if (S_ISREG(st->st_mode))
+    bn_warm(path);
+}
+
 void bn_warm_tree(const char* dir) {
-  DIR* d = opendir(dir);
-  if (d == NULL)
-    return;
-  char path[4096];
-  for (struct dirent* e; (e = readdir(d)) != NULL;) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-      continue;
-    snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
-    struct stat st;
-    if (lstat(path, &st) != 0)
-      continue;
-    if (S_ISDIR(st.st_mode))
-      bn_warm_tree(path);
-    else if (S_ISREG(st.st_mode))
-      bn_warm(path);
-  }
-  closedir(d);
+  size_t dirs = 0;
+  bn_walk_each(dir, &dirs, warm_file, NULL);
 }
 
 long bn_proc_value(const char* file, const char* key) {
@@ -258,8 +251,8 @@ void bn_daemon_stop(bn_daemon* m) {
   waitpid(m->pid, NULL, 0);
 }
 
-/* readdir + lstat of everything, as find(1) does; counts directories. */
-size_t bn_walk(const char* path, size_t* dirs) {
+size_t bn_walk_each(const char* path, size_t* dirs, bn_file_fn* file,
+                    void* context) {
   size_t count = 1;
   DIR* d = opendir(path);
   if (d == NULL)
@@ -273,8 +266,18 @@ size_t bn_walk(const char* path, size_t* dirs) {
     struct stat st;
     if (lstat(child, &st) != 0)
       continue;
-    count += S_ISDIR(st.st_mode) ? bn_walk(child, dirs) : 1;
+    if (S_ISDIR(st.st_mode)) {
+      count += bn_walk_each(child, dirs, file, context);
+    } else {
+      count++;
+      if (file != NULL)
+        file(child, e->d_name, &st, context);
+    }
   }
   closedir(d);
   return count;
+}
+
+size_t bn_walk(const char* path, size_t* dirs) {
+  return bn_walk_each(path, dirs, NULL, NULL);
 }

@@ -171,29 +171,20 @@ static size_t walk_requests(const bench_data* d, const data_set* s,
   return requests;
 }
 
+static void count_text_file(const char* path, const char* name,
+                            const struct stat* st, void* count) {
+  (void)path;
+  (void)st;
+  *(size_t*)count += strcmp(name, KPACK_LAYOUT_KERNELS_FILE) == 0 ||
+                     strcmp(name, KPACK_LAYOUT_METADATA_FILE) == 0;
+}
+
 /* The `kernels` and `metadata.json` files below `path`: a stat walk asks
  * for each one's size once, since that size is only known once its code
  * object's note is read (listing alone reads nothing). */
 static size_t text_files(const char* path) {
-  size_t count = 0;
-  DIR* d = opendir(path);
-  if (d == NULL)
-    return 0;
-  char child[4096];
-  for (struct dirent* e; (e = readdir(d)) != NULL;) {
-    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-      continue;
-    snprintf(child, sizeof(child), "%s/%s", path, e->d_name);
-    struct stat st;
-    if (lstat(child, &st) != 0)
-      continue;
-    if (S_ISDIR(st.st_mode))
-      count += text_files(child);
-    else
-      count += strcmp(e->d_name, KPACK_LAYOUT_KERNELS_FILE) == 0 ||
-               strcmp(e->d_name, KPACK_LAYOUT_METADATA_FILE) == 0;
-  }
-  closedir(d);
+  size_t count = 0, dirs = 0;
+  bn_walk_each(path, &dirs, count_text_file, &count);
   return count;
 }
 
