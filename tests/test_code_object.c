@@ -454,13 +454,23 @@ static void test_other_os_abi_has_no_version(void** state) {
   fx_free(&image);
 }
 
+/* kpack_target_serves(target, arch) for each case. */
+typedef struct serve_case {
+  const char* target;
+  const char* arch;
+  bool serves;
+} serve_case;
+
+static void expect_serves(const serve_case* cases, size_t n) {
+  for (size_t i = 0; i < n; i++)
+    if (kpack_target_serves(cases[i].target, cases[i].arch) != cases[i].serves)
+      fail_msg("'%s' under '%s': expected %s", cases[i].target, cases[i].arch,
+               cases[i].serves ? "serves" : "does not serve");
+}
+
 static void test_target_serves_only_archs_that_fix_its_features(void** state) {
   (void)state;
-  static const struct {
-    const char* target;
-    const char* arch;
-    bool serves;
-  } cases[] = {
+  static const serve_case cases[] = {
       {"gfx90a:xnack-", "gfx90a:xnack-", true},
       {"gfx90a:xnack-", "gfx90a:sramecc+:xnack-", true},
       {"gfx90a:xnack-", "gfx90a:xnack+", false},
@@ -478,10 +488,7 @@ static void test_target_serves_only_archs_that_fix_its_features(void** state) {
       {"gfx90a", "", false},
       {":xnack-", ":xnack-", false},
   };
-  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-    if (kpack_target_serves(cases[i].target, cases[i].arch) != cases[i].serves)
-      fail_msg("'%s' under '%s': expected %s", cases[i].target, cases[i].arch,
-               cases[i].serves ? "serves" : "does not serve");
+  expect_serves(cases, sizeof(cases) / sizeof(cases[0]));
   assert_false(kpack_target_serves(NULL, "gfx90a"));
   assert_false(kpack_target_serves("gfx90a", NULL));
 }
@@ -490,11 +497,7 @@ static void test_target_serves_only_archs_that_fix_its_features(void** state) {
  * processors (features compared as for any target), nothing else. */
 static void test_generic_targets_serve_the_processors_they_cover(void** state) {
   (void)state;
-  static const struct {
-    const char* target;
-    const char* arch;
-    bool serves;
-  } cases[] = {
+  static const serve_case cases[] = {
       {"gfx9-generic", "gfx900", true},
       {"gfx9-generic", "gfx90c", true},
       {"gfx9-generic:xnack-", "gfx906:xnack-", true},
@@ -521,10 +524,7 @@ static void test_generic_targets_serve_the_processors_they_cover(void** state) {
       {"gfx9-generic", "gfx9-generic", true},
       {"gfx9-generic", "gfx9-4-generic", false},
   };
-  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
-    if (kpack_target_serves(cases[i].target, cases[i].arch) != cases[i].serves)
-      fail_msg("'%s' under '%s': expected %s", cases[i].target, cases[i].arch,
-               cases[i].serves ? "serves" : "does not serve");
+  expect_serves(cases, sizeof(cases) / sizeof(cases[0]));
 }
 
 /* A parsed generic code object serves its family from the generic version
