@@ -51,6 +51,20 @@ static char* path_in(const char* name) {
   return kt_path(tmp, name);
 }
 
+/* A shared object whose .hip_fatbin holds one bundle of these entries, its
+ * one HIPF record pointing at it from the file. */
+static fx_buf one_bundle_elf(const fx_entry* e, size_t n) {
+  fx_buf bundle = fx_bundle(e, n);
+  fx_wrapper w = {FX_HIPF_MAGIC, 1, 0, FX_PTR_FILE, 0};
+  fx_elf_opts o = {.bundles = &bundle,
+                   .bundle_count = 1,
+                   .wrappers = &w,
+                   .wrapper_count = 1};
+  fx_buf elf = fx_elf(&o);
+  fx_free(&bundle);
+  return elf;
+}
+
 /* ---- create --fatbin: the streamed entries ---------------------------------
  */
 
@@ -62,13 +76,7 @@ static void test_create_fatbin_takes_an_empty_first_code_object(void** state) {
   fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
                   {"hipv4-amdgcn-amd-amdhsa--gfx1100", "", 0},
                   {"hipv4-amdgcn-amd-amdhsa--gfx90a", k, 3000}};
-  fx_buf bundle = fx_bundle(e, 3);
-  fx_wrapper w = {FX_HIPF_MAGIC, 1, 0, FX_PTR_FILE, 0};
-  fx_elf_opts o = {.bundles = &bundle,
-                   .bundle_count = 1,
-                   .wrappers = &w,
-                   .wrapper_count = 1};
-  fx_buf elf = fx_elf(&o);
+  fx_buf elf = one_bundle_elf(e, 3);
   char* path = path_in("libempty.so");
   char* archive = path_in("empty.kpack");
   kt_write_file(path, elf.data, elf.size);
@@ -96,7 +104,6 @@ static void test_create_fatbin_takes_an_empty_first_code_object(void** state) {
   free(path);
   free(archive);
   fx_free(&elf);
-  fx_free(&bundle);
   free(k);
 }
 
@@ -106,13 +113,7 @@ static void test_create_fatbin_with_only_host_code_is_a_clear_error(
     void** state) {
   (void)state;
   fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0}};
-  fx_buf bundle = fx_bundle(e, 1);
-  fx_wrapper w = {FX_HIPF_MAGIC, 1, 0, FX_PTR_FILE, 0};
-  fx_elf_opts o = {.bundles = &bundle,
-                   .bundle_count = 1,
-                   .wrappers = &w,
-                   .wrapper_count = 1};
-  fx_buf elf = fx_elf(&o);
+  fx_buf elf = one_bundle_elf(e, 1);
   char* path = path_in("libhost.so");
   char* archive = path_in("host.kpack");
   kt_write_file(path, elf.data, elf.size);
@@ -125,7 +126,6 @@ static void test_create_fatbin_with_only_host_code_is_a_clear_error(
   free(path);
   free(archive);
   fx_free(&elf);
-  fx_free(&bundle);
 }
 
 /* ---- kpack split: helpers ---------------------------------------------------
@@ -784,13 +784,7 @@ static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
    * shared object. Named, exit 1, and in place nothing changes at all. */
   void* k = kt_pattern(500, 1);
   fx_entry e[] = {{"hipv4-amdgcn-amd-amdhsa--gfx1100", k, 500}};
-  fx_buf bundle = fx_bundle(e, 1);
-  fx_wrapper w = {FX_HIPF_MAGIC, 1, 0, FX_PTR_FILE, 0};
-  fx_elf_opts o = {.bundles = &bundle,
-                   .bundle_count = 1,
-                   .wrappers = &w,
-                   .wrapper_count = 1};
-  fx_buf elf = fx_elf(&o);
+  fx_buf elf = one_bundle_elf(e, 1);
   char* bad = tree_path(in, "lib/libbad.so.1");
   kt_write_file(bad, elf.data, elf.size);
   free(before);
@@ -819,7 +813,6 @@ static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
   assert_int_equal(KP(NULL, NULL, "split", "-o", out, "--prefix", "a/b", in),
                    1);
   fx_free(&elf);
-  fx_free(&bundle);
   free(k);
   free(out);
   free(bad);
