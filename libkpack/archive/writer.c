@@ -23,6 +23,7 @@
 #include "archive/archive.h"
 #include "common/byteorder.h"
 #include "common/grow.h"
+#include "common/input.h"
 
 #define KP_BLOB_ALIGN 64u
 #define KP_DEFAULT_LEVEL 3
@@ -86,22 +87,6 @@ struct kpack_writer {
   uint64_t tail;     /* next free slot */
   bool stopping;
 };
-
-static kpack_error_t write_all(int fd, const void* data, size_t size,
-                               uint64_t offset) {
-  const uint8_t* p = data;
-  while (size > 0) {
-    ssize_t n = pwrite(fd, p, size, (off_t)offset);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return KPACK_ERROR_IO_ERROR;
-    p += n;
-    size -= (size_t)n;
-    offset += (uint64_t)n;
-  }
-  return KPACK_SUCCESS;
-}
 
 /* ---- name index ---------------------------------------------------------- */
 
@@ -205,7 +190,7 @@ static kpack_error_t append_stored(kpack_writer_t* w, size_t ordinal,
   if (w->scheme == KPACK_COMPRESSION_NOOP) {
     /* Padding is left as a hole: it reads back as zeros. */
     w->pos = (w->pos + KP_BLOB_ALIGN - 1) & ~(uint64_t)(KP_BLOB_ALIGN - 1);
-    err = write_all(w->fd, data, size, w->pos);
+    err = kp_pwrite_all(w->fd, data, size, w->pos);
   } else {
     uint8_t word[4];
     if (size > UINT32_MAX)
@@ -886,14 +871,14 @@ static kpack_error_t write_toc_and_header(kpack_writer_t* w) {
   memcpy(header, KPACK_MAGIC, KPACK_MAGIC_SIZE);
   kp_store_le(header + 4, KPACK_CURRENT_VERSION, 4);
   kp_store_le(header + 8, toc_offset, 8);
-  if ((err = write_all(w->fd, buf.data, buf.size, toc_offset)))
+  if ((err = kp_pwrite_all(w->fd, buf.data, buf.size, toc_offset)))
     goto done;
-  if ((err = write_all(w->fd, header, sizeof(header), 0)))
+  if ((err = kp_pwrite_all(w->fd, header, sizeof(header), 0)))
     goto done;
   if (w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL) {
     uint8_t count[4];
     kp_store_le(count, w->entry_count, 4);
-    err = write_all(w->fd, count, sizeof(count), KP_PAYLOAD_START);
+    err = kp_pwrite_all(w->fd, count, sizeof(count), KP_PAYLOAD_START);
   }
 done:
   msgpack_sbuffer_destroy(&buf);

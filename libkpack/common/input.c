@@ -26,6 +26,25 @@ kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset) {
   return KPACK_SUCCESS;
 }
 
+kpack_error_t kp_pwrite_all(int fd, const void* buf, size_t size,
+                            uint64_t offset) {
+  const uint8_t* p = buf;
+  while (size > 0) {
+    ssize_t n = pwrite(fd, p, size, (off_t)offset);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      if (n == 0)
+        errno = 0;
+      return KPACK_ERROR_IO_ERROR;
+    }
+    p += n;
+    size -= (size_t)n;
+    offset += (uint64_t)n;
+  }
+  return KPACK_SUCCESS;
+}
+
 kpack_error_t kp_input_open(const char* path, kp_input* in) {
   struct stat st;
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);

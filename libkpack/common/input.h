@@ -6,7 +6,8 @@
  * that changes underneath is an IO_ERROR rather than a SIGBUS. Stateless: a
  * kp_input is a value that may be copied, sliced and shared by threads.
  * Opening a file by path (kp_input_open) and whole preads (kp_pread_all)
- * serve the archive modules too.
+ * serve the archive modules too, as whole pwrites (kp_pwrite_all) serve
+ * the writers.
  */
 #ifndef KPACK_INPUT_H
 #define KPACK_INPUT_H
@@ -20,6 +21,12 @@
 /* Reads exactly `size` bytes at `offset`, retrying short reads and EINTR.
  *   IO_ERROR  the read failed or the file ended first (it shrank) */
 kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset);
+
+/* Writes exactly `size` bytes at `offset`, retrying short writes and EINTR.
+ *   IO_ERROR  the write failed (errno says why) or made no progress (errno
+ *             0) */
+kpack_error_t kp_pwrite_all(int fd, const void* buf, size_t size,
+                            uint64_t offset);
 
 typedef struct kp_input {
   const uint8_t* mem; /* the bytes, or NULL to read `fd` */
