@@ -67,6 +67,7 @@ static void parse_segment(const uint8_t* p, elf_segment* s) {
   s->flags = (uint32_t)kp_load_le(p + 4, 4);
   s->offset = kp_load_le(p + 8, 8);
   s->vaddr = kp_load_le(p + 16, 8);
+  s->paddr = kp_load_le(p + 24, 8);
   s->filesz = kp_load_le(p + 32, 8);
   s->memsz = kp_load_le(p + 40, 8);
   s->align = kp_load_le(p + 48, 8);

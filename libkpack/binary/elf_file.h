@@ -55,6 +55,7 @@ typedef struct elf_segment {
   uint32_t flags;
   uint64_t offset;
   uint64_t vaddr;
+  uint64_t paddr;
   uint64_t filesz;
   uint64_t memsz;
   uint64_t align;

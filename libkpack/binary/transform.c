@@ -19,6 +19,7 @@
 
 #include "common/byteorder.h"
 #include "common/grow.h"
+#include "common/input.h"
 #include "binary/elf_file.h"
 #include "loader/hipk.h"
 #include "rocm_kpack/kpack_host.h"
@@ -192,19 +193,19 @@ static kpack_error_t tf_open(tf_state* st, kpack_transform_kind_t* kind) {
   kpack_error_t err = kp_input_read(in, 0, ident, sizeof(ident));
   if (err != KPACK_SUCCESS)
     return tf_fail(st, err, "cannot read the file (%s)", strerror(errno));
-  if (elf_ident(ident, sizeof(ident)) == ELF_IDENT_NONE)
+  elf_ident_kind id = elf_ident(ident, sizeof(ident));
+  if (id == ELF_IDENT_NONE)
     return KPACK_SUCCESS;
   /* HIP host code is 64-bit little-endian: any other ELF (firmware, a
    * 32-bit tool) holds no device code for the runtime. */
   *kind = KPACK_TRANSFORM_NO_DEVICE_CODE;
-  if (elf_ident(ident, sizeof(ident)) != ELF_IDENT_64LE)
+  if (id != ELF_IDENT_64LE)
     return KPACK_SUCCESS;
   if ((err = elf_open(in, &st->elf)) != KPACK_SUCCESS)
     return tf_elf_fail(st, err);
   if ((err = elf_find_section(&st->elf, ".hip_fatbin", &st->fat)) ||
       (err = elf_find_section(&st->elf, ".hipFatBinSegment", &st->seg)))
     return tf_elf_fail(st, err);
-  *kind = KPACK_TRANSFORM_NO_DEVICE_CODE;
   if (st->seg != 0 && st->elf.sections[st->seg].type != ELF_SHT_NOBITS) {
     err =
         elf_read_wrappers(&st->elf, st->seg, &st->wrappers, &st->wrapper_count);
@@ -424,8 +425,9 @@ static kpack_error_t scan_relocations(tf_state* st) {
   kpack_error_t err = KPACK_SUCCESS;
   for (size_t i = 1; i < st->elf.section_count && err == KPACK_SUCCESS; i++) {
     const elf_section* s = &st->elf.sections[i];
-    if (s->type == ELF_SHT_RELA &&
-        ((s->flags & ELF_SHF_ALLOC) != 0 || s->info == st->seg))
+    /* The relocations the loader applies (ET_EXEC and ET_DYN only here),
+     * and any aimed at the records. */
+    if (s->type == ELF_SHT_RELA && elf_relocation_applies(&st->elf, i, st->seg))
       err = scan_rela(st, i, name, &scratch);
     else if (s->type == ELF_SHT_RELR && (s->flags & ELF_SHF_ALLOC) != 0)
       err = scan_relr(st, i, name, &scratch);
@@ -629,18 +631,9 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
 
 static kpack_error_t write_at(tf_state* st, int fd, uint64_t at,
                               const void* data, size_t size) {
-  const uint8_t* p = data;
-  while (size > 0) {
-    ssize_t n = pwrite(fd, p, size, (off_t)at);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0)
-      return tf_fail(st, KPACK_ERROR_IO_ERROR, "write failed: %s",
-                     n < 0 ? strerror(errno) : "no progress");
-    p += n;
-    at += (uint64_t)n;
-    size -= (size_t)n;
-  }
+  if (kp_pwrite_all(fd, data, size, at) != KPACK_SUCCESS)
+    return tf_fail(st, KPACK_ERROR_IO_ERROR, "write failed: %s",
+                   errno != 0 ? strerror(errno) : "no progress");
   return KPACK_SUCCESS;
 }
 
@@ -691,9 +684,9 @@ static void put_phdr(uint8_t* p, uint32_t type, uint32_t flags, uint64_t offset,
   kp_store_le(p + 48, align, 8);
 }
 
-/* The new program header table into `out` (L->phnum entries). */
-static kpack_error_t build_phdrs(tf_state* st, const tf_layout* L,
-                                 uint8_t* out) {
+/* The new program header table into `out` (L->phnum entries), from the
+ * segments elf_open() parsed: every field of an Elf64_Phdr is rewritten. */
+static void build_phdrs(tf_state* st, const tf_layout* L, uint8_t* out) {
   elf_file* elf = &st->elf;
   const elf_section* f = &elf->sections[st->fat];
   size_t last_load = SIZE_MAX, n = 0;
@@ -704,33 +697,26 @@ static kpack_error_t build_phdrs(tf_state* st, const tf_layout* L,
     put_phdr(out + n++ * ELF_PHDR_SIZE, ELF_PT_LOAD, TF_PF_R, L->block,
              L->vaddr, L->vaddr, L->block_size, L->block_size, st->mach->page);
   for (size_t i = 0; i < elf->segment_count; i++) {
-    uint8_t raw[ELF_PHDR_SIZE];
     uint8_t* p = out + n++ * ELF_PHDR_SIZE;
-    kpack_error_t err = kp_input_read(&elf->in, elf->phoff + i * elf->phentsize,
-                                      raw, sizeof(raw));
-    if (err != KPACK_SUCCESS)
-      return tf_elf_fail(st, err);
-    memcpy(p, raw, ELF_PHDR_SIZE);
     const elf_segment* s = &elf->segments[i];
-    uint64_t paddr = kp_load_le(raw + 24, 8);
-    uint64_t align = kp_load_le(raw + 48, 8);
     if (s->type == ELF_PT_PHDR) {
       uint64_t size = (uint64_t)L->phnum * ELF_PHDR_SIZE;
       put_phdr(p, s->type, s->flags, L->block + L->ph_off, L->vaddr + L->ph_off,
-               L->vaddr + L->ph_off, size, size, align);
+               L->vaddr + L->ph_off, size, size, s->align);
     } else if (i == L->load) {
       uint64_t head = f->offset - s->offset;
-      put_phdr(p, s->type, s->flags, s->offset, s->vaddr, paddr, head,
-               f->addr + f->size - s->vaddr, align);
+      put_phdr(p, s->type, s->flags, s->offset, s->vaddr, s->paddr, head,
+               f->addr + f->size - s->vaddr, s->align);
       if (L->split) {
         uint64_t skip = head + f->size;
         p = out + n++ * ELF_PHDR_SIZE;
         put_phdr(p, s->type, s->flags, tf_out(st, s->offset + skip),
-                 s->vaddr + skip, paddr + skip, s->filesz - skip,
-                 s->memsz - skip, align);
+                 s->vaddr + skip, s->paddr + skip, s->filesz - skip,
+                 s->memsz - skip, s->align);
       }
     } else {
-      kp_store_le(p + 8, tf_out(st, s->offset), 8);
+      put_phdr(p, s->type, s->flags, tf_out(st, s->offset), s->vaddr, s->paddr,
+               s->filesz, s->memsz, s->align);
     }
     if (i == last_load) {
       p = out + n++ * ELF_PHDR_SIZE;
@@ -738,7 +724,6 @@ static kpack_error_t build_phdrs(tf_state* st, const tf_layout* L,
                L->block_size, L->block_size, st->mach->page);
     }
   }
-  return KPACK_SUCCESS;
 }
 
 /* The new section header table into `out` (L->shnum entries of
@@ -813,8 +798,7 @@ static kpack_error_t write_output(tf_state* st, int fd, const tf_layout* L,
     goto done;
   }
   memcpy(table + L->meta_off, meta, meta_size);
-  if ((err = build_phdrs(st, L, table + L->ph_off)) != KPACK_SUCCESS)
-    goto done;
+  build_phdrs(st, L, table + L->ph_off);
   if ((err = write_at(st, fd, L->block, table, (size_t)L->block_size)))
     goto done;
 
@@ -866,21 +850,19 @@ done:
   return err;
 }
 
-/* The new bytes of every wrapper record. */
+/* The new bytes of every wrapper record: only the version stays. */
 static kpack_error_t patch_records(tf_state* st) {
   const elf_section* s = &st->elf.sections[st->seg];
   for (size_t i = 0; i < st->wrapper_count; i++) {
     uint8_t r[ELF_WRAPPER_SIZE];
-    kpack_error_t err = kp_input_read(
-        &st->elf.in, s->offset + i * ELF_WRAPPER_SIZE, r, sizeof(r));
-    if (err != KPACK_SUCCESS)
-      return tf_elf_fail(st, err);
+    kpack_error_t err;
     if (st->elf.type == ELF_ET_DYN && !st->relocated[i])
       return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
                      "wrapper %zu: the pointer at 0x%" PRIx64
                      " has no RELATIVE relocation in a shared object or PIE",
                      i, s->addr + i * ELF_WRAPPER_SIZE + 8);
     kp_store_le(r, KPACK_HOST_HIPK_MAGIC, 4);
+    kp_store_le(r + 4, st->wrappers[i].version, 4);
     kp_store_le(r + 8, st->meta_addr, 8); /* RELR, ET_EXEC: the value */
     kp_store_le(r + 16, i, 8);            /* reserved1 and the u32 after it */
     if ((err = tf_add_patch(st, s->offset + i * ELF_WRAPPER_SIZE, r,
