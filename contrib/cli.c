@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -529,4 +530,38 @@ char* cli_demangle_kernels(const char* text, size_t* size) {
   }
   *size = len;
   return out;
+}
+
+bool cli_arch_listed(const char* const* listed, size_t count,
+                     const char* arch) {
+  bool keep = count == 0;
+  for (size_t i = 0; !keep && i < count; i++)
+    keep = strcmp(arch, listed[i]) == 0;
+  return keep;
+}
+
+double cli_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void cli_progress_show(cli_progress* p, bool last, const char* fmt, ...) {
+  if (!p->enabled)
+    return;
+  double t = cli_seconds();
+  if (t - p->shown < 0.1 && !last)
+    return;
+  p->shown = t;
+  va_list ap;
+  va_start(ap, fmt);
+  fputc('\r', stderr);
+  vfprintf(stderr, fmt, ap);
+  fputs("\033[K", stderr);
+  va_end(ap);
+}
+
+void cli_progress_end(const cli_progress* p) {
+  if (p->enabled)
+    fputs("\r\033[K", stderr);
 }

@@ -138,6 +138,24 @@ const char* cli_ratio(char buf[32], uint64_t size, uint64_t stored);
 /* "12.3 MiB" style, for summaries. */
 const char* cli_human_size(char buf[32], uint64_t bytes);
 
+/* True when `arch` is one of the `count` arches an --arch option listed, or
+ * when it listed none. */
+bool cli_arch_listed(const char* const* listed, size_t count, const char* arch);
+
+/* Monotonic seconds, for elapsed times. */
+double cli_seconds(void);
+
+/* A progress line on stderr for long work, drawn over itself at most every
+ * 0.1 s (always when `last`), and erased by cli_progress_end(); nothing
+ * when not enabled (quiet, or stderr not a terminal). */
+typedef struct cli_progress {
+  bool enabled;
+  double shown; /* when it was last drawn, in monotonic seconds */
+} cli_progress;
+void cli_progress_show(cli_progress* p, bool last, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void cli_progress_end(const cli_progress* p);
+
 /* ---- files --------------------------------------------------------------- */
 
 /* Whole-file read into a malloc'ed buffer; false with errno set on failure. */

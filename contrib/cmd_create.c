@@ -411,13 +411,6 @@ static void free_item(cr_item* item) {
   free(item->metadata_file);
 }
 
-static bool arch_wanted(const cr_state* s, const char* arch) {
-  bool keep = s->only_count == 0;
-  for (size_t j = 0; !keep && j < s->only_count; j++)
-    keep = strcmp(arch, s->only_arches[j]) == 0;
-  return keep;
-}
-
 /* Gives each tree item its metadata file; one without a kernel beside it
  * is an error (unless --arch left that kernel out). Items are sorted. */
 static bool attach_sidecars(cr_state* s) {
@@ -439,7 +432,7 @@ static bool attach_sidecars(cr_state* s) {
     if (owner != NULL) {
       owner->metadata_file = m->file;
       m->file = NULL;
-    } else if (arch_wanted(s, m->arch)) {
+    } else if (cli_arch_listed(s->only_arches, s->only_count, m->arch)) {
       cli_error("%s: metadata without a kernel.hsaco beside it", m->file);
       return false;
     }
@@ -561,7 +554,7 @@ static bool keep_first(const cr_state* s, const cr_item* a, const cr_item* b) {
 static bool settle_items(cr_state* s) {
   size_t kept = 0;
   for (size_t i = 0; i < s->count; i++) {
-    if (arch_wanted(s, s->items[i].arch))
+    if (cli_arch_listed(s->only_arches, s->only_count, s->items[i].arch))
       s->items[kept++] = s->items[i];
     else
       free_item(&s->items[i]);
@@ -646,26 +639,11 @@ static const char** declared_arches(const cr_state* s, size_t* count) {
 
 /* ---- writing ------------------------------------------------------------- */
 
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-typedef struct cr_progress {
-  bool enabled;
-  double last;
-} cr_progress;
-
-static void show_progress(cr_progress* p, size_t done, size_t total,
+static void show_progress(cli_progress* p, size_t done, size_t total,
                           uint64_t bytes) {
   char size[32];
-  double t = now_seconds();
-  if (!p->enabled || (t - p->last < 0.1 && done < total))
-    return;
-  p->last = t;
-  fprintf(stderr, "\rkpack: create: %zu/%zu kernels, %s\033[K", done, total,
-          cli_human_size(size, bytes));
+  cli_progress_show(p, done == total, "kpack: create: %zu/%zu kernels, %s",
+                    done, total, cli_human_size(size, bytes));
 }
 
 /* Copies an archive's kernel (its frame byte for byte unless `flags` ask
@@ -726,7 +704,7 @@ done:
 static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
                     bool progress, uint64_t* bytes) {
   bool ok = true;
-  cr_progress prog = {.enabled = progress};
+  cli_progress prog = {.enabled = progress};
   fbs_reader reader = {0}; /* one binary's bundles, one code object */
   for (size_t i = 0; ok && i < s->count; i++) {
     const cr_item* item = &s->items[i];
@@ -764,8 +742,7 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
     *bytes += size;
     show_progress(&prog, i + 1, s->count, *bytes);
   }
-  if (prog.enabled)
-    fputs("\r\033[K", stderr);
+  cli_progress_end(&prog);
   fbs_reader_free(&reader);
   return ok;
 }
@@ -899,7 +876,7 @@ static int create_run(int argc, char** argv) {
   bool quiet = false, level_given = false;
   int status = CLI_FAIL, c;
   uint64_t bytes = 0;
-  double start = now_seconds();
+  double start = cli_seconds();
 
   s.only_arches = calloc((size_t)argc, sizeof(*s.only_arches));
   if (s.only_arches == NULL) {
@@ -1054,7 +1031,7 @@ static int create_run(int argc, char** argv) {
   if (!quiet) {
     struct stat st;
     char a[32], b[32], r[32], rate[32];
-    double seconds = now_seconds() - start;
+    double seconds = cli_seconds() - start;
     uint64_t stored = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
     printf("%s: %zu kernel%s, %s -> %s (%s) in %.2f s, %s/s\n", out, s.count,
            s.count == 1 ? "" : "s", cli_human_size(a, bytes),

@@ -172,7 +172,6 @@ typedef struct sp_kernel {
   char* arch;
   size_t file, bundle, entry;
   size_t group;
-  bool compressed;
 } sp_kernel;
 
 /* The archives of one prefix in one output directory. */
@@ -201,8 +200,8 @@ typedef struct sp_state {
   const char** only_arches; /* --arch */
   size_t only_count;
   kpack_writer_options_t wo;
-  bool in_place, verbose, progress;
-  double progress_shown;
+  bool in_place, verbose;
+  cli_progress progress;
   /* summary */
   size_t transformed, kpackified, debug_only, copied, links, symlinks;
   size_t archives, packed;
@@ -220,33 +219,6 @@ static void transform_error(const char* path, kpack_error_t err,
     cli_error("%s (%s)", msg->text, kpack_error_string(err));
   else
     cli_error("%s: %s (%s)", path, msg->text, kpack_error_string(err));
-}
-
-static double now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static void show_progress(sp_state* s, const char* fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void show_progress(sp_state* s, const char* fmt, ...) {
-  double t = now_seconds();
-  if (!s->progress || t - s->progress_shown < 0.1)
-    return;
-  s->progress_shown = t;
-  va_list ap;
-  va_start(ap, fmt);
-  fputs("\rkpack: split: ", stderr);
-  vfprintf(stderr, fmt, ap);
-  fputs("\033[K", stderr);
-  va_end(ap);
-}
-
-static void clear_progress(const sp_state* s) {
-  if (s->progress)
-    fputs("\r\033[K", stderr);
 }
 
 /* ---- walking the inputs -------------------------------------------------
@@ -399,18 +371,18 @@ static bool find_hard_links(sp_state* s) {
       inodes[n++] = (sp_inode){s->files[i].st.st_dev, s->files[i].st.st_ino, i};
   if (n > 1)
     qsort(inodes, n, sizeof(*inodes), compare_inodes);
-  for (size_t i = 1; i < n; i++)
-    if (inodes[i].dev == inodes[i - 1].dev &&
-        inodes[i].ino == inodes[i - 1].ino) {
-      sp_file* f = &s->files[inodes[i].file];
-      f->type = SP_HARDLINK;
-      /* The first name of the run (inodes are sorted by file index). */
-      size_t first = i - 1;
-      while (first > 0 && inodes[first - 1].dev == inodes[i].dev &&
-             inodes[first - 1].ino == inodes[i].ino)
-        first--;
-      f->link_of = inodes[first].file;
+  /* Each name after the first of a run (sorted by file index within an
+   * inode) is a link to the first. */
+  for (size_t i = 1, first = 0; i < n; i++) {
+    if (inodes[i].dev != inodes[first].dev ||
+        inodes[i].ino != inodes[first].ino) {
+      first = i;
+      continue;
     }
+    sp_file* f = &s->files[inodes[i].file];
+    f->type = SP_HARDLINK;
+    f->link_of = inodes[first].file;
+  }
   free(inodes);
   return true;
 }
@@ -454,13 +426,6 @@ static size_t group_of(sp_state* s, const sp_tree* t) {
   return s->group_count++;
 }
 
-static bool arch_wanted(const sp_state* s, const char* arch) {
-  bool keep = s->only_count == 0;
-  for (size_t i = 0; !keep && i < s->only_count; i++)
-    keep = strcmp(arch, s->only_arches[i]) == 0;
-  return keep;
-}
-
 static bool note_dropped(sp_state* s, const char* arch) {
   for (size_t i = 0; i < s->dropped_count; i++)
     if (strcmp(s->dropped[i].arch, arch) == 0) {
@@ -489,7 +454,7 @@ typedef struct sp_listing {
 static bool add_kernel(const fbs_entry* e, void* user) {
   sp_listing* l = user;
   sp_state* s = l->s;
-  if (!arch_wanted(s, e->arch))
+  if (!cli_arch_listed(s->only_arches, s->only_count, e->arch))
     return note_dropped(s, e->arch);
   sp_kernel* kernels = cli_grow(s->kernels, s->kernel_count, &s->kernel_cap,
                                 sizeof(*kernels), 64);
@@ -504,8 +469,7 @@ static bool add_kernel(const fbs_entry* e, void* user) {
                    .file = l->file,
                    .bundle = e->bundle,
                    .entry = e->entry,
-                   .group = l->group,
-                   .compressed = e->compressed};
+                   .group = l->group};
   if (k->key == NULL || k->arch == NULL) {
     free(k->key);
     free(k->arch);
@@ -531,6 +495,8 @@ static bool classify(sp_state* s) {
     if (s->verbose && f->kind != KPACK_TRANSFORM_NOT_ELF)
       fprintf(stderr, "kpack: %s: %s\n", f->src,
               kpack_transform_kind_string(f->kind));
+    s->kpackified += f->kind == KPACK_TRANSFORM_KPACKIFIED;
+    s->debug_only += f->kind == KPACK_TRANSFORM_DEBUG_ONLY;
     if (f->kind != KPACK_TRANSFORM_FAT)
       continue;
     kpack_fatbin_t* fatbin = NULL;
@@ -544,7 +510,9 @@ static bool classify(sp_state* s) {
     kpack_fatbin_close(fatbin);
     if (!ok)
       return false;
-    show_progress(s, "reading %zu/%zu files", i + 1, s->file_count);
+    cli_progress_show(&s->progress, false,
+                      "kpack: split: reading %zu/%zu files", i + 1,
+                      s->file_count);
   }
   return true;
 }
@@ -572,7 +540,7 @@ static char* search_path(const char* rel, const char* prefix) {
 /* Writes each fat binary, transformed, to a temporary file beside where it
  * goes, synced: every refusal shows here, before anything is replaced. */
 static bool transform_all(sp_state* s) {
-  size_t done = 0, total = 0;
+  size_t total = 0;
   for (size_t i = 0; i < s->file_count; i++)
     total +=
         s->files[i].type == SP_FILE && s->files[i].kind == KPACK_TRANSFORM_FAT;
@@ -631,7 +599,9 @@ static bool transform_all(sp_state* s) {
     s->transformed++;
     s->host_before += f->result.input_size;
     s->host_after += f->result.output_size;
-    show_progress(s, "transformed %zu/%zu binaries", ++done, total);
+    cli_progress_show(&s->progress, false,
+                      "kpack: split: transformed %zu/%zu binaries",
+                      s->transformed, total);
   }
   return true;
 }
@@ -697,8 +667,7 @@ static bool write_archive(sp_state* s, const char* path, size_t first,
       cli_kerror(old->src, err);
       goto done;
     }
-    if (old_count > 1)
-      qsort(old_keys, old_count, sizeof(*old_keys), compare_names);
+    /* Sorted already: an archive lists its binaries byte-wise (kpack.h). */
   }
   err = kpack_writer_create(path, &wo, &w);
   if (err != KPACK_SUCCESS) {
@@ -756,8 +725,9 @@ static bool write_archive(sp_state* s, const char* path, size_t first,
       goto done;
     s->packed++;
     s->code_bytes += size;
-    show_progress(s, "packing %s: %zu/%zu code objects", arch, i - first,
-                  end - first);
+    cli_progress_show(&s->progress, false,
+                      "kpack: split: packing %s: %zu/%zu code objects", arch,
+                      i - first, end - first);
   }
   err = kpack_writer_finish(w);
   w = NULL;
@@ -883,25 +853,26 @@ static bool install_mirror(sp_state* s) {
     } else if (f->type == SP_FILE) {
       char* tmp = NULL;
       int fd;
-      ok = fr_create_temp(f->dst, &tmp, &fd);
-      if (ok && !(fr_copy_into(f->src, fd, f->dst) &&
-                  fr_finish_temp(fd, tmp, &f->st, false))) {
+      if (fr_create_temp(f->dst, &tmp, &fd)) {
+        /* fr_finish_temp() closes the file, also on failure. */
+        ok = fr_copy_into(f->src, fd, f->dst);
+        if (!ok)
+          close(fd);
+        ok = ok && fr_finish_temp(fd, tmp, &f->st, false) &&
+             fr_install(tmp, f->dst, false);
+        if (!ok)
+          unlink(tmp);
+      } else {
         ok = false;
-        unlink(tmp);
-      } else if (ok && !fr_install(tmp, f->dst, false)) {
-        ok = false;
-        unlink(tmp);
       }
       free(tmp);
       s->copied += ok;
-      if (f->kind == KPACK_TRANSFORM_KPACKIFIED)
-        s->kpackified++;
-      else if (f->kind == KPACK_TRANSFORM_DEBUG_ONLY)
-        s->debug_only++;
     }
     if (!ok)
       return false;
-    show_progress(s, "writing %zu/%zu files", i + 1, s->file_count);
+    cli_progress_show(&s->progress, false,
+                      "kpack: split: writing %zu/%zu files", i + 1,
+                      s->file_count);
   }
   for (size_t i = s->file_count; i-- > 0;) {
     const sp_file* f = &s->files[i];
@@ -923,10 +894,6 @@ static bool install_mirror(sp_state* s) {
 static bool install_in_place(sp_state* s) {
   for (size_t i = 0; i < s->file_count; i++) {
     sp_file* f = &s->files[i];
-    if (f->type == SP_FILE && f->kind == KPACK_TRANSFORM_KPACKIFIED)
-      s->kpackified++;
-    else if (f->type == SP_FILE && f->kind == KPACK_TRANSFORM_DEBUG_ONLY)
-      s->debug_only++;
     if (f->tmp == NULL)
       continue;
     if (cli_interrupted())
@@ -1148,7 +1115,7 @@ static int split_run(int argc, char** argv) {
   const char *outdir = NULL, *prefix = NULL;
   bool quiet = false, level_given = false;
   int status = CLI_FAIL, c;
-  double start = now_seconds();
+  double start = cli_seconds();
 
   s.only_arches = calloc((size_t)argc, sizeof(*s.only_arches));
   if (s.only_arches == NULL) {
@@ -1224,7 +1191,7 @@ static int split_run(int argc, char** argv) {
     cli_error("out of memory");
     goto done;
   }
-  s.progress = !quiet && isatty(STDERR_FILENO);
+  s.progress.enabled = !quiet && isatty(STDERR_FILENO);
   cli_catch_signals();
 #ifdef __GLIBC__
   /* Code objects and frames (megabytes each) are allocated and freed over
@@ -1272,21 +1239,21 @@ static int split_run(int argc, char** argv) {
       goto interrupted;
     goto done;
   }
-  clear_progress(&s);
+  cli_progress_end(&s.progress);
   if (!quiet) {
     print_left_alone(&s);
-    print_summary(&s, now_seconds() - start);
+    print_summary(&s, cli_seconds() - start);
   }
   status = CLI_OK;
   goto done;
 
 interrupted:
-  clear_progress(&s);
+  cli_progress_end(&s.progress);
   cli_error("split: interrupted; no file was left half written");
   status = CLI_INTERRUPTED;
 done:
   if (status == CLI_FAIL)
-    clear_progress(&s);
+    cli_progress_end(&s.progress);
   free_state(&s);
   return status;
 }
