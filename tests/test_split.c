@@ -24,22 +24,16 @@
 #include "fixture_program.h"
 #include "support.h"
 
-static char* tmp;
 static char* tool;
 
 static int setup(void** state) {
-  (void)state;
-  tmp = kt_tmpdir();
   tool = kt_program("kpack");
-  return 0;
+  return kt_tmp_setup(state);
 }
 
 static int teardown(void** state) {
-  (void)state;
-  kt_rmtree(tmp);
-  free(tmp);
   free(tool);
-  return 0;
+  return kt_tmp_teardown(state);
 }
 
 /* Runs the tool with the arguments; its exit status, and its stdout and
@@ -48,7 +42,7 @@ static int teardown(void** state) {
   kt_run_args(tool, (const char* const[]){__VA_ARGS__, NULL}, 300, out, err)
 
 static char* path_in(const char* name) {
-  return kt_path(tmp, name);
+  return kt_path(kt_tmp, name);
 }
 
 /* A shared object whose .hip_fatbin holds one bundle of these entries, its
