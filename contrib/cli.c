@@ -532,11 +532,16 @@ char* cli_demangle_kernels(const char* text, size_t* size) {
   return out;
 }
 
-bool cli_arch_listed(const char* const* listed, size_t count,
-                     const char* arch) {
+bool cli_arch_listed(const char* const* listed, size_t count, const char* arch,
+                     bool* matched) {
   bool keep = count == 0;
-  for (size_t i = 0; !keep && i < count; i++)
-    keep = strcmp(arch, listed[i]) == 0;
+  for (size_t i = 0; i < count; i++)
+    if (kpack_target_may_serve(arch, listed[i])) {
+      keep = true;
+      if (matched == NULL)
+        break;
+      matched[i] = true;
+    }
   return keep;
 }
 

@@ -138,9 +138,14 @@ const char* cli_ratio(char buf[32], uint64_t size, uint64_t stored);
 /* "12.3 MiB" style, for summaries. */
 const char* cli_human_size(char buf[32], uint64_t bytes);
 
-/* True when `arch` is one of the `count` arches an --arch option listed, or
- * when it listed none. */
-bool cli_arch_listed(const char* const* listed, size_t count, const char* arch);
+/* True when code objects for `arch` are kept by the `count` --arch options
+ * `listed` (always when there are none): when one of them names an agent
+ * that could be served `arch`, by the loader's rule (kpack_target_may_serve:
+ * "gfx90a" keeps gfx90a:xnack- and gfx90a:xnack+, "gfx90a:xnack-" only the
+ * first, "gfx906" also gfx9-generic). When `matched` is not NULL, it holds
+ * one flag per listed arch, set for each that keeps `arch`. */
+bool cli_arch_listed(const char* const* listed, size_t count, const char* arch,
+                     bool* matched);
 
 /* Monotonic seconds, for elapsed times. */
 double cli_seconds(void);

@@ -85,8 +85,12 @@ static const char create_manual[] =
     "    -j, --jobs N          compression threads (default 1; 0: one per CPU)\n"
     "        --group G         TOC group_name, e.g. blas (default \"\")\n"
     "        --family F        TOC gfx_arch_family, e.g. gfx94X (default \"\")\n"
-    "        --arch ARCH       pack only kernels for ARCH and declare these\n"
-    "                          architectures in this order (repeatable)\n"
+    "        --arch ARCH       pack only kernels an ARCH agent could be served\n"
+    "                          (gfx90a: gfx90a, gfx90a:xnack-, gfx90a:xnack+...;\n"
+    "                          gfx90a:xnack-: not gfx90a:xnack+; gfx906: also\n"
+    "                          gfx9-generic; the rule of kpack split --arch) and\n"
+    "                          declare these architectures in this order\n"
+    "                          (repeatable)\n"
     "        --fatbin ELF[=BINARY_NAME]\n"
     "                          read the code objects of a HIP host binary\n"
     "    -v, --verbose         describe each input on standard error\n"
@@ -432,7 +436,7 @@ static bool attach_sidecars(cr_state* s) {
     if (owner != NULL) {
       owner->metadata_file = m->file;
       m->file = NULL;
-    } else if (cli_arch_listed(s->only_arches, s->only_count, m->arch)) {
+    } else if (cli_arch_listed(s->only_arches, s->only_count, m->arch, NULL)) {
       cli_error("%s: metadata without a kernel.hsaco beside it", m->file);
       return false;
     }
@@ -554,7 +558,7 @@ static bool keep_first(const cr_state* s, const cr_item* a, const cr_item* b) {
 static bool settle_items(cr_state* s) {
   size_t kept = 0;
   for (size_t i = 0; i < s->count; i++) {
-    if (cli_arch_listed(s->only_arches, s->only_count, s->items[i].arch))
+    if (cli_arch_listed(s->only_arches, s->only_count, s->items[i].arch, NULL))
       s->items[kept++] = s->items[i];
     else
       free_item(&s->items[i]);

@@ -96,9 +96,11 @@ static const char split_manual[] =
 "\n"
 "    Refused, with a message naming the file, before anything is written:\n"
 "    an OUTDIR inside an input tree (or holding one), two inputs giving the\n"
-"    same output path, and a binary the transform cannot rewrite (the\n"
-"    message says what and where, e.g. a relocation that still points into\n"
-"    .hip_fatbin). The inputs are never modified without --in-place.\n"
+"    same output path, an --arch that keeps no code object of the inputs,\n"
+"    a binary --arch would leave without one, and a binary the transform\n"
+"    cannot rewrite (the message says what and where, e.g. a relocation\n"
+"    that still points into .hip_fatbin). The inputs are never modified\n"
+"    without --in-place.\n"
 "\n"
 "OPTIONS\n"
 "    -o, --output OUTDIR   the directory to mirror the inputs into\n"
@@ -106,8 +108,18 @@ static const char split_manual[] =
 "        --prefix NAME     archive name prefix and group_name (default: the\n"
 "                          input tree's directory name)\n"
 "    -j, --jobs N          compression threads (default 1; 0: one per CPU)\n"
-"        --arch ARCH       keep only the code objects for ARCH (repeatable);\n"
-"                          the others are dropped and counted in the summary\n"
+"        --arch ARCH       keep only the code objects an ARCH agent could be\n"
+"                          served, by the loader's rule (repeatable): a\n"
+"                          feature ARCH leaves out may be set either way, so\n"
+"                          gfx90a keeps gfx90a, gfx90a:xnack- and\n"
+"                          gfx90a:xnack+, gfx90a:xnack- all but the last;\n"
+"                          gfx906 keeps gfx9-generic too (LLVM's generic\n"
+"                          targets serve their family); a full target such as\n"
+"                          amdgcn-amd-amdhsa--gfx90a:xnack- is taken too. The\n"
+"                          others are dropped and counted in the summary. An\n"
+"                          ARCH that keeps nothing, or a binary that would\n"
+"                          keep nothing, is an error before anything is\n"
+"                          written\n"
 "    -l, --level LEVEL     zstd level, 1-22 (default 3)\n"
 "        --no-compress     store code objects raw (scheme \"none\")\n"
 "    -v, --verbose         one line per file on standard error\n"
@@ -161,6 +173,7 @@ typedef struct sp_file {
   sp_type type;
   size_t link_of;
   kpack_transform_kind_t kind; /* SP_FILE */
+  char* all_dropped;           /* FAT: --arch dropped all of these arches */
   bool archive_rewritten;      /* an archive this run writes anew */
   char* tmp;                   /* FAT: the transformed file, not yet in place */
   kpack_transform_result_t result;
@@ -198,6 +211,7 @@ typedef struct sp_state {
   sp_dropped* dropped;
   size_t dropped_count, dropped_cap;
   const char** only_arches; /* --arch */
+  bool* only_matched;       /* per --arch: it keeps a code object */
   size_t only_count;
   kpack_writer_options_t wo;
   bool in_place, verbose;
@@ -449,13 +463,39 @@ static bool note_dropped(sp_state* s, const char* arch) {
 typedef struct sp_listing {
   sp_state* s;
   size_t file, group;
+  size_t kept, dropped; /* code objects of the file */
+  char arches[256];     /* the arches of those dropped, for a refusal */
 } sp_listing;
+
+/* Appends `arch` to the list `buf` unless it is there (a list that would
+ * overflow ends with "..."). */
+static void list_arch(char* buf, size_t size, const char* arch) {
+  size_t len = strlen(buf), n = strlen(arch);
+  for (const char* p = buf; *p;) {
+    size_t item = strcspn(p, ",");
+    if (item == n && memcmp(p, arch, n) == 0)
+      return;
+    p += item;
+    p += strspn(p, ", ");
+  }
+  if (len >= 3 && strcmp(buf + len - 3, "...") == 0)
+    return;
+  if (len + n + 2 + 4 < size)
+    snprintf(buf + len, size - len, "%s%s", len ? ", " : "", arch);
+  else
+    snprintf(buf + len, size - len, "%s...", len ? ", " : "");
+}
 
 static bool add_kernel(const fbs_entry* e, void* user) {
   sp_listing* l = user;
   sp_state* s = l->s;
-  if (!cli_arch_listed(s->only_arches, s->only_count, e->arch))
+  if (!cli_arch_listed(s->only_arches, s->only_count, e->arch,
+                       s->only_matched)) {
+    l->dropped++;
+    list_arch(l->arches, sizeof(l->arches), e->arch);
     return note_dropped(s, e->arch);
+  }
+  l->kept++;
   sp_kernel* kernels = cli_grow(s->kernels, s->kernel_count, &s->kernel_cap,
                                 sizeof(*kernels), 64);
   if (kernels == NULL) {
@@ -505,15 +545,50 @@ static bool classify(sp_state* s) {
       cli_host_error(f->src, err);
       return false;
     }
-    sp_listing l = {s, i, group_of(s, &s->trees[f->tree])};
+    sp_listing l = {s, i, group_of(s, &s->trees[f->tree]), 0, 0, ""};
     bool ok = fbs_list(f->src, fatbin, f->rel, s->verbose, add_kernel, &l);
     kpack_fatbin_close(fatbin);
     if (!ok)
       return false;
+    if (l.kept == 0 && l.dropped > 0 &&
+        (f->all_dropped = strdup(l.arches)) == NULL) {
+      cli_error("out of memory");
+      return false;
+    }
     cli_progress_show(&s->progress, false,
                       "kpack: split: reading %zu/%zu files", i + 1,
                       s->file_count);
   }
+  return true;
+}
+
+/* Every --arch must keep a code object of the inputs (one that keeps
+ * nothing is a typo or a wrong input), and every fat binary one of its
+ * own: found before anything is written. */
+static bool check_arches_matched(const sp_state* s) {
+  /* Without device code (a tree split before) there is nothing to match. */
+  for (size_t i = 0;
+       s->kernel_count + s->dropped_count > 0 && i < s->only_count; i++) {
+    if (s->only_matched[i])
+      continue;
+    char present[256] = "";
+    for (size_t k = 0; k < s->kernel_count; k++)
+      list_arch(present, sizeof(present), s->kernels[k].arch);
+    for (size_t d = 0; d < s->dropped_count; d++)
+      list_arch(present, sizeof(present), s->dropped[d].arch);
+    cli_error("--arch %s matches no code object of the inputs (they have %s)",
+              s->only_arches[i], present);
+    return false;
+  }
+  /* Written, such a binary would hold records no archive answers. */
+  for (size_t i = 0; i < s->file_count; i++)
+    if (s->files[i].all_dropped != NULL) {
+      cli_error(
+          "%s: --arch keeps none of its code objects (%s); a binary without "
+          "device code is not written",
+          s->files[i].src, s->files[i].all_dropped);
+      return false;
+    }
   return true;
 }
 
@@ -1040,6 +1115,7 @@ static void free_state(sp_state* s) {
     if (s->files[i].tmp != NULL)
       unlink(s->files[i].tmp); /* never installed */
     free(s->files[i].tmp);
+    free(s->files[i].all_dropped);
     free(s->files[i].rel);
     free(s->files[i].src);
     free(s->files[i].dst);
@@ -1055,6 +1131,7 @@ static void free_state(sp_state* s) {
     free(s->dropped[i].arch);
   free(s->dropped);
   free(s->only_arches);
+  free(s->only_matched);
 }
 
 static void print_summary(const sp_state* s, double seconds) {
@@ -1118,7 +1195,8 @@ static int split_run(int argc, char** argv) {
   double start = cli_seconds();
 
   s.only_arches = calloc((size_t)argc, sizeof(*s.only_arches));
-  if (s.only_arches == NULL) {
+  s.only_matched = calloc((size_t)argc, sizeof(*s.only_matched));
+  if (s.only_arches == NULL || s.only_matched == NULL) {
     cli_error("out of memory");
     return CLI_FAIL;
   }
@@ -1225,7 +1303,8 @@ static int split_run(int argc, char** argv) {
       goto done;
     }
   }
-  if (!find_hard_links(&s) || !check_collisions(&s) || !classify(&s))
+  if (!find_hard_links(&s) || !check_collisions(&s) || !classify(&s) ||
+      !check_arches_matched(&s))
     goto done;
   if (cli_interrupted())
     goto interrupted;

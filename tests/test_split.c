@@ -760,6 +760,91 @@ static void test_split_arch_keeps_only_the_listed_arches(void** state) {
   free(out);
 }
 
+/* --arch names agents, as the loader sees them: a bare processor keeps
+ * every code object of it whatever its features, a feature keeps what an
+ * agent with it could be served, a full target string is accepted. An
+ * --arch that keeps nothing, or a binary that would keep nothing, is an
+ * error before anything is written. */
+static void test_split_arch_follows_the_loaders_target_rules(void** state) {
+  (void)state;
+  char* in = path_in("in");
+  char* lib = tree_path(in, "lib/libfat.so.1");
+  write_fat(lib, MANY_WRAPPERS, 43);
+  static const struct {
+    const char* arch;
+    const char* kept;
+  } cases[] = {
+      {"gfx90a", "gfx90a:xnack-"},
+      {"gfx90a:xnack-", "gfx90a:xnack-"},
+      {"gfx942", "gfx942:sramecc+:xnack-"},
+      {"gfx942:xnack-", "gfx942:sramecc+:xnack-"},
+      {"amdgcn-amd-amdhsa--gfx1100", "gfx1100"},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+    char name[32];
+    snprintf(name, sizeof(name), "out%zu", i);
+    char* out = path_in(name);
+    char* text;
+    assert_int_equal(KP(&text, NULL, "split", "-o", out, "--arch",
+                        cases[i].arch, "--prefix", "p", in),
+                     0);
+    kt_assert_contains(text, "1 archive written: 4 code objects");
+    free(text);
+    char archive[128];
+    snprintf(archive, sizeof(archive), ".kpack/p_%s.kpack", cases[i].kept);
+    char* kept = kt_path(out, archive);
+    if (access(kept, F_OK) != 0)
+      fail_msg("--arch %s: no %s", cases[i].arch, archive);
+    char* o_lib = kt_path(out, "lib/libfat.so.1");
+    assert_int_equal(KP(NULL, NULL, "verify", "--binary", o_lib), 0);
+    free(o_lib);
+    free(kept);
+    free(out);
+  }
+  /* Keeping nothing: named, exit 1, nothing written, also in place and
+   * quiet. */
+  char* out = path_in("none");
+  char* before = describe(in, true);
+  char* err;
+  assert_int_equal(
+      KP(NULL, &err, "split", "-o", out, "--arch", "gfx90a:xnack+", in), 1);
+  kt_assert_contains(err, "--arch gfx90a:xnack+ matches no code object");
+  free(err);
+  assert_int_equal(access(out, F_OK), -1);
+  assert_int_equal(KP(NULL, &err, "split", "--in-place", "-q", "--arch",
+                      "gfx90a", "--arch", "gfx1030", in),
+                   1);
+  kt_assert_contains(err, "--arch gfx1030 matches no code object");
+  free(err);
+  char* after = describe(in, true);
+  assert_string_equal(before, after);
+  free(after);
+  /* A binary --arch would leave without device code is refused, named. */
+  void* k = kt_pattern(700, 3);
+  fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                  {"hipv4-amdgcn-amd-amdhsa--gfx1100", k, 700}};
+  fx_buf elf = one_bundle_elf(e, 2);
+  char* only1100 = kt_path(in, "lib/libonly1100.so");
+  kt_write_file(only1100, elf.data, elf.size);
+  free(before);
+  before = describe(in, true);
+  assert_int_equal(
+      KP(NULL, &err, "split", "--in-place", "-q", "--arch", "gfx90a", in), 1);
+  kt_assert_contains(err, only1100);
+  kt_assert_contains(err, "keeps none of its code objects (gfx1100)");
+  free(err);
+  after = describe(in, true);
+  assert_string_equal(before, after);
+  free(after);
+  free(before);
+  free(only1100);
+  fx_free(&elf);
+  free(k);
+  free(out);
+  free(lib);
+  free(in);
+}
+
 static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
     void** state) {
   (void)state;
@@ -961,6 +1046,8 @@ int main(void) {
           teardown),
       cmocka_unit_test_setup_teardown(
           test_split_arch_keeps_only_the_listed_arches, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_arch_follows_the_loaders_target_rules, setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_split_bad_inputs_are_refused_and_leave_inputs_alone, setup,
           teardown),

@@ -121,6 +121,53 @@ static void test_overlong_name_yields_only_the_name(void** state) {
   expect_targets(name, (const char* const[]){name}, 1);
 }
 
+/* kpack_target_may_serve(): a code object `target` may be served to some
+ * agent that `agent` describes, features `agent` leaves out being open. */
+static void test_may_serve_leaves_unstated_features_open(void** state) {
+  (void)state;
+  static const struct {
+    const char* target;
+    const char* agent;
+    bool may;
+  } cases[] = {
+      {"gfx90a", "gfx90a", true},
+      {"gfx90a:xnack-", "gfx90a", true},
+      {"gfx90a:xnack+", "gfx90a", true},
+      {"gfx90a:sramecc+:xnack-", "gfx90a", true},
+      {"gfx90a", "gfx90a:xnack-", true},
+      {"gfx90a:xnack-", "gfx90a:xnack-", true},
+      {"gfx90a:xnack+", "gfx90a:xnack-", false},
+      {"gfx90a:sramecc+:xnack-", "gfx90a:xnack-", true},
+      {"gfx90a:sramecc-:xnack-", "gfx90a:sramecc+", false},
+      {"gfx90a:xnack-", "amdgcn-amd-amdhsa--gfx90a:xnack-", true},
+      {"hipv4-amdgcn-amd-amdhsa--gfx90a:xnack+",
+       "amdgcn-amd-amdhsa--gfx90a:xnack-", false},
+      {"gfx908:xnack-", "gfx90a", false},
+      {"gfx90a", "gfx90", false},
+      {"gfx1100", "gfx90a", false},
+      /* Generic targets, as the loader's table has them. */
+      {"gfx9-generic", "gfx906", true},
+      {"gfx9-generic:xnack-", "gfx906:xnack-", true},
+      {"gfx9-generic:xnack+", "gfx906:xnack-", false},
+      {"gfx9-generic", "gfx90a", false},
+      {"gfx9-4-generic:sramecc+:xnack-", "gfx942", true},
+      {"gfx10-1-generic", "gfx1010", true},
+      {"gfx10-3-generic", "gfx1030", true},
+      {"gfx11-generic", "gfx1151", true},
+      {"gfx12-generic", "gfx1201", true},
+      {"gfx12-generic", "gfx1100", false},
+      {"gfx9-generic", "gfx9-generic", true},
+      {"gfx906", "gfx9-generic", false},
+      {"", "gfx90a", false},
+      {"gfx90a", "", false},
+      {":xnack-", ":xnack-", false},
+  };
+  for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+    if (kp_target_may_serve(cases[i].target, cases[i].agent) != cases[i].may)
+      fail_msg("'%s' for agent '%s': expected %s", cases[i].target,
+               cases[i].agent, cases[i].may ? "may serve" : "cannot serve");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bare_processor_yields_itself),
@@ -138,6 +185,7 @@ int main(void) {
       cmocka_unit_test(test_eight_features_expand_to_all_256_subsets),
       cmocka_unit_test(test_more_than_eight_features_yield_only_the_name),
       cmocka_unit_test(test_overlong_name_yields_only_the_name),
+      cmocka_unit_test(test_may_serve_leaves_unstated_features_open),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

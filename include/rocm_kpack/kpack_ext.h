@@ -14,7 +14,8 @@
  *   kpack_host.h            HIP host binaries: HIPF/HIPK records
  *   kpack_code_object.h     an AMDGPU code object's target and kernels
  *   kpack_render.h          the `kernels` and `metadata.json` text of one
- *   kpack_target.h          GPU target matching (kpack_target_serves)
+ *   kpack_target.h          GPU target matching (kpack_target_serves,
+ *                           kpack_target_may_serve)
  *   kpack_prefix.h          a kernel's code object from a prefix of its bytes
  *   kpack_transform.h       kpack-ifying a HIP host binary
  * Status values are those of kpack_types.h.

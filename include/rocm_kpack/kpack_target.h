@@ -33,6 +33,21 @@ extern "C" {
  * processor. */
 KPACK_API bool kpack_target_serves(const char* target, const char* arch);
 
+/* Whether a code object built for `target` can be served to at least one of
+ * the agents `agent` describes: `agent` is an agent's target ID whose
+ * feature settings may be partial, a feature it leaves out standing for
+ * either setting (the rule of `kpack split --arch` and `kpack create
+ * --arch`). That holds when the processors are equal, or `target` is a
+ * generic target whose family holds `agent`'s processor, and no feature is
+ * set one way by `target` and the other way by `agent`; a feature `target`
+ * leaves out runs with either setting. A leading "amdgcn-amd-amdhsa--" is
+ * ignored on either side. So the agent "gfx90a" may be served "gfx90a",
+ * "gfx90a:xnack-", "gfx90a:xnack+" and "gfx90a:sramecc+:xnack-"; the agent
+ * "gfx90a:xnack-" all of these but "gfx90a:xnack+"; the agent "gfx906" also
+ * "gfx9-generic"; the agent "gfx9-generic" only gfx9-generic objects. False
+ * if either is NULL or names no processor. */
+KPACK_API bool kpack_target_may_serve(const char* target, const char* agent);
+
 #ifdef __cplusplus
 }
 #endif

@@ -214,6 +214,49 @@ bool kp_target_serves_version(const char* target, unsigned generic_version,
   return true;
 }
 
+/* The length of a feature's name: "xnack" of "xnack+" or "xnack-". */
+static size_t feature_name_len(const char* feature, size_t len) {
+  return len > 0 && (feature[len - 1] == '+' || feature[len - 1] == '-')
+             ? len - 1
+             : len;
+}
+
+/* Some agent `agent` describes could be served `target`: the loader would
+ * reach an archive of `target` from that agent's compatible targets, or
+ * `target` is a generic target covering its processor. The features `agent`
+ * states are the agent's; those it leaves out may be set either way. So the
+ * processors match (or `target`'s is generic and covers `agent`'s) and no
+ * feature `target` states is set the other way by `agent`. */
+bool kp_target_may_serve(const char* target, const char* agent) {
+  const char* t = kp_target_strip_prefix(target);
+  const char* a = kp_target_strip_prefix(agent);
+  feature_split ts, as;
+  if (*t == '\0' || *t == ':' || *a == '\0' || *a == ':')
+    return false;
+  if (!split_features(t, &ts) || !split_features(a, &as))
+    return strcmp(t, a) == 0;
+  bool same = ts.proc_len == as.proc_len && memcmp(t, a, ts.proc_len) == 0;
+  if (!same && !generic_covers(t, ts.proc_len, a, as.proc_len, 0))
+    return false;
+  for (size_t i = 0; i < ts.count; i++) {
+    const char* tf = t + ts.start[i];
+    size_t name = feature_name_len(tf, ts.len[i]);
+    for (size_t j = 0; j < as.count; j++) {
+      const char* af = a + as.start[j];
+      bool same_feature =
+          feature_name_len(af, as.len[j]) == name && memcmp(tf, af, name) == 0;
+      if (same_feature &&
+          (as.len[j] != ts.len[i] || memcmp(tf, af, ts.len[i]) != 0))
+        return false;
+    }
+  }
+  return true;
+}
+
+KPACK_API bool kpack_target_may_serve(const char* target, const char* agent) {
+  return target != NULL && agent != NULL && kp_target_may_serve(target, agent);
+}
+
 KPACK_API bool kpack_target_serves(const char* target, const char* arch) {
   return target != NULL && arch != NULL && kp_target_serves(target, arch);
 }

@@ -46,6 +46,10 @@ bool kp_target_serves(const char* target, const char* arch);
  * whose processor its family covers, from the version that covers it. */
 bool kp_target_serves_version(const char* target, unsigned generic_version,
                               const char* arch);
+/* True when a code object built for `target` can run on at least one agent
+ * `agent` describes (kpack_target_may_serve): processors equal or `target` a
+ * generic target covering `agent`'s, and no feature stated both ways. */
+bool kp_target_may_serve(const char* target, const char* agent);
 /* True when processor[0, len) names one of LLVM's generic targets. */
 bool kp_target_is_generic(const char* processor, size_t len);
 
