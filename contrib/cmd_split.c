@@ -86,7 +86,11 @@ static const char split_manual[] =
 "    finished by the next split of the tree, which first completes every\n"
 "    redo file it finds. A failure or a kill therefore leaves each file as\n"
 "    it was or transformed, and the archives a transformed binary needs\n"
-"    are on disk before it is.\n"
+"    are on disk before it is. A symbolic link given as a file INPUT\n"
+"    (lib/libx.so -> libx.so.1 -> libx.so.1.2) stands for the file it\n"
+"    resolves to: that file is rewritten, named from its own directory\n"
+"    (kernel name libx.so.1.2, archives beside it in .kpack/), and the\n"
+"    links stay as they are. Links inside a TREE stay links.\n"
 "\n"
 "    Device code is streamed: one code object per compression thread is\n"
 "    in memory at a time, whatever the size of the binaries. A progress\n"
@@ -1052,11 +1056,22 @@ static bool add_tree(sp_state* s, const char* arg, const char* outdir,
   if (S_ISDIR(st.st_mode)) {
     t->root = strdup(arg);
   } else {
-    const char* slash = strrchr(arg, '/');
-    t->root = slash == NULL  ? strdup(".")
-              : slash == arg ? strdup("/")
-                             : strndup(arg, (size_t)(slash - arg));
-    t->single = strdup(slash != NULL ? slash + 1 : arg);
+    /* In place, a symbolic link (libx.so -> libx.so.1 -> libx.so.1.2) is
+     * taken for the file it resolves to: that file is rewritten, named
+     * from its own directory, and the links stay as they are. */
+    struct stat lst;
+    const char* file = arg;
+    if (s->in_place && lstat(arg, &lst) == 0 && S_ISLNK(lst.st_mode)) {
+      file = real;
+      if (s->verbose)
+        fprintf(stderr, "kpack: %s: a symbolic link; rewriting %s\n", arg,
+                real);
+    }
+    const char* slash = strrchr(file, '/');
+    t->root = slash == NULL   ? strdup(".")
+              : slash == file ? strdup("/")
+                              : strndup(file, (size_t)(slash - file));
+    t->single = strdup(slash != NULL ? slash + 1 : file);
     char* cut = strrchr(real, '/'); /* the directory holding the file */
     cut[cut == real] = '\0';
   }

@@ -639,6 +639,54 @@ static void test_split_in_place_keeps_hard_links(void** state) {
   free(in);
 }
 
+/* In place, a symbolic link given as the input (a soname chain) is taken
+ * for the file it resolves to: that file is rewritten and named from its
+ * own directory, and the links stay links. */
+static void test_split_in_place_through_a_symlink_rewrites_its_target(
+    void** state) {
+  (void)state;
+  char* dir = path_in("soname");
+  char* real = tree_path(dir, "lib/libx.so.1.2");
+  char* link1 = kt_path(dir, "lib/libx.so.1");
+  char* link0 = kt_path(dir, "lib/libx.so");
+  write_fat(real, MANY_WRAPPERS, 47);
+  assert_int_equal(symlink("libx.so.1.2", link1), 0);
+  assert_int_equal(symlink("libx.so.1", link0), 0);
+  char* fat = path_in("libx.so.1.2.orig");
+  copy_file(real, fat);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "x", link0), 0);
+  /* The links are as they were. */
+  char target[64];
+  ssize_t n = readlink(link0, target, sizeof(target) - 1);
+  assert_true(n > 0);
+  target[n] = '\0';
+  assert_string_equal(target, "libx.so.1");
+  n = readlink(link1, target, sizeof(target) - 1);
+  assert_true(n > 0);
+  target[n] = '\0';
+  assert_string_equal(target, "libx.so.1.2");
+  /* The file they resolve to is kpack-ified, named as itself. */
+  kpack_host_t* host;
+  kpack_host_wrapper_t w;
+  assert_int_equal(kpack_host_open(real, &host), KPACK_SUCCESS);
+  assert_int_equal(kpack_host_get_wrapper(host, 0, &w), KPACK_SUCCESS);
+  assert_string_equal(w.kernel_name, "libx.so.1.2");
+  assert_int_equal(w.search_path_count, 1);
+  assert_string_equal(w.search_paths[0], ".kpack/x_@GFXARCH@.kpack");
+  kpack_host_close(host);
+  char* archive = kt_path(dir, "lib/.kpack/x_gfx1100.kpack");
+  assert_int_equal(access(archive, F_OK), 0);
+  assert_int_equal(assert_round_trip(fat, link0, "libx.so.1.2"), 12);
+  assert_int_equal(KP(NULL, NULL, "verify", "--binary", link0), 0);
+  free(archive);
+  free(fat);
+  free(link0);
+  free(link1);
+  free(real);
+  free(dir);
+}
+
 /* The tree of the kill test: a single-link binary, a hard-linked pair, a
  * CCOB binary and a plain file. */
 static void write_kill_tree(const char* root) {
@@ -1041,6 +1089,9 @@ int main(void) {
           teardown),
       cmocka_unit_test_setup_teardown(test_split_in_place_keeps_hard_links,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_in_place_through_a_symlink_rewrites_its_target, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(
           test_killed_in_place_run_leaves_no_half_written_file, setup,
           teardown),
