@@ -85,6 +85,75 @@ static void* write_sample(const char* name, kpack_compression_scheme_t scheme,
   return bytes;
 }
 
+/* Three writers on one shared pool, their kernels interleaved (one writer
+ * at another level), each give the archive a writer alone gives. */
+static void test_writers_sharing_a_pool_write_what_each_alone_writes(
+    void** state) {
+  (void)state;
+  size_t alone_size;
+  void* alone = write_sample("alone.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                             1, &alone_size);
+  kpack_writer_pool_t* pool;
+  assert_int_equal(kpack_writer_pool_create(0, &pool),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  assert_int_equal(kpack_writer_pool_create(2, &pool), KPACK_SUCCESS);
+  static const char* arches[] = {"gfx1100", "gfx90a"};
+  kpack_writer_t* w[3];
+  char* paths[3];
+  for (int k = 0; k < 3; k++) {
+    kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                                .zstd_level = k == 2 ? 9 : 0,
+                                .pool = pool,
+                                .group_name = "blas",
+                                .gfx_arch_family = "gfx9",
+                                .gfx_arches = arches,
+                                .gfx_arch_count = 2};
+    char name[32];
+    snprintf(name, sizeof(name), "shared%d.kpack", k);
+    paths[k] = kt_path(kt_tmp, name);
+    assert_int_equal(kpack_writer_create(paths[k], &o, &w[k]), KPACK_SUCCESS);
+  }
+  for (unsigned i = 0; i < 300; i++) {
+    char bin[32];
+    size_t n = (i * 7919) % 20000;
+    void* data = kt_pattern(n, i);
+    snprintf(bin, sizeof bin, "lib/l%u.so#%u", i % 150, i / 150);
+    for (int k = 0; k < 3; k++)
+      assert_int_equal(kpack_writer_add_kernel(
+                           w[k], bin, i % 3 ? "gfx90a" : "gfx942", data, n),
+                       KPACK_SUCCESS);
+    free(data);
+  }
+  for (int k = 0; k < 3; k++)
+    assert_int_equal(kpack_writer_finish(w[k]), KPACK_SUCCESS);
+  kpack_writer_pool_destroy(pool);
+  for (int k = 0; k < 3; k++) {
+    size_t n;
+    void* bytes = kt_read_file(paths[k], &n);
+    if (k < 2) {
+      assert_int_equal(n, alone_size);
+      assert_memory_equal(bytes, alone, n);
+    } else {
+      kpack_archive_t a;
+      void* data;
+      size_t size;
+      assert_int_equal(kpack_open(paths[k], &a), KPACK_SUCCESS);
+      assert_int_equal(
+          kpack_get_kernel(a, "lib/l149.so#1", "gfx90a", &data, &size),
+          KPACK_SUCCESS);
+      void* want = kt_pattern(size, 299);
+      assert_int_equal(size, (299u * 7919) % 20000);
+      assert_memory_equal(data, want, size);
+      free(want);
+      kpack_free_kernel(data);
+      kpack_close(a);
+    }
+    free(bytes);
+    free(paths[k]);
+  }
+  free(alone);
+}
+
 static void test_output_is_identical_for_identical_input(void** state) {
   (void)state;
   for (int s = 0; s < 2; s++) {
@@ -730,6 +799,8 @@ int main(void) {
       cmocka_unit_test(test_copy_refuses_a_frame_that_does_not_read_back),
       cmocka_unit_test(test_index_growth_failing_in_add_fails_the_writer),
       cmocka_unit_test(test_index_growth_failing_in_copy_fails_the_writer),
+      cmocka_unit_test(
+          test_writers_sharing_a_pool_write_what_each_alone_writes),
   };
   return cmocka_run_group_tests_name("writer", tests, kt_tmp_setup,
                                      kt_tmp_teardown);

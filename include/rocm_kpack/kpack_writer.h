@@ -26,6 +26,24 @@ extern "C" {
  * identical bytes, whatever the thread count. */
 typedef struct kpack_writer kpack_writer_t;
 
+/* Compression threads that several writers share (kpack_writer_options_t
+ * `pool`), so that archives written side by side, such as one per arch
+ * filled from one pass over their inputs, use `threads` threads and hold
+ * at most 4 * `threads` kernels in flight between them, as one writer with
+ * `threads` threads does. Every writer of a pool must be called from one
+ * and the same thread; the pool is destroyed after each of them has been
+ * finished or aborted. Sharing changes no archive's bytes. */
+typedef struct kpack_writer_pool kpack_writer_pool_t;
+
+/* Starts `threads` compression threads.
+ *   INVALID_ARGUMENT  pool is NULL or threads is 0
+ *   OUT_OF_MEMORY     allocation failed or no thread could be started */
+KPACK_API kpack_error_t kpack_writer_pool_create(unsigned threads,
+                                                 kpack_writer_pool_t** pool);
+
+/* Stops the threads and frees the pool. NULL is a no-op. */
+KPACK_API void kpack_writer_pool_destroy(kpack_writer_pool_t* pool);
+
 typedef struct kpack_writer_options {
   kpack_compression_scheme_t scheme; /* NOOP or ZSTD_PER_KERNEL */
   int zstd_level;                    /* 0 selects the default level (3) */
@@ -36,6 +54,8 @@ typedef struct kpack_writer_options {
    * listed are appended in order of first use. */
   const char* const* gfx_arches;
   size_t gfx_arch_count;
+  /* Shared compression threads (used instead of `threads`), or NULL. */
+  kpack_writer_pool_t* pool;
 } kpack_writer_options_t;
 
 /* Starts an archive at `path` (created or replaced at finish).

@@ -42,6 +42,8 @@ typedef struct wr_entry {
  * job carries a frame copied from another archive: it holds its output
  * already and only keeps its place in ordinal order. */
 typedef struct wr_job {
+  kpack_writer_t* writer; /* whose next ordinal this job is */
+  int level;              /* its writer's zstd level */
   void* input;
   size_t input_size, input_cap;
   void* output;
@@ -50,6 +52,25 @@ typedef struct wr_job {
   bool done;
   kpack_error_t err;
 } wr_job;
+
+/* Compression threads and their ring of jobs, owned by one writer or
+ * shared by the writers one caller drives (kpack_writer_pool_create).
+ * `lock` protects head, tail, next_job, stopping and every job's done, err
+ * and output; a job's input belongs to the thread that took it. Jobs leave
+ * the ring in the order they entered it, so each writer's frames are
+ * written in its ordinal order. */
+struct kpack_writer_pool {
+  unsigned thread_count;
+  pthread_t* threads;
+  pthread_mutex_t lock;
+  pthread_cond_t work_ready, job_done;
+  wr_job* ring;
+  size_t ring_cap;
+  uint64_t head;     /* oldest job not yet written */
+  uint64_t next_job; /* next job a thread should take */
+  uint64_t tail;     /* next free slot */
+  bool stopping;
+};
 
 struct kpack_writer {
   char* path; /* the file to replace: the destination, links followed */
@@ -74,18 +95,10 @@ struct kpack_writer {
   void* frame;        /* also holds frames copied from other archives */
   size_t frame_cap;
 
-  /* Compression threads. `lock` protects the ring (head, tail, next_job)
-   * and every job's done/err/output; input is owned by the job's thread. */
-  unsigned thread_count;
-  pthread_t* threads;
-  pthread_mutex_t lock;
-  pthread_cond_t work_ready, job_done;
-  wr_job* ring;
-  size_t ring_cap;
-  uint64_t head;     /* oldest job not yet written */
-  uint64_t next_job; /* next job a thread should take */
-  uint64_t tail;     /* next free slot */
-  bool stopping;
+  /* Compression threads (NULL: inline), the writer's own or shared. */
+  kpack_writer_pool_t* pool;
+  bool own_pool;
+  size_t drained; /* kernels the pool has handed back: the next ordinal */
 };
 
 /* ---- name index ---------------------------------------------------------- */
@@ -250,74 +263,87 @@ static kpack_error_t compress_frame(ZSTD_CCtx* cctx, const void* data,
 }
 
 static void* compression_thread(void* arg) {
-  kpack_writer_t* w = arg;
-  ZSTD_CCtx* cctx = new_cctx(w->level);
-  pthread_mutex_lock(&w->lock);
+  kpack_writer_pool_t* p = arg;
+  ZSTD_CCtx* cctx = NULL;
+  int level = 0; /* cctx's level */
+  pthread_mutex_lock(&p->lock);
   for (;;) {
-    while (!w->stopping && w->next_job == w->tail)
-      pthread_cond_wait(&w->work_ready, &w->lock);
-    if (w->next_job == w->tail)
+    while (!p->stopping && p->next_job == p->tail)
+      pthread_cond_wait(&p->work_ready, &p->lock);
+    if (p->next_job == p->tail)
       break; /* stopping, nothing left */
-    wr_job* job = &w->ring[w->next_job++ % w->ring_cap];
-    pthread_mutex_unlock(&w->lock);
+    wr_job* job = &p->ring[p->next_job++ % p->ring_cap];
+    pthread_mutex_unlock(&p->lock);
     /* This thread owns the job's buffers until it marks it done. */
     size_t out_size = job->output_size;
     kpack_error_t err = KPACK_SUCCESS;
-    if (!job->stored)
+    if (!job->stored) {
+      /* Writers of one pool may differ in level; a frame depends only on
+       * its level and its input, not on which context made it. */
+      if (cctx == NULL || level != job->level) {
+        ZSTD_freeCCtx(cctx);
+        cctx = new_cctx(job->level);
+        level = job->level;
+      }
       err = cctx == NULL
                 ? KPACK_ERROR_OUT_OF_MEMORY
                 : compress_frame(cctx, job->input, job->input_size,
                                  &job->output, &job->output_cap, &out_size);
-    pthread_mutex_lock(&w->lock);
+    }
+    pthread_mutex_lock(&p->lock);
     job->output_size = out_size;
     job->err = err;
     job->done = true;
-    pthread_cond_broadcast(&w->job_done);
+    pthread_cond_broadcast(&p->job_done);
   }
-  pthread_mutex_unlock(&w->lock);
+  pthread_mutex_unlock(&p->lock);
   ZSTD_freeCCtx(cctx);
   return NULL;
 }
 
-/* Writes finished jobs in ordinal order. Waits until every job is written
- * (all) or until the ring has a free slot. */
-static void drain_jobs(kpack_writer_t* w, bool all) {
-  pthread_mutex_lock(&w->lock);
+/* Writes finished jobs in ring order, each to its writer at that writer's
+ * next ordinal. Waits until every job is written (all) or until the ring
+ * has a free slot. */
+static void drain_jobs(kpack_writer_pool_t* p, bool all) {
+  pthread_mutex_lock(&p->lock);
   for (;;) {
-    wr_job* job = &w->ring[w->head % w->ring_cap];
-    if (w->head < w->tail && job->done) {
+    wr_job* job = &p->ring[p->head % p->ring_cap];
+    if (p->head < p->tail && job->done) {
       /* The slot stays untouched until this (the only queueing) thread
        * queues into it again, so its output is written without the lock. */
-      size_t ordinal = (size_t)w->head++;
+      p->head++;
       job->done = false;
-      pthread_mutex_unlock(&w->lock);
+      pthread_mutex_unlock(&p->lock);
+      kpack_writer_t* w = job->writer;
+      size_t ordinal = w->drained++;
       if (w->err == KPACK_SUCCESS)
         w->err = job->err;
       if (w->err == KPACK_SUCCESS)
         w->err = append_stored(w, ordinal, job->output, job->output_size);
-      pthread_mutex_lock(&w->lock);
+      pthread_mutex_lock(&p->lock);
       continue;
     }
-    bool full = w->tail - w->head == w->ring_cap;
-    if (w->head < w->tail && (all || full)) {
-      pthread_cond_wait(&w->job_done, &w->lock);
+    bool full = p->tail - p->head == p->ring_cap;
+    if (p->head < p->tail && (all || full)) {
+      pthread_cond_wait(&p->job_done, &p->lock);
       continue;
     }
     break;
   }
-  pthread_mutex_unlock(&w->lock);
+  pthread_mutex_unlock(&p->lock);
 }
 
 /* Queues a kernel to compress, or (stored) a finished frame to write in
  * its turn. */
 static kpack_error_t queue_job(kpack_writer_t* w, const void* data, size_t size,
                                bool stored) {
-  drain_jobs(w, false);
+  kpack_writer_pool_t* p = w->pool;
+  drain_jobs(p, false);
   /* The slot at `tail` is free and invisible to the compression threads
    * until `tail` moves past it, which only this thread does. */
-  pthread_mutex_lock(&w->lock);
-  wr_job* job = &w->ring[w->tail % w->ring_cap];
-  pthread_mutex_unlock(&w->lock);
+  pthread_mutex_lock(&p->lock);
+  wr_job* job = &p->ring[p->tail % p->ring_cap];
+  pthread_mutex_unlock(&p->lock);
   void** buf = stored ? &job->output : &job->input;
   size_t* cap = stored ? &job->output_cap : &job->input_cap;
   if (!reserve(buf, cap, size))
@@ -327,38 +353,67 @@ static kpack_error_t queue_job(kpack_writer_t* w, const void* data, size_t size,
     job->output_size = size;
   else
     job->input_size = size;
+  job->writer = w;
+  job->level = w->level;
   job->stored = stored;
   job->err = KPACK_SUCCESS;
-  pthread_mutex_lock(&w->lock);
-  w->tail++;
-  pthread_cond_signal(&w->work_ready);
-  pthread_mutex_unlock(&w->lock);
+  pthread_mutex_lock(&p->lock);
+  p->tail++;
+  pthread_cond_signal(&p->work_ready);
+  pthread_mutex_unlock(&p->lock);
   return KPACK_SUCCESS;
 }
 
-static void stop_threads(kpack_writer_t* w) {
-  if (w->threads == NULL)
+KPACK_API void kpack_writer_pool_destroy(kpack_writer_pool_t* p) {
+  if (p == NULL)
     return;
-  pthread_mutex_lock(&w->lock);
-  w->stopping = true;
-  pthread_cond_broadcast(&w->work_ready);
-  pthread_mutex_unlock(&w->lock);
-  for (unsigned i = 0; i < w->thread_count; i++)
-    pthread_join(w->threads[i], NULL);
-  free(w->threads);
-  w->threads = NULL;
+  pthread_mutex_lock(&p->lock);
+  p->stopping = true;
+  pthread_cond_broadcast(&p->work_ready);
+  pthread_mutex_unlock(&p->lock);
+  for (unsigned i = 0; i < p->thread_count; i++)
+    pthread_join(p->threads[i], NULL);
+  if (p->ring != NULL)
+    for (size_t i = 0; i < p->ring_cap; i++) {
+      free(p->ring[i].input);
+      free(p->ring[i].output);
+    }
+  pthread_mutex_destroy(&p->lock);
+  pthread_cond_destroy(&p->work_ready);
+  pthread_cond_destroy(&p->job_done);
+  free(p->ring);
+  free(p->threads);
+  free(p);
 }
 
-static kpack_error_t start_threads(kpack_writer_t* w, unsigned count) {
-  w->ring_cap = (size_t)count * 4;
-  w->ring = calloc(w->ring_cap, sizeof(*w->ring));
-  w->threads = calloc(count, sizeof(*w->threads));
-  if (w->ring == NULL || w->threads == NULL)
+KPACK_API kpack_error_t kpack_writer_pool_create(unsigned threads,
+                                                 kpack_writer_pool_t** pool) {
+  if (pool != NULL)
+    *pool = NULL;
+  if (pool == NULL || threads == 0)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  kpack_writer_pool_t* p = calloc(1, sizeof(*p));
+  if (p == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
-  for (; w->thread_count < count; w->thread_count++)
-    if (pthread_create(&w->threads[w->thread_count], NULL, compression_thread,
-                       w) != 0)
-      return w->thread_count > 0 ? KPACK_SUCCESS : KPACK_ERROR_OUT_OF_MEMORY;
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->work_ready, NULL);
+  pthread_cond_init(&p->job_done, NULL);
+  p->ring_cap = (size_t)threads * 4;
+  p->ring = calloc(p->ring_cap, sizeof(*p->ring));
+  p->threads = calloc(threads, sizeof(*p->threads));
+  if (p->ring == NULL || p->threads == NULL) {
+    kpack_writer_pool_destroy(p);
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  }
+  for (; p->thread_count < threads; p->thread_count++)
+    if (pthread_create(&p->threads[p->thread_count], NULL, compression_thread,
+                       p) != 0)
+      break;
+  if (p->thread_count == 0) {
+    kpack_writer_pool_destroy(p);
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  }
+  *pool = p;
   return KPACK_SUCCESS;
 }
 
@@ -366,14 +421,10 @@ static kpack_error_t start_threads(kpack_writer_t* w, unsigned count) {
  * ---------------------------------------------------------------- */
 
 static void writer_free(kpack_writer_t* w) {
-  stop_threads(w);
-  if (w->ring != NULL) {
-    for (size_t i = 0; i < w->ring_cap; i++) {
-      free(w->ring[i].input);
-      free(w->ring[i].output);
-    }
-    free(w->ring);
-  }
+  if (w->own_pool)
+    kpack_writer_pool_destroy(w->pool);
+  else if (w->pool != NULL)
+    drain_jobs(w->pool, true); /* no job may outlive its writer */
   if (w->fd >= 0)
     close(w->fd);
   if (w->tmp_path != NULL)
@@ -386,9 +437,6 @@ static void writer_free(kpack_writer_t* w) {
   }
   for (size_t i = 0; i < w->arch_count; i++)
     free(w->arches[i]);
-  pthread_mutex_destroy(&w->lock);
-  pthread_cond_destroy(&w->work_ready);
-  pthread_cond_destroy(&w->job_done);
   ZSTD_freeCCtx(w->cctx);
   free(w->frame);
   free(w->arches);
@@ -527,9 +575,6 @@ KPACK_API kpack_error_t kpack_writer_create(const char* path,
   w->scheme = o->scheme;
   w->level = level;
   w->pos = KP_PAYLOAD_START;
-  pthread_mutex_init(&w->lock, NULL);
-  pthread_cond_init(&w->work_ready, NULL);
-  pthread_cond_init(&w->job_done, NULL);
   w->path = final_target(path);
   if (w->path == NULL) {
     err = errno == ENOMEM ? KPACK_ERROR_OUT_OF_MEMORY : KPACK_ERROR_IO_ERROR;
@@ -548,10 +593,14 @@ KPACK_API kpack_error_t kpack_writer_create(const char* path,
   if (w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL) {
     /* The frame count precedes the frames; it is filled in at finish. */
     w->pos += 4;
-    if (o->threads > 1)
-      err = start_threads(w, o->threads);
-    else if ((w->cctx = new_cctx(level)) == NULL)
+    if (o->pool != NULL) {
+      w->pool = o->pool;
+    } else if (o->threads > 1) {
+      err = kpack_writer_pool_create(o->threads, &w->pool);
+      w->own_pool = w->pool != NULL;
+    } else if ((w->cctx = new_cctx(level)) == NULL) {
       err = KPACK_ERROR_OUT_OF_MEMORY;
+    }
     if (err != KPACK_SUCCESS)
       goto fail;
   }
@@ -649,7 +698,7 @@ static kpack_error_t add_entry(kpack_writer_t* w, const char* binary_name,
     return err;
   if (w->scheme == KPACK_COMPRESSION_NOOP) {
     err = append_stored(w, ordinal, data, size);
-  } else if (w->threads != NULL) {
+  } else if (w->pool != NULL) {
     err = queue_job(w, data, size, false);
   } else {
     size_t frame_size;
@@ -727,7 +776,7 @@ KPACK_API kpack_error_t kpack_writer_copy_kernel(kpack_writer_t* w,
     size_t ordinal = w->entry_count;
     if ((err = record_entry(w, binary_name, arch, &info)) != KPACK_SUCCESS)
       return err;
-    if (w->threads != NULL)
+    if (w->pool != NULL)
       err = queue_job(w, w->frame, frame_size, true);
     else
       err = append_stored(w, ordinal, w->frame, frame_size);
@@ -889,9 +938,12 @@ done:
 KPACK_API kpack_error_t kpack_writer_finish(kpack_writer_t* w) {
   if (w == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  if (w->threads != NULL) {
-    drain_jobs(w, true);
-    stop_threads(w);
+  if (w->pool != NULL)
+    drain_jobs(w->pool, true);
+  if (w->own_pool) { /* its threads have nothing left to do */
+    kpack_writer_pool_destroy(w->pool);
+    w->pool = NULL;
+    w->own_pool = false;
   }
   kpack_error_t err = w->err;
   if (err == KPACK_SUCCESS)
