@@ -15,6 +15,7 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,10 +62,15 @@ static const char split_manual[] =
 "    present (e.g. rand_gfx90a:xnack-.kpack), with group_name PREFIX and\n"
 "    gfx_arches [ARCH]; zstd-per-kernel unless --no-compress. PREFIX is\n"
 "    --prefix, else the name of the tree's directory (for a single file,\n"
-"    of the directory holding it). When the input already has an archive\n"
-"    of that name (a tree split earlier, or an interrupted --in-place\n"
-"    run), its kernels that this run does not write again are carried\n"
-"    over, frame for frame.\n"
+"    of the directory holding it).\n"
+"\n"
+"    Splitting again. Two runs end as one run: the archives of the group\n"
+"    already there (in the input, or in OUTDIR from an earlier run) lose\n"
+"    every key of each binary this run writes (REL#*, whatever the arch),\n"
+"    so a binary rebuilt for fewer arches, or split again with an --arch\n"
+"    that drops one, leaves no old code object behind; the keys of other\n"
+"    binaries (already kpack-ified, or not among the inputs) are carried\n"
+"    over, frame for frame. An archive left empty is deleted.\n"
 "\n"
 "    Mirror. Directories, files without device code, symbolic links (as\n"
 "    links, never followed) and hard links between files of the tree (as\n"
@@ -92,8 +98,10 @@ static const char split_manual[] =
 "    (kernel name libx.so.1.2, archives beside it in .kpack/), and the\n"
 "    links stay as they are. Links inside a TREE stay links.\n"
 "\n"
-"    Device code is streamed: one code object per compression thread is\n"
-"    in memory at a time, whatever the size of the binaries. A progress\n"
+"    Device code is streamed in one pass: each fat binary is read once,\n"
+"    its code objects handed to the archives of their arches, which share\n"
+"    the -j compression threads; a few code objects per thread are in\n"
+"    memory at a time, whatever the size of the binaries. A progress\n"
 "    line is shown on standard error when it is a terminal, and a summary\n"
 "    on standard output at the end: binaries transformed, skipped and why,\n"
 "    files copied, archives written, bytes before and after.\n"
@@ -178,6 +186,7 @@ typedef struct sp_file {
   size_t link_of;
   kpack_transform_kind_t kind; /* SP_FILE */
   char* all_dropped;           /* FAT: --arch dropped all of these arches */
+  size_t group;                /* FAT: the archives it goes to */
   bool archive_rewritten;      /* an archive this run writes anew */
   char* tmp;                   /* FAT: the transformed file, not yet in place */
   kpack_transform_result_t result;
@@ -189,6 +198,7 @@ typedef struct sp_kernel {
   char* arch;
   size_t file, bundle, entry;
   size_t group;
+  bool compressed; /* its bundle is a CCOB: decompressed whole, once */
 } sp_kernel;
 
 /* The archives of one prefix in one output directory. */
@@ -222,7 +232,9 @@ typedef struct sp_state {
   cli_progress progress;
   /* summary */
   size_t transformed, kpackified, debug_only, copied, links, symlinks;
-  size_t archives, packed;
+  size_t archives, packed, removed;
+  char** doomed; /* archives left empty, removed at the end */
+  size_t doomed_count, doomed_cap;
   unsigned recovered;
   uint64_t host_before, host_after, code_bytes, stored_bytes;
 } sp_state;
@@ -283,6 +295,24 @@ static int compare_names(const void* a, const void* b) {
   return strcmp(*(char* const*)a, *(char* const*)b);
 }
 
+/* Whether `name` is an archive writer's temporary file
+ * (".kpack-PID-N.tmp", kpack_writer_create) that its process, killed
+ * before it finished, left behind: none is running under PID. */
+static bool is_writer_temp(const char* name, bool* stale) {
+  char* end;
+  if (strncmp(name, ".kpack-", 7) != 0 || name[7] < '0' || name[7] > '9')
+    return false;
+  long pid = strtol(name + 7, &end, 10);
+  if (*end != '-' || end[1] < '0' || end[1] > '9')
+    return false;
+  strtoul(end + 1, &end, 10);
+  if (strcmp(end, ".tmp") != 0)
+    return false;
+  *stale = pid != (long)getpid() && pid > 0 && pid <= INT_MAX &&
+           kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+  return true;
+}
+
 /* Adds the directory `rel` of tree `tree`, then what it holds, by name.
  * With --in-place, what an interrupted run left there is finished first. */
 static bool walk(sp_state* s, size_t tree, const char* rel, unsigned depth) {
@@ -307,9 +337,16 @@ static bool walk(sp_state* s, size_t tree, const char* rel, unsigned depth) {
     goto done;
   }
   for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    bool stale = false;
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0 ||
         fr_is_own_name(e->d_name))
       continue;
+    if (is_writer_temp(e->d_name, &stale)) {
+      /* Never mirrored; in place, what a killed run left is removed. */
+      if (stale && s->in_place)
+        unlinkat(dirfd(d), e->d_name, 0);
+      continue;
+    }
     char** grown = cli_grow(names, count, &cap, sizeof(*names), 64);
     if (grown != NULL)
       names = grown;
@@ -513,7 +550,8 @@ static bool add_kernel(const fbs_entry* e, void* user) {
                    .file = l->file,
                    .bundle = e->bundle,
                    .entry = e->entry,
-                   .group = l->group};
+                   .group = l->group,
+                   .compressed = e->compressed};
   if (k->key == NULL || k->arch == NULL) {
     free(k->key);
     free(k->arch);
@@ -549,7 +587,8 @@ static bool classify(sp_state* s) {
       cli_host_error(f->src, err);
       return false;
     }
-    sp_listing l = {s, i, group_of(s, &s->trees[f->tree]), 0, 0, ""};
+    f->group = group_of(s, &s->trees[f->tree]);
+    sp_listing l = {s, i, f->group, 0, 0, ""};
     bool ok = fbs_list(f->src, fatbin, f->rel, s->verbose, add_kernel, &l);
     kpack_fatbin_close(fatbin);
     if (!ok)
@@ -685,186 +724,482 @@ static bool transform_all(sp_state* s) {
   return true;
 }
 
+/* Kernels of a group in byte order of their keys (entries of one code
+ * object in stored order): each archive then gets its keys in byte order,
+ * and each code object of a fat binary is read once, all its arches
+ * together. */
 static int compare_kernels(const void* a, const void* b) {
   const sp_kernel* x = a;
   const sp_kernel* y = b;
   if (x->group != y->group)
     return x->group < y->group ? -1 : 1;
-  int c = strcmp(x->arch, y->arch);
-  return c != 0 ? c : strcmp(x->key, y->key);
+  int c = strcmp(x->key, y->key);
+  if (c != 0)
+    return c;
+  return x->entry < y->entry ? -1 : x->entry > y->entry;
 }
 
-/* The input path that is the archive `path` of this run (a file, a hard
- * link or a symbolic link): an archive split earlier, whose kernels are
- * carried over, and which is not mirrored over the new one. NULL if
- * none. */
-static sp_file* existing_archive(sp_state* s, const char* path) {
-  for (size_t i = 0; i < s->file_count; i++)
-    if (s->files[i].type != SP_DIR && strcmp(s->files[i].dst, path) == 0)
-      return &s->files[i];
+/* One archive of a group: written with this run's code objects for its
+ * arch and the kernels its earlier version holds for binaries this run
+ * does not write; rewritten without the latter's stale keys; or deleted
+ * when nothing is left. */
+typedef struct sp_archive {
+  char* arch;
+  char* path;          /* OUT_ROOT/.kpack/PREFIX_ARCH.kpack */
+  sp_file* input;      /* the input path that is this archive, or NULL */
+  kpack_archive_t old; /* its earlier version, or NULL */
+  const char* old_path;
+  const char** carried; /* keys of `old` kept, in byte order */
+  size_t carried_count, next_carried;
+  const char** stale; /* keys of `old` for binaries written anew: dropped */
+  size_t stale_count;
+  size_t fresh; /* code objects of this run */
+  kpack_writer_t* writer;
+} sp_archive;
+
+typedef struct sp_archive_set {
+  sp_archive* items;
+  size_t count, cap;
+} sp_archive_set;
+
+static sp_archive* archive_for(sp_archive_set* set, const char* arch) {
+  for (size_t i = 0; i < set->count; i++)
+    if (strcmp(set->items[i].arch, arch) == 0)
+      return &set->items[i];
   return NULL;
 }
 
-/* Writes one archive: kernels [first, end) of s->kernels (one group, one
- * arch, sorted by key) and the kernels of `old` (an earlier archive of the
- * same name) that these do not replace, all in byte order of their keys. */
-static bool write_archive(sp_state* s, const char* path, size_t first,
-                          size_t end, const sp_file* old, fbs_reader* reader,
-                          const char* prefix) {
-  kpack_archive_t carried = NULL;
-  kpack_writer_t* w = NULL;
+static sp_archive* add_archive(sp_archive_set* set, const sp_group* g,
+                               const char* arch) {
+  sp_archive* items =
+      cli_grow(set->items, set->count, &set->cap, sizeof(*items), 8);
+  if (items == NULL)
+    return NULL;
+  set->items = items;
+  sp_archive* a = &set->items[set->count];
+  *a = (sp_archive){.arch = strdup(arch)};
+  if (a->arch == NULL || asprintf(&a->path, "%s/.kpack/%s_%s.kpack",
+                                  g->out_root, g->prefix, arch) < 0) {
+    free(a->arch);
+    return NULL;
+  }
+  set->count++;
+  return a;
+}
+
+static void free_archives(sp_archive_set* set) {
+  for (size_t i = 0; i < set->count; i++) {
+    sp_archive* a = &set->items[i];
+    kpack_writer_abort(a->writer);
+    kpack_close(a->old);
+    free(a->carried);
+    free(a->stale);
+    free(a->arch);
+    free(a->path);
+  }
+  free(set->items);
+  *set = (sp_archive_set){0};
+}
+
+static int compare_strings(const void* a, const void* b) {
+  return strcmp(*(const char* const*)a, *(const char* const*)b);
+}
+
+/* Whether `key` ("REL#N") belongs to one of the binaries `written` (their
+ * names, sorted). */
+static bool key_of_written(const char* key, const char* const* written,
+                           size_t count) {
+  const char* hash = strrchr(key, '#');
+  if (hash == NULL || count == 0)
+    return false;
+  char* rel = strndup(key, (size_t)(hash - key));
+  bool found = rel != NULL && bsearch(&rel, written, count, sizeof(*written),
+                                      compare_strings) != NULL;
+  free(rel);
+  return found;
+}
+
+/* Opens the earlier version of `a` at `src` when it is an archive of group
+ * `g` for a->arch alone, and sorts its keys into carried and stale. An
+ * archive that does not open, or is another group's, is left alone
+ * (false, nothing reported), unless `must_read` (an input archive whose
+ * kernels the new one carries over). */
+static bool read_old_archive(sp_archive* a, const sp_group* g, const char* src,
+                             const char* const* written, size_t written_count,
+                             bool must_read, bool* failed) {
+  kpack_archive_t old = NULL;
+  size_t binaries = 0, arches = 0;
+  const char* group = NULL;
+  const char* arch = NULL;
+  kpack_error_t err = kpack_open(src, &old);
+  if (err == KPACK_SUCCESS)
+    err = kpack_get_group_name(old, &group);
+  if (err == KPACK_SUCCESS)
+    err = kpack_get_architecture_count(old, &arches);
+  if (err == KPACK_SUCCESS && arches == 1)
+    err = kpack_get_architecture(old, 0, &arch);
+  if (err == KPACK_SUCCESS)
+    err = kpack_get_binary_count(old, &binaries);
+  if (err != KPACK_SUCCESS || arch == NULL || strcmp(group, g->prefix) != 0 ||
+      strcmp(arch, a->arch) != 0) {
+    if (must_read && err != KPACK_SUCCESS) {
+      cli_kerror(src, err);
+      *failed = true;
+    }
+    kpack_close(old);
+    return false;
+  }
+  a->carried = calloc(binaries ? binaries : 1, sizeof(*a->carried));
+  a->stale = calloc(binaries ? binaries : 1, sizeof(*a->stale));
+  if (a->carried == NULL || a->stale == NULL) {
+    cli_error("out of memory");
+    kpack_close(old);
+    *failed = true;
+    return false;
+  }
+  /* An archive lists its binaries byte-wise (kpack.h): carried stays
+   * sorted. */
+  for (size_t b = 0; err == KPACK_SUCCESS && b < binaries; b++) {
+    const char* key;
+    kpack_kernel_info_t info;
+    err = kpack_get_binary(old, b, &key);
+    if (err != KPACK_SUCCESS ||
+        kpack_get_kernel_info(old, key, a->arch, &info) != KPACK_SUCCESS)
+      continue;
+    if (key_of_written(key, written, written_count))
+      a->stale[a->stale_count++] = key;
+    else
+      a->carried[a->carried_count++] = key;
+  }
+  if (err != KPACK_SUCCESS) {
+    cli_kerror(src, err);
+    kpack_close(old);
+    *failed = true;
+    return false;
+  }
+  a->old = old;
+  a->old_path = src;
+  return true;
+}
+
+/* The archives of group `g`: one per arch of its kernels [first, end), and
+ * every earlier archive of the group (in the input, or in OUTDIR from an
+ * earlier run), with the keys of binaries this run writes (`written`)
+ * marked stale. */
+static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
+                          const char* const* written, size_t written_count,
+                          sp_archive_set* set) {
+  const sp_group* group = &s->groups[g];
+  for (size_t i = first; i < end; i++) {
+    sp_archive* a = archive_for(set, s->kernels[i].arch);
+    if (a == NULL &&
+        (a = add_archive(set, group, s->kernels[i].arch)) == NULL) {
+      cli_error("out of memory");
+      return false;
+    }
+    a->fresh++;
+  }
+  /* Earlier archives: PREFIX_ARCH.kpack among the inputs that go to
+   * OUT_ROOT/.kpack, and (without --in-place) those already there. */
+  char* dir = NULL;
+  bool ok = true, failed = false;
+  if (asprintf(&dir, "%s/.kpack", group->out_root) < 0) {
+    cli_error("out of memory");
+    return false;
+  }
+  size_t prefix_len = strlen(group->prefix), dir_len = strlen(dir);
+  for (int pass = 0; ok && pass < 2; pass++) {
+    DIR* d = NULL;
+    size_t i = 0;
+    if (pass == 1 && (s->in_place || (d = opendir(dir)) == NULL))
+      break;
+    for (;;) {
+      const char* name;
+      sp_file* input = NULL;
+      if (pass == 0) {
+        if (i == s->file_count)
+          break;
+        input = &s->files[i++];
+        if (input->type == SP_DIR || strncmp(input->dst, dir, dir_len) != 0 ||
+            input->dst[dir_len] != '/')
+          continue;
+        name = input->dst + dir_len + 1;
+      } else {
+        struct dirent* e = readdir(d);
+        bool stale = false;
+        if (e == NULL)
+          break;
+        name = e->d_name;
+        if (is_writer_temp(name, &stale) && stale)
+          unlinkat(dirfd(d), name, 0); /* left by a killed run */
+      }
+      size_t len = strlen(name);
+      if (strchr(name, '/') != NULL || len <= prefix_len + 7 ||
+          strncmp(name, group->prefix, prefix_len) != 0 ||
+          name[prefix_len] != '_' || strcmp(name + len - 6, ".kpack") != 0)
+        continue;
+      char* arch = strndup(name + prefix_len + 1, len - prefix_len - 7);
+      if (arch == NULL) {
+        cli_error("out of memory");
+        ok = false;
+        break;
+      }
+      sp_archive* a = archive_for(set, arch);
+      bool added = a == NULL;
+      if (added)
+        a = add_archive(set, group, arch);
+      free(arch);
+      if (a == NULL) {
+        cli_error("out of memory");
+        ok = false;
+        break;
+      }
+      if (pass == 1 && (a->input != NULL || a->old != NULL))
+        continue; /* the input's archive of that name is mirrored over it */
+      if (pass == 0)
+        a->input = input;
+      if (!read_old_archive(a, group, pass == 0 ? input->src : a->path, written,
+                            written_count, pass == 0 && a->fresh > 0,
+                            &failed) &&
+          added && !failed) {
+        /* Not an archive of this group: not ours to rewrite. */
+        free(set->items[set->count - 1].arch);
+        free(set->items[set->count - 1].path);
+        set->count--;
+      }
+      if (failed) {
+        ok = false;
+        break;
+      }
+    }
+    if (d != NULL)
+      closedir(d);
+  }
+  free(dir);
+  return ok;
+}
+
+/* Carries the old keys of `a` that sort before `key` (all when NULL) into
+ * its new version. */
+static bool carry_before(sp_archive* a, const char* key) {
+  for (; a->next_carried < a->carried_count; a->next_carried++) {
+    const char* old_key = a->carried[a->next_carried];
+    if (key != NULL && strcmp(old_key, key) >= 0)
+      break;
+    kpack_error_t err =
+        kpack_writer_copy_kernel(a->writer, a->old, old_key, a->arch, 0);
+    if (err != KPACK_SUCCESS) {
+      cli_error("%s: %s for %s: %s (%s)", a->old_path, old_key, a->arch,
+                kpack_error_string(err), cli_error_text(err));
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Streams kernels [first, end) of one group into the writers of `set`:
+ * each fat binary opened once, each of its code objects read once (a
+ * compressed one decompressed once) and handed to the writer of its arch,
+ * the old keys merged in. */
+static bool stream_kernels(sp_state* s, size_t first, size_t end,
+                           sp_archive_set* set) {
+  fbs_reader reader = {0};
   kpack_fatbin_t* fatbin = NULL; /* of fatbin_file */
   const sp_file* fatbin_file = NULL;
-  const char* arch = s->kernels[first].arch;
-  kpack_writer_options_t wo = s->wo;
-  const char* const arches[1] = {arch};
-  size_t old_count = 0, o = 0;
-  const char** old_keys = NULL;
   bool ok = false;
-  kpack_error_t err;
-  wo.group_name = prefix;
-  wo.gfx_arches = arches;
-  wo.gfx_arch_count = 1;
-  if (old != NULL) {
-    /* Keys of the old archive for this arch, sorted. */
-    size_t binaries = 0;
-    err = kpack_open(old->src, &carried);
-    if (err == KPACK_SUCCESS)
-      err = kpack_get_binary_count(carried, &binaries);
-    old_keys = calloc(binaries ? binaries : 1, sizeof(*old_keys));
-    if (err == KPACK_SUCCESS && old_keys == NULL)
-      err = KPACK_ERROR_OUT_OF_MEMORY;
-    for (size_t b = 0; err == KPACK_SUCCESS && b < binaries; b++) {
-      const char* key;
-      kpack_kernel_info_t info;
-      err = kpack_get_binary(carried, b, &key);
-      if (err == KPACK_SUCCESS &&
-          kpack_get_kernel_info(carried, key, arch, &info) == KPACK_SUCCESS)
-        old_keys[old_count++] = key;
-    }
-    if (err != KPACK_SUCCESS) {
-      cli_kerror(old->src, err);
-      goto done;
-    }
-    /* Sorted already: an archive lists its binaries byte-wise (kpack.h). */
-  }
-  err = kpack_writer_create(path, &wo, &w);
-  if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
-    goto done;
-  }
-  size_t i = first;
-  while (i < end || o < old_count) {
-    int c = i == end         ? 1
-            : o == old_count ? -1
-                             : strcmp(s->kernels[i].key, old_keys[o]);
-    if (cli_interrupted())
-      goto done;
-    if (c > 0) { /* only in the old archive: carried over */
-      err = kpack_writer_copy_kernel(w, carried, old_keys[o], arch, 0);
-      if (err != KPACK_SUCCESS) {
-        cli_error("%s: %s for %s: %s (%s)", old->src, old_keys[o], arch,
-                  kpack_error_string(err), cli_error_text(err));
-        goto done;
-      }
-      o++;
-      continue;
-    }
-    if (c == 0)
-      o++; /* the fat binary's code object replaces the old one */
-    const sp_kernel* k = &s->kernels[i++];
+  for (size_t i = first; i < end; i++) {
+    const sp_kernel* k = &s->kernels[i];
     const sp_file* f = &s->files[k->file];
+    sp_archive* a = archive_for(set, k->arch);
     const void* data;
     size_t size;
+    if (cli_interrupted())
+      goto done;
+    if (i > first && strcmp(k->key, s->kernels[i - 1].key) != 0)
+      fbs_reader_release(&reader); /* that code object is done */
     if (fatbin_file != f) {
       kpack_fatbin_close(fatbin);
       fatbin = NULL;
       fatbin_file = f;
-      err = kpack_fatbin_open(f->src, &fatbin);
+      kpack_error_t err = kpack_fatbin_open(f->src, &fatbin);
       if (err != KPACK_SUCCESS) {
         cli_host_error(f->src, err);
         goto done;
       }
     }
-    /* An archive takes one code object per bundle, so the bundle is let
-     * go at once; a compressed one is decompressed only as far as the
-     * entry, through a small window. */
-    bool read = fbs_read(reader, f->src, fatbin, k->bundle, k->entry, false,
-                         &data, &size);
-    if (read) {
-      err = kpack_writer_add_kernel(w, k->key, arch, data, size);
-      if (err != KPACK_SUCCESS) {
-        char subject[512];
-        snprintf(subject, sizeof(subject), "%s for %s", k->key, arch);
-        cli_kerror(subject, err);
-      }
-    }
-    fbs_reader_release(reader);
-    if (!read || err != KPACK_SUCCESS)
+    if (!carry_before(a, k->key))
       goto done;
+    if (!fbs_read(&reader, f->src, fatbin, k->bundle, k->entry, k->compressed,
+                  &data, &size))
+      goto done;
+    kpack_error_t err =
+        kpack_writer_add_kernel(a->writer, k->key, a->arch, data, size);
+    if (err != KPACK_SUCCESS) {
+      char subject[512];
+      snprintf(subject, sizeof(subject), "%s for %s", k->key, a->arch);
+      cli_kerror(subject, err);
+      goto done;
+    }
     s->packed++;
     s->code_bytes += size;
     cli_progress_show(&s->progress, false,
-                      "kpack: split: packing %s: %zu/%zu code objects", arch,
-                      i - first, end - first);
+                      "kpack: split: packing %zu/%zu code objects", s->packed,
+                      s->kernel_count);
   }
-  err = kpack_writer_finish(w);
-  w = NULL;
-  if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
-    goto done;
-  }
-  struct stat st;
-  if (stat(path, &st) == 0)
-    s->stored_bytes += (uint64_t)st.st_size;
-  s->archives++;
-  fr_step();
+  for (size_t i = 0; i < set->count; i++)
+    if (set->items[i].writer != NULL && !carry_before(&set->items[i], NULL))
+      goto done;
   ok = true;
 done:
-  kpack_writer_abort(w);
+  fbs_reader_free(&reader);
   kpack_fatbin_close(fatbin);
-  kpack_close(carried);
-  free(old_keys);
   return ok;
 }
 
-/* Every archive: per group and arch, OUT_ROOT/.kpack/PREFIX_ARCH.kpack. */
+/* The stale keys of `a` that no kernel of [first, end) (sorted by key)
+ * writes again: code objects the new archive no longer has. */
+static size_t removed_keys(const sp_state* s, size_t first, size_t end,
+                           const sp_archive* a) {
+  size_t removed = 0, i = first;
+  for (size_t k = 0; k < a->stale_count; k++) {
+    int c = 1;
+    for (; i < end && c > 0; i++)
+      if (strcmp(s->kernels[i].arch, a->arch) == 0)
+        c = strcmp(a->stale[k], s->kernels[i].key);
+    if (c != 0)
+      removed++;
+    if (c < 0)
+      i--; /* that kernel is compared again with the next stale key */
+  }
+  return removed;
+}
+
+/* Writes the archives of group g, whose kernels are [first, end). */
+static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
+                        kpack_writer_pool_t* pool) {
+  const sp_group* group = &s->groups[g];
+  sp_archive_set set = {0};
+  const char** written = NULL;
+  size_t written_count = 0;
+  bool ok = false;
+  char* dir = NULL;
+  /* The binaries this run writes: their keys in earlier archives go. */
+  written = calloc(s->file_count ? s->file_count : 1, sizeof(*written));
+  if (written == NULL) {
+    cli_error("out of memory");
+    goto done;
+  }
+  for (size_t i = 0; i < s->file_count; i++)
+    if (s->files[i].type == SP_FILE &&
+        s->files[i].kind == KPACK_TRANSFORM_FAT && s->files[i].group == g)
+      written[written_count++] = s->files[i].rel;
+  if (written_count > 1)
+    qsort(written, written_count, sizeof(*written), compare_strings);
+  if (!plan_archives(s, g, first, end, written, written_count, &set))
+    goto done;
+  if (asprintf(&dir, "%s/.kpack", group->out_root) < 0) {
+    dir = NULL;
+    cli_error("out of memory");
+    goto done;
+  }
+  /* Open a writer for every archive that changes and keeps something. */
+  for (size_t i = 0; i < set.count; i++) {
+    sp_archive* a = &set.items[i];
+    if ((a->fresh == 0 && a->stale_count == 0) ||
+        a->fresh + a->carried_count == 0)
+      continue;
+    const char* const arches[1] = {a->arch};
+    kpack_writer_options_t wo = s->wo;
+    wo.group_name = group->prefix;
+    wo.gfx_arches = arches;
+    wo.gfx_arch_count = 1;
+    wo.pool = pool;
+    if (!cli_mkdirs(dir, 0755)) {
+      cli_error("%s: cannot create: %s", dir, strerror(errno));
+      goto done;
+    }
+    kpack_error_t err = kpack_writer_create(a->path, &wo, &a->writer);
+    if (err != KPACK_SUCCESS) {
+      cli_kerror(a->path, err);
+      goto done;
+    }
+  }
+  if (!stream_kernels(s, first, end, &set))
+    goto done;
+  for (size_t i = 0; i < set.count; i++) {
+    sp_archive* a = &set.items[i];
+    if (a->fresh == 0 && a->stale_count == 0)
+      continue; /* unchanged */
+    s->removed += removed_keys(s, first, end, a);
+    if (a->input != NULL)
+      a->input->archive_rewritten = true; /* not mirrored over the new one */
+    if (a->writer == NULL) {
+      /* Nothing left in it: removed once the binaries are in place. */
+      char** doomed = cli_grow(s->doomed, s->doomed_count, &s->doomed_cap,
+                               sizeof(*doomed), 4);
+      if (doomed == NULL) {
+        cli_error("out of memory");
+        goto done;
+      }
+      s->doomed = doomed;
+      s->doomed[s->doomed_count++] = a->path;
+      a->path = NULL;
+      continue;
+    }
+    kpack_error_t err = kpack_writer_finish(a->writer);
+    a->writer = NULL;
+    if (err != KPACK_SUCCESS) {
+      cli_kerror(a->path, err);
+      goto done;
+    }
+    struct stat st;
+    if (stat(a->path, &st) == 0)
+      s->stored_bytes += (uint64_t)st.st_size;
+    s->archives++;
+    fr_step();
+  }
+  ok = true;
+done:
+  free_archives(&set);
+  free(written);
+  free(dir);
+  return ok;
+}
+
+/* Every archive: per group, OUT_ROOT/.kpack/PREFIX_ARCH.kpack for each arch,
+ * all of a group's written in one pass over its fat binaries. */
 static bool write_archives(sp_state* s) {
-  fbs_reader reader = {0};
+  kpack_writer_pool_t* pool = NULL;
   bool ok = true;
   if (s->kernel_count > 1)
     qsort(s->kernels, s->kernel_count, sizeof(*s->kernels), compare_kernels);
-  for (size_t i = 0; ok && i < s->kernel_count;) {
-    size_t end = i + 1;
-    const sp_kernel* k = &s->kernels[i];
-    const sp_group* g = &s->groups[k->group];
-    while (end < s->kernel_count && s->kernels[end].group == k->group &&
-           strcmp(s->kernels[end].arch, k->arch) == 0)
-      end++;
-    char *dir = NULL, *path = NULL;
-    if (asprintf(&dir, "%s/.kpack", g->out_root) < 0)
-      dir = NULL;
-    if (dir != NULL &&
-        asprintf(&path, "%s/%s_%s.kpack", dir, g->prefix, k->arch) < 0)
-      path = NULL;
-    if (path == NULL) {
-      cli_error("out of memory");
-      ok = false;
-    } else if (!cli_mkdirs(dir, 0755)) {
-      cli_error("%s: cannot create: %s", dir, strerror(errno));
-      ok = false;
-    } else {
-      sp_file* old = existing_archive(s, path);
-      ok = write_archive(s, path, i, end, old, &reader, g->prefix);
-      if (ok && old != NULL)
-        old->archive_rewritten = true;
+  if (s->wo.threads > 1 && s->wo.scheme != KPACK_COMPRESSION_NOOP) {
+    kpack_error_t err = kpack_writer_pool_create(s->wo.threads, &pool);
+    if (err != KPACK_SUCCESS) {
+      cli_kerror("split", err);
+      return false;
     }
-    free(dir);
-    free(path);
+  }
+  for (size_t g = 0, i = 0; ok && g < s->group_count; g++) {
+    size_t end = i;
+    while (end < s->kernel_count && s->kernels[end].group == g)
+      end++;
+    ok = write_group(s, g, i, end, pool);
     i = end;
   }
-  fbs_reader_free(&reader);
+  kpack_writer_pool_destroy(pool);
   return ok;
+}
+
+/* Archives left with no kernel go, once no binary of this run names them
+ * any more. */
+static bool remove_empty_archives(sp_state* s) {
+  for (size_t i = 0; i < s->doomed_count; i++)
+    if (unlink(s->doomed[i]) != 0 && errno != ENOENT) {
+      cli_error("%s: cannot remove: %s", s->doomed[i], strerror(errno));
+      return false;
+    }
+  return true;
 }
 
 /* A symbolic link or a hard link made under a temporary name, then renamed
@@ -1145,6 +1480,9 @@ static void free_state(sp_state* s) {
   for (size_t i = 0; i < s->dropped_count; i++)
     free(s->dropped[i].arch);
   free(s->dropped);
+  for (size_t i = 0; i < s->doomed_count; i++)
+    free(s->doomed[i]);
+  free(s->doomed);
   free(s->only_arches);
   free(s->only_matched);
 }
@@ -1168,6 +1506,12 @@ static void print_summary(const sp_state* s, double seconds) {
       s->archives, s->archives == 1 ? "" : "s", s->packed,
       s->packed == 1 ? "" : "s", cli_human_size(c, s->code_bytes),
       cli_human_size(d, s->stored_bytes), seconds);
+  if (s->removed > 0 || s->doomed_count > 0)
+    printf(
+        "split: %zu code object%s of earlier builds removed, %zu archive%s "
+        "left empty deleted\n",
+        s->removed, s->removed == 1 ? "" : "s", s->doomed_count,
+        s->doomed_count == 1 ? "" : "s");
   for (size_t i = 0; i < s->dropped_count; i++)
     printf("split: dropped by --arch: %s (%zu code object%s)\n",
            s->dropped[i].arch, s->dropped[i].count,
@@ -1328,7 +1672,8 @@ static int split_run(int argc, char** argv) {
   if (!s.in_place && !make_directories(&s))
     goto done;
   if (!transform_all(&s) || !write_archives(&s) ||
-      !(s.in_place ? install_in_place(&s) : install_mirror(&s))) {
+      !(s.in_place ? install_in_place(&s) : install_mirror(&s)) ||
+      !remove_empty_archives(&s)) {
     if (cli_interrupted())
       goto interrupted;
     goto done;

@@ -277,16 +277,18 @@ static const char* const shape_names[] = {"one wrapper", "many wrappers",
                                           "CCOB bundles"};
 
 /* A HIP-like program linked by the system compiler (fixture_program.h)
- * whose .hip_fatbin holds bundles of `shape`, each with three arches; the
- * records point at the bundles in reverse order, so co_index is the
- * record's, not the bundle's place. Built once per (kind, shape, seed) into
- * the scratch directory, then copied to `path`. */
-static void write_program(const char* path, fx_program_kind kind,
-                          fat_shape shape, uint32_t seed) {
+ * whose .hip_fatbin holds bundles of `shape`, each with the first `arches`
+ * of gfx90a:xnack-, gfx942:sramecc+:xnack- and gfx1100 (a build for fewer
+ * arches holds the same code objects for those it has); the records point
+ * at the bundles in reverse order, so co_index is the record's, not the
+ * bundle's place. Built once per (kind, shape, seed, arches) into the
+ * scratch directory, then copied to `path`. */
+static void write_program_for(const char* path, fx_program_kind kind,
+                              fat_shape shape, uint32_t seed, size_t arches) {
   enum { N = 4 };
   char name[96];
-  snprintf(name, sizeof(name), "programs/%d-%d-%u", (int)kind, (int)shape,
-           seed);
+  snprintf(name, sizeof(name), "programs/%d-%d-%u-%zu", (int)kind, (int)shape,
+           seed, arches);
   char* built = path_in(name);
   if (access(built, F_OK) != 0) {
     fx_buf bundles[N];
@@ -302,7 +304,7 @@ static void write_program(const char* path, fx_program_kind kind,
           {"hipv4-amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-", k[i][1],
            1013 + 97 * i},
           {"hipv4-amdgcn-amd-amdhsa--gfx1100", k[i][2], 1026 + 97 * i}};
-      fx_buf plain = fx_bundle(e, 4);
+      fx_buf plain = fx_bundle(e, 1 + arches);
       if (shape == CCOB_BUNDLES) {
         bundles[i] =
             fx_ccob(1 + (unsigned)(i % 3), i % 2 ? FX_ZLIB : FX_ZSTD, &plain);
@@ -326,6 +328,11 @@ static void write_program(const char* path, fx_program_kind kind,
   }
   copy_file(built, path);
   free(built);
+}
+
+static void write_program(const char* path, fx_program_kind kind,
+                          fat_shape shape, uint32_t seed) {
+  write_program_for(path, kind, shape, seed, 3);
 }
 
 static void write_fat(const char* path, fat_shape shape, uint32_t seed) {
@@ -685,6 +692,108 @@ static void test_split_in_place_through_a_symlink_rewrites_its_target(
   free(link1);
   free(real);
   free(dir);
+}
+
+/* The archives of two trees are the same files, byte for byte. */
+static void assert_same_archives(const char* a, const char* b) {
+  char* da = kt_path(a, ".kpack");
+  char* db = kt_path(b, ".kpack");
+  assert_same_tree(da, db);
+  free(da);
+  free(db);
+}
+
+/* Two runs end as one run: a binary rebuilt for fewer arches, or split
+ * again with an --arch that drops one, leaves none of its earlier code
+ * objects in any archive of the group; keys of binaries the second run
+ * does not write are carried over; an archive left empty is deleted. In
+ * place and with -o over an earlier output alike. */
+static void test_split_twice_ends_as_one_split_of_the_last_build(void** state) {
+  (void)state;
+  char* a3 = path_in("liba3.so"); /* gfx90a, gfx942, gfx1100 */
+  char* a2 = path_in("liba2.so"); /* gfx90a, gfx942: the same code objects */
+  char* b3 = path_in("libb3.so");
+  write_program_for(a3, FX_PROGRAM_SHARED, MANY_WRAPPERS, 61, 3);
+  write_program_for(a2, FX_PROGRAM_SHARED, MANY_WRAPPERS, 61, 2);
+  write_program_for(b3, FX_PROGRAM_SHARED, ONE_WRAPPER, 62, 3);
+  static const char* const names[] = {"ref",  "inplace", "again", "dropped",
+                                      "in",   "out",     "refo",  "in1",
+                                      "out1", "ref1"};
+  char* t[10];
+  char *la[10], *lb[10];
+  for (size_t i = 0; i < 10; i++) {
+    t[i] = path_in(names[i]);
+    la[i] = tree_path(t[i], "lib/liba.so");
+    lb[i] = tree_path(t[i], "lib/libb.so");
+  }
+  enum { REF, INPLACE, AGAIN, DROPPED, IN, OUT, REFO, IN1, OUT1, REF1 };
+  /* One run over the last build. */
+  copy_file(a2, la[REF]);
+  copy_file(b3, lb[REF]);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t", t[REF]), 0);
+  /* In place: liba rebuilt for fewer arches, then split again. libb,
+   * kpack-ified by the first run, is left alone: its keys carry over. */
+  copy_file(a3, la[INPLACE]);
+  copy_file(b3, lb[INPLACE]);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t", t[INPLACE]),
+      0);
+  copy_file(a2, la[INPLACE]);
+  char* text;
+  assert_int_equal(
+      KP(&text, NULL, "split", "--in-place", "--prefix", "t", t[INPLACE]), 0);
+  kt_assert_contains(text, "4 code objects of earlier builds removed");
+  free(text);
+  assert_same_tree(t[INPLACE], t[REF]);
+  /* In place, the same build split again with --arch dropping gfx1100. */
+  copy_file(a3, la[DROPPED]);
+  copy_file(b3, lb[DROPPED]);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t", t[DROPPED]),
+      0);
+  copy_file(a3, la[DROPPED]);
+  assert_int_equal(KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t",
+                      "--arch", "gfx90a", "--arch", "gfx942", t[DROPPED]),
+                   0);
+  assert_same_archives(t[DROPPED], t[REF]);
+  /* -o over the output of an earlier run of the same tree. */
+  copy_file(a3, la[IN]);
+  copy_file(b3, lb[IN]);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "-o", t[OUT], "-q", "--prefix", "t", t[IN]), 0);
+  copy_file(a2, la[IN]);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "-o", t[OUT], "-q", "--prefix", "t", t[IN]), 0);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "-o", t[REFO], "-q", "--prefix", "t", t[IN]), 0);
+  assert_same_tree(t[OUT], t[REFO]);
+  assert_same_archives(t[OUT], t[REF]);
+  /* -o again with --arch: archives left empty are deleted. */
+  copy_file(a3, la[IN1]);
+  unlink(lb[IN1]);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "-o", t[OUT1], "-q", "--prefix", "t", t[IN1]), 0);
+  assert_int_equal(KP(&text, NULL, "split", "-o", t[OUT1], "--prefix", "t",
+                      "--arch", "gfx90a", t[IN1]),
+                   0);
+  kt_assert_contains(text, "2 archives left empty deleted");
+  free(text);
+  assert_int_equal(KP(NULL, NULL, "split", "-o", t[REF1], "-q", "--prefix", "t",
+                      "--arch", "gfx90a", t[IN1]),
+                   0);
+  assert_same_tree(t[OUT1], t[REF1]);
+  char* only = kt_path(t[OUT1], ".kpack/t_gfx90a:xnack-.kpack");
+  assert_int_equal(access(only, F_OK), 0);
+  free(only);
+  for (size_t i = 0; i < 10; i++) {
+    free(t[i]);
+    free(la[i]);
+    free(lb[i]);
+  }
+  free(a3);
+  free(a2);
+  free(b3);
 }
 
 /* The tree of the kill test: a single-link binary, a hard-linked pair, a
@@ -1091,6 +1200,9 @@ int main(void) {
                                       setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_split_in_place_through_a_symlink_rewrites_its_target, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_twice_ends_as_one_split_of_the_last_build, setup,
           teardown),
       cmocka_unit_test_setup_teardown(
           test_killed_in_place_run_leaves_no_half_written_file, setup,
