@@ -900,7 +900,8 @@ static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
     a->fresh++;
   }
   /* Earlier archives: PREFIX_ARCH.kpack among the inputs that go to
-   * OUT_ROOT/.kpack, and (without --in-place) those already there. */
+   * OUT_ROOT/.kpack, then those already there (OUTDIR's, or beside a
+   * single-file input, which the walk does not see). */
   char* dir = NULL;
   bool ok = true, failed = false;
   if (asprintf(&dir, "%s/.kpack", group->out_root) < 0) {
@@ -911,7 +912,7 @@ static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
   for (int pass = 0; ok && pass < 2; pass++) {
     DIR* d = NULL;
     size_t i = 0;
-    if (pass == 1 && (s->in_place || (d = opendir(dir)) == NULL))
+    if (pass == 1 && (d = opendir(dir)) == NULL)
       break;
     for (;;) {
       const char* name;

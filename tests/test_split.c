@@ -716,17 +716,18 @@ static void test_split_twice_ends_as_one_split_of_the_last_build(void** state) {
   write_program_for(a3, FX_PROGRAM_SHARED, MANY_WRAPPERS, 61, 3);
   write_program_for(a2, FX_PROGRAM_SHARED, MANY_WRAPPERS, 61, 2);
   write_program_for(b3, FX_PROGRAM_SHARED, ONE_WRAPPER, 62, 3);
-  static const char* const names[] = {"ref",  "inplace", "again", "dropped",
-                                      "in",   "out",     "refo",  "in1",
-                                      "out1", "ref1"};
-  char* t[10];
-  char *la[10], *lb[10];
-  for (size_t i = 0; i < 10; i++) {
+  static const char* const names[] = {"ref",  "inplace", "dropped",   "in",
+                                      "out",  "refo",    "in1",       "out1",
+                                      "ref1", "single",  "single_ref"};
+  enum { N = sizeof(names) / sizeof(names[0]) };
+  char* t[N];
+  char *la[N], *lb[N];
+  for (size_t i = 0; i < N; i++) {
     t[i] = path_in(names[i]);
     la[i] = tree_path(t[i], "lib/liba.so");
     lb[i] = tree_path(t[i], "lib/libb.so");
   }
-  enum { REF, INPLACE, AGAIN, DROPPED, IN, OUT, REFO, IN1, OUT1, REF1 };
+  enum { REF, INPLACE, DROPPED, IN, OUT, REFO, IN1, OUT1, REF1, ONE, ONE_REF };
   /* One run over the last build. */
   copy_file(a2, la[REF]);
   copy_file(b3, lb[REF]);
@@ -786,7 +787,23 @@ static void test_split_twice_ends_as_one_split_of_the_last_build(void** state) {
   char* only = kt_path(t[OUT1], ".kpack/t_gfx90a:xnack-.kpack");
   assert_int_equal(access(only, F_OK), 0);
   free(only);
-  for (size_t i = 0; i < 10; i++) {
+  /* A single file in place: its directory's archives are its group's. */
+  copy_file(a3, la[ONE]);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t", la[ONE]), 0);
+  copy_file(a2, la[ONE]);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t", la[ONE]), 0);
+  copy_file(a2, la[ONE_REF]);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t", la[ONE_REF]),
+      0);
+  char* again_lib = kt_path(t[ONE], "lib");
+  char* ref_lib = kt_path(t[ONE_REF], "lib");
+  assert_same_archives(again_lib, ref_lib);
+  free(again_lib);
+  free(ref_lib);
+  for (size_t i = 0; i < N; i++) {
     free(t[i]);
     free(la[i]);
     free(lb[i]);
