@@ -232,9 +232,7 @@ typedef struct sp_state {
   cli_progress progress;
   /* summary */
   size_t transformed, kpackified, debug_only, copied, links, symlinks;
-  size_t archives, packed, removed;
-  char** doomed; /* archives left empty, removed at the end */
-  size_t doomed_count, doomed_cap;
+  size_t archives, packed, removed, deleted;
   unsigned recovered;
   uint64_t host_before, host_after, code_bytes, stored_bytes;
 } sp_state;
@@ -1135,16 +1133,15 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
     if (a->input != NULL)
       a->input->archive_rewritten = true; /* not mirrored over the new one */
     if (a->writer == NULL) {
-      /* Nothing left in it: removed once the binaries are in place. */
-      char** doomed = cli_grow(s->doomed, s->doomed_count, &s->doomed_cap,
-                               sizeof(*doomed), 4);
-      if (doomed == NULL) {
-        cli_error("out of memory");
+      /* Nothing left in it. Removed now, as other archives are rewritten
+       * now: a run killed later must not leave it to the next, which
+       * would take its keys for those of binaries it does not write. */
+      if (unlink(a->path) != 0 && errno != ENOENT) {
+        cli_error("%s: cannot remove: %s", a->path, strerror(errno));
         goto done;
       }
-      s->doomed = doomed;
-      s->doomed[s->doomed_count++] = a->path;
-      a->path = NULL;
+      s->deleted++;
+      fr_step();
       continue;
     }
     kpack_error_t err = kpack_writer_finish(a->writer);
@@ -1190,17 +1187,6 @@ static bool write_archives(sp_state* s) {
   }
   kpack_writer_pool_destroy(pool);
   return ok;
-}
-
-/* Archives left with no kernel go, once no binary of this run names them
- * any more. */
-static bool remove_empty_archives(sp_state* s) {
-  for (size_t i = 0; i < s->doomed_count; i++)
-    if (unlink(s->doomed[i]) != 0 && errno != ENOENT) {
-      cli_error("%s: cannot remove: %s", s->doomed[i], strerror(errno));
-      return false;
-    }
-  return true;
 }
 
 /* A symbolic link or a hard link made under a temporary name, then renamed
@@ -1481,9 +1467,6 @@ static void free_state(sp_state* s) {
   for (size_t i = 0; i < s->dropped_count; i++)
     free(s->dropped[i].arch);
   free(s->dropped);
-  for (size_t i = 0; i < s->doomed_count; i++)
-    free(s->doomed[i]);
-  free(s->doomed);
   free(s->only_arches);
   free(s->only_matched);
 }
@@ -1507,12 +1490,12 @@ static void print_summary(const sp_state* s, double seconds) {
       s->archives, s->archives == 1 ? "" : "s", s->packed,
       s->packed == 1 ? "" : "s", cli_human_size(c, s->code_bytes),
       cli_human_size(d, s->stored_bytes), seconds);
-  if (s->removed > 0 || s->doomed_count > 0)
+  if (s->removed > 0 || s->deleted > 0)
     printf(
         "split: %zu code object%s of earlier builds removed, %zu archive%s "
         "left empty deleted\n",
-        s->removed, s->removed == 1 ? "" : "s", s->doomed_count,
-        s->doomed_count == 1 ? "" : "s");
+        s->removed, s->removed == 1 ? "" : "s", s->deleted,
+        s->deleted == 1 ? "" : "s");
   for (size_t i = 0; i < s->dropped_count; i++)
     printf("split: dropped by --arch: %s (%zu code object%s)\n",
            s->dropped[i].arch, s->dropped[i].count,
@@ -1673,8 +1656,7 @@ static int split_run(int argc, char** argv) {
   if (!s.in_place && !make_directories(&s))
     goto done;
   if (!transform_all(&s) || !write_archives(&s) ||
-      !(s.in_place ? install_in_place(&s) : install_mirror(&s)) ||
-      !remove_empty_archives(&s)) {
+      !(s.in_place ? install_in_place(&s) : install_mirror(&s))) {
     if (cli_interrupted())
       goto interrupted;
     goto done;
