@@ -991,7 +991,7 @@ static int create_run(int argc, char** argv) {
   for (size_t i = 0; i < s.only_count; i++) {
     bool used = false;
     for (size_t j = 0; !used && j < s.count; j++)
-      used = strcmp(s.items[j].arch, s.only_arches[i]) == 0;
+      used = cli_arch_listed(&s.only_arches[i], 1, s.items[j].arch, NULL);
     if (!used)
       cli_error("warning: no kernel for --arch %s; declared anyway",
                 s.only_arches[i]);

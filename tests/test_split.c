@@ -360,6 +360,35 @@ static void assert_same_tree(const char* a, const char* b) {
 /* ---- kpack split ------------------------------------------------------------
  */
 
+/* create --arch keeps what split --arch keeps: gfx90a names every gfx90a
+ * code object, and keeps something, so no warning. */
+static void test_create_arch_follows_the_loaders_target_rules(void** state) {
+  (void)state;
+  char* lib = path_in("libfat.so");
+  char* archive = path_in("fat.kpack");
+  write_fat(lib, MANY_WRAPPERS, 44);
+  char *out, *err;
+  assert_int_equal(KP(&out, &err, "create", "-o", archive, "--arch", "gfx90a",
+                      "--fatbin", lib),
+                   0);
+  kt_assert_contains(out, "4 kernels");
+  if (strstr(err, "warning") != NULL)
+    fail_msg("unexpected: %s", err);
+  free(out);
+  free(err);
+  kpack_archive_t a;
+  kpack_kernel_info_t info;
+  assert_int_equal(kpack_open(archive, &a), KPACK_SUCCESS);
+  assert_int_equal(
+      kpack_get_kernel_info(a, "libfat.so#3", "gfx90a:xnack-", &info),
+      KPACK_SUCCESS);
+  assert_int_not_equal(
+      kpack_get_kernel_info(a, "libfat.so#3", "gfx1100", &info), KPACK_SUCCESS);
+  kpack_close(a);
+  free(lib);
+  free(archive);
+}
+
 static void test_split_round_trip_on_fixture_fat_binaries(void** state) {
   (void)state;
   static const char* const kind_names[] = {"shared object", "PIE",
@@ -1204,6 +1233,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           test_create_fatbin_with_only_host_code_is_a_clear_error, setup,
           teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_arch_follows_the_loaders_target_rules, setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_split_round_trip_on_fixture_fat_binaries, setup, teardown),
       cmocka_unit_test_setup_teardown(
