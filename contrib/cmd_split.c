@@ -187,7 +187,7 @@ typedef struct sp_file {
   kpack_transform_kind_t kind; /* SP_FILE */
   char* all_dropped;           /* FAT: --arch dropped all of these arches */
   size_t group;                /* FAT: the archives it goes to */
-  bool archive_rewritten;      /* an archive this run writes anew */
+  bool archive_rewritten;      /* an archive this run rewrites or deletes */
   char* tmp;                   /* FAT: the transformed file, not yet in place */
   kpack_transform_result_t result;
 } sp_file;
