@@ -1002,7 +1002,9 @@ static uint8_t* map_memfd(int fd, size_t* size) {
 
 size_t kf_transform_input(const uint8_t* data, size_t size) {
   static const char* const paths[] = {KF_ARCHIVE_PATTERN};
-  kpack_transform_options_t o = {KF_KERNEL_NAME, paths, 1};
+  kpack_transform_options_t o = {.kernel_name = KF_KERNEL_NAME,
+                                 .search_paths = paths,
+                                 .search_path_count = 1};
   kpack_transform_message_t msg;
   kpack_transform_result_t r;
   kpack_transform_kind_t kind;
