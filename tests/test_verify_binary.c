@@ -86,9 +86,8 @@ static char* split_one(void) {
   char* out = kt_path(kt_tmp, "out");
   char* lib = tree_path(in, "lib/libfat.so.1");
   write_fat(lib, 7);
-  assert_int_equal(KP(NULL, NULL, "split", "-q", "-o", out, "--prefix", "p",
-                      in),
-                   0);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "-q", "-o", out, "--prefix", "p", in), 0);
   char* o_lib = kt_path(out, "lib/libfat.so.1");
   free(lib);
   free(in);
@@ -159,8 +158,9 @@ static int run_without_dac(const char* binary, char** out) {
     int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd < 0 || dup2(fd, 1) < 0)
       _exit(126);
-    if (geteuid() == 0 && (prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) ||
-                           prctl(PR_CAPBSET_DROP, CAP_DAC_READ_SEARCH, 0, 0, 0)))
+    if (geteuid() == 0 &&
+        (prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) ||
+         prctl(PR_CAPBSET_DROP, CAP_DAC_READ_SEARCH, 0, 0, 0)))
       _exit(125);
     execl(tool, tool, "verify", "--binary", binary, (char*)NULL);
     _exit(127);
@@ -199,8 +199,9 @@ static void test_unreadable_archive_is_named_with_its_error(void** state) {
   assert_int_equal(chmod(archive, 0), 0);
   int rc = run_without_dac(lib, &text);
   if (rc < 0) {
-    print_message("cannot drop CAP_DAC_OVERRIDE: Permission denied case "
-                  "not checked\n");
+    print_message(
+        "cannot drop CAP_DAC_OVERRIDE: Permission denied case "
+        "not checked\n");
   } else {
     assert_int_equal(rc, 1);
     assert_true(asprintf(&why, "archive unreadable: %s: %s", archive,
@@ -223,8 +224,7 @@ static void test_archive_declaring_other_arches_is_told_apart(void** state) {
   char* archive = archive_of("gfx1100");
   const char* other[] = {"gfx906"};
   kt_kernel k = {"lib/libfat.so.1#0", "gfx906", "abc", 3};
-  kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, other, 1, &k,
-                   1);
+  kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, other, 1, &k, 1);
   char* text;
   assert_int_equal(KP(&text, NULL, "verify", "--binary", lib), 1);
   char* why;
@@ -276,14 +276,18 @@ static void test_arch_takes_agent_targets_as_the_runtime_names_them(
   free(missing);
   free(text);
   /* What is not a target is a bad command line, naming it. */
-  static const char* const bad[] = {"sm_80",          "gfx90a:xnack",
-                                    "gfx90a:xnack+:xnack-", "gfx90a:foo+",
-                                    "gfx1100,",       "gfx1100,,gfx90a",
-                                    "",               "amdgcn-amd-amdhsa--"};
+  static const char* const bad[] = {"sm_80",
+                                    "gfx90a:xnack",
+                                    "gfx90a:xnack+:xnack-",
+                                    "gfx90a:foo+",
+                                    "gfx1100,",
+                                    "gfx1100,,gfx90a",
+                                    "",
+                                    "amdgcn-amd-amdhsa--"};
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char* err;
-    assert_int_equal(KP(NULL, &err, "verify", "--binary", "--arch", bad[i], lib),
-                     2);
+    assert_int_equal(
+        KP(NULL, &err, "verify", "--binary", "--arch", bad[i], lib), 2);
     kt_assert_contains(err, "not a GPU target");
     free(err);
   }
@@ -311,9 +315,8 @@ static void test_directory_checks_every_split_binary_under_it(void** state) {
   write_fat(lib, 11);
   write_fat(other, 21);
   kt_write_file(note, "not a binary\n", 13);
-  assert_int_equal(KP(NULL, NULL, "split", "-q", "-o", out, "--prefix", "p",
-                      in),
-                   0);
+  assert_int_equal(
+      KP(NULL, NULL, "split", "-q", "-o", out, "--prefix", "p", in), 0);
   /* Outside the split tree: a fat binary, and a link to its directory. */
   char* fat = tree_path(out, "opt/libstill-fat.so");
   write_fat(fat, 31);
@@ -428,6 +431,38 @@ static void test_json_gives_every_binary_record_and_agent(void** state) {
   free(lib);
 }
 
+/* ---- what the split records ------------------------------------------------
+ */
+
+/* The arches recorded are those of the code objects written, after
+ * --arch; `kpack info` shows them, and verify checks exactly them. */
+static void test_split_records_the_arches_it_wrote(void** state) {
+  (void)state;
+  char* lib = split_one();
+  char* text;
+  assert_int_equal(KP(&text, NULL, "info", lib), 0);
+  kt_assert_contains(text,
+                     "split for:    gfx1100 gfx90a:xnack- "
+                     "gfx942:sramecc+:xnack- (kpack_arches)\n");
+  free(text);
+  char* in = kt_path(kt_tmp, "in");
+  char* out = kt_path(kt_tmp, "out-1100");
+  assert_int_equal(
+      KP(NULL, NULL, "split", "-q", "-o", out, "--arch", "gfx1100", in), 0);
+  char* o_lib = kt_path(out, "lib/libfat.so.1");
+  assert_int_equal(KP(&text, NULL, "info", "--json", o_lib), 0);
+  if (!jq_true(text, ".[0].records[0].recorded_arches == [\"gfx1100\"]"))
+    fail_msg("recorded_arches is not [gfx1100] in:\n%s", text);
+  free(text);
+  assert_int_equal(KP(&text, NULL, "verify", "--binary", o_lib), 0);
+  kt_assert_contains(text, "OK, 1 record, 1 load (the arches recorded");
+  free(text);
+  free(o_lib);
+  free(out);
+  free(in);
+  free(lib);
+}
+
 int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
@@ -437,6 +472,7 @@ int main(void) {
       T(test_arch_takes_agent_targets_as_the_runtime_names_them),
       T(test_directory_checks_every_split_binary_under_it),
       T(test_json_gives_every_binary_record_and_agent),
+      T(test_split_records_the_arches_it_wrote),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

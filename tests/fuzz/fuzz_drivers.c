@@ -954,6 +954,17 @@ size_t kf_host_input(const uint8_t* data, size_t size) {
     require(kpack_host_problem_string(w.problem) != NULL, "problem string");
     any_hipk |= w.magic == KPACK_HOST_HIPK_MAGIC;
     any_hipf |= w.magic == KPACK_HOST_HIPF_MAGIC;
+    const char* const* arches;
+    size_t arch_count;
+    require(
+        kpack_host_get_arches(h, i, &arches, &arch_count) == KPACK_SUCCESS &&
+            (arches == NULL) == (arch_count == 0),
+        "recorded arches");
+    require(arch_count == 0 ||
+                (w.magic == KPACK_HOST_HIPK_MAGIC && err == KPACK_SUCCESS),
+            "recorded arches on an unusable record");
+    for (size_t j = 0; j < arch_count; j++)
+      require(arches[j] != NULL && *arches[j] != '\0', "an empty arch");
     if (w.magic == KPACK_HOST_HIPK_MAGIC && err == KPACK_SUCCESS) {
       require(w.kernel_name != NULL && *w.kernel_name != '\0' &&
                   w.search_path_count > 0,
