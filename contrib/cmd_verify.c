@@ -468,7 +468,10 @@ static bool add_agents(vb_set* agents, const char* value, char** bad) {
     if (item == NULL)
       return false;
     if (!valid_agent(item)) {
-      *bad = item;
+      /* An empty item is best shown in the value it is missing from. */
+      *bad = len > 0 ? item : strdup(value);
+      if (len == 0)
+        free(item);
       return false;
     }
     ok = set_add(agents, item);

@@ -418,8 +418,8 @@ static void test_json_gives_every_binary_record_and_agent(void** state) {
   static const char* const good[] = {
       ".summary.ok and .summary.loads == 1 and .summary.skipped == 1",
       ".binaries[0].records[0].checked == \"--arch\"",
-      ".binaries[1] | .kind == \"fat\" and .ok and (.skipped | "
-      "startswith(\"not kpack-ified\"))",
+      (".binaries[1] | .kind == \"fat\" and .ok and (.skipped | "
+       "startswith(\"not kpack-ified\"))"),
   };
   for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
     if (!jq_true(text, good[i]))
