@@ -565,7 +565,6 @@ static const char* const vb_reason_names[] = {
     "error"};
 
 typedef struct vb_outcome {
-  kpack_error_t status;
   vb_reason reason;
   char why[1024];
   const char* archive; /* the archive it concerns, in the trace; or NULL */
@@ -611,7 +610,6 @@ static void why_list(vb_outcome* o, const vb_trace* t, kpack_trace_kind_t kind,
 
 static void explain(const vb_trace* t, kpack_error_t status, vb_outcome* o) {
   const vb_event* broken = NULL;
-  o->status = status;
   o->why[0] = '\0';
   o->archive = NULL;
   for (size_t i = 0; i < t->count && broken == NULL; i++)
@@ -903,9 +901,12 @@ static void verify_binary(vb_run* r, const char* path, bool named) {
     goto close;
   }
   if (r->json) {
-    const char* const* recorded;
-    size_t count;
-    kpack_host_get_arches(host, 0, &recorded, &count);
+    /* One map serves every record: the first usable one's list is the
+     * binary's. */
+    const char* const* recorded = NULL;
+    size_t count = 0;
+    for (size_t i = 0; i < info.wrapper_count && count == 0; i++)
+      kpack_host_get_arches(host, i, &recorded, &count);
     cli_json_key_str(&r->out, "kind", "kpack-ified");
     cli_json_key(&r->out, "recorded_arches");
     if (count > 0)
