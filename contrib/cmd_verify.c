@@ -979,7 +979,8 @@ static bool walk_tree(const char* dir, vb_set* found) {
     cli_error("out of memory");
     return false;
   }
-  qsort(found->items, found->count, sizeof(*found->items), compare_paths);
+  if (found->count > 1)
+    qsort(found->items, found->count, sizeof(*found->items), compare_paths);
   return true;
 }
 

@@ -353,6 +353,18 @@ static void test_directory_checks_every_split_binary_under_it(void** state) {
   assert_int_equal(KP(&text, NULL, "verify", "--binary", o_note), 1);
   kt_assert_contains(text, "KPACK_ERROR_INVALID_FORMAT");
   free(text);
+  /* A tree without any is no failure, but says so. */
+  char* share = kt_path(out, "share");
+  assert_int_equal(KP(&text, NULL, "verify", "--binary", share), 0);
+  kt_assert_contains(text, "no kpack-ified binary in it");
+  free(text);
+  char* empty = kt_path(kt_tmp, "empty");
+  assert_int_equal(mkdir(empty, 0755), 0);
+  assert_int_equal(KP(&text, NULL, "verify", "--binary", empty), 0);
+  kt_assert_contains(text, "no kpack-ified binary in it");
+  free(text);
+  free(empty);
+  free(share);
   free(o_note);
   free(archive);
   free(o_lib);
