@@ -653,6 +653,33 @@ static char* search_path(const char* rel, const char* prefix) {
   return out;
 }
 
+/* The distinct arches of file `file`'s code objects this run writes (after
+ * --arch), for its metadata's kpack_arches; the strings are the kernels'.
+ * False when out of memory. */
+static bool binary_arches(const sp_state* s, size_t file, const char*** out,
+                          size_t* count) {
+  const char** arches = NULL;
+  size_t n = 0, cap = 0;
+  for (size_t k = 0; k < s->kernel_count; k++) {
+    const char* arch = s->kernels[k].arch;
+    bool seen = s->kernels[k].file != file;
+    for (size_t j = 0; !seen && j < n; j++)
+      seen = strcmp(arches[j], arch) == 0;
+    if (seen)
+      continue;
+    const char** grown = cli_grow(arches, n, &cap, sizeof(*grown), 8);
+    if (grown == NULL) {
+      free(arches);
+      return false;
+    }
+    arches = grown;
+    arches[n++] = arch;
+  }
+  *out = arches;
+  *count = n;
+  return true;
+}
+
 /* Writes each fat binary, transformed, to a temporary file beside where it
  * goes, synced: every refusal shows here, before anything is replaced. */
 static bool transform_all(sp_state* s) {
@@ -689,9 +716,17 @@ static bool transform_all(sp_state* s) {
         paths[path_count++] = p;
       }
     }
+    const char** arches = NULL;
+    size_t arch_count = 0;
+    if (ok && !binary_arches(s, i, &arches, &arch_count)) {
+      cli_error("out of memory");
+      ok = false;
+    }
     kpack_transform_options_t o = {.kernel_name = f->rel,
                                    .search_paths = (const char* const*)paths,
-                                   .search_path_count = path_count};
+                                   .search_path_count = path_count,
+                                   .arches = arches,
+                                   .arch_count = arch_count};
     kpack_transform_message_t msg = {{0}};
     int fd = -1;
     ok = ok && fr_create_temp(f->dst, &f->tmp, &fd);
@@ -710,6 +745,7 @@ static bool transform_all(sp_state* s) {
     }
     for (size_t k = 0; k < path_count; k++)
       free(paths[k]);
+    free(arches);
     if (!ok)
       return false;
     s->transformed++;

@@ -312,8 +312,12 @@ void cli_host_json_search_paths(cli_json* json, const char* path,
   cli_json_end(json);
 }
 
-static void json_record(cli_json* json, const char* path, size_t index,
+static void json_record(cli_json* json, const char* path,
+                        const kpack_host_t* host, size_t index,
                         const kpack_host_wrapper_t* w) {
+  const char* const* arches;
+  size_t arch_count;
+  kpack_host_get_arches(host, index, &arches, &arch_count);
   cli_json_object(json, CLI_JSON_INLINE, false);
   cli_json_key_uint(json, "index", index);
   cli_json_key_str(json, "magic", magic_name(w->magic));
@@ -327,6 +331,15 @@ static void json_record(cli_json* json, const char* path, size_t index,
     cli_json_key_str(json, "kernel_name", w->kernel_name);
     cli_json_key(json, "search_paths");
     cli_host_json_search_paths(json, path, w);
+    cli_json_key(json, "recorded_arches");
+    if (arch_count > 0) {
+      cli_json_array(json, CLI_JSON_INLINE, false);
+      for (size_t i = 0; i < arch_count; i++)
+        cli_json_str(json, arches[i]);
+      cli_json_end(json);
+    } else {
+      cli_json_null(json);
+    }
   }
   cli_json_end(json);
 }
@@ -379,13 +392,26 @@ static int info_kpackified(const char* path, const kpack_host_t* host,
     for (size_t i = 0; i < info->wrapper_count; i++) {
       kpack_host_wrapper_t w;
       kpack_host_get_wrapper(host, i, &w);
-      json_record(json, path, i, &w);
+      json_record(json, path, host, i, &w);
     }
     cli_json_end(json);
     return ok ? CLI_OK : CLI_FAIL;
   }
   printf("kind:         kpack-ified: device code in kpack archives\n");
-  printf("records:      %zu in .hipFatBinSegment\n\n", info->wrapper_count);
+  printf("records:      %zu in .hipFatBinSegment\n", info->wrapper_count);
+  /* Every record of a split binary shares one map: the first usable
+   * record's list is the binary's. */
+  const char* const* arches = NULL;
+  size_t arch_count = 0;
+  for (size_t i = 0; i < info->wrapper_count && arch_count == 0; i++)
+    kpack_host_get_arches(host, i, &arches, &arch_count);
+  if (arch_count > 0) {
+    printf("split for:   ");
+    for (size_t i = 0; i < arch_count; i++)
+      printf(" %s", arches[i]);
+    printf(" (kpack_arches)\n");
+  }
+  putchar('\n');
   cli_table t = {.cols = 5, .headers = headers};
   cli_host_record_rows(&t, path, host);
   cli_table_print(&t, stdout);

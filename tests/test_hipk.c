@@ -285,6 +285,108 @@ static void test_declared_lengths_beyond_the_input_are_invalid(void** state) {
                  0xff, 0xff, 0xff, 0xa1, 'p');
 }
 
+/* ---- kpack_arches ----------------------------------------------------------
+ */
+
+/* The two loader keys, then kpack_arches with a value of shape `kind` (0 a
+ * valid list; 9 a valid list and the key again). */
+static void pack_with_arches(msgpack_sbuffer* sb, int kind) {
+  msgpack_packer pk;
+  msgpack_sbuffer_init(sb);
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, kind == 9 ? 4 : 3);
+  pack_str(&pk, "kernel_name");
+  pack_str(&pk, "k");
+  pack_str(&pk, "kpack_search_paths");
+  msgpack_pack_array(&pk, 1);
+  pack_str(&pk, "x.kpack");
+  pack_str(&pk, "kpack_arches");
+  char long_arch[257];
+  switch (kind) {
+    case 0: /* valid */
+    case 9: /* valid, then repeated */
+      msgpack_pack_array(&pk, 2);
+      pack_str(&pk, "gfx1100");
+      pack_str(&pk, "gfx90a:xnack-");
+      break;
+    case 1: /* a string, not an array */
+      pack_str(&pk, "gfx1100");
+      break;
+    case 2: /* empty array */
+      msgpack_pack_array(&pk, 0);
+      break;
+    case 3: /* an entry that is no string */
+      msgpack_pack_array(&pk, 2);
+      pack_str(&pk, "gfx1100");
+      msgpack_pack_int(&pk, 1100);
+      break;
+    case 4: /* an empty string */
+      msgpack_pack_array(&pk, 1);
+      pack_str(&pk, "");
+      break;
+    case 5: /* a string over 255 bytes */
+      memset(long_arch, 'x', 256);
+      long_arch[256] = '\0';
+      msgpack_pack_array(&pk, 1);
+      pack_str(&pk, long_arch);
+      break;
+    case 6: /* more than 256 entries */
+      msgpack_pack_array(&pk, 257);
+      for (int i = 0; i < 257; i++)
+        pack_str(&pk, "gfx1100");
+      break;
+    case 7: /* an embedded NUL */
+      msgpack_pack_array(&pk, 1);
+      msgpack_pack_str(&pk, 3);
+      msgpack_pack_str_body(&pk, "g\0x", 3);
+      break;
+    case 8: /* nil */
+      msgpack_pack_nil(&pk);
+      break;
+  }
+  if (kind == 9) {
+    pack_str(&pk, "kpack_arches");
+    msgpack_pack_array(&pk, 1);
+    pack_str(&pk, "gfx803");
+  }
+}
+
+static void test_kpack_arches_are_read_in_order(void** state) {
+  (void)state;
+  msgpack_sbuffer sb;
+  kp_hipk h;
+  pack_with_arches(&sb, 0);
+  assert_int_equal(kp_hipk_parse(sb.data, sb.size, &h), KPACK_SUCCESS);
+  assert_int_equal(h.arches.count, 2);
+  assert_string_equal(h.arches.items[0], "gfx1100");
+  assert_string_equal(h.arches.items[1], "gfx90a:xnack-");
+  kp_hipk_free(&h);
+  msgpack_sbuffer_destroy(&sb);
+  /* Absent: an empty list, the map still valid. */
+  pack_hipk(&sb, "k", one_path, 1);
+  assert_int_equal(kp_hipk_parse(sb.data, sb.size, &h), KPACK_SUCCESS);
+  assert_int_equal(h.arches.count, 0);
+  kp_hipk_free(&h);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+/* A tool acting on the list must get all of it or nothing: every other
+ * shape (not an array, empty, a non-string or empty or overlong entry, too
+ * many entries, a NUL, the key twice) is INVALID_METADATA. */
+static void test_malformed_kpack_arches_are_invalid(void** state) {
+  (void)state;
+  for (int kind = 1; kind <= 9; kind++) {
+    msgpack_sbuffer sb;
+    kp_hipk h;
+    pack_with_arches(&sb, kind);
+    if (kp_hipk_parse(sb.data, sb.size, &h) != KPACK_ERROR_INVALID_METADATA)
+      fail_msg("kpack_arches shape %d was accepted", kind);
+    assert_null(h.kernel_name);
+    assert_int_equal(h.arches.count, 0);
+    msgpack_sbuffer_destroy(&sb);
+  }
+}
+
 /* ---- the read bound ------------------------------------------------------ */
 
 /* Two pages, the second made inaccessible: a read past the first faults. */
@@ -442,6 +544,8 @@ int main(void) {
       cmocka_unit_test(test_embedded_nul_is_invalid),
       cmocka_unit_test(test_every_truncation_is_invalid),
       cmocka_unit_test(test_declared_lengths_beyond_the_input_are_invalid),
+      cmocka_unit_test(test_kpack_arches_are_read_in_order),
+      cmocka_unit_test(test_malformed_kpack_arches_are_invalid),
       cmocka_unit_test(test_metadata_ending_at_the_mapping_end_is_read),
       cmocka_unit_test(test_metadata_straddling_a_page_boundary_is_read),
       cmocka_unit_test(test_metadata_cut_by_the_mapping_end_is_invalid),

@@ -1135,7 +1135,10 @@ static void test_verify_binary_names_binary_record_and_arch(void** state) {
   char* kpack_dir = kt_path(out, ".kpack");
   kt_rmtree(kpack_dir);
   assert_int_equal(KP(&text, NULL, "verify", "--binary", o_lib), 1);
-  kt_assert_contains(text, "record 0 (lib/libfat.so.1#0): no archive found");
+  kt_assert_contains(text,
+                     "record 0 (lib/libfat.so.1#0) gfx1100: "
+                     "KPACK_ERROR_ARCHIVE_NOT_FOUND: no archive for "
+                     "this arch is installed");
   free(text);
   /* A fat binary is reported and skipped. */
   assert_int_equal(KP(&text, NULL, "verify", "--binary", lib), 0);

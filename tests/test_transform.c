@@ -89,7 +89,8 @@ static kpack_error_t transform(const char* in, const char* out,
                                kpack_transform_result_t* result,
                                kpack_transform_message_t* msg) {
   const char* paths[] = {PATTERN};
-  kpack_transform_options_t o = {name, paths, 1};
+  kpack_transform_options_t o = {
+      .kernel_name = name, .search_paths = paths, .search_path_count = 1};
   int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0755);
   assert_true(fd >= 0);
   kpack_error_t err = kpack_transform_write(in, fd, &o, result, msg);
@@ -657,6 +658,120 @@ static void test_file_without_program_headers_gets_one_segment(void** s) {
   free(dir);
 }
 
+/* ---- the recorded arches ---------------------------------------------------
+ */
+
+/* The bytes of the metadata map record 0 of the transformed `path` points
+ * at, through .rocm_kpack_ref (malloc'ed, *size of them). */
+static uint8_t* metadata_of(const char* path, size_t* size) {
+  size_t n;
+  uint8_t* elf = kt_read_file(path, &n);
+  kpack_host_t* host;
+  kpack_host_wrapper_t w;
+  assert_non_null(elf);
+  assert_int_equal(kpack_host_open(path, &host), KPACK_SUCCESS);
+  assert_int_equal(kpack_host_get_wrapper(host, 0, &w), KPACK_SUCCESS);
+  kpack_host_close(host);
+  const uint8_t* sh = fx_section_header(elf, ".rocm_kpack_ref");
+  assert_non_null(sh);
+  uint64_t at = fx_load_le(sh + 24, 8) + w.metadata_offset;
+  *size = (size_t)(fx_load_le(sh + 32, 8) - w.metadata_offset);
+  assert_true(at <= n && *size <= n - at);
+  uint8_t* out = malloc(*size);
+  memcpy(out, elf + at, *size);
+  free(elf);
+  return out;
+}
+
+/* Arches given to the transform follow the loader's two keys as a third,
+ * kpack_arches, sorted and without duplicates; without arches the map is
+ * the two-key one, byte for byte, as before the key existed. */
+static void test_arches_are_recorded_after_the_loader_keys(void** s) {
+  (void)s;
+  static const char* const paths[] = {PATTERN};
+  static const char* const given[] = {"gfx90a:xnack-", "gfx1100",
+                                      "gfx90a:xnack-", "gfx803"};
+  static const char* const sorted[] = {"gfx1100", "gfx803", "gfx90a:xnack-"};
+  char* dir = kt_tmpdir();
+  char* in = kt_path(dir, "in.so");
+  char* out = kt_path(dir, "out.so");
+  fx_buf bundle = make_bundle(0);
+  fx_wrapper w = {FX_HIPF_MAGIC, 1, 0, FX_PTR_RELATIVE, 0};
+  fx_elf_opts eo = {.bundles = &bundle,
+                    .bundle_count = 1,
+                    .wrappers = &w,
+                    .wrapper_count = 1};
+  fx_write_elf(in, &eo);
+  fx_buf two_keys = fx_hipk_metadata("lib/in.so", paths, 1);
+  kpack_transform_result_t r;
+  kpack_transform_message_t msg;
+  size_t size;
+
+  assert_int_equal(transform(in, out, "lib/in.so", &r, &msg), KPACK_SUCCESS);
+  uint8_t* meta = metadata_of(out, &size);
+  assert_true(size >= two_keys.size);
+  assert_memory_equal(meta, two_keys.data, two_keys.size);
+  free(meta);
+  kpack_host_t* host;
+  const char* const* got;
+  size_t count;
+  assert_int_equal(kpack_host_open(out, &host), KPACK_SUCCESS);
+  assert_int_equal(kpack_host_get_arches(host, 0, &got, &count), KPACK_SUCCESS);
+  assert_null(got);
+  assert_int_equal(count, 0);
+  kpack_host_close(host);
+
+  kpack_transform_options_t o = {.kernel_name = "lib/in.so",
+                                 .search_paths = paths,
+                                 .search_path_count = 1,
+                                 .arches = given,
+                                 .arch_count = 4};
+  int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+  assert_true(fd >= 0);
+  assert_int_equal(kpack_transform_write(in, fd, &o, &r, &msg), KPACK_SUCCESS);
+  close(fd);
+  meta = metadata_of(out, &size);
+  fx_buf want = {0};
+  fx_put(&want, two_keys.data, two_keys.size);
+  want.data[0] = 0x83; /* fixmap, 3 pairs */
+  static const uint8_t arches_key[] = {0xac, 'k', 'p', 'a', 'c', 'k', '_',
+                                       'a',  'r', 'c', 'h', 'e', 's', 0x93};
+  fx_put(&want, arches_key, sizeof(arches_key));
+  for (size_t i = 0; i < 3; i++) {
+    uint8_t len = (uint8_t)(0xa0 | strlen(sorted[i]));
+    fx_put(&want, &len, 1);
+    fx_put(&want, sorted[i], strlen(sorted[i]));
+  }
+  assert_true(size >= want.size);
+  assert_memory_equal(meta, want.data, want.size);
+  free(meta);
+  assert_int_equal(kpack_host_open(out, &host), KPACK_SUCCESS);
+  assert_int_equal(kpack_host_get_arches(host, 0, &got, &count), KPACK_SUCCESS);
+  assert_int_equal(count, 3);
+  for (size_t i = 0; i < 3; i++)
+    assert_string_equal(got[i], sorted[i]);
+  kpack_host_close(host);
+
+  /* An empty arch is refused, the output left for the caller to remove. */
+  static const char* const empty[] = {"gfx1100", ""};
+  o.arches = empty;
+  o.arch_count = 2;
+  fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0755);
+  assert_true(fd >= 0);
+  assert_int_equal(kpack_transform_write(in, fd, &o, &r, &msg),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  close(fd);
+  assert_non_null(strstr(msg.text, "arch 1"));
+
+  fx_free(&want);
+  fx_free(&two_keys);
+  fx_free(&bundle);
+  kt_rmtree(dir);
+  free(in);
+  free(out);
+  free(dir);
+}
+
 static void test_classify_names_every_kind(void** s) {
   (void)s;
   char* dir = kt_tmpdir();
@@ -695,6 +810,7 @@ int main(void) {
       cmocka_unit_test(test_bad_input_is_refused_and_left_untouched),
       cmocka_unit_test(test_file_without_program_headers_gets_one_segment),
       cmocka_unit_test(test_classify_names_every_kind),
+      cmocka_unit_test(test_arches_are_recorded_after_the_loader_keys),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -7,7 +7,8 @@
  * pointing at clang offload bundles in .hip_fatbin (kpack_bundle.h reads
  * them). A kpack-ified binary has "HIPK" records instead: the pointer leads
  * to msgpack metadata {kernel_name, kpack_search_paths} in .rocm_kpack_ref
- * and `reserved` holds the code object index the runtime passes to
+ * (`kpack split` adds kpack_arches, kpack_host_get_arches()) and `reserved`
+ * holds the code object index the runtime passes to
  * kpack_load_code_object(). In shared objects and PIE the pointer field is 0
  * in the file and set by an R_*_RELATIVE relocation (or R_*_64 against a
  * symbol); this reader applies them, for x86-64 and AArch64. Status values
@@ -58,7 +59,8 @@ typedef enum kpack_host_problem {
                                    .rocm_kpack_ref [INVALID_FORMAT] */
   KPACK_HOST_BAD_METADATA,      /* not a HIPK map within .rocm_kpack_ref:
                                    truncated, malformed, a key missing or of
-                                   the wrong type [INVALID_METADATA] */
+                                   the wrong type, a malformed kpack_arches
+                                   [INVALID_METADATA] */
 } kpack_host_problem_t;
 
 /* One .hipFatBinSegment record. Strings and arrays belong to the handle. */
@@ -108,6 +110,19 @@ KPACK_API kpack_error_t kpack_host_get_info(const kpack_host_t* host,
 KPACK_API kpack_error_t kpack_host_get_wrapper(const kpack_host_t* host,
                                                size_t index,
                                                kpack_host_wrapper_t* wrapper);
+
+/* The arches `kpack split` wrote record `index`'s code objects for: the
+ * kpack_arches list of its metadata, target IDs as the archives file them
+ * (e.g. "gfx90a:xnack-"), sorted, at most 256. *arches is NULL and *count
+ * 0 when the metadata has no such list (a binary kpack-ified by another
+ * tool) or the record is unusable. The strings belong to the handle.
+ * (A function of its own, not a kpack_host_wrapper_t member, so that a
+ * caller built against an older header keeps its struct size.)
+ *   INVALID_ARGUMENT  a pointer is NULL or index >= wrapper_count */
+KPACK_API kpack_error_t kpack_host_get_arches(const kpack_host_t* host,
+                                              size_t index,
+                                              const char* const** arches,
+                                              size_t* count);
 
 /* A short English description of a problem, e.g. "the metadata pointer is
  * 0 and no relocation sets it"; never NULL. */

@@ -4,10 +4,10 @@
  * ELF (.hip_fatbin, found through the HIPF records of .hipFatBinSegment)
  * leaves the file for kpack archives; each record becomes a HIPK record
  * whose pointer leads to msgpack metadata {kernel_name, kpack_search_paths}
- * in a new read-only section .rocm_kpack_ref, and whose reserved field holds
- * the record's index (the co_index the HIP runtime passes to
- * kpack_load_code_object()). docs/split.md describes the result exactly.
- * Status values are those of kpack_types.h.
+ * (and optionally kpack_arches) in a new read-only section .rocm_kpack_ref, and
+ * whose reserved field holds the record's index (the co_index the HIP runtime
+ * passes to kpack_load_code_object()). docs/split.md describes the result
+ * exactly. Status values are those of kpack_types.h.
  */
 #ifndef ROCM_KPACK_TRANSFORM_H
 #define ROCM_KPACK_TRANSFORM_H
@@ -61,6 +61,15 @@ typedef struct kpack_transform_options {
   const char* const* search_paths; /* e.g. "../.kpack/rand_@GFXARCH@.kpack"
                                       at least one */
   size_t search_path_count;
+  /* The arches the binary's code objects were written for, as the
+   * archives file them (e.g. "gfx90a:xnack-"), recorded as a third key,
+   * kpack_arches, after the two the loader reads: tools such as `kpack
+   * verify --binary` then know which archives must exist. Written sorted,
+   * duplicates dropped; at most 256, each 1 to 255 bytes. With
+   * arch_count 0 (a zero-initialized struct) the key is left out and the
+   * metadata is the two-key map, byte for byte. */
+  const char* const* arches;
+  size_t arch_count;
 } kpack_transform_options_t;
 
 typedef struct kpack_transform_result {
@@ -74,8 +83,9 @@ typedef struct kpack_transform_result {
  * (an empty regular file open for writing; not closed, not synced). The
  * input is read, never written. Memory stays small whatever the size of the
  * input: the file is streamed through a fixed buffer.
- *   INVALID_ARGUMENT  a pointer is NULL, no search path, or the input is not
- *                     KPACK_TRANSFORM_FAT
+ *   INVALID_ARGUMENT  a pointer is NULL, no search path, an empty or
+ *                     overlong arch, more than 256 arches, metadata over
+ *                     64 KiB, or the input is not KPACK_TRANSFORM_FAT
  *   FILE_NOT_FOUND    no file at input_path
  *   IO_ERROR          a read or write failed
  *   INVALID_FORMAT    the ELF cannot be transformed: truncated or malformed,

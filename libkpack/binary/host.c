@@ -211,6 +211,25 @@ KPACK_API kpack_error_t kpack_host_get_wrapper(const kpack_host_t* host,
   return wrapper->status;
 }
 
+KPACK_API kpack_error_t kpack_host_get_arches(const kpack_host_t* host,
+                                              size_t index,
+                                              const char* const** arches,
+                                              size_t* count) {
+  if (arches != NULL)
+    *arches = NULL;
+  if (count != NULL)
+    *count = 0;
+  if (host == NULL || arches == NULL || count == NULL ||
+      index >= host->info.wrapper_count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  const kp_strlist* list = &host->metadata[index].arches;
+  if (host->wrappers[index].problem == KPACK_HOST_OK && list->count > 0) {
+    *arches = (const char* const*)list->items;
+    *count = list->count;
+  }
+  return KPACK_SUCCESS;
+}
+
 KPACK_API const char* kpack_host_problem_string(kpack_host_problem_t problem) {
   switch (problem) {
     case KPACK_HOST_OK:
@@ -227,7 +246,7 @@ KPACK_API const char* kpack_host_problem_string(kpack_host_problem_t problem) {
       return "the metadata pointer is outside .rocm_kpack_ref";
     case KPACK_HOST_BAD_METADATA:
       return "the metadata is not a {kernel_name, kpack_search_paths} map "
-             "(malformed, truncated or missing a key)";
+             "(malformed, truncated, missing a key, or a bad kpack_arches)";
   }
   return "unknown problem";
 }

@@ -130,11 +130,33 @@ static void mp_str(uint8_t* out, size_t* n, const char* s) {
   *n += len;
 }
 
+/* A msgpack array header for n entries (n < 65536), shortest form. */
+static void mp_array(uint8_t* out, size_t* n, size_t count) {
+  if (count < 16) {
+    out[(*n)++] = (uint8_t)(0x90 | count);
+  } else {
+    out[(*n)++] = 0xdc;
+    out[(*n)++] = (uint8_t)(count >> 8);
+    out[(*n)++] = (uint8_t)count;
+  }
+}
+
+static int compare_strings(const void* a, const void* b) {
+  return strcmp(*(const char* const*)a, *(const char* const*)b);
+}
+
 /* The map {"kernel_name": NAME, "kpack_search_paths": [PATTERN...]}, keys
- * in that order, in the shortest encodings; malloc'ed. */
+ * in that order, in the shortest encodings, then "kpack_arches": [ARCH...]
+ * (sorted, without duplicates) when arches are given; malloc'ed. Without
+ * arches the bytes are exactly those of a two-key map. */
 static kpack_error_t encode_metadata(tf_state* st,
                                      const kpack_transform_options_t* o,
                                      uint8_t** out, size_t* size) {
+  kpack_error_t err = KPACK_SUCCESS;
+  const char** arches = NULL;
+  size_t arch_count = 0; /* distinct */
+  uint8_t* b = NULL;
+  size_t n = 0;
   size_t cap = 64 + strlen(o->kernel_name);
   for (size_t i = 0; i < o->search_path_count; i++) {
     if (o->search_paths[i] == NULL || o->search_paths[i][0] == '\0')
@@ -142,31 +164,60 @@ static kpack_error_t encode_metadata(tf_state* st,
                      "search path %zu is empty", i);
     cap += 5 + strlen(o->search_paths[i]);
   }
-  if (cap > KP_HIPK_MAX_SIZE)
+  if (o->arch_count > KP_HIPK_MAX_ARCHES)
     return tf_fail(st, KPACK_ERROR_INVALID_ARGUMENT,
-                   "metadata of about %zu bytes exceeds the %zu a loader "
-                   "reads",
-                   cap, KP_HIPK_MAX_SIZE);
-  uint8_t* b = malloc(cap);
-  size_t n = 0;
-  if (b == NULL)
-    return tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
-  b[n++] = 0x82; /* fixmap, 2 pairs */
+                   "%zu arches, more than the %d a reader accepts",
+                   o->arch_count, KP_HIPK_MAX_ARCHES);
+  if (o->arch_count > 0) {
+    if ((arches = malloc(o->arch_count * sizeof(*arches))) == NULL)
+      return tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (size_t i = 0; i < o->arch_count; i++) {
+      size_t len = o->arches[i] != NULL ? strlen(o->arches[i]) : 0;
+      if (len == 0 || len > KP_HIPK_MAX_ARCH_LEN) {
+        err = tf_fail(st, KPACK_ERROR_INVALID_ARGUMENT,
+                      "arch %zu is empty or longer than %d bytes", i,
+                      KP_HIPK_MAX_ARCH_LEN);
+        goto done;
+      }
+      arches[i] = o->arches[i];
+    }
+    qsort(arches, o->arch_count, sizeof(*arches), compare_strings);
+    for (size_t i = 0; i < o->arch_count; i++)
+      if (i == 0 || strcmp(arches[i], arches[arch_count - 1]) != 0)
+        arches[arch_count++] = arches[i];
+    cap += 16;
+    for (size_t i = 0; i < arch_count; i++)
+      cap += 2 + strlen(arches[i]);
+  }
+  if (cap > KP_HIPK_MAX_SIZE) {
+    err = tf_fail(st, KPACK_ERROR_INVALID_ARGUMENT,
+                  "metadata of about %zu bytes exceeds the %zu a loader "
+                  "reads",
+                  cap, KP_HIPK_MAX_SIZE);
+    goto done;
+  }
+  if ((b = malloc(cap)) == NULL) {
+    err = tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
+    goto done;
+  }
+  b[n++] = arch_count > 0 ? 0x83 : 0x82; /* fixmap, 3 or 2 pairs */
   mp_str(b, &n, "kernel_name");
   mp_str(b, &n, o->kernel_name);
   mp_str(b, &n, "kpack_search_paths");
-  if (o->search_path_count < 16) {
-    b[n++] = (uint8_t)(0x90 | o->search_path_count);
-  } else {
-    b[n++] = 0xdc;
-    b[n++] = (uint8_t)(o->search_path_count >> 8);
-    b[n++] = (uint8_t)o->search_path_count;
-  }
+  mp_array(b, &n, o->search_path_count);
   for (size_t i = 0; i < o->search_path_count; i++)
     mp_str(b, &n, o->search_paths[i]);
+  if (arch_count > 0) {
+    mp_str(b, &n, "kpack_arches");
+    mp_array(b, &n, arch_count);
+    for (size_t i = 0; i < arch_count; i++)
+      mp_str(b, &n, arches[i]);
+  }
   *out = b;
   *size = n;
-  return KPACK_SUCCESS;
+done:
+  free(arches);
+  return err;
 }
 
 /* ---- reading the input ----------------------------------------------------
@@ -943,10 +994,10 @@ KPACK_API kpack_error_t kpack_transform_write(
   memset(result, 0, sizeof(*result));
   if (input_path == NULL || options == NULL || options->kernel_name == NULL ||
       options->search_path_count == 0 || options->search_paths == NULL ||
-      output_fd < 0) {
+      (options->arch_count > 0 && options->arches == NULL) || output_fd < 0) {
     snprintf(message->text, sizeof(message->text),
-             "transform: a path, the output, a kernel name or the search "
-             "paths are missing");
+             "transform: a path, the output, a kernel name, the search "
+             "paths or the arches are missing");
     return KPACK_ERROR_INVALID_ARGUMENT;
   }
   kpack_error_t err = kp_input_open(input_path, &st.in);

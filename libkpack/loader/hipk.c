@@ -45,8 +45,32 @@ static kpack_error_t read_search_paths(mp_cursor* c, kp_strlist* out) {
   return KPACK_SUCCESS;
 }
 
+/* kpack_arches: what tools read to know which arches a binary was split
+ * for. Checked as strictly as the required keys, so that a tool never acts
+ * on a list it half understood. */
+static kpack_error_t read_arches(mp_cursor* c, kp_strlist* out) {
+  uint32_t n;
+  if (mp_read_array(c, &n) != MP_OK || n == 0 || n > KP_HIPK_MAX_ARCHES)
+    return KPACK_ERROR_INVALID_METADATA;
+  for (uint32_t i = 0; i < n; i++) {
+    const char* s;
+    uint32_t len;
+    kpack_error_t err;
+    if (mp_read_str(c, &s, &len) != MP_OK || len == 0 ||
+        len > KP_HIPK_MAX_ARCH_LEN)
+      return KPACK_ERROR_INVALID_METADATA;
+    char* arch = copy_str(s, len, &err);
+    if (arch == NULL)
+      return err;
+    if ((err = kp_strlist_push_owned(out, arch)) != KPACK_SUCCESS)
+      return err;
+  }
+  return KPACK_SUCCESS;
+}
+
 /* One key and its value. HIPK fields are checked; anything else skipped. */
-static kpack_error_t read_entry(mp_cursor* c, kp_hipk* out, bool* have_paths) {
+static kpack_error_t read_entry(mp_cursor* c, kp_hipk* out, bool* have_paths,
+                                bool* have_arches) {
   const char* key;
   uint32_t len;
   kpack_error_t err;
@@ -74,19 +98,25 @@ static kpack_error_t read_entry(mp_cursor* c, kp_hipk* out, bool* have_paths) {
     *have_paths = true;
     return read_search_paths(c, &out->search_paths);
   }
+  if (mp_str_eq(key, len, "kpack_arches")) {
+    if (*have_arches)
+      return KPACK_ERROR_INVALID_METADATA;
+    *have_arches = true;
+    return read_arches(c, &out->arches);
+  }
   return mp_skip(c) == MP_OK ? KPACK_SUCCESS : KPACK_ERROR_INVALID_METADATA;
 }
 
 kpack_error_t kp_hipk_parse(const void* data, size_t size, kp_hipk* out) {
   kpack_error_t err = KPACK_ERROR_INVALID_METADATA;
   mp_cursor c = mp_cursor_make(data, size);
-  bool have_paths = false;
+  bool have_paths = false, have_arches = false;
   uint32_t n;
   memset(out, 0, sizeof(*out));
   if (mp_read_map(&c, &n) != MP_OK)
     goto fail;
   for (uint32_t i = 0; i < n; i++)
-    if ((err = read_entry(&c, out, &have_paths)) != KPACK_SUCCESS)
+    if ((err = read_entry(&c, out, &have_paths, &have_arches)) != KPACK_SUCCESS)
       goto fail;
   if (out->kernel_name == NULL || !have_paths) {
     err = KPACK_ERROR_INVALID_METADATA;
@@ -142,4 +172,5 @@ void kp_hipk_free(kp_hipk* hipk) {
   free(hipk->kernel_name);
   hipk->kernel_name = NULL;
   kp_strlist_free(&hipk->search_paths);
+  kp_strlist_free(&hipk->arches);
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: MIT
  *
  * HIPK metadata, the msgpack map a HIP binary carries instead of its device
- * code: {kernel_name: str, kpack_search_paths: [str, ...]}. Owned by
- * hipk.c; the parsed result belongs to the caller.
+ * code: {kernel_name: str, kpack_search_paths: [str, ...]}, and from
+ * `kpack split` also kpack_arches: [str, ...], the arches it wrote the
+ * binary's code objects for. Owned by hipk.c; the parsed result belongs to
+ * the caller.
  */
 #ifndef KPACK_HIPK_H
 #define KPACK_HIPK_H
@@ -15,16 +17,26 @@
 /* The most metadata bytes ever read from the caller's pointer. */
 #define KP_HIPK_MAX_SIZE ((size_t)64 * 1024)
 
+/* Bounds of kpack_arches: entries, and bytes of one target ID. A real
+ * build targets a few dozen arches; the bounds keep hostile metadata from
+ * making a tool check thousands of agents. */
+#define KP_HIPK_MAX_ARCHES 256
+#define KP_HIPK_MAX_ARCH_LEN 255
+
 typedef struct kp_hipk {
   char* kernel_name;
   kp_strlist search_paths; /* in metadata order, as written (may be "") */
+  kp_strlist arches;       /* kpack_arches as written; empty when absent */
 } kp_hipk;
 
 /* Parses the map at the start of [data, data + size); bytes after it are
- * ignored. Unknown keys are skipped.
+ * ignored. Unknown keys are skipped; kpack_arches is optional.
  *   INVALID_METADATA  not a map, truncated, a key missing, repeated or of
  *                     the wrong type, an empty kernel_name or search path
- *                     array, or a string with an embedded NUL
+ *                     array, a string with an embedded NUL, or a
+ *                     kpack_arches that is not an array of 1 to
+ *                     KP_HIPK_MAX_ARCHES strings of 1 to
+ *                     KP_HIPK_MAX_ARCH_LEN bytes
  *   OUT_OF_MEMORY     allocation failed
  * On failure *out is left empty. */
 kpack_error_t kp_hipk_parse(const void* data, size_t size, kp_hipk* out);

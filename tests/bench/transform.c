@@ -25,7 +25,9 @@ static bn_proc transform_once(const char* in, const char* out) {
     bn_die("fork");
   if (pid == 0) {
     const char* paths[] = {"../.kpack/synth_@GFXARCH@.kpack"};
-    kpack_transform_options_t o = {"lib/libsynth.so", paths, 1};
+    kpack_transform_options_t o = {.kernel_name = "lib/libsynth.so",
+                                   .search_paths = paths,
+                                   .search_path_count = 1};
     kpack_transform_message_t msg;
     int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     kpack_error_t err = fd < 0 ? KPACK_ERROR_IO_ERROR

@@ -954,6 +954,17 @@ size_t kf_host_input(const uint8_t* data, size_t size) {
     require(kpack_host_problem_string(w.problem) != NULL, "problem string");
     any_hipk |= w.magic == KPACK_HOST_HIPK_MAGIC;
     any_hipf |= w.magic == KPACK_HOST_HIPF_MAGIC;
+    const char* const* arches;
+    size_t arch_count;
+    require(
+        kpack_host_get_arches(h, i, &arches, &arch_count) == KPACK_SUCCESS &&
+            (arches == NULL) == (arch_count == 0),
+        "recorded arches");
+    require(arch_count == 0 ||
+                (w.magic == KPACK_HOST_HIPK_MAGIC && err == KPACK_SUCCESS),
+            "recorded arches on an unusable record");
+    for (size_t j = 0; j < arch_count; j++)
+      require(arches[j] != NULL && *arches[j] != '\0', "an empty arch");
     if (w.magic == KPACK_HOST_HIPK_MAGIC && err == KPACK_SUCCESS) {
       require(w.kernel_name != NULL && *w.kernel_name != '\0' &&
                   w.search_path_count > 0,
@@ -1002,7 +1013,9 @@ static uint8_t* map_memfd(int fd, size_t* size) {
 
 size_t kf_transform_input(const uint8_t* data, size_t size) {
   static const char* const paths[] = {KF_ARCHIVE_PATTERN};
-  kpack_transform_options_t o = {KF_KERNEL_NAME, paths, 1};
+  kpack_transform_options_t o = {.kernel_name = KF_KERNEL_NAME,
+                                 .search_paths = paths,
+                                 .search_path_count = 1};
   kpack_transform_message_t msg;
   kpack_transform_result_t r;
   kpack_transform_kind_t kind;

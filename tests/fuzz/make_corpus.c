@@ -278,6 +278,32 @@ static void hipk_seed(const char* name, const char* kernel,
   msgpack_sbuffer_destroy(&buf);
 }
 
+/* The map `kpack split` writes, with kpack_arches after the loader's keys;
+ * `valid` false gives a list the reader must refuse (an entry that is no
+ * string). */
+static void hipk_arches_seed(const char* name, bool valid) {
+  msgpack_sbuffer buf;
+  msgpack_packer pk;
+  msgpack_sbuffer_init(&buf);
+  msgpack_packer_init(&pk, &buf, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, 3);
+  pack_str(&pk, "kernel_name");
+  pack_str(&pk, KF_KERNEL_NAME);
+  pack_str(&pk, "kpack_search_paths");
+  msgpack_pack_array(&pk, 1);
+  pack_str(&pk, KF_ARCHIVE_PATTERN);
+  pack_str(&pk, "kpack_arches");
+  msgpack_pack_array(&pk, 3);
+  pack_str(&pk, "gfx90a");
+  pack_str(&pk, "gfx90a:xnack-");
+  if (valid)
+    pack_str(&pk, "gfx942");
+  else
+    msgpack_pack_uint16(&pk, 942);
+  save("hipk", name, buf.data, buf.size);
+  msgpack_sbuffer_destroy(&buf);
+}
+
 /* The same map with the widest encodings: map16, str16, array16. */
 static void hipk_wide_seed(void) {
   uint8_t out[256];
@@ -319,6 +345,8 @@ static void hipk_seeds(void) {
   const char* fixed[] = {"../.kpack/foo_gfx942.kpack"};
   hipk_seed("fixed-arch-path.msgpack", KF_KERNEL_NAME, fixed, 1, false);
   hipk_wide_seed();
+  hipk_arches_seed("arches.msgpack", true);
+  hipk_arches_seed("bad-arches.msgpack", false);
 }
 
 /* ---- offload bundles and host ELF images --------------------------------- */
