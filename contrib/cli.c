@@ -69,6 +69,39 @@ void cli_kerror(const char* subject, kpack_error_t err) {
             cli_error_text(err));
 }
 
+void cli_output_error(const char* path, kpack_error_t err, int sys_errno) {
+  if (sys_errno != 0)
+    cli_error("%s: cannot write: %s", path, strerror(sys_errno));
+  else
+    cli_error("%s: cannot write: %s (%s)", path, kpack_error_string(err),
+              cli_error_text(err));
+}
+
+bool cli_is_write_errno(int sys_errno) {
+  return sys_errno == ENOSPC || sys_errno == EDQUOT || sys_errno == EROFS ||
+         sys_errno == EFBIG;
+}
+
+void cli_writer_error(const kpack_writer_t* writer, kpack_error_t err,
+                      const char* out, const char* source, const char* binary,
+                      const char* arch) {
+  kpack_writer_failure_t why;
+  kpack_writer_get_failure(writer, &why);
+  if (why.side == KPACK_WRITER_SIDE_ARCHIVE) {
+    cli_output_error(out, err, why.sys_errno);
+  } else if (why.side == KPACK_WRITER_SIDE_SOURCE && source != NULL) {
+    if (why.sys_errno != 0)
+      cli_error("%s: %s for %s: cannot read: %s", source, binary, arch,
+                strerror(why.sys_errno));
+    else
+      cli_error("%s: %s for %s: %s (%s)", source, binary, arch,
+                kpack_error_string(err), cli_error_text(err));
+  } else {
+    cli_error("%s for %s: %s (%s)", binary, arch, kpack_error_string(err),
+              cli_error_text(err));
+  }
+}
+
 int cli_usage_error(const cli_command* cmd, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
