@@ -69,6 +69,14 @@ void cli_kerror(const char* subject, kpack_error_t err) {
             cli_error_text(err));
 }
 
+void cli_input_error(const char* path, kpack_error_t err, int sys_errno) {
+  if (err == KPACK_ERROR_IO_ERROR && sys_errno != 0)
+    cli_error("%s: %s (%s)", path, kpack_error_string(err),
+              strerror(sys_errno));
+  else
+    cli_kerror(path, err);
+}
+
 void cli_output_error(const char* path, kpack_error_t err, int sys_errno) {
   if (sys_errno != 0)
     cli_error("%s: cannot write: %s", path, strerror(sys_errno));
@@ -460,7 +468,7 @@ cli_walk cli_walk_archive(const char* path, cli_kernel_fn fn, void* user,
   kpack_error_t err = kpack_open(path, &archive);
   cli_walk walk = CLI_WALKED;
   if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
+    cli_input_error(path, err, errno); /* kpack_open() keeps errno */
     walk = CLI_WALK_UNOPENED;
   } else if ((err = cli_for_each_kernel(archive, fn, user)) != KPACK_SUCCESS) {
     cli_kerror(path, err);

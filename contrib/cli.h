@@ -44,6 +44,10 @@ extern const cli_command cli_list_command, cli_info_command, cli_cat_command,
 void cli_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "kpack: <subject>: KPACK_ERROR_X (<what it means>)" on stderr. */
 void cli_kerror(const char* subject, kpack_error_t err);
+/* A failure to open or read the input `path`: as cli_kerror(), the
+ * system's reason (strerror(sys_errno), e.g. "Permission denied") in
+ * place of the status's phrase when there is one. */
+void cli_input_error(const char* path, kpack_error_t err, int sys_errno);
 /* A failure to write the output `path` (an archive, a mirrored file, an
  * extracted kernel): "kpack: <path>: cannot write: <reason>", the reason
  * being the system's (strerror(sys_errno), e.g. "No space left on

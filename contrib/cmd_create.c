@@ -820,7 +820,7 @@ static bool open_archive_source(cr_source* src) {
   kpack_error_t err = kpack_open(src->path, &src->archive);
   if (err == KPACK_SUCCESS)
     return true;
-  cli_kerror(src->path, err);
+  cli_input_error(src->path, err, errno); /* kpack_open() keeps errno */
   if (err == KPACK_ERROR_INVALID_FORMAT) {
     char magic[4] = {0};
     FILE* f = fopen(src->path, "rb");

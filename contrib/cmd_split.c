@@ -681,7 +681,7 @@ static bool write_archive(sp_state* s, const char* path, size_t first,
         old_keys[old_count++] = key;
     }
     if (err != KPACK_SUCCESS) {
-      cli_kerror(old->src, err);
+      cli_input_error(old->src, err, errno); /* from kpack_open() */
       goto done;
     }
     /* Sorted already: an archive lists its binaries byte-wise (kpack.h). */

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT
  *
- * The kpack tool when its output cannot be written: a full disk (a small
- * tmpfs) and a read-only filesystem, for split, create and extract. Each
- * message names the file being written and the system's reason, the run
- * stops at the first failure, and what a failed run made is taken back.
- * Needs root (mount); skipped without it.
+ * The kpack tool when a file cannot be written or read: a full disk (a
+ * small tmpfs), a read-only filesystem and an unreadable input, for split,
+ * create and extract. Each message names the file and the system's reason,
+ * the run stops at the first failed write, and what a failed run made is
+ * taken back. Needs root (mount, setpriv); skipped without it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -167,7 +167,8 @@ static char* describe(const char* dir) {
 /* The archive does not fit: the message names it with the system's reason
  * (not a TOC key, not an input), and the output directory, which the run
  * made, is gone again. The input is untouched. */
-static void test_split_to_a_full_disk_names_the_archive_and_takes_back_its_output(
+static void
+test_split_to_a_full_disk_names_the_archive_and_takes_back_its_output(
     void** state) {
   (void)state;
   char* in = write_tree(600 << 10, 1000);
@@ -213,8 +214,8 @@ static void test_split_to_a_full_disk_reports_what_it_replaced(void** state) {
   kt_write_file(old_archive, "old", 3);
   kt_write_file(keep, "keep", 4);
   char *stdout_text, *err, *expected;
-  int rc = KP(&stdout_text, &err, "split", "-q", "-o", out, "--prefix", "fat",
-              in);
+  int rc =
+      KP(&stdout_text, &err, "split", "-q", "-o", out, "--prefix", "fat", in);
   assert_int_equal(rc, 1);
   assert_true(asprintf(&expected,
                        "kpack: %s/share/data: cannot write: No space left on "
@@ -367,6 +368,45 @@ static void test_create_to_a_read_only_filesystem_says_so(void** state) {
   free(k);
 }
 
+/* An input archive the user may not read: named, with the system's
+ * reason rather than "read or write error". */
+static void test_create_from_an_unreadable_archive_says_why(void** state) {
+  (void)state;
+  if (geteuid() != 0)
+    skip(); /* runs the tool as nobody */
+  void* k = noise(1000, 4);
+  kt_kernel kernels[] = {{"lib/x.so#0", "gfx90a", k, 1000}};
+  char* input = path_in("in.kpack");
+  char* out = path_in("out.kpack");
+  kt_write_archive(input, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, kernels,
+                   1);
+  assert_int_equal(chmod(input, 0600), 0);
+  assert_int_equal(chmod(kt_tmp, 0755), 0); /* the file, not its directory */
+  char *err, *expected;
+  char* argv[] = {"setpriv",
+                  "--reuid=65534",
+                  "--regid=65534",
+                  "--clear-groups",
+                  "--",
+                  tool,
+                  "create",
+                  "-q",
+                  "-o",
+                  out,
+                  input,
+                  NULL};
+  assert_int_equal(kt_run(argv, 60, NULL, &err), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: KPACK_ERROR_IO_ERROR (Permission denied)\n",
+                       input) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  free(out);
+  free(input);
+  free(k);
+}
+
 /* ---- extract ----------------------------------------------------------------
  */
 
@@ -383,8 +423,8 @@ static char* write_many(void) {
     kernels[i] = (kt_kernel){names[i], "gfx90a", data[i], EXTRACT_SIZE};
   }
   char* archive = path_in("many.kpack");
-  kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0,
-                   kernels, EXTRACT_KERNELS);
+  kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, kernels,
+                   EXTRACT_KERNELS);
   for (size_t i = 0; i < EXTRACT_KERNELS; i++)
     free(data[i]);
   return archive;
@@ -443,8 +483,7 @@ static void test_extract_to_a_full_disk_stops_at_the_first_failure(
 
 /* A read-only directory: one message with the system's reason, not one per
  * kernel. */
-static void test_extract_to_a_read_only_filesystem_stops_at_once(
-    void** state) {
+static void test_extract_to_a_read_only_filesystem_stops_at_once(void** state) {
   (void)state;
   char* archive = write_many();
   char* ro = mount_tmpfs("ro", "256k", true);
@@ -477,6 +516,8 @@ int main(void) {
           test_create_to_a_full_disk_blames_the_output, setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_create_to_a_read_only_filesystem_says_so, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_from_an_unreadable_archive_says_why, setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_extract_to_a_full_disk_stops_at_the_first_failure, setup,
           teardown),
