@@ -199,6 +199,30 @@ test_split_to_a_full_disk_names_the_archive_and_takes_back_its_output(
   free(in);
 }
 
+/* Not even the transformed binary fits: it is named, not its input. */
+static void test_split_to_a_full_disk_names_the_binary_being_written(
+    void** state) {
+  (void)state;
+  char* in = write_tree(2000, 10);
+  char* full = mount_tmpfs("full", "8k", false);
+  char* out = kt_path(full, "out");
+  char *err, *expected;
+  assert_int_equal(KP(NULL, &err, "split", "-q", "-o", out, in), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s/lib/libfat.so.1: cannot write: No space "
+                       "left on device\n"
+                       "kpack: %s: the files and directories this run made "
+                       "were removed\n",
+                       out, out) > 0);
+  assert_string_equal(err, expected);
+  assert_empty_dir(full);
+  free(expected);
+  free(err);
+  free(out);
+  free(full);
+  free(in);
+}
+
 /* A mirrored file does not fit: the message names the copy, not its
  * source; the archives already written and the directories are removed;
  * what was there before stays, and a file the run replaced is reported. */
@@ -507,6 +531,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           test_split_to_a_full_disk_names_the_archive_and_takes_back_its_output,
           setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_to_a_full_disk_names_the_binary_being_written, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(
           test_split_to_a_full_disk_reports_what_it_replaced, setup, teardown),
       cmocka_unit_test_setup_teardown(
