@@ -70,9 +70,13 @@ void cli_kerror(const char* subject, kpack_error_t err) {
 }
 
 void cli_input_error(const char* path, kpack_error_t err, int sys_errno) {
+  struct stat st;
+  /* The library gives EISDIR for any file that is not a regular one. */
+  bool other = sys_errno == EISDIR && stat(path, &st) == 0 &&
+               !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode);
   if (err == KPACK_ERROR_IO_ERROR && sys_errno != 0)
     cli_error("%s: %s (%s)", path, kpack_error_string(err),
-              strerror(sys_errno));
+              other ? "not a regular file" : strerror(sys_errno));
   else
     cli_kerror(path, err);
 }

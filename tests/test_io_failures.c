@@ -434,6 +434,25 @@ static void test_create_from_an_unreadable_archive_says_why(void** state) {
 /* ---- extract ----------------------------------------------------------------
  */
 
+/* A FIFO given as an archive is not read (it could block) and is called
+ * what it is, not a directory. */
+static void test_extract_of_a_fifo_says_it_is_no_regular_file(void** state) {
+  (void)state;
+  char* fifo = path_in("fifo.kpack");
+  char* dir = path_in("tree");
+  assert_int_equal(mkfifo(fifo, 0644), 0);
+  char *err, *expected;
+  assert_int_equal(KP(NULL, &err, "extract", "-C", dir, fifo), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: KPACK_ERROR_IO_ERROR (not a regular file)\n",
+                       fifo) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  free(dir);
+  free(fifo);
+}
+
 enum { EXTRACT_KERNELS = 40, EXTRACT_SIZE = 20000 };
 
 /* An archive of 40 incompressible kernels lib/x.so#N for gfx90a. */
@@ -545,6 +564,8 @@ int main(void) {
           test_create_to_a_read_only_filesystem_says_so, setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_create_from_an_unreadable_archive_says_why, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_extract_of_a_fifo_says_it_is_no_regular_file, setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_extract_to_a_full_disk_stops_at_the_first_failure, setup,
           teardown),

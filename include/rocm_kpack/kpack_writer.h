@@ -122,9 +122,11 @@ KPACK_API kpack_error_t kpack_writer_finish(kpack_writer_t* writer);
 typedef enum kpack_writer_side {
   KPACK_WRITER_SIDE_NONE = 0, /* a refused argument (a name already added,
                                  metadata that is not one map) or memory */
-  KPACK_WRITER_SIDE_ARCHIVE,  /* the archive: writing its temporary file
-                                 failed, now or in an earlier call (the
-                                 writer is poisoned) */
+  KPACK_WRITER_SIDE_ARCHIVE,  /* the archive: the writer is poisoned, in
+                                 this call or an earlier one, by a failed
+                                 write of its temporary file (sys_errno
+                                 says why) or by memory running out with a
+                                 kernel half recorded */
   KPACK_WRITER_SIDE_SOURCE,   /* the archive kpack_writer_copy_kernel() reads:
                                  the kernel is missing, unreadable or does
                                  not read back (the writer stays usable) */
@@ -139,9 +141,10 @@ typedef struct kpack_writer_failure {
 
 /* Fills *failure with what the last failed call on `writer` failed on
  * ({NONE, 0} when no call failed, or `writer` is NULL). A call that
- * succeeds leaves it as it was. The calls that free or never return a
- * writer (kpack_writer_create(), kpack_writer_finish()) fail on the
- * archive only, and say why in errno. */
+ * succeeds, or is refused for a NULL pointer or unknown flags, leaves it
+ * as it was. The calls that free or never return a writer
+ * (kpack_writer_create(), kpack_writer_finish()) fail on the archive
+ * only, and say why in errno. */
 KPACK_API void kpack_writer_get_failure(const kpack_writer_t* writer,
                                         kpack_writer_failure_t* failure);
 
