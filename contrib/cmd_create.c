@@ -337,6 +337,10 @@ static bool scan_fatbin(cr_state* s, size_t source) {
   cr_source* src = &s->sources[source];
   kpack_fatbin_info_t info;
   kpack_error_t err = kpack_fatbin_open(src->path, &src->fatbin);
+  if (err == KPACK_ERROR_IO_ERROR) {
+    cli_input_error(src->path, err, errno); /* kpack_fatbin_open() keeps it */
+    return false;
+  }
   if (err == KPACK_SUCCESS)
     err = kpack_fatbin_get_info(src->fatbin, &info);
   if (err != KPACK_SUCCESS) {

@@ -392,9 +392,24 @@ static void test_create_to_a_read_only_filesystem_says_so(void** state) {
   free(k);
 }
 
-/* An input archive the user may not read: named, with the system's
- * reason rather than "read or write error". */
-static void test_create_from_an_unreadable_archive_says_why(void** state) {
+/* Runs the tool with `args` (NULL-terminated) as the user nobody; its
+ * exit status, its stderr in *err. */
+static int run_as_nobody(const char* const* args, char** err) {
+  char* argv[16] = {
+      "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+      tool};
+  size_t n = 6;
+  for (; *args != NULL; args++) {
+    assert_true(n < 15);
+    argv[n++] = (char*)*args;
+  }
+  argv[n] = NULL;
+  return kt_run(argv, 60, NULL, err);
+}
+
+/* An input archive or fat binary the user may not read: named, with the
+ * system's reason rather than "read or write error". */
+static void test_create_from_an_unreadable_input_says_why(void** state) {
   (void)state;
   if (geteuid() != 0)
     skip(); /* runs the tool as nobody */
@@ -407,25 +422,23 @@ static void test_create_from_an_unreadable_archive_says_why(void** state) {
   assert_int_equal(chmod(input, 0600), 0);
   assert_int_equal(chmod(kt_tmp, 0755), 0); /* the file, not its directory */
   char *err, *expected;
-  char* argv[] = {"setpriv",
-                  "--reuid=65534",
-                  "--regid=65534",
-                  "--clear-groups",
-                  "--",
-                  tool,
-                  "create",
-                  "-q",
-                  "-o",
-                  out,
-                  input,
-                  NULL};
-  assert_int_equal(kt_run(argv, 60, NULL, &err), 1);
   assert_true(asprintf(&expected,
                        "kpack: %s: KPACK_ERROR_IO_ERROR (Permission denied)\n",
                        input) > 0);
+  assert_int_equal(
+      run_as_nobody(
+          (const char* const[]){"create", "-q", "-o", out, input, NULL}, &err),
+      1);
   assert_string_equal(err, expected);
-  free(expected);
   free(err);
+  assert_int_equal(
+      run_as_nobody((const char* const[]){"create", "-q", "-o", out, "--fatbin",
+                                          input, NULL},
+                    &err),
+      1);
+  assert_string_equal(err, expected);
+  free(err);
+  free(expected);
   free(out);
   free(input);
   free(k);
@@ -563,7 +576,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           test_create_to_a_read_only_filesystem_says_so, setup, teardown),
       cmocka_unit_test_setup_teardown(
-          test_create_from_an_unreadable_archive_says_why, setup, teardown),
+          test_create_from_an_unreadable_input_says_why, setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_extract_of_a_fifo_says_it_is_no_regular_file, setup, teardown),
       cmocka_unit_test_setup_teardown(
