@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
- * Whole-file replacement that a kill cannot leave half done (see
- * file_replace.h and docs/split.md, "Replacing files safely").
+ * Whole-file replacement that a kill cannot leave half done, and the
+ * undoing of a failed run's outputs (see file_replace.h and docs/split.md,
+ * "Replacing files safely" and "When a write fails").
  */
 #include <dirent.h>
 #include <errno.h>

@@ -3,7 +3,8 @@
  * Writing files so that no reader, crash or kill ever finds one half
  * written: a new file is written in full beside its destination and renamed
  * over it; a file with other hard links is rewritten in its own inode
- * through a committed redo copy that the next run completes. `kpack split`
+ * through a committed redo copy that the next run completes; and a run
+ * that fails takes back the files it made (fr_outputs). `kpack split`
  * mirrors and rewrites trees with these. docs/split.md explains the steps.
  */
 #ifndef KPACK_FILE_REPLACE_H
