@@ -102,12 +102,9 @@ void cli_writer_error(const kpack_writer_t* writer, kpack_error_t err,
   if (why.side == KPACK_WRITER_SIDE_ARCHIVE) {
     cli_output_error(out, err, why.sys_errno);
   } else if (why.side == KPACK_WRITER_SIDE_SOURCE && source != NULL) {
-    if (why.sys_errno != 0)
-      cli_error("%s: %s for %s: cannot read: %s", source, binary, arch,
-                strerror(why.sys_errno));
-    else
-      cli_error("%s: %s for %s: %s (%s)", source, binary, arch,
-                kpack_error_string(err), cli_error_text(err));
+    cli_error(
+        "%s: %s for %s: %s (%s)", source, binary, arch, kpack_error_string(err),
+        why.sys_errno != 0 ? strerror(why.sys_errno) : cli_error_text(err));
   } else {
     cli_error("%s for %s: %s (%s)", binary, arch, kpack_error_string(err),
               cli_error_text(err));
