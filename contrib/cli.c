@@ -69,6 +69,48 @@ void cli_kerror(const char* subject, kpack_error_t err) {
             cli_error_text(err));
 }
 
+void cli_input_error(const char* path, kpack_error_t err, int sys_errno) {
+  struct stat st;
+  /* The library gives EISDIR for any file that is not a regular one. */
+  bool other = sys_errno == EISDIR && stat(path, &st) == 0 &&
+               !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode);
+  if (err == KPACK_ERROR_IO_ERROR && sys_errno != 0)
+    cli_error("%s: %s (%s)", path, kpack_error_string(err),
+              other ? "not a regular file" : strerror(sys_errno));
+  else
+    cli_kerror(path, err);
+}
+
+void cli_output_error(const char* path, kpack_error_t err, int sys_errno) {
+  if (sys_errno != 0)
+    cli_error("%s: cannot write: %s", path, strerror(sys_errno));
+  else
+    cli_error("%s: cannot write: %s (%s)", path, kpack_error_string(err),
+              cli_error_text(err));
+}
+
+bool cli_is_write_errno(int sys_errno) {
+  return sys_errno == ENOSPC || sys_errno == EDQUOT || sys_errno == EROFS ||
+         sys_errno == EFBIG;
+}
+
+void cli_writer_error(const kpack_writer_t* writer, kpack_error_t err,
+                      const char* out, const char* source, const char* binary,
+                      const char* arch) {
+  kpack_writer_failure_t why;
+  kpack_writer_get_failure(writer, &why);
+  if (why.side == KPACK_WRITER_SIDE_ARCHIVE) {
+    cli_output_error(out, err, why.sys_errno);
+  } else if (why.side == KPACK_WRITER_SIDE_SOURCE && source != NULL) {
+    cli_error(
+        "%s: %s for %s: %s (%s)", source, binary, arch, kpack_error_string(err),
+        why.sys_errno != 0 ? strerror(why.sys_errno) : cli_error_text(err));
+  } else {
+    cli_error("%s for %s: %s (%s)", binary, arch, kpack_error_string(err),
+              cli_error_text(err));
+  }
+}
+
 int cli_usage_error(const cli_command* cmd, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
@@ -427,7 +469,7 @@ cli_walk cli_walk_archive(const char* path, cli_kernel_fn fn, void* user,
   kpack_error_t err = kpack_open(path, &archive);
   cli_walk walk = CLI_WALKED;
   if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
+    cli_input_error(path, err, errno); /* kpack_open() keeps errno */
     walk = CLI_WALK_UNOPENED;
   } else if ((err = cli_for_each_kernel(archive, fn, user)) != KPACK_SUCCESS) {
     cli_kerror(path, err);

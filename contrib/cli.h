@@ -44,6 +44,25 @@ extern const cli_command cli_list_command, cli_info_command, cli_cat_command,
 void cli_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "kpack: <subject>: KPACK_ERROR_X (<what it means>)" on stderr. */
 void cli_kerror(const char* subject, kpack_error_t err);
+/* A failure to open or read the input `path`: as cli_kerror(), the
+ * system's reason (strerror(sys_errno), e.g. "Permission denied") in
+ * place of the status's phrase when there is one. */
+void cli_input_error(const char* path, kpack_error_t err, int sys_errno);
+/* A failure to write the output `path` (an archive, a mirrored file, an
+ * extracted kernel): "kpack: <path>: cannot write: <reason>", the reason
+ * being the system's (strerror(sys_errno), e.g. "No space left on
+ * device") when there is one, else the status and its phrase. */
+void cli_output_error(const char* path, kpack_error_t err, int sys_errno);
+/* True for an errno only writing gives (a full disk or quota, a read-only
+ * filesystem, a file too large): no read of an input fails so. */
+bool cli_is_write_errno(int sys_errno);
+/* Reports a failed kpack_writer_add_kernel*() or kpack_writer_copy_kernel()
+ * for the kernel (binary, arch), blaming the file kpack_writer_get_failure()
+ * names: the archive `out` being written (cli_output_error()), the archive
+ * `source` being copied from, or none (a refused name or metadata). */
+void cli_writer_error(const kpack_writer_t* writer, kpack_error_t err,
+                      const char* out, const char* source, const char* binary,
+                      const char* arch);
 /* A short phrase for a status, e.g. "no such file". */
 const char* cli_error_text(kpack_error_t err);
 /* Reports a bad command line for `cmd`; returns CLI_USAGE. */

@@ -108,7 +108,9 @@ static const char create_manual[] =
     "\n"
     "EXIT STATUS\n"
     "    0 the archive was written; 1 an input or the output failed (OUT is\n"
-    "    left as it was); 2 bad command line; 130 interrupted.\n";
+    "    left as it was and no temporary file stays; the message names the\n"
+    "    input, or OUT with the system's reason, e.g. \"No space left on\n"
+    "    device\"); 2 bad command line; 130 interrupted.\n";
 // clang-format on
 
 static int create_run(int argc, char** argv);
@@ -158,6 +160,7 @@ typedef struct cr_state {
   const char** only_arches; /* --arch, deduplicated, in order */
   size_t only_count;
   bool verbose;
+  const char* out; /* -o: the archive being written, for messages */
 } cr_state;
 
 /* ---- scanning ------------------------------------------------------------ */
@@ -338,6 +341,10 @@ static bool scan_fatbin(cr_state* s, size_t source) {
   cr_source* src = &s->sources[source];
   kpack_fatbin_info_t info;
   kpack_error_t err = kpack_fatbin_open(src->path, &src->fatbin);
+  if (err == KPACK_ERROR_IO_ERROR) {
+    cli_input_error(src->path, err, errno); /* kpack_fatbin_open() keeps it */
+    return false;
+  }
   if (err == KPACK_SUCCESS)
     err = kpack_fatbin_get_info(src->fatbin, &info);
   if (err != KPACK_SUCCESS) {
@@ -658,12 +665,16 @@ static bool copy_item(const cr_state* s, const cr_item* item, kpack_writer_t* w,
   kpack_kernel_info_t info;
   kpack_error_t err =
       kpack_get_kernel_info(src->archive, item->binary, item->arch, &info);
-  if (err == KPACK_SUCCESS)
-    err = kpack_writer_copy_kernel(w, src->archive, item->binary, item->arch,
-                                   flags);
   if (err != KPACK_SUCCESS) {
     cli_error("%s: %s for %s: %s (%s)", src->path, item->binary, item->arch,
               kpack_error_string(err), cli_error_text(err));
+    return false;
+  }
+  err = kpack_writer_copy_kernel(w, src->archive, item->binary, item->arch,
+                                 flags);
+  if (err != KPACK_SUCCESS) {
+    /* A full disk is the output's failure, not the input archive's. */
+    cli_writer_error(w, err, s->out, src->path, item->binary, item->arch);
     return false;
   }
   *size = info.size;
@@ -671,8 +682,8 @@ static bool copy_item(const cr_state* s, const cr_item* item, kpack_writer_t* w,
 }
 
 /* Adds a tree's kernel with the metadata map beside it, if any. */
-static bool add_tree_item(const cr_item* item, kpack_writer_t* w,
-                          uint64_t* size) {
+static bool add_tree_item(const cr_state* s, const cr_item* item,
+                          kpack_writer_t* w, uint64_t* size) {
   void *data = NULL, *meta = NULL;
   size_t n, meta_size = 0;
   bool ok = false;
@@ -691,9 +702,7 @@ static bool add_tree_item(const cr_item* item, kpack_writer_t* w,
     cli_error("%s: not one MessagePack map (%s)", item->metadata_file,
               kpack_error_string(err));
   } else if (err != KPACK_SUCCESS) {
-    char subject[512];
-    snprintf(subject, sizeof(subject), "%s for %s", item->binary, item->arch);
-    cli_kerror(subject, err);
+    cli_writer_error(w, err, s->out, NULL, item->binary, item->arch);
   } else {
     ok = true;
     *size = n;
@@ -725,7 +734,7 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
     if (src->archive != NULL || item->file != NULL) {
       uint64_t added = 0;
       ok = src->archive != NULL ? copy_item(s, item, w, flags, &added)
-                                : add_tree_item(item, w, &added);
+                                : add_tree_item(s, item, w, &added);
       *bytes += added;
       show_progress(&prog, i + 1, s->count, *bytes);
       continue;
@@ -738,9 +747,7 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
     kpack_error_t err =
         kpack_writer_add_kernel(w, item->binary, item->arch, data, size);
     if (err != KPACK_SUCCESS) {
-      char subject[512];
-      snprintf(subject, sizeof(subject), "%s for %s", item->binary, item->arch);
-      cli_kerror(subject, err);
+      cli_writer_error(w, err, s->out, NULL, item->binary, item->arch);
       ok = false;
     }
     *bytes += size;
@@ -821,7 +828,7 @@ static bool open_archive_source(cr_source* src) {
   kpack_error_t err = kpack_open(src->path, &src->archive);
   if (err == KPACK_SUCCESS)
     return true;
-  cli_kerror(src->path, err);
+  cli_input_error(src->path, err, errno); /* kpack_open() keeps errno */
   if (err == KPACK_ERROR_INVALID_FORMAT) {
     char magic[4] = {0};
     FILE* f = fopen(src->path, "rb");
@@ -1006,19 +1013,23 @@ static int create_run(int argc, char** argv) {
   if (wo.gfx_arch_family == NULL)
     wo.gfx_arch_family = agreed_header(&s, true);
 
+  s.out = out;
   kpack_error_t err = kpack_writer_create(out, &wo, &writer);
   if (err != KPACK_SUCCESS) {
-    cli_kerror(out, err);
+    cli_output_error(out, err, err == KPACK_ERROR_IO_ERROR ? errno : 0);
     goto done;
   }
   bool progress = !quiet && isatty(STDERR_FILENO);
   if (!add_all(&s, writer, level_given ? KPACK_WRITER_RECOMPRESS : 0u, progress,
                &bytes)) {
+    kpack_writer_failure_t why;
+    kpack_writer_get_failure(writer, &why);
     kpack_writer_abort(writer);
     writer = NULL;
     if (cli_interrupted())
       goto interrupted;
-    cli_error("%s: not written", out);
+    if (why.side != KPACK_WRITER_SIDE_ARCHIVE) /* else said already */
+      cli_error("%s: not written", out);
     goto done;
   }
   if (cli_interrupted()) {
@@ -1029,7 +1040,7 @@ static int create_run(int argc, char** argv) {
   err = kpack_writer_finish(writer);
   writer = NULL;
   if (err != KPACK_SUCCESS) {
-    cli_kerror(out, err);
+    cli_output_error(out, err, err == KPACK_ERROR_IO_ERROR ? errno : 0);
     goto done;
   }
   if (!quiet) {

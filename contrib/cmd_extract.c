@@ -50,6 +50,12 @@ static const char extract_manual[] =
     "    name that cannot be a relative path (empty, '.' or '..' components,\n"
     "    a leading '/', a '/' inside an arch) is skipped with a message.\n"
     "\n"
+    "    A file or directory that cannot be written (a full disk, a read-only\n"
+    "    filesystem) stops the run at once: one message names it with the\n"
+    "    system's reason, the kernel being written is removed with the files\n"
+    "    beside it, and a last line says how many kernels DIR holds, each\n"
+    "    whole.\n"
+    "\n"
     "OPTIONS\n"
     "    -C, --directory DIR  extract into DIR (default: the current directory)\n"
     "    -b, --binary BINARY  only this binary (as listed, with #N)\n"
@@ -76,8 +82,9 @@ static const char extract_manual[] =
     "\n"
     "EXIT STATUS\n"
     "    0 every kernel was written; 1 an archive could not be opened, a\n"
-    "    kernel could not be read or written, or a name was unsafe; 2 bad\n"
-    "    command line; 130 interrupted.\n";
+    "    kernel could not be read, a name was unsafe (the run goes on), or a\n"
+    "    file could not be written (the run stops); 2 bad command line; 130\n"
+    "    interrupted.\n";
 // clang-format on
 
 static int extract_run(int argc, char** argv);
@@ -98,8 +105,13 @@ typedef struct extract_state {
   size_t earlier_count;
   size_t written;
   int status;
+  /* A write failed: the disk is full, read-only..., and so would every
+   * later write be; the run stops rather than repeat the message. */
+  bool stopped;
 } extract_state;
 
+/* Writes `path` whole; on failure removes what it began (it replaced the
+ * file anyway), so no kernel or file beside it is left half written. */
 static bool write_whole(const char* path, const void* data, size_t size) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
@@ -117,16 +129,20 @@ static bool write_whole(const char* path, const void* data, size_t size) {
     }
   }
   int saved = errno;
-  if (close(fd) != 0 && ok)
-    return false;
+  if (close(fd) != 0 && ok) {
+    saved = errno;
+    ok = false;
+  }
+  if (!ok)
+    unlink(path);
   errno = saved;
   return ok;
 }
 
 /* Writes dir/name, or with `data` NULL removes a dir/name an earlier
  * extraction left, so that nothing beside a kernel describes other bytes.
- * False after a message. */
-static bool put_file(const extract_state* s, const char* dir, const char* name,
+ * False after a message; the run then stops. */
+static bool put_file(extract_state* s, const char* dir, const char* name,
                      const void* data, size_t size) {
   char* path = NULL;
   if (asprintf(&path, "%s/%s", dir, name) < 0) {
@@ -135,9 +151,13 @@ static bool put_file(const extract_state* s, const char* dir, const char* name,
   }
   bool ok = data != NULL ? write_whole(path, data, size)
                          : unlink(path) == 0 || errno == ENOENT;
-  if (!ok)
-    cli_error("%s: %s", path, strerror(errno));
-  else if (data != NULL && s->verbose)
+  if (!ok) {
+    if (data != NULL)
+      cli_output_error(path, KPACK_ERROR_IO_ERROR, errno);
+    else
+      cli_error("%s: cannot remove: %s", path, strerror(errno));
+    s->stopped = true;
+  } else if (data != NULL && s->verbose)
     printf("%s\n", path);
   free(path);
   return ok;
@@ -147,7 +167,7 @@ static bool put_file(const extract_state* s, const char* dir, const char* name,
  * and for a code object the `kernels` and `metadata.json` a mount shows,
  * from the same renderer, so the two trees are one. Bytes that are not a
  * code object render as empty files there too. */
-static bool write_beside(const extract_state* s, kpack_archive_t archive,
+static bool write_beside(extract_state* s, kpack_archive_t archive,
                          const char* binary, const char* arch, const char* type,
                          const char* dir, const void* data, size_t size) {
   const void* map = NULL;
@@ -217,15 +237,28 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
               kpack_error_string(err), cli_error_text(err));
     s->status = CLI_FAIL;
   } else if (!cli_mkdirs(dir, 0755)) {
-    cli_error("%s: %s", dir, strerror(errno));
+    cli_error("%s: cannot create: %s", dir, strerror(errno));
     s->status = CLI_FAIL;
-  } else if (!put_file(s, dir, name, data != NULL ? data : "", size) ||
-             !write_beside(s, archive, binary, arch, info->type, dir, data,
+    s->stopped = true;
+  } else if (!put_file(s, dir, name, data != NULL ? data : "", size)) {
+    s->status = CLI_FAIL;
+  } else if (!write_beside(s, archive, binary, arch, info->type, dir, data,
                            size)) {
+    /* Only whole kernels stay: one without its files is taken back. */
+    const char* const files[] = {name, KPACK_LAYOUT_TOC_METADATA_FILE,
+                                 KPACK_LAYOUT_KERNELS_FILE,
+                                 KPACK_LAYOUT_METADATA_FILE};
+    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
+      char* path = NULL;
+      if (asprintf(&path, "%s/%s", dir, files[i]) >= 0)
+        unlink(path);
+      free(path);
+    }
     s->status = CLI_FAIL;
   } else {
     s->written++;
   }
+  go_on = !s->stopped;
 done:
   kpack_free_kernel(data);
   free(dir);
@@ -285,7 +318,7 @@ static int extract_run(int argc, char** argv) {
     cli_error("out of memory");
     return CLI_FAIL;
   }
-  for (int i = optind; i < argc && !cli_interrupted(); i++) {
+  for (int i = optind; i < argc && !cli_interrupted() && !s.stopped; i++) {
     kpack_archive_t archive;
     s.path = argv[i];
     if (cli_walk_archive(argv[i], extract_kernel, &s, &archive) != CLI_WALKED)
@@ -300,5 +333,10 @@ static int extract_run(int argc, char** argv) {
     cli_error("extract: interrupted after %zu kernels", s.written);
     return CLI_INTERRUPTED;
   }
+  if (s.stopped)
+    cli_error(
+        "extract: stopped; %s holds the %zu kernel%s written before, "
+        "each whole",
+        s.dir, s.written, s.written == 1 ? "" : "s");
   return s.status;
 }

@@ -114,6 +114,17 @@ static const char split_manual[] =
 "    that still points into .hip_fatbin). The inputs are never modified\n"
 "    without --in-place.\n"
 "\n"
+"    A file that cannot be written stops the run at once, with a message\n"
+"    naming it (the archive, binary or copy being written, not an input)\n"
+"    and the system's reason, e.g. \"No space left on device\". A failed\n"
+"    -o run then removes what it made in OUTDIR (files, archives and\n"
+"    directories that were not there before) and says so; what it cannot\n"
+"    take back is listed instead: paths it could not remove, and files\n"
+"    that were there before and that it had already replaced. Directories\n"
+"    get the input's mode as they are made (with the owner's rwx until\n"
+"    the end). With --in-place, the temporary files are removed, and\n"
+"    archives written before the failure stay in TREE/.kpack.\n"
+"\n"
 "OPTIONS\n"
 "    -o, --output OUTDIR   the directory to mirror the inputs into\n"
 "        --in-place        rewrite the inputs themselves (no -o)\n"
@@ -146,8 +157,9 @@ static const char split_manual[] =
 "\n"
 "EXIT STATUS\n"
 "    0 done (also when nothing needed splitting); 1 an input could not be\n"
-"    split or an output not written (the message names the file); 2 bad\n"
-"    command line; 130 interrupted.\n";
+"    split or an output not written (the message names the file; with -o,\n"
+"    what the run made is removed); 2 bad command line; 130 interrupted\n"
+"    (with -o, what the run made is removed too).\n";
 // clang-format on
 
 static int split_run(int argc, char** argv);
@@ -235,6 +247,7 @@ typedef struct sp_state {
   size_t archives, packed, removed, deleted;
   unsigned recovered;
   uint64_t host_before, host_after, code_bytes, stored_bytes;
+  fr_outputs outputs; /* -o: what a failed run takes back */
 } sp_state;
 
 /* A refusal of the transform, naming the file once. */
@@ -733,7 +746,11 @@ static bool transform_all(sp_state* s) {
     if (ok) {
       kpack_error_t err =
           kpack_transform_write(f->src, fd, &o, &f->result, &msg);
-      if (err != KPACK_SUCCESS) {
+      if (err == KPACK_ERROR_IO_ERROR && cli_is_write_errno(errno)) {
+        cli_output_error(f->dst, err, errno); /* the output, not the input */
+        close(fd);
+        ok = false;
+      } else if (err != KPACK_SUCCESS) {
         transform_error(f->src, err, &msg);
         close(fd);
         ok = false;
@@ -877,7 +894,7 @@ static bool read_old_archive(sp_archive* a, const sp_group* g, const char* src,
   if (err != KPACK_SUCCESS || arch == NULL || strcmp(group, g->prefix) != 0 ||
       strcmp(arch, a->arch) != 0) {
     if (must_read && err != KPACK_SUCCESS) {
-      cli_kerror(src, err);
+      cli_input_error(src, err, errno); /* from kpack_open() */
       *failed = true;
     }
     kpack_close(old);
@@ -1024,8 +1041,7 @@ static bool carry_before(sp_archive* a, const char* key) {
     kpack_error_t err =
         kpack_writer_copy_kernel(a->writer, a->old, old_key, a->arch, 0);
     if (err != KPACK_SUCCESS) {
-      cli_error("%s: %s for %s: %s (%s)", a->old_path, old_key, a->arch,
-                kpack_error_string(err), cli_error_text(err));
+      cli_writer_error(a->writer, err, a->path, a->old_path, old_key, a->arch);
       return false;
     }
   }
@@ -1070,9 +1086,7 @@ static bool stream_kernels(sp_state* s, size_t first, size_t end,
     kpack_error_t err =
         kpack_writer_add_kernel(a->writer, k->key, a->arch, data, size);
     if (err != KPACK_SUCCESS) {
-      char subject[512];
-      snprintf(subject, sizeof(subject), "%s for %s", k->key, a->arch);
-      cli_kerror(subject, err);
+      cli_writer_error(a->writer, err, a->path, NULL, k->key, a->arch);
       goto done;
     }
     s->packed++;
@@ -1155,7 +1169,7 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
     }
     kpack_error_t err = kpack_writer_create(a->path, &wo, &a->writer);
     if (err != KPACK_SUCCESS) {
-      cli_kerror(a->path, err);
+      cli_output_error(a->path, err, err == KPACK_ERROR_IO_ERROR ? errno : 0);
       goto done;
     }
   }
@@ -1183,7 +1197,7 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
     kpack_error_t err = kpack_writer_finish(a->writer);
     a->writer = NULL;
     if (err != KPACK_SUCCESS) {
-      cli_kerror(a->path, err);
+      cli_output_error(a->path, err, err == KPACK_ERROR_IO_ERROR ? errno : 0);
       goto done;
     }
     struct stat st;
@@ -1345,21 +1359,100 @@ static bool install_in_place(sp_state* s) {
   return true;
 }
 
-/* Mirror: the directories, before anything is written into them (owner
- * only until install_mirror gives them their modes). */
-static bool make_directories(sp_state* s) {
+/* Mirror: notes every path the run may write as it is now, so that a
+ * failed run can take back what it made (undo_outputs), then makes the
+ * directories. The archives and their directory are noted first, the tree
+ * in walk order after: a directory is always noted before what it holds. */
+static bool note_outputs(sp_state* s) {
   for (size_t i = 0; i < s->tree_count; i++)
+    if (!fr_outputs_note_parents(&s->outputs, s->trees[i].out_root))
+      return false;
+  for (size_t i = 0; i < s->kernel_count; i++) {
+    const sp_kernel* k = &s->kernels[i];
+    const sp_group* g = &s->groups[k->group];
+    char *dir = NULL, *path = NULL;
+    /* Kernels are in listing order here: an archive is noted at the first
+     * kernel of its group and arch (a few of each, so a scan back to an
+     * earlier one stops soon). */
+    bool noted = false;
+    for (size_t j = i; !noted && j-- > 0;)
+      noted = s->kernels[j].group == k->group &&
+              strcmp(s->kernels[j].arch, k->arch) == 0;
+    if (noted)
+      continue;
+    if (asprintf(&dir, "%s/.kpack", g->out_root) < 0)
+      dir = NULL;
+    if (dir != NULL &&
+        asprintf(&path, "%s/%s_%s.kpack", dir, g->prefix, k->arch) < 0)
+      path = NULL;
+    bool ok = path != NULL && fr_outputs_note(&s->outputs, dir) &&
+              fr_outputs_note(&s->outputs, path);
+    if (path == NULL)
+      cli_error("out of memory");
+    free(dir);
+    free(path);
+    if (!ok)
+      return false;
+  }
+  for (size_t i = 0; i < s->file_count; i++)
+    if (!fr_outputs_note(&s->outputs, s->files[i].dst))
+      return false;
+  return true;
+}
+
+/* A directory this run made gets the input's mode (and owner) at once, so
+ * that no failure can leave it with another. The owner keeps rwx until
+ * install_mirror, to write into it; install_mirror then sets the exact
+ * mode and the times. */
+static bool set_directory_mode(const sp_file* f) {
+  if ((geteuid() == 0 && lchown(f->dst, f->st.st_uid, f->st.st_gid) != 0) ||
+      chmod(f->dst, (f->st.st_mode & 07777) | S_IRWXU) != 0) {
+    cli_error("%s: %s", f->dst, strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+static bool make_directories(sp_state* s) {
+  bool ok = note_outputs(s);
+  bool* made_root = calloc(s->tree_count, sizeof(*made_root));
+  if (ok && made_root == NULL) {
+    cli_error("out of memory");
+    ok = false;
+  }
+  for (size_t i = 0; ok && i < s->tree_count; i++) {
+    made_root[i] = access(s->trees[i].out_root, F_OK) != 0;
     if (!cli_mkdirs(s->trees[i].out_root, 0755)) {
       cli_error("%s: cannot create: %s", s->trees[i].out_root, strerror(errno));
-      return false;
+      ok = false;
     }
+  }
+  for (size_t i = 0; ok && i < s->file_count; i++) {
+    const sp_file* f = &s->files[i];
+    if (f->type != SP_DIR)
+      continue;
+    bool made = mkdir(f->dst, 0700) == 0;
+    if (!made && errno != EEXIST) {
+      cli_error("%s: cannot create: %s", f->dst, strerror(errno));
+      ok = false;
+    } else if (made || (f->rel[0] == '\0' && made_root[f->tree])) {
+      ok = set_directory_mode(f);
+    }
+  }
+  free(made_root);
+  return ok;
+}
+
+/* After a failed -o run: its temporary files, then whatever it made that
+ * was not there before; one line says what is left. */
+static void undo_outputs(sp_state* s, const char* outdir) {
   for (size_t i = 0; i < s->file_count; i++)
-    if (s->files[i].type == SP_DIR && mkdir(s->files[i].dst, 0700) != 0 &&
-        errno != EEXIST) {
-      cli_error("%s: cannot create: %s", s->files[i].dst, strerror(errno));
-      return false;
+    if (s->files[i].tmp != NULL) {
+      unlink(s->files[i].tmp);
+      free(s->files[i].tmp);
+      s->files[i].tmp = NULL;
     }
-  return true;
+  fr_outputs_undo(&s->outputs, outdir);
 }
 
 /* ---- inputs ---------------------------------------------------------------
@@ -1505,6 +1598,7 @@ static void free_state(sp_state* s) {
   free(s->dropped);
   free(s->only_arches);
   free(s->only_matched);
+  fr_outputs_free(&s->outputs);
 }
 
 static void print_summary(const sp_state* s, double seconds) {
@@ -1712,6 +1806,8 @@ interrupted:
 done:
   if (status == CLI_FAIL)
     cli_progress_end(&s.progress);
+  if (status != CLI_OK && s.outputs.count > 0)
+    undo_outputs(&s, outdir);
   free_state(&s);
   return status;
 }

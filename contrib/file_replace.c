@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT
  *
- * Whole-file replacement that a kill cannot leave half done (see
- * file_replace.h and docs/split.md, "Replacing files safely").
+ * Whole-file replacement that a kill cannot leave half done, and the
+ * undoing of a failed run's outputs (see file_replace.h and docs/split.md,
+ * "Replacing files safely" and "When a write fails").
  */
 #include <dirent.h>
 #include <errno.h>
@@ -146,7 +147,9 @@ bool fr_copy_into(const char* src, int fd, const char* dst_for_messages) {
   struct stat st;
   int in = open(src, O_RDONLY | O_CLOEXEC);
   bool ok = in >= 0 && fstat(in, &st) == 0 && copy_fd(in, fd, st.st_size);
-  if (!ok)
+  if (!ok && cli_is_write_errno(errno)) /* the copy's failure, not src's */
+    cli_output_error(dst_for_messages, KPACK_ERROR_IO_ERROR, errno);
+  else if (!ok)
     cli_error("%s: cannot copy to %s: %s", src, dst_for_messages,
               strerror(errno));
   if (in >= 0)
@@ -282,4 +285,104 @@ bool fr_recover(const char* dir, unsigned* recovered) {
   }
   closedir(d);
   return ok;
+}
+
+/* ---- taking back a failed run's outputs ---------------------------------- */
+
+bool fr_outputs_note(fr_outputs* o, const char* path) {
+  struct stat st;
+  fr_output* items = cli_grow(o->items, o->count, &o->cap, sizeof(*items), 64);
+  char* copy = strdup(path);
+  if (items != NULL)
+    o->items = items;
+  if (items == NULL || copy == NULL) {
+    free(copy);
+    cli_error("out of memory");
+    return false;
+  }
+  bool existed = lstat(path, &st) == 0;
+  o->items[o->count++] = (fr_output){copy, existed, existed ? st.st_dev : 0,
+                                     existed ? st.st_ino : 0};
+  return true;
+}
+
+bool fr_outputs_note_parents(fr_outputs* o, const char* path) {
+  char* copy = strdup(path);
+  bool ok = copy != NULL;
+  if (!ok)
+    cli_error("out of memory");
+  /* The prefixes mkdir -p goes through, as cli_mkdirs() does. */
+  for (char* p = copy; ok && p != NULL;) {
+    p = strchr(p + 1, '/');
+    if (p != NULL)
+      *p = '\0';
+    if (copy[0] != '\0')
+      ok = fr_outputs_note(o, copy);
+    if (p != NULL)
+      *p = '/';
+  }
+  free(copy);
+  return ok;
+}
+
+static int compare_output_paths(const void* a, const void* b) {
+  return strcmp((*(const fr_output* const*)a)->path,
+                (*(const fr_output* const*)b)->path);
+}
+
+void fr_outputs_undo(const fr_outputs* o, const char* where) {
+  struct stat st;
+  size_t removed = 0;
+  /* Newest first: what a directory holds goes before the directory. */
+  for (size_t i = o->count; i-- > 0;) {
+    const fr_output* x = &o->items[i];
+    if (x->existed || lstat(x->path, &st) != 0)
+      continue;
+    /* rmdir fails when something not ours is in the directory. */
+    removed += (S_ISDIR(st.st_mode) ? rmdir(x->path) : unlink(x->path)) == 0;
+  }
+  /* A path may be noted twice (directories that several inputs share):
+   * each is counted once. */
+  const fr_output** order = calloc(o->count ? o->count : 1, sizeof(*order));
+  if (order == NULL) {
+    cli_error("out of memory");
+    return;
+  }
+  for (size_t i = 0; i < o->count; i++)
+    order[i] = &o->items[i];
+  qsort(order, o->count, sizeof(*order), compare_output_paths);
+  size_t left = 0, replaced = 0;
+  const char *left_example = NULL, *replaced_example = NULL;
+  for (size_t i = 0; i < o->count; i++) {
+    const fr_output* x = order[i];
+    if ((i > 0 && strcmp(x->path, order[i - 1]->path) == 0) ||
+        lstat(x->path, &st) != 0)
+      continue;
+    if (!x->existed) {
+      left++;
+      left_example = left_example != NULL ? left_example : x->path;
+    } else if (!S_ISDIR(st.st_mode) &&
+               (st.st_dev != x->dev || st.st_ino != x->ino)) {
+      replaced++;
+      replaced_example = replaced_example != NULL ? replaced_example : x->path;
+    }
+  }
+  if (left == 0 && replaced == 0 && removed > 0)
+    cli_error("%s: the files and directories this run made were removed",
+              where);
+  if (left > 0)
+    cli_error("%s: %zu path%s this run made could not be removed, e.g. %s",
+              where, left, left == 1 ? "" : "s", left_example);
+  if (replaced > 0)
+    cli_error("%s: %zu file%s there before this run %s replaced, e.g. %s",
+              where, replaced, replaced == 1 ? "" : "s",
+              replaced == 1 ? "was" : "were", replaced_example);
+  free(order);
+}
+
+void fr_outputs_free(fr_outputs* o) {
+  for (size_t i = 0; i < o->count; i++)
+    free(o->items[i].path);
+  free(o->items);
+  *o = (fr_outputs){0};
 }

@@ -3,7 +3,8 @@
  * Writing files so that no reader, crash or kill ever finds one half
  * written: a new file is written in full beside its destination and renamed
  * over it; a file with other hard links is rewritten in its own inode
- * through a committed redo copy that the next run completes. `kpack split`
+ * through a committed redo copy that the next run completes; and a run
+ * that fails takes back the files it made (fr_outputs). `kpack split`
  * mirrors and rewrites trees with these. docs/split.md explains the steps.
  */
 #ifndef KPACK_FILE_REPLACE_H
@@ -52,6 +53,36 @@ bool fr_rewrite_in_place(const char* tmp, const char* dst);
  * fr_rewrite_in_place() does) and removed; each temporary file is removed.
  * *recovered counts the redo files completed. */
 bool fr_recover(const char* dir, unsigned* recovered);
+
+/* The output paths of a run as they were before it wrote anything, so
+ * that a failed run can take back what it made. Every path is noted
+ * before the first write (a path noted after this run made it would
+ * count as there before). */
+typedef struct fr_output {
+  char* path;
+  bool existed; /* something was there before the run */
+  dev_t dev;    /* ... and which inode, to tell a replaced file */
+  ino_t ino;
+} fr_output;
+
+typedef struct fr_outputs {
+  fr_output* items; /* in the order noted: a directory before its content */
+  size_t count, cap;
+} fr_outputs;
+
+/* Notes `path`, a file or directory the run may create or replace.
+ * Reports and returns false when out of memory. */
+bool fr_outputs_note(fr_outputs* o, const char* path);
+/* Notes `path` and each directory above it (those of a relative path
+ * down from its first component), which mkdir -p may create. */
+bool fr_outputs_note_parents(fr_outputs* o, const char* path);
+/* Takes back what a failed run made: every noted path that was not there
+ * before is removed, newest first (a directory when it is empty). Then
+ * says on standard error what is left under `where`: nothing of the run
+ * (silent when it had made nothing), or the paths it made that could not
+ * be removed and the files it replaced. */
+void fr_outputs_undo(const fr_outputs* o, const char* where);
+void fr_outputs_free(fr_outputs* o);
 
 /* A step of a long run that can be interrupted safely: the test hook
  * KPACK_SPLIT_KILL_AFTER=N makes the N-th step (counted over the whole run)

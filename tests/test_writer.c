@@ -6,9 +6,11 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -660,8 +662,12 @@ static void test_copy_refuses_a_frame_that_does_not_read_back(void** state) {
     kpack_writer_t* w;
     assert_int_equal(kpack_open(src, &a), KPACK_SUCCESS);
     assert_int_equal(kpack_writer_create(dst, &o, &w), KPACK_SUCCESS);
+    kpack_writer_failure_t why;
     assert_int_equal(kpack_writer_copy_kernel(w, a, "lib/l3.so#0", "gfx90a", 0),
                      KPACK_ERROR_DECOMPRESSION_FAILED);
+    kpack_writer_get_failure(w, &why);
+    assert_int_equal(why.side, KPACK_WRITER_SIDE_SOURCE); /* not the output */
+    assert_int_equal(why.sys_errno, 0);
     assert_int_equal(kpack_writer_copy_kernel(w, a, "lib/l3.so#0", "gfx1", 0),
                      KPACK_ERROR_KERNEL_NOT_FOUND);
     assert_int_equal(kpack_writer_copy_kernel(w, a, "lib/l3.so#0", "gfx90a", 2),
@@ -674,10 +680,59 @@ static void test_copy_refuses_a_frame_that_does_not_read_back(void** state) {
         KPACK_SUCCESS);
     assert_int_equal(kpack_writer_copy_kernel(w, a, "lib/l4.so#0", "gfx942", 0),
                      KPACK_ERROR_INVALID_ARGUMENT); /* already added */
+    kpack_writer_get_failure(w, &why);
+    assert_int_equal(why.side, KPACK_WRITER_SIDE_NONE);
     assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
     kpack_close(a);
   }
   free(src);
+  free(dst);
+}
+
+/* A write that fails names the archive and the system's reason, in the
+ * call that failed, in every later one and in finish (through errno):
+ * here the file size limit (EFBIG), which needs no privilege. */
+static void test_a_failed_write_says_why_until_finish(void** state) {
+  (void)state;
+  char* dst = kt_path(kt_tmp, "efbig.kpack");
+  uint8_t* big = malloc(1 << 20);
+  uint32_t x = 4; /* xorshift: bytes zstd cannot shrink under the limit */
+  for (size_t i = 0; i < 1 << 20; i++) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    big[i] = (uint8_t)x;
+  }
+  struct rlimit old, small = {64 << 10, 0};
+  assert_int_equal(getrlimit(RLIMIT_FSIZE, &old), 0);
+  small.rlim_max = old.rlim_max;
+  void (*was)(int) = signal(SIGXFSZ, SIG_IGN);
+  for (int scheme = 0; scheme < 2; scheme++) {
+    kpack_writer_options_t o = {.scheme =
+                                    scheme ? KPACK_COMPRESSION_ZSTD_PER_KERNEL
+                                           : KPACK_COMPRESSION_NOOP};
+    kpack_writer_t* w;
+    kpack_writer_failure_t why;
+    assert_int_equal(kpack_writer_create(dst, &o, &w), KPACK_SUCCESS);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &small), 0);
+    assert_int_equal(kpack_writer_add_kernel(w, "a#0", "gfx90a", big, 1 << 20),
+                     KPACK_ERROR_IO_ERROR);
+    kpack_writer_get_failure(w, &why);
+    assert_int_equal(why.side, KPACK_WRITER_SIDE_ARCHIVE);
+    assert_int_equal(why.sys_errno, EFBIG);
+    assert_int_equal(kpack_writer_add_kernel(w, "b#0", "gfx90a", "x", 1),
+                     KPACK_ERROR_IO_ERROR);
+    kpack_writer_get_failure(w, &why);
+    assert_int_equal(why.side, KPACK_WRITER_SIDE_ARCHIVE);
+    assert_int_equal(why.sys_errno, EFBIG);
+    errno = 0;
+    assert_int_equal(kpack_writer_finish(w), KPACK_ERROR_IO_ERROR);
+    assert_int_equal(errno, EFBIG);
+    assert_int_equal(setrlimit(RLIMIT_FSIZE, &old), 0);
+    assert_int_equal(access(dst, F_OK), -1);
+  }
+  signal(SIGXFSZ, was);
+  free(big);
   free(dst);
 }
 
@@ -797,6 +852,7 @@ int main(void) {
       cmocka_unit_test(test_copy_carries_zstd_frames_and_metadata_over),
       cmocka_unit_test(test_copy_between_schemes_converts_kernels),
       cmocka_unit_test(test_copy_refuses_a_frame_that_does_not_read_back),
+      cmocka_unit_test(test_a_failed_write_says_why_until_finish),
       cmocka_unit_test(test_index_growth_failing_in_add_fails_the_writer),
       cmocka_unit_test(test_index_growth_failing_in_copy_fails_the_writer),
       cmocka_unit_test(

@@ -123,7 +123,9 @@ typedef struct kpack_fatbin_info {
  * bundles later, in pieces, with pread.
  *   INVALID_ARGUMENT  a pointer is NULL
  *   FILE_NOT_FOUND    no file at path
- *   IO_ERROR          the file cannot be read
+ *   IO_ERROR          the file cannot be read; errno then holds the
+ *                     system's reason (EACCES, EIO...; EISDIR for any file
+ *                     that is not a regular one; 0 when it came up short)
  *   INVALID_FORMAT    not a 64-bit little-endian ELF, a section outside the
  *                     file, a bad wrapper or a wrapper address outside
  *                     .hip_fatbin, garbage between walked bundles

@@ -87,7 +87,9 @@ typedef struct kpack_transform_result {
  *                     overlong arch, more than 256 arches, metadata over
  *                     64 KiB, or the input is not KPACK_TRANSFORM_FAT
  *   FILE_NOT_FOUND    no file at input_path
- *   IO_ERROR          a read or write failed
+ *   IO_ERROR          a read or write failed; errno then holds the
+ *                     system's reason (ENOSPC, EROFS... for a write to
+ *                     output_fd; 0 when the input came up short)
  *   INVALID_FORMAT    the ELF cannot be transformed: truncated or malformed,
  *                     an unsupported class, byte order or e_machine, a
  *                     record pointer outside .hip_fatbin, a pointer with no

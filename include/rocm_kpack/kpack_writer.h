@@ -61,7 +61,9 @@ typedef struct kpack_writer_options {
 /* Starts an archive at `path` (created or replaced at finish).
  *   INVALID_ARGUMENT  a pointer is NULL, unknown scheme or bad level
  *   IO_ERROR          the temporary file cannot be created, or a symbolic
- *                     link on the way cannot be read (or loops)
+ *                     link on the way cannot be read (or loops); errno
+ *                     then holds the system's reason (EACCES, EROFS,
+ *                     ENOSPC...)
  *   OUT_OF_MEMORY     allocation failed */
 KPACK_API kpack_error_t
 kpack_writer_create(const char* path, const kpack_writer_options_t* options,
@@ -126,8 +128,45 @@ KPACK_API kpack_error_t kpack_writer_copy_kernel(kpack_writer_t* writer,
  * temporary file.
  *   IO_ERROR  a write, sync or the rename failed (the destination is then
  *             left as it was, except when only the directory sync failed)
- *   or an error left by an earlier failure */
+ *   or an error left by an earlier failure
+ * Every failure here is the archive's: on IO_ERROR errno holds the
+ * system's reason (ENOSPC...), or 0 when there is none, as a write that
+ * made no progress; kpack_writer_get_failure() can no longer be asked,
+ * the writer being freed. */
 KPACK_API kpack_error_t kpack_writer_finish(kpack_writer_t* writer);
+
+/* What a failed call of kpack_writer_add_kernel*() or
+ * kpack_writer_copy_kernel() failed on: the archive being written, the
+ * source archive being read, or no file at all, so that a caller can
+ * name the right file in its message. */
+typedef enum kpack_writer_side {
+  KPACK_WRITER_SIDE_NONE = 0, /* a refused argument (a name already added,
+                                 metadata that is not one map) or memory */
+  KPACK_WRITER_SIDE_ARCHIVE,  /* the archive: the writer is poisoned, in
+                                 this call or an earlier one, by a failed
+                                 write of its temporary file (sys_errno
+                                 says why) or by memory running out with a
+                                 kernel half recorded */
+  KPACK_WRITER_SIDE_SOURCE,   /* the archive kpack_writer_copy_kernel() reads:
+                                 the kernel is missing, unreadable or does
+                                 not read back (the writer stays usable) */
+} kpack_writer_side_t;
+
+typedef struct kpack_writer_failure {
+  kpack_writer_side_t side;
+  int sys_errno; /* the system's reason for an IO_ERROR (ENOSPC, EIO...),
+                    0 when none: a short read, a write that made no
+                    progress, or a status that is not IO_ERROR */
+} kpack_writer_failure_t;
+
+/* Fills *failure with what the last failed call on `writer` failed on
+ * ({NONE, 0} when no call failed, or `writer` is NULL). A call that
+ * succeeds, or is refused for a NULL pointer or unknown flags, leaves it
+ * as it was. The calls that free or never return a writer
+ * (kpack_writer_create(), kpack_writer_finish()) fail on the archive
+ * only, and say why in errno. */
+KPACK_API void kpack_writer_get_failure(const kpack_writer_t* writer,
+                                        kpack_writer_failure_t* failure);
 
 /* Removes the temporary file and frees the writer. NULL is a no-op. */
 KPACK_API void kpack_writer_abort(kpack_writer_t* writer);

@@ -90,10 +90,13 @@ struct kpack_writer {
   uint64_t* stored;   /* stored size by ordinal: blob or frame */
   uint64_t pos;       /* next payload offset */
   uint64_t writeback; /* start_writeback() has covered [0, writeback) */
-  kpack_error_t err;  /* first failure; sticky */
+  kpack_error_t err;  /* first failure that spoils the archive; sticky */
+  int sys_errno;      /* the system's reason for `err`, 0 if none */
   ZSTD_CCtx* cctx;    /* inline compression, into `frame` */
   void* frame;        /* also holds frames copied from other archives */
   size_t frame_cap;
+  /* What the last call that failed failed on (kpack_writer_get_failure). */
+  kpack_writer_failure_t failure;
 
   /* Compression threads (NULL: inline), the writer's own or shared. */
   kpack_writer_pool_t* pool;
@@ -161,8 +164,11 @@ static kpack_error_t write_pair(int fd, const void* head, size_t head_size,
     ssize_t n = pwritev(fd, v, count, (off_t)offset);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0)
+    if (n <= 0) {
+      if (n == 0)
+        errno = 0; /* no progress, no reason */
       return KPACK_ERROR_IO_ERROR;
+    }
     offset += (uint64_t)n;
     size_t done = (size_t)n;
     while (count > 0 && done >= v->iov_len) {
@@ -212,8 +218,11 @@ static kpack_error_t append_stored(kpack_writer_t* w, size_t ordinal,
     err = write_pair(w->fd, word, sizeof(word), data, size, w->pos);
     w->pos += sizeof(word);
   }
-  if (err != KPACK_SUCCESS)
+  if (err != KPACK_SUCCESS) {
+    /* Called only while the writer is good: this is its first failure. */
+    w->sys_errno = errno;
     return err;
+  }
   w->stored[ordinal] = size;
   w->pos += size;
   start_writeback(w);
@@ -494,6 +503,20 @@ static char* dir_of(const char* path) {
   return strndup(path, (size_t)(slash - path));
 }
 
+/* Ends a call that failed with `err`, remembering on what for
+ * kpack_writer_get_failure(): the archive whenever the writer is poisoned
+ * (whatever failed first is what every later call returns), else `side`
+ * with the system's reason `sys_errno`. */
+static kpack_error_t call_failed(kpack_writer_t* w, kpack_error_t err,
+                                 kpack_writer_side_t side, int sys_errno) {
+  if (w->err != KPACK_SUCCESS) {
+    side = KPACK_WRITER_SIDE_ARCHIVE;
+    sys_errno = w->sys_errno;
+  }
+  w->failure = (kpack_writer_failure_t){side, sys_errno};
+  return err;
+}
+
 /* Creates "<dir>/.kpack-<pid>-<n>.tmp" exclusively beside the destination
  * (rename needs the same filesystem; a short name, because the
  * destination's own may already be near NAME_MAX), with the mode a plain
@@ -528,9 +551,13 @@ static kpack_error_t sync_dir(const char* dir) {
   if (fd < 0)
     return KPACK_ERROR_IO_ERROR;
   kpack_error_t err = KPACK_SUCCESS;
-  if (fsync(fd) != 0 && errno != EINVAL)
+  int reason = 0;
+  if (fsync(fd) != 0 && errno != EINVAL) {
     err = KPACK_ERROR_IO_ERROR;
+    reason = errno;
+  }
   close(fd);
+  errno = reason;
   return err;
 }
 
@@ -609,8 +636,10 @@ KPACK_API kpack_error_t kpack_writer_create(const char* path,
   *writer = w;
   return KPACK_SUCCESS;
 
-fail:
+fail:;
+  int reason = err == KPACK_ERROR_IO_ERROR ? errno : 0;
   writer_free(w);
+  errno = reason; /* the header promises it; cleanup must not change it */
   return err;
 }
 
@@ -728,14 +757,18 @@ KPACK_API kpack_error_t kpack_writer_add_kernel_with_metadata(
       (data == NULL && size > 0) || (metadata == NULL && metadata_size > 0))
     return KPACK_ERROR_INVALID_ARGUMENT;
   if (w->err != KPACK_SUCCESS)
-    return w->err;
+    return call_failed(w, w->err, KPACK_WRITER_SIDE_ARCHIVE, 0);
+  kpack_error_t err = KPACK_SUCCESS;
   if (metadata != NULL) {
-    kpack_error_t err = kp_metadata_check(metadata, metadata_size);
+    err = kp_metadata_check(metadata, metadata_size);
     if (err != KPACK_SUCCESS)
-      return err;
+      return call_failed(w, err, KPACK_WRITER_SIDE_NONE, 0);
   }
   wr_entry_info info = {size, NULL, metadata, metadata_size};
-  return add_entry(w, binary_name, arch, data, &info);
+  err = add_entry(w, binary_name, arch, data, &info);
+  if (err != KPACK_SUCCESS)
+    return call_failed(w, err, KPACK_WRITER_SIDE_NONE, 0);
+  return KPACK_SUCCESS;
 }
 
 KPACK_API kpack_error_t kpack_writer_copy_kernel(kpack_writer_t* w,
@@ -747,19 +780,21 @@ KPACK_API kpack_error_t kpack_writer_copy_kernel(kpack_writer_t* w,
       (flags & ~KPACK_WRITER_RECOMPRESS) != 0)
     return KPACK_ERROR_INVALID_ARGUMENT;
   if (w->err != KPACK_SUCCESS)
-    return w->err;
+    return call_failed(w, w->err, KPACK_WRITER_SIDE_ARCHIVE, 0);
   const kp_kernel* k = kp_toc_find_kernel(&archive->toc, binary_name, arch);
   if (k == NULL)
-    return KPACK_ERROR_KERNEL_NOT_FOUND;
+    return call_failed(w, KPACK_ERROR_KERNEL_NOT_FOUND,
+                       KPACK_WRITER_SIDE_SOURCE, 0);
   if (k->size > SIZE_MAX)
-    return KPACK_ERROR_OUT_OF_MEMORY;
+    return call_failed(w, KPACK_ERROR_OUT_OF_MEMORY, KPACK_WRITER_SIDE_NONE, 0);
   /* A map written by another tool is passed on only if it is one this
    * writer would accept itself. */
   const uint8_t* map;
   size_t map_size;
   kp_toc_metadata(&archive->toc, k, &map, &map_size);
   if (map != NULL && kp_metadata_check(map, map_size) != KPACK_SUCCESS)
-    return KPACK_ERROR_INVALID_METADATA;
+    return call_failed(w, KPACK_ERROR_INVALID_METADATA,
+                       KPACK_WRITER_SIDE_SOURCE, 0);
   wr_entry_info info = {k->size, kp_toc_str(&archive->toc, k->type), map,
                         map_size};
   kpack_error_t err;
@@ -771,25 +806,38 @@ KPACK_API kpack_error_t kpack_writer_copy_kernel(kpack_writer_t* w,
      * kernel: merging never decompresses into a different archive. */
     size_t frame_size;
     err = kp_copy_frame(archive, k, &w->frame, &w->frame_cap, &frame_size);
-    if (err != KPACK_SUCCESS)
-      return err; /* nothing recorded yet: the archive is still good */
+    if (err != KPACK_SUCCESS) /* nothing recorded yet: the archive is good */
+      return call_failed(w, err, KPACK_WRITER_SIDE_SOURCE,
+                         err == KPACK_ERROR_IO_ERROR ? errno : 0);
     size_t ordinal = w->entry_count;
     if ((err = record_entry(w, binary_name, arch, &info)) != KPACK_SUCCESS)
-      return err;
+      return call_failed(w, err, KPACK_WRITER_SIDE_NONE, 0);
     if (w->pool != NULL)
       err = queue_job(w, w->frame, frame_size, true);
     else
       err = append_stored(w, ordinal, w->frame, frame_size);
-    if (err != KPACK_SUCCESS)
+    if (err != KPACK_SUCCESS) {
       w->err = err;
-    return err;
+      return call_failed(w, err, KPACK_WRITER_SIDE_ARCHIVE, 0);
+    }
+    return KPACK_SUCCESS;
   }
   void* data = NULL;
   if ((err = kp_read_kernel(archive, k, &data)) != KPACK_SUCCESS)
-    return err;
+    return call_failed(w, err, KPACK_WRITER_SIDE_SOURCE,
+                       err == KPACK_ERROR_IO_ERROR ? errno : 0);
   err = add_entry(w, binary_name, arch, data, &info);
   free(data);
-  return err;
+  if (err != KPACK_SUCCESS)
+    return call_failed(w, err, KPACK_WRITER_SIDE_NONE, 0);
+  return KPACK_SUCCESS;
+}
+
+KPACK_API void kpack_writer_get_failure(const kpack_writer_t* w,
+                                        kpack_writer_failure_t* failure) {
+  if (failure != NULL)
+    *failure = w != NULL ? w->failure
+                         : (kpack_writer_failure_t){KPACK_WRITER_SIDE_NONE, 0};
 }
 
 /* ---- TOC
@@ -929,9 +977,11 @@ static kpack_error_t write_toc_and_header(kpack_writer_t* w) {
     kp_store_le(count, w->entry_count, 4);
     err = kp_pwrite_all(w->fd, count, sizeof(count), KP_PAYLOAD_START);
   }
-done:
+done:;
+  int reason = errno; /* of a failed write, for the caller */
   msgpack_sbuffer_destroy(&buf);
   free(sorted);
+  errno = reason;
   return err;
 }
 
@@ -946,22 +996,31 @@ KPACK_API kpack_error_t kpack_writer_finish(kpack_writer_t* w) {
     w->own_pool = false;
   }
   kpack_error_t err = w->err;
-  if (err == KPACK_SUCCESS)
-    err = write_toc_and_header(w);
+  int reason = w->sys_errno; /* of each step that fails, for errno */
+  if (err == KPACK_SUCCESS && (err = write_toc_and_header(w)) != KPACK_SUCCESS)
+    reason = err == KPACK_ERROR_IO_ERROR ? errno : 0;
   /* Durable before visible: a crash leaves the old archive or the new one. */
-  if (err == KPACK_SUCCESS && fdatasync(w->fd) != 0)
+  if (err == KPACK_SUCCESS && fdatasync(w->fd) != 0) {
     err = KPACK_ERROR_IO_ERROR;
-  if (close(w->fd) != 0 && err == KPACK_SUCCESS)
+    reason = errno;
+  }
+  if (close(w->fd) != 0 && err == KPACK_SUCCESS) {
     err = KPACK_ERROR_IO_ERROR;
+    reason = errno;
+  }
   w->fd = -1;
-  if (err == KPACK_SUCCESS && rename(w->tmp_path, w->path) != 0)
+  if (err == KPACK_SUCCESS && rename(w->tmp_path, w->path) != 0) {
     err = KPACK_ERROR_IO_ERROR;
+    reason = errno;
+  }
   if (err == KPACK_SUCCESS) {
     free(w->tmp_path);
     w->tmp_path = NULL; /* nothing left to unlink */
-    err = sync_dir(w->dir);
+    if ((err = sync_dir(w->dir)) != KPACK_SUCCESS)
+      reason = errno;
   }
   writer_free(w);
+  errno = err == KPACK_SUCCESS ? 0 : reason;
   return err;
 }
 

@@ -8,6 +8,7 @@
  * from the file, so a gigabyte library costs its section table and one
  * offset per bundle.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -140,7 +141,9 @@ static kpack_error_t open_common(const kp_input* in, int fd,
   fb->fd = fd;
   kpack_error_t err = open_input(in, fb);
   if (err != KPACK_SUCCESS) {
+    int reason = errno; /* of a failed read, for the caller */
     kpack_fatbin_close(fb);
+    errno = reason;
     return err;
   }
   *out = fb;

@@ -1004,8 +1004,10 @@ KPACK_API kpack_error_t kpack_transform_write(
   if (err != KPACK_SUCCESS)
     return tf_fail(&st, err, "cannot open: %s", strerror(errno));
   err = transform(&st, output_fd, options, result);
+  int reason = errno; /* of a failed read or write, for the caller */
   tf_close(&st);
   close(st.in.fd);
+  errno = reason;
   return err;
 }
 

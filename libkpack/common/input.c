@@ -17,8 +17,11 @@ kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset) {
     ssize_t n = pread(fd, p, size, (off_t)offset);
     if (n < 0 && errno == EINTR)
       continue;
-    if (n <= 0)
-      return KPACK_ERROR_IO_ERROR; /* error, or the file shrank */
+    if (n <= 0) {
+      if (n == 0)
+        errno = 0; /* the file shrank: no system error to show */
+      return KPACK_ERROR_IO_ERROR;
+    }
     p += n;
     size -= (size_t)n;
     offset += (uint64_t)n;

@@ -19,7 +19,8 @@
 #include "rocm_kpack/kpack_types.h"
 
 /* Reads exactly `size` bytes at `offset`, retrying short reads and EINTR.
- *   IO_ERROR  the read failed or the file ended first (it shrank) */
+ *   IO_ERROR  the read failed (errno says why) or the file ended first (it
+ *             shrank; errno 0) */
 kpack_error_t kp_pread_all(int fd, void* buf, size_t size, uint64_t offset);
 
 /* Writes exactly `size` bytes at `offset`, retrying short writes and EINTR.

@@ -1,0 +1,590 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * The kpack tool when a file cannot be written or read: a full disk (a
+ * small tmpfs), a read-only filesystem and an unreadable input, for split,
+ * create and extract. Each message names the file and the system's reason,
+ * the run stops at the first failed write, and what a failed run made is
+ * taken back. Needs root (mount, setpriv); skipped without it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "fixture_fatbin.h"
+#include "fixture_program.h"
+#include "support.h"
+
+static char* tool;
+
+/* The filesystems a test mounted, unmounted by its teardown. */
+static char* mounts[4];
+static size_t mount_count;
+
+static int setup(void** state) {
+  tool = kt_program("kpack");
+  return kt_tmp_setup(state);
+}
+
+static int teardown(void** state) {
+  while (mount_count > 0) {
+    char* dir = mounts[--mount_count];
+    umount2(dir, MNT_DETACH);
+    free(dir);
+  }
+  free(tool);
+  return kt_tmp_teardown(state);
+}
+
+#define KP(out, err, ...) \
+  kt_run_args(tool, (const char* const[]){__VA_ARGS__, NULL}, 300, out, err)
+
+static char* path_in(const char* name) {
+  return kt_path(kt_tmp, name);
+}
+
+static void mkdirs(const char* path) {
+  char* copy = strdup(path);
+  for (char* p = copy + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      mkdir(copy, 0755);
+      *p = '/';
+    }
+  mkdir(copy, 0755);
+  free(copy);
+}
+
+/* A tmpfs at scratch directory `name` (created): `size` bytes, so that a
+ * write past them fails with ENOSPC; read-only with `read_only`. */
+static char* mount_tmpfs(const char* name, const char* size, bool read_only) {
+  if (geteuid() != 0)
+    skip(); /* mounting needs root */
+  char* dir = path_in(name);
+  char options[64];
+  mkdirs(dir);
+  snprintf(options, sizeof(options), "size=%s,mode=0755", size);
+  assert_true(mount_count < sizeof(mounts) / sizeof(mounts[0]));
+  if (mount("tmpfs", dir, "tmpfs", read_only ? MS_RDONLY : 0, options) != 0)
+    fail_msg("mount tmpfs on %s: %s", dir, strerror(errno));
+  mounts[mount_count++] = strdup(dir);
+  return dir;
+}
+
+/* `size` bytes no compressor shrinks (an xorshift stream). */
+static void* noise(size_t size, uint32_t seed) {
+  uint8_t* p = malloc(size);
+  uint32_t x = seed * 2654435761u + 1;
+  for (size_t i = 0; i < size; i++) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    p[i] = (uint8_t)x;
+  }
+  return p;
+}
+
+/* The names in directory `dir` other than . and .., one a line, sorted by
+ * ls. */
+static char* listing(const char* dir) {
+  char* out = NULL;
+  char* argv[] = {"ls", "-A", (char*)dir, NULL};
+  assert_int_equal(kt_run(argv, 30, &out, NULL), 0);
+  return out;
+}
+
+static void assert_empty_dir(const char* dir) {
+  char* names = listing(dir);
+  if (names[0] != '\0')
+    fail_msg("%s is not empty:\n%s", dir, names);
+  free(names);
+}
+
+/* A shared object linked by the system compiler whose one code object,
+ * for gfx90a, is `size` incompressible bytes, plus `small` bytes for
+ * gfx1100 (none when 0). */
+static void write_fat(const char* path, size_t size, size_t small) {
+  void* big = noise(size, 7);
+  void* little = noise(small ? small : 1, 8);
+  fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                  {"hipv4-amdgcn-amd-amdhsa--gfx90a", big, size},
+                  {"hipv4-amdgcn-amd-amdhsa--gfx1100", little, small}};
+  fx_buf bundle = fx_bundle(e, small ? 3 : 2);
+  char* dir = path_in("build");
+  mkdirs(dir);
+  fx_program_opts o = {
+      .kind = FX_PROGRAM_SHARED, .bundles = &bundle, .bundle_count = 1};
+  assert_true(fx_build_program(dir, &o, path));
+  kt_rmtree(dir);
+  free(dir);
+  fx_free(&bundle);
+  free(big);
+  free(little);
+}
+
+/* in/lib/libfat.so.1 (its gfx90a code object `size` bytes), in/share/sub
+ * (mode 0750) with a small file, in/share/data of `data` bytes. */
+static char* write_tree(size_t size, size_t data) {
+  char* in = path_in("in");
+  char* lib = kt_path(in, "lib/libfat.so.1");
+  char* sub = kt_path(in, "share/sub");
+  char* note = kt_path(in, "share/sub/note.txt");
+  char* big = kt_path(in, "share/data");
+  mkdirs(sub);
+  assert_int_equal(chmod(sub, 0750), 0);
+  char* lib_dir = kt_path(in, "lib");
+  mkdirs(lib_dir);
+  write_fat(lib, size, 3000);
+  kt_write_file(note, "note\n", 5);
+  void* bytes = noise(data, 9);
+  kt_write_file(big, bytes, data);
+  free(bytes);
+  free(lib_dir);
+  free(lib);
+  free(sub);
+  free(note);
+  free(big);
+  return in;
+}
+
+/* `ls -lR --time-style=full-iso` of a tree, to show it did not change. */
+static char* describe(const char* dir) {
+  char* out = NULL;
+  char* argv[] = {"ls", "-lRA", "--time-style=full-iso", (char*)dir, NULL};
+  assert_int_equal(kt_run(argv, 30, &out, NULL), 0);
+  return out;
+}
+
+/* ---- split ------------------------------------------------------------------
+ */
+
+/* The archive does not fit: the message names it with the system's reason
+ * (not a TOC key, not an input), and the output directory, which the run
+ * made, is gone again. The input is untouched. */
+static void
+test_split_to_a_full_disk_names_the_archive_and_takes_back_its_output(
+    void** state) {
+  (void)state;
+  char* in = write_tree(600 << 10, 1000);
+  char* full = mount_tmpfs("full", "256k", false);
+  char* out = kt_path(full, "out");
+  char* before = describe(in);
+  char *stdout_text, *err, *expected;
+  int rc = KP(&stdout_text, &err, "split", "-q", "--no-compress", "-o", out,
+              "--prefix", "fat", in);
+  assert_int_equal(rc, 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s/.kpack/fat_gfx90a.kpack: cannot write: No "
+                       "space left on device\n"
+                       "kpack: %s: the files and directories this run made "
+                       "were removed\n",
+                       out, out) > 0);
+  assert_string_equal(err, expected);
+  assert_empty_dir(full);
+  char* after = describe(in);
+  assert_string_equal(after, before);
+  free(after);
+  free(before);
+  free(expected);
+  free(stdout_text);
+  free(err);
+  free(out);
+  free(full);
+  free(in);
+}
+
+/* Not even the transformed binary fits: it is named, not its input. */
+static void test_split_to_a_full_disk_names_the_binary_being_written(
+    void** state) {
+  (void)state;
+  char* in = write_tree(2000, 10);
+  char* full = mount_tmpfs("full", "8k", false);
+  char* out = kt_path(full, "out");
+  char *err, *expected;
+  assert_int_equal(KP(NULL, &err, "split", "-q", "-o", out, in), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s/lib/libfat.so.1: cannot write: No space "
+                       "left on device\n"
+                       "kpack: %s: the files and directories this run made "
+                       "were removed\n",
+                       out, out) > 0);
+  assert_string_equal(err, expected);
+  assert_empty_dir(full);
+  free(expected);
+  free(err);
+  free(out);
+  free(full);
+  free(in);
+}
+
+/* A mirrored file does not fit: the message names the copy, not its
+ * source; the archives already written and the directories are removed;
+ * what was there before stays, and a file the run replaced is reported. */
+static void test_split_to_a_full_disk_reports_what_it_replaced(void** state) {
+  (void)state;
+  char* in = write_tree(2000, 400 << 10);
+  char* full = mount_tmpfs("full", "256k", false);
+  char* out = kt_path(full, "out");
+  char* kpack_dir = kt_path(out, ".kpack");
+  char* old_archive = kt_path(out, ".kpack/fat_gfx1100.kpack");
+  char* keep = kt_path(out, "keep.txt");
+  mkdirs(kpack_dir);
+  kt_write_file(old_archive, "old", 3);
+  kt_write_file(keep, "keep", 4);
+  char *stdout_text, *err, *expected;
+  int rc =
+      KP(&stdout_text, &err, "split", "-q", "-o", out, "--prefix", "fat", in);
+  assert_int_equal(rc, 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s/share/data: cannot write: No space left on "
+                       "device\n"
+                       "kpack: %s: 1 file there before this run was replaced, "
+                       "e.g. %s\n",
+                       out, out, old_archive) > 0);
+  assert_string_equal(err, expected);
+  /* Only what was there before is left: the replaced archive (now a whole
+   * new one), the untouched file, and the directories holding them. */
+  char* names = listing(out);
+  assert_string_equal(names, ".kpack\nkeep.txt\n");
+  free(names);
+  names = listing(kpack_dir);
+  assert_string_equal(names, "fat_gfx1100.kpack\n");
+  free(names);
+  kpack_archive_t a;
+  assert_int_equal(kpack_open(old_archive, &a), KPACK_SUCCESS);
+  kpack_close(a);
+  free(expected);
+  free(stdout_text);
+  free(err);
+  free(keep);
+  free(old_archive);
+  free(kpack_dir);
+  free(out);
+  free(full);
+  free(in);
+}
+
+/* Runs split killed by SIGKILL at its first step (KPACK_SPLIT_KILL_AFTER:
+ * the first transformed binary synced), so that nothing is cleaned up. */
+static void run_killed_at_first_step(const char* const* args) {
+  char* argv[16];
+  size_t n = 0;
+  argv[n++] = tool;
+  for (const char* const* a = args; *a != NULL; a++)
+    argv[n++] = (char*)*a;
+  argv[n] = NULL;
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 1);
+    dup2(null, 2);
+    setenv("KPACK_SPLIT_KILL_AFTER", "1", 1);
+    execv(tool, argv);
+    _exit(127);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+/* Directories get the input's modes when they are made: a run stopped
+ * before its end (here killed, so that nothing is cleaned up) leaves none
+ * with a mode of its own. */
+static void test_split_directories_have_their_modes_from_the_start(
+    void** state) {
+  (void)state;
+  char* in = write_tree(2000, 10);
+  char* sub = kt_path(in, "share/sub");
+  char* share = kt_path(in, "share");
+  char* out = path_in("out");
+  assert_int_equal(chmod(share, 0711), 0);
+  assert_int_equal(chmod(in, 0750), 0);
+  run_killed_at_first_step(
+      (const char* const[]){"split", "-q", "-o", out, in, NULL});
+  static const struct {
+    const char* rel;
+    mode_t mode;
+  } dirs[] = {{"", 0750}, {"share", 0711}, {"share/sub", 0750}, {"lib", 0755}};
+  for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+    struct stat st;
+    char* p = kt_path(out, dirs[i].rel);
+    assert_int_equal(lstat(p, &st), 0);
+    if ((st.st_mode & 07777) != dirs[i].mode)
+      fail_msg("%s: mode %o, not %o", p, (unsigned)(st.st_mode & 07777),
+               (unsigned)dirs[i].mode);
+    free(p);
+  }
+  free(out);
+  free(share);
+  free(sub);
+  free(in);
+}
+
+/* ---- create -----------------------------------------------------------------
+ */
+
+/* Merging archives onto a full disk blames the output, not the input
+ * archive the kernel came from, through every path of the writer: frames
+ * copied, kernels decompressed and stored raw, compression threads. No
+ * temporary file is left. */
+static void test_create_to_a_full_disk_blames_the_output(void** state) {
+  (void)state;
+  void* k0 = noise(200 << 10, 1);
+  void* k1 = noise(200 << 10, 2);
+  kt_kernel kernels[] = {{"lib/x.so#0", "gfx90a", k0, 200 << 10},
+                         {"lib/x.so#1", "gfx90a", k1, 200 << 10}};
+  char* input = path_in("in.kpack");
+  kt_write_archive(input, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, kernels,
+                   2);
+  char* full = mount_tmpfs("full", "256k", false);
+  char* out = kt_path(full, "out.kpack");
+  static const char* const modes[][2] = {
+      {"-j", "1"}, {"--no-compress", "-q"}, {"-j", "4"}};
+  for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+    char *err, *expected;
+    int rc = KP(NULL, &err, "create", "-q", modes[m][0], modes[m][1], "-o", out,
+                input);
+    assert_int_equal(rc, 1);
+    assert_true(asprintf(&expected,
+                         "kpack: %s: cannot write: No space left on device\n",
+                         out) > 0);
+    if (strcmp(err, expected) != 0)
+      fail_msg("%s %s: got\n%s", modes[m][0], modes[m][1], err);
+    assert_empty_dir(full);
+    free(expected);
+    free(err);
+  }
+  free(out);
+  free(full);
+  free(input);
+  free(k0);
+  free(k1);
+}
+
+/* A read-only output: the system's reason, for the output. */
+static void test_create_to_a_read_only_filesystem_says_so(void** state) {
+  (void)state;
+  void* k = noise(1000, 3);
+  kt_kernel kernels[] = {{"lib/x.so#0", "gfx90a", k, 1000}};
+  char* input = path_in("in.kpack");
+  kt_write_archive(input, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, kernels,
+                   1);
+  char* ro = mount_tmpfs("ro", "256k", true);
+  char* out = kt_path(ro, "out.kpack");
+  char *err, *expected;
+  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", out, input), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: cannot write: Read-only file system\n",
+                       out) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  free(out);
+  free(ro);
+  free(input);
+  free(k);
+}
+
+/* Runs the tool with `args` (NULL-terminated) as the user nobody; its
+ * exit status, its stderr in *err. */
+static int run_as_nobody(const char* const* args, char** err) {
+  char* argv[16] = {
+      "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+      tool};
+  size_t n = 6;
+  for (; *args != NULL; args++) {
+    assert_true(n < 15);
+    argv[n++] = (char*)*args;
+  }
+  argv[n] = NULL;
+  return kt_run(argv, 60, NULL, err);
+}
+
+/* An input archive or fat binary the user may not read: named, with the
+ * system's reason rather than "read or write error". */
+static void test_create_from_an_unreadable_input_says_why(void** state) {
+  (void)state;
+  if (geteuid() != 0)
+    skip(); /* runs the tool as nobody */
+  void* k = noise(1000, 4);
+  kt_kernel kernels[] = {{"lib/x.so#0", "gfx90a", k, 1000}};
+  char* input = path_in("in.kpack");
+  char* out = path_in("out.kpack");
+  kt_write_archive(input, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, kernels,
+                   1);
+  assert_int_equal(chmod(input, 0600), 0);
+  assert_int_equal(chmod(kt_tmp, 0755), 0); /* the file, not its directory */
+  char *err, *expected;
+  assert_true(asprintf(&expected,
+                       "kpack: %s: KPACK_ERROR_IO_ERROR (Permission denied)\n",
+                       input) > 0);
+  assert_int_equal(
+      run_as_nobody(
+          (const char* const[]){"create", "-q", "-o", out, input, NULL}, &err),
+      1);
+  assert_string_equal(err, expected);
+  free(err);
+  assert_int_equal(
+      run_as_nobody((const char* const[]){"create", "-q", "-o", out, "--fatbin",
+                                          input, NULL},
+                    &err),
+      1);
+  assert_string_equal(err, expected);
+  free(err);
+  free(expected);
+  free(out);
+  free(input);
+  free(k);
+}
+
+/* ---- extract ----------------------------------------------------------------
+ */
+
+/* A FIFO given as an archive is not read (it could block) and is called
+ * what it is, not a directory. */
+static void test_extract_of_a_fifo_says_it_is_no_regular_file(void** state) {
+  (void)state;
+  char* fifo = path_in("fifo.kpack");
+  char* dir = path_in("tree");
+  assert_int_equal(mkfifo(fifo, 0644), 0);
+  char *err, *expected;
+  assert_int_equal(KP(NULL, &err, "extract", "-C", dir, fifo), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: KPACK_ERROR_IO_ERROR (not a regular file)\n",
+                       fifo) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  free(dir);
+  free(fifo);
+}
+
+enum { EXTRACT_KERNELS = 40, EXTRACT_SIZE = 20000 };
+
+/* An archive of 40 incompressible kernels lib/x.so#N for gfx90a. */
+static char* write_many(void) {
+  kt_kernel kernels[EXTRACT_KERNELS];
+  char names[EXTRACT_KERNELS][32];
+  void* data[EXTRACT_KERNELS];
+  for (size_t i = 0; i < EXTRACT_KERNELS; i++) {
+    snprintf(names[i], sizeof(names[i]), "lib/x.so#%zu", i);
+    data[i] = noise(EXTRACT_SIZE, (uint32_t)i + 10);
+    kernels[i] = (kt_kernel){names[i], "gfx90a", data[i], EXTRACT_SIZE};
+  }
+  char* archive = path_in("many.kpack");
+  kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, kernels,
+                   EXTRACT_KERNELS);
+  for (size_t i = 0; i < EXTRACT_KERNELS; i++)
+    free(data[i]);
+  return archive;
+}
+
+static int compare_names(const void* a, const void* b) {
+  return strcmp(*(const char* const*)a, *(const char* const*)b);
+}
+
+/* Extraction onto a full disk stops at the first file that cannot be
+ * written: one message naming it, one saying what is left, and every
+ * kernel left there is whole. */
+static void test_extract_to_a_full_disk_stops_at_the_first_failure(
+    void** state) {
+  (void)state;
+  char* archive = write_many();
+  char* full = mount_tmpfs("full", "256k", false);
+  char* dir = kt_path(full, "tree");
+  char *err, *expected;
+  assert_int_equal(KP(NULL, &err, "extract", "-B", "-C", dir, archive), 1);
+  /* Kernels go out in byte order of their names. */
+  char names[EXTRACT_KERNELS][32];
+  const char* order[EXTRACT_KERNELS];
+  for (size_t i = 0; i < EXTRACT_KERNELS; i++) {
+    snprintf(names[i], sizeof(names[i]), "lib/x.so#%zu", i);
+    order[i] = names[i];
+  }
+  qsort(order, EXTRACT_KERNELS, sizeof(order[0]), compare_names);
+  size_t whole = 0;
+  for (; whole < EXTRACT_KERNELS; whole++) {
+    char* p;
+    size_t size;
+    assert_true(asprintf(&p, "%s/%s/gfx90a/kernel.hsaco", dir, order[whole]) >
+                0);
+    void* bytes = kt_read_file(p, &size);
+    free(p);
+    free(bytes);
+    if (bytes == NULL)
+      break;
+    assert_int_equal(size, EXTRACT_SIZE);
+  }
+  assert_true(whole > 0 && whole < EXTRACT_KERNELS);
+  assert_true(asprintf(&expected,
+                       "kpack: %s/%s/gfx90a/kernel.hsaco: cannot write: No "
+                       "space left on device\n"
+                       "kpack: extract: stopped; %s holds the %zu kernels "
+                       "written before, each whole\n",
+                       dir, order[whole], dir, whole) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  free(dir);
+  free(full);
+  free(archive);
+}
+
+/* A read-only directory: one message with the system's reason, not one per
+ * kernel. */
+static void test_extract_to_a_read_only_filesystem_stops_at_once(void** state) {
+  (void)state;
+  char* archive = write_many();
+  char* ro = mount_tmpfs("ro", "256k", true);
+  char *err, *expected;
+  assert_int_equal(KP(NULL, &err, "extract", "-C", ro, archive), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s/lib/x.so#0/gfx90a: cannot create: Read-only "
+                       "file system\n"
+                       "kpack: extract: stopped; %s holds the 0 kernels "
+                       "written before, each whole\n",
+                       ro, ro) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  free(ro);
+  free(archive);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(
+          test_split_to_a_full_disk_names_the_archive_and_takes_back_its_output,
+          setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_to_a_full_disk_names_the_binary_being_written, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_to_a_full_disk_reports_what_it_replaced, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_directories_have_their_modes_from_the_start, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_to_a_full_disk_blames_the_output, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_to_a_read_only_filesystem_says_so, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_create_from_an_unreadable_input_says_why, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_extract_of_a_fifo_says_it_is_no_regular_file, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_extract_to_a_full_disk_stops_at_the_first_failure, setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_extract_to_a_read_only_filesystem_stops_at_once, setup,
+          teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
