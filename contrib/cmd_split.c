@@ -668,14 +668,19 @@ static char* search_path(const char* rel, const char* prefix) {
 
 /* The distinct arches of file `file`'s code objects this run writes (after
  * --arch), for its metadata's kpack_arches; the strings are the kernels'.
- * False when out of memory. */
-static bool binary_arches(const sp_state* s, size_t file, const char*** out,
-                          size_t* count) {
+ * Before write_archives() sorts them, s->kernels are in listing order, file
+ * by file: `*cursor` carries the first kernel not yet looked at from one
+ * file to the next, so a tree of many binaries is read once. False when
+ * out of memory. */
+static bool binary_arches(const sp_state* s, size_t file, size_t* cursor,
+                          const char*** out, size_t* count) {
   const char** arches = NULL;
-  size_t n = 0, cap = 0;
-  for (size_t k = 0; k < s->kernel_count; k++) {
+  size_t n = 0, cap = 0, k = *cursor;
+  while (k < s->kernel_count && s->kernels[k].file < file)
+    k++;
+  for (; k < s->kernel_count && s->kernels[k].file == file; k++) {
     const char* arch = s->kernels[k].arch;
-    bool seen = s->kernels[k].file != file;
+    bool seen = false;
     for (size_t j = 0; !seen && j < n; j++)
       seen = strcmp(arches[j], arch) == 0;
     if (seen)
@@ -688,6 +693,7 @@ static bool binary_arches(const sp_state* s, size_t file, const char*** out,
     arches = grown;
     arches[n++] = arch;
   }
+  *cursor = k;
   *out = arches;
   *count = n;
   return true;
@@ -696,7 +702,7 @@ static bool binary_arches(const sp_state* s, size_t file, const char*** out,
 /* Writes each fat binary, transformed, to a temporary file beside where it
  * goes, synced: every refusal shows here, before anything is replaced. */
 static bool transform_all(sp_state* s) {
-  size_t total = 0;
+  size_t total = 0, kernel_cursor = 0;
   for (size_t i = 0; i < s->file_count; i++)
     total +=
         s->files[i].type == SP_FILE && s->files[i].kind == KPACK_TRANSFORM_FAT;
@@ -731,7 +737,7 @@ static bool transform_all(sp_state* s) {
     }
     const char** arches = NULL;
     size_t arch_count = 0;
-    if (ok && !binary_arches(s, i, &arches, &arch_count)) {
+    if (ok && !binary_arches(s, i, &kernel_cursor, &arches, &arch_count)) {
       cli_error("out of memory");
       ok = false;
     }
