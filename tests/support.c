@@ -296,6 +296,27 @@ int kt_run_args(const char* program, const char* const* args, double seconds,
   return kt_run(argv, seconds, out, err);
 }
 
+void kt_check_readelf(const char* path) {
+  char *out = NULL, *err = NULL;
+  char* argv[] = {"readelf", "-a", "-W", (char*)path, NULL};
+  assert_int_equal(kt_run(argv, 60, &out, &err), 0);
+  if (err[0] != '\0' || strstr(out, "Warning") != NULL)
+    fail_msg("readelf -a %s: %s", path, err);
+  free(out);
+  free(err);
+}
+
+char* kt_elflint(const char* path) {
+  char *out = NULL, *err = NULL;
+  char* argv[] = {"eu-elflint", "--gnu-ld", (char*)path, NULL};
+  kt_run(argv, 60, &out, &err);
+  size_t len = strlen(path);
+  for (char* at; (at = strstr(out, path)) != NULL;)
+    memmove(at, at + len, strlen(at + len) + 1);
+  free(err);
+  return out;
+}
+
 void kt_assert_contains(const char* text, const char* needle) {
   if (strstr(text, needle) == NULL)
     fail_msg("expected \"%s\" in:\n%s", needle, text);
