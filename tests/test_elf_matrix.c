@@ -50,21 +50,19 @@ static const cell rows[] = {
      "-Wl,-z,separate-code -Wl,-z,max-page-size=0x1000 -Wl,-z,relro", false,
      FX_FATBIN_START, 20000, 12, false, false},
     {"no separate code, RELRO, .hip_fatbin under a page ending its segment",
-     "-Wl,-z,noseparate-code -Wl,-z,relro", false, FX_FATBIN_END, 700, 4,
-     false, false},
+     "-Wl,-z,noseparate-code -Wl,-z,relro", false, FX_FATBIN_END, 700, 4, false,
+     false},
     {"64 KiB pages, no separate code, RELR, no RELRO",
-     "-Wl,-z,max-page-size=0x10000 -Wl,-z,noseparate-code -Wl,-z,norelro",
-     true, FX_FATBIN_DEFAULT, 150000, 12, false, false},
+     "-Wl,-z,max-page-size=0x10000 -Wl,-z,noseparate-code -Wl,-z,norelro", true,
+     FX_FATBIN_DEFAULT, 150000, 12, false, false},
     {"2 MiB pages, .hip_fatbin starting its segment, whole pages",
      "-Wl,-z,max-page-size=0x200000 -Wl,-z,separate-code", false,
      FX_FATBIN_START, (2u << 20) + PAGE, 12, false, false},
-    {"no separate code, TLS, a 200 MiB .bss",
-     "-Wl,-z,noseparate-code", false, FX_FATBIN_DEFAULT, 20000, 12, true,
-     true},
+    {"no separate code, TLS, a 200 MiB .bss", "-Wl,-z,noseparate-code", false,
+     FX_FATBIN_DEFAULT, 20000, 12, true, true},
 };
 
-static const char* const kind_names[] = {"shared object", "PIE",
-                                         "executable"};
+static const char* const kind_names[] = {"shared object", "PIE", "executable"};
 
 typedef struct program {
   char* dir;
@@ -74,8 +72,8 @@ typedef struct program {
   const cell* c;
   bool lld;
   size_t records; /* librocrand's */
-  bool real; /* librocrand: loaded for its own sake, records read from the
-                file */
+  bool real;      /* librocrand: loaded for its own sake, records read from the
+                     file */
 } program;
 
 static char* in_dir(const program* p, const char* name) {
@@ -104,10 +102,11 @@ static void check_report(const program* p, const char* binary,
       break;
     if (magic != KPACK_HOST_HIPK_MAGIC || reserved != records ||
         n < want.size || memcmp(bytes, want.data, want.size) != 0)
-      fail_msg("%s (%s, %s, %s): record %zu is %08x, index %llu, and does "
-               "not reach the metadata",
-               binary, p->c->what, kind_names[p->kind],
-               p->lld ? "lld" : "GNU ld", records, magic, reserved);
+      fail_msg(
+          "%s (%s, %s, %s): record %zu is %08x, index %llu, and does "
+          "not reach the metadata",
+          binary, p->c->what, kind_names[p->kind], p->lld ? "lld" : "GNU ld",
+          records, magic, reserved);
     records++;
   }
   if (records != RECORDS)
@@ -203,10 +202,11 @@ static void check_layout(const program* p, const char* path) {
       fail_msg("%s: PT_LOAD %llu has no file bytes", path,
                (unsigned long long)i);
     if (align > 1 && ((align & (align - 1)) != 0 || off % align != va % align))
-      fail_msg("%s: PT_LOAD %llu: offset 0x%llx and address 0x%llx differ "
-               "modulo its alignment 0x%llx",
-               path, (unsigned long long)i, (unsigned long long)off,
-               (unsigned long long)va, (unsigned long long)align);
+      fail_msg(
+          "%s: PT_LOAD %llu: offset 0x%llx and address 0x%llx differ "
+          "modulo its alignment 0x%llx",
+          path, (unsigned long long)i, (unsigned long long)off,
+          (unsigned long long)va, (unsigned long long)align);
     if (off % PAGE != va % PAGE)
       fail_msg("%s: PT_LOAD %llu is not page-aligned", path,
                (unsigned long long)i);
@@ -254,8 +254,8 @@ static void check_layout(const program* p, const char* path) {
     if (off > size || ssz > size - off)
       fail_msg("%s: section %s runs past the file", path, n);
     if ((flags & 2) != 0 && ssz > 0 && align > 1 && off % align != addr % align)
-      fail_msg("%s: section %s: offset and address differ modulo 0x%llx",
-               path, n, (unsigned long long)align);
+      fail_msg("%s: section %s: offset and address differ modulo 0x%llx", path,
+               n, (unsigned long long)align);
     if ((flags & 2) != 0 && off <= phoff && phoff + phnum * 56 <= off + ssz)
       covered = true;
     if (strcmp(n, ".rocm_kpack_ref") == 0) {
@@ -266,8 +266,7 @@ static void check_layout(const program* p, const char* path) {
     }
   }
   if (!covered)
-    fail_msg("%s: no allocated section covers the program header table",
-             path);
+    fail_msg("%s: no allocated section covers the program header table", path);
   if (!have_ref)
     fail_msg("%s: .rocm_kpack_ref does not hold exactly the metadata", path);
   (void)p;
@@ -286,14 +285,16 @@ static void check_elflint(const program* p, const char* before,
     bool known =
         strstr(before, l) != NULL || strcmp(l, "No errors") == 0 ||
         (p->c->place == FX_FATBIN_START &&
-         strstr(l, "'.hip_fatbin' has type NOBITS but is read from the "
-                   "file") != NULL) ||
+         strstr(l,
+                "'.hip_fatbin' has type NOBITS but is read from the "
+                "file") != NULL) ||
         (p->c->big_bss && strstr(l, "'.bss' not fully contained") != NULL);
     if (!known)
-      fail_msg("eu-elflint --gnu-ld on %s (%s, %s, %s) finds what it did "
-               "not find before:\n%s\nbefore:\n%s",
-               p->out, p->c->what, kind_names[p->kind],
-               p->lld ? "lld" : "GNU ld", l, before);
+      fail_msg(
+          "eu-elflint --gnu-ld on %s (%s, %s, %s) finds what it did "
+          "not find before:\n%s\nbefore:\n%s",
+          p->out, p->c->what, kind_names[p->kind], p->lld ? "lld" : "GNU ld", l,
+          before);
     free(l);
     line += len + (end != NULL);
   }
@@ -334,8 +335,7 @@ static void check_tools(const program* p) {
   const char* strip_all[] = {"strip", p->out, "-o", v, NULL};
   tool(p, strip_all);
   check_loads(p, v);
-  const char* strip_debug[] = {"strip", "--strip-debug", p->out, "-o", v,
-                               NULL};
+  const char* strip_debug[] = {"strip", "--strip-debug", p->out, "-o", v, NULL};
   tool(p, strip_debug);
   check_loads(p, v);
   const char* eu_strip[] = {"eu-strip", "-o", v, p->out, NULL};
@@ -358,14 +358,13 @@ static void check_tools(const program* p) {
   free(link);
 
   copy_to(p, v);
-  const char* rpath[] = {"patchelf", "--set-rpath", "/opt/kpack/lib", v,
-                         NULL};
+  const char* rpath[] = {"patchelf", "--set-rpath", "/opt/kpack/lib", v, NULL};
   tool(p, rpath);
   check_loads(p, v);
   if (p->kind == FX_PROGRAM_SHARED) {
     copy_to(p, v);
-    const char* soname[] = {"patchelf", "--set-soname", "libfx-renamed.so.1",
-                            v, NULL};
+    const char* soname[] = {"patchelf", "--set-soname", "libfx-renamed.so.1", v,
+                            NULL};
     tool(p, soname);
     check_loads(p, v);
   }
@@ -459,12 +458,10 @@ static void test_64k_pages_no_separate_code_relr_no_relro(void** s) {
  * old layout left it "no loadable segments". */
 static void test_librocrand_survives_every_tool(void** s) {
   (void)s;
-  static const cell real = {"librocrand", NULL, false, FX_FATBIN_DEFAULT,
-                            0, 0, false, false};
-  program p = {.dir = kt_tmpdir(),
-               .kind = FX_PROGRAM_SHARED,
-               .c = &real,
-               .real = true};
+  static const cell real = {"librocrand", NULL, false, FX_FATBIN_DEFAULT, 0, 0,
+                            false,        false};
+  program p = {
+      .dir = kt_tmpdir(), .kind = FX_PROGRAM_SHARED, .c = &real, .real = true};
   char* lib = kt_librocrand();
   p.in = lib;
   p.out = in_dir(&p, "librocrand.so.1.1");
