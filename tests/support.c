@@ -6,6 +6,7 @@
 #include "support.h"
 #include "fixture_fatbin.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <ftw.h>
@@ -294,6 +295,21 @@ int kt_run_args(const char* program, const char* const* args, double seconds,
   }
   argv[n] = NULL;
   return kt_run(argv, seconds, out, err);
+}
+
+bool kt_loads_in_child(const char* path, const char* symbol) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL)
+      fprintf(stderr, "dlopen: %s\n", dlerror());
+    _exit(lib != NULL && dlsym(lib, symbol) != NULL ? 0 : 1);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 void kt_check_readelf(const char* path) {
