@@ -325,7 +325,10 @@ void kt_check_readelf(const char* path) {
 char* kt_elflint(const char* path) {
   char *out = NULL, *err = NULL;
   char* argv[] = {"eu-elflint", "--gnu-ld", (char*)path, NULL};
-  kt_run(argv, 60, &out, &err);
+  /* Findings go to stdout (exit 1); a file it cannot read is said on
+   * stderr, and a missing eu-elflint exits 127. */
+  if (kt_run(argv, 60, &out, &err) > 1 || err[0] != '\0')
+    fail_msg("eu-elflint could not check %s: %s", path, err);
   size_t len = strlen(path);
   for (char* at; (at = strstr(out, path)) != NULL;)
     memmove(at, at + len, strlen(at + len) + 1);
