@@ -125,9 +125,14 @@ bool fx_build_program(const char* dir, const fx_program_opts* o,
       fprintf(stderr, "fixture_program: cannot write %s\n", path);
       return false;
     }
-    fprintf(src,
-            "SECTIONS { .hip_fatbin : { *(.hip_fatbin) } } INSERT AFTER %s;\n",
-            o->place == FX_FATBIN_START ? ".fini" : ".eh_frame");
+    /* After the code, on a boundary of the largest page: the linkers
+     * start a segment there (flags change). */
+    fprintf(src, "%s\n",
+            o->place == FX_FATBIN_END
+                ? "SECTIONS { .hip_fatbin : { *(.hip_fatbin) } } "
+                  "INSERT AFTER .eh_frame;"
+                : "SECTIONS { .hip_fatbin ALIGN(CONSTANT(MAXPAGESIZE)) : "
+                  "{ *(.hip_fatbin) } } INSERT AFTER .fini;");
     fclose(src);
     snprintf(script, sizeof(script), " -Wl,-T,'%s'", path);
   }

@@ -32,7 +32,8 @@ typedef enum fx_program_kind {
 typedef enum fx_fatbin_place {
   FX_FATBIN_DEFAULT, /* where the linker puts an orphan: among the
                         read-only data, between other sections */
-  FX_FATBIN_START,   /* after .fini: the first section of its segment */
+  FX_FATBIN_START,   /* after .fini, aligned to the largest page: the
+                        first section of its segment */
   FX_FATBIN_END,     /* after .eh_frame: the last section of its segment */
 } fx_fatbin_place;
 

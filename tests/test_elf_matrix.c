@@ -271,6 +271,33 @@ static void check_layout(const program* p, const char* path) {
   free(e);
 }
 
+/* The input has .hip_fatbin where the cell asks: first in its segment,
+ * last, or between other sections. */
+static void check_placement(const program* p) {
+  size_t size;
+  uint8_t* e = kt_read_file(p->in, &size);
+  const uint8_t* f = fx_section_header(e, ".hip_fatbin");
+  assert_non_null(f);
+  uint64_t fo = ld(f + 24, 8), fs = ld(f + 32, 8);
+  uint64_t phoff = ld(e + 32, 8), phnum = ld(e + 56, 2);
+  bool found = false;
+  for (uint64_t i = 0; i < phnum && !found; i++) {
+    const uint8_t* a = e + phoff + i * 56;
+    uint64_t off = ld(a + 8, 8), fsz = ld(a + 32, 8);
+    if (ld(a, 4) != 1 || fo < off || fo + fs > off + fsz)
+      continue;
+    found = true;
+    bool first = fo == off, last = fo + fs == off + fsz;
+    if ((p->c->place == FX_FATBIN_START && !first) ||
+        (p->c->place == FX_FATBIN_END && !last) ||
+        (p->c->place == FX_FATBIN_DEFAULT && (first || last)))
+      fail_msg("%s (%s, %s): .hip_fatbin is not where the cell puts it",
+               p->c->what, kind_names[p->kind], p->lld ? "lld" : "GNU ld");
+  }
+  assert_true(found);
+  free(e);
+}
+
 /* eu-elflint --gnu-ld finds nothing in the output that it did not find in
  * the input, but what docs/split.md lists as known for the cell. */
 static void check_elflint(const program* p, const char* before,
@@ -422,6 +449,7 @@ static void run_cell(const cell* c, fx_program_kind kind, bool lld) {
              lld ? "lld" : "GNU ld");
   for (size_t b = 0; b < RECORDS; b++)
     fx_free(&bundles[b]);
+  check_placement(&p);
 
   transform_checked(&p);
   kt_rmtree(p.dir);
