@@ -17,10 +17,11 @@ make_cmd=${MAKE:-make}
 # Build and test dependencies (make check); cmake and man-db are for make
 # install-check (CMake consumer, man pages), groff-base for the man page
 # suite, jq for the suite that parses every --json output, elfutils for
-# eu-elflint on transformed binaries, libamdhip64-5 (Debian's HIP runtime)
-# to load a split librocrand the way a program would, rsync for the mount
-# tests that copy a fresh mount.
-packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq libamdhip64-5 rsync"
+# eu-elflint and eu-strip on transformed binaries, libamdhip64-5 (Debian's
+# HIP runtime) to load a split librocrand the way a program would, rsync
+# for the mount tests that copy a fresh mount, lld-14 and patchelf for the
+# suite that links programs with lld and patches transformed ones.
+packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq libamdhip64-5 rsync lld-14 patchelf"
 # What `make bench` compares against: squashfuse_ll, mksquashfs, zstd.
 bench_packages="squashfuse squashfs-tools zstd"
 

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 static bool write_bytes(const char* path, const void* data, size_t size) {
   FILE* f = fopen(path, "wb");
@@ -32,11 +33,31 @@ static const char report_source[] =
     "__attribute__((section(\".hipFatBinSegment\"), used, aligned(8)))\n"
     "struct fx_record fx_records[FX_RECORDS] = {FX_INIT};\n"
     "static char fx_report[FX_RECORDS * 600 + 1];\n"
+    "#ifdef FX_TLS\n"
+    "__thread int fx_tls_data = 7;\n"
+    "__thread int fx_tls_zero;\n"
+    "#endif\n"
+    "#ifdef FX_BIG_BSS\n"
+    "static char fx_big_bss[200 << 20];\n"
+    "#endif\n"
+    "#ifdef FX_DT_RELR_VERSION\n"
+    "__asm__(\".symver fx_dt_relr, GLIBC_ABI_DT_RELR@GLIBC_ABI_DT_RELR\");\n"
+    "extern char fx_dt_relr[] __attribute__((weak));\n"
+    "__attribute__((used)) const void* fx_dt_relr_use = fx_dt_relr;\n"
+    "#endif\n"
     "__attribute__((visibility(\"default\")))\n"
     "const char* fx_program_report(void) { return fx_report; }\n"
     "__attribute__((constructor)) static void fx_read_records(void) {\n"
     "  static const char hex[] = \"0123456789abcdef\";\n"
     "  char* out = fx_report;\n"
+    "#ifdef FX_TLS\n"
+    "  fx_tls_zero += fx_tls_data;\n"
+    "  if (fx_tls_zero != 7) return;\n"
+    "#endif\n"
+    "#ifdef FX_BIG_BSS\n"
+    "  fx_big_bss[sizeof(fx_big_bss) - 1] = 1;\n"
+    "  if (fx_big_bss[0] != 0) return;\n"
+    "#endif\n"
     "  for (int i = 0; i < FX_RECORDS; i++) {\n"
     "    const struct fx_record* r = &fx_records[i];\n"
     "    unsigned long page = 4096 - ((unsigned long)r->ptr & 4095);\n"
@@ -96,15 +117,54 @@ bool fx_build_program(const char* dir, const fx_program_opts* o,
   fprintf(src, "\n%s", report_source);
   fclose(src);
 
+  /* .hip_fatbin placed by a script the default one takes in. */
+  char script[4200] = "", lld[4200] = "";
+  if (o->place != FX_FATBIN_DEFAULT) {
+    snprintf(path, sizeof(path), "%s/place.ld", dir);
+    if ((src = fopen(path, "w")) == NULL) {
+      fprintf(stderr, "fixture_program: cannot write %s\n", path);
+      return false;
+    }
+    /* After the code, on a boundary of the largest page: the linkers
+     * start a segment there (flags change). */
+    fprintf(src, "%s\n",
+            o->place == FX_FATBIN_END
+                ? "SECTIONS { .hip_fatbin : { *(.hip_fatbin) } } "
+                  "INSERT AFTER .eh_frame;"
+                : "SECTIONS { .hip_fatbin ALIGN(CONSTANT(MAXPAGESIZE)) : "
+                  "{ *(.hip_fatbin) } } INSERT AFTER .fini;");
+    fclose(src);
+    snprintf(script, sizeof(script), " -Wl,-T,'%s'", path);
+  }
+  /* The compiler finds "ld.lld" through -B: a link to the one asked for. */
+  if (o->lld != NULL) {
+    snprintf(path, sizeof(path), "%s/ld.lld", dir);
+    unlink(path);
+    if (symlink(o->lld, path) != 0) {
+      fprintf(stderr, "fixture_program: cannot link %s\n", path);
+      return false;
+    }
+    snprintf(lld, sizeof(lld), " -B'%s/' -fuse-ld=lld", dir);
+  }
+  /* lld 14 packs relocations without asking for the symbol version glibc
+   * requires of a DT_RELR user (GNU ld and lld 15 add it): a reference to
+   * glibc's marker symbol adds it. An executable has nothing to pack. */
+  const char* relr_lld =
+      o->kind == FX_PROGRAM_EXEC
+          ? " -Wl,--pack-dyn-relocs=relr"
+          : " -Wl,--pack-dyn-relocs=relr -DFX_DT_RELR_VERSION";
+  snprintf(path, sizeof(path), "%s/program.c", dir);
   const char* cc = getenv("CC_FIXTURE");
   const char* kind = o->kind == FX_PROGRAM_SHARED ? "-shared -fPIC"
                      : o->kind == FX_PROGRAM_PIE  ? "-DFX_MAIN -pie -fPIE"
                                                  : "-DFX_MAIN -no-pie -fno-pie";
-  if (asprintf(&cmd, "%s -O1 %s%s%s %s -o '%s' '%s' 2>&1",
-               cc && *cc ? cc : "cc", kind,
-               o->relr ? " -Wl,-z,pack-relative-relocs" : "",
-               o->emit_relocs ? " -g -Wl,--emit-relocs" : "",
-               o->flags ? o->flags : "", out, path) < 0)
+  if (asprintf(
+          &cmd, "%s -O1 %s%s%s%s%s%s%s %s -o '%s' '%s' 2>&1",
+          cc && *cc ? cc : "cc", kind,
+          o->relr ? (o->lld ? relr_lld : " -Wl,-z,pack-relative-relocs") : "",
+          o->emit_relocs ? " -g -Wl,--emit-relocs" : "",
+          o->tls ? " -DFX_TLS" : "", o->big_bss ? " -DFX_BIG_BSS" : "", script,
+          lld, o->flags ? o->flags : "", out, path) < 0)
     return false;
   int status = system(cmd);
   if (status != 0 || !WIFEXITED(status))

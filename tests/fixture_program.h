@@ -28,6 +28,15 @@ typedef enum fx_program_kind {
   FX_PROGRAM_EXEC,   /* -no-pie: ET_EXEC */
 } fx_program_kind;
 
+/* Where the linker puts .hip_fatbin. */
+typedef enum fx_fatbin_place {
+  FX_FATBIN_DEFAULT, /* where the linker puts an orphan: among the
+                        read-only data, between other sections */
+  FX_FATBIN_START,   /* after .fini, aligned to the largest page: the
+                        first section of its segment */
+  FX_FATBIN_END,     /* after .eh_frame: the last section of its segment */
+} fx_fatbin_place;
+
 typedef struct fx_program_opts {
   fx_program_kind kind;
   const fx_buf* bundles; /* bundle i is placed aligned in .hip_fatbin */
@@ -40,6 +49,12 @@ typedef struct fx_program_opts {
   bool emit_relocs;    /* -g -Wl,--emit-relocs: static relocations kept */
   unsigned align_log2; /* bundle alignment: 1 << align_log2 (4096 when 0) */
   const char* flags;   /* more compiler and linker flags, or NULL */
+  fx_fatbin_place place;
+  /* An ld.lld to link with (e.g. "/usr/bin/ld.lld-14"); the compiler's
+   * default linker when NULL. */
+  const char* lld;
+  bool tls;     /* thread-local data (.tdata, .tbss) the constructor uses */
+  bool big_bss; /* a 200 MiB .bss the constructor touches */
 } fx_program_opts;
 
 /* Builds the program at `out`, with its sources and bundles in `dir`.

@@ -6,6 +6,7 @@
 #include "support.h"
 #include "fixture_fatbin.h"
 
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <ftw.h>
@@ -294,6 +295,45 @@ int kt_run_args(const char* program, const char* const* args, double seconds,
   }
   argv[n] = NULL;
   return kt_run(argv, seconds, out, err);
+}
+
+bool kt_loads_in_child(const char* path, const char* symbol) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL)
+      fprintf(stderr, "dlopen: %s\n", dlerror());
+    _exit(lib != NULL && dlsym(lib, symbol) != NULL ? 0 : 1);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+void kt_check_readelf(const char* path) {
+  char *out = NULL, *err = NULL;
+  char* argv[] = {"readelf", "-a", "-W", (char*)path, NULL};
+  assert_int_equal(kt_run(argv, 60, &out, &err), 0);
+  if (err[0] != '\0' || strstr(out, "Warning") != NULL)
+    fail_msg("readelf -a %s: %s", path, err);
+  free(out);
+  free(err);
+}
+
+char* kt_elflint(const char* path) {
+  char *out = NULL, *err = NULL;
+  char* argv[] = {"eu-elflint", "--gnu-ld", (char*)path, NULL};
+  /* Findings go to stdout (exit 1); a file it cannot read is said on
+   * stderr, and a missing eu-elflint exits 127. */
+  if (kt_run(argv, 60, &out, &err) > 1 || err[0] != '\0')
+    fail_msg("eu-elflint could not check %s: %s", path, err);
+  size_t len = strlen(path);
+  for (char* at; (at = strstr(out, path)) != NULL;)
+    memmove(at, at + len, strlen(at + len) + 1);
+  free(err);
+  return out;
 }
 
 void kt_assert_contains(const char* text, const char* needle) {

@@ -86,6 +86,19 @@ char* kt_program(const char* name);
 int kt_run_args(const char* program, const char* const* args, double seconds,
                 char** out, char** err);
 
+/* dlopen()s `path` in a child process, as a program linking it would, and
+ * looks up `symbol` there: true when both work. What the object's
+ * constructors do (e.g. the HIP runtime registering librocrand's records)
+ * stays in the child, leaks included. */
+bool kt_loads_in_child(const char* path, const char* symbol);
+
+/* ELF files under the binary utilities: kt_check_readelf() fails the test
+ * when `readelf -a -W` prints a warning or anything on stderr;
+ * kt_elflint() is `eu-elflint --gnu-ld` output with the file name taken
+ * out of each line, to compare two files' findings (free() it). */
+void kt_check_readelf(const char* path);
+char* kt_elflint(const char* path);
+
 /* Fails the test unless `needle` occurs in `text`, showing the text. */
 void kt_assert_contains(const char* text, const char* needle);
 

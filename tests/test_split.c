@@ -16,7 +16,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include <dlfcn.h>
 #include <elf.h>
 #include <spawn.h>
 
@@ -1152,26 +1151,6 @@ static void test_verify_binary_names_binary_record_and_arch(void** state) {
   free(out);
 }
 
-/* Loads `path` with dlopen in a child process, as a program linking it
- * would, and looks up one of its functions. librocrand's constructor
- * registers its records with the HIP runtime it links (Debian's
- * libamdhip64-5), so this runs the runtime's registration on them. */
-static bool loads_with_the_hip_runtime(const char* path) {
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL)
-      fprintf(stderr, "dlopen: %s\n", dlerror());
-    _exit(lib != NULL && dlsym(lib, "rocrand_create_generator") != NULL ? 0
-                                                                        : 1);
-  }
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
-
 static void test_split_real_librocrand(void** state) {
   (void)state;
   char* rocrand = kt_librocrand();
@@ -1212,11 +1191,11 @@ static void test_split_real_librocrand(void** state) {
   assert_true((uint64_t)(a.st_size - b.st_size) >= info.fatbin_size / 100 * 95);
   assert_int_equal(KP(NULL, NULL, "verify", "--binary", o_lib), 0);
   /* A real HIP runtime loads the split library as it loads the original. */
-  if (!loads_with_the_hip_runtime(lib))
+  if (!kt_loads_in_child(lib, "rocrand_create_generator"))
     fail_msg(
         "the original librocrand does not load: is libamdhip64-5 "
         "installed? (make check installs it)");
-  assert_true(loads_with_the_hip_runtime(o_lib));
+  assert_true(kt_loads_in_child(o_lib, "rocrand_create_generator"));
   assert_int_equal(KP(NULL, NULL, "split", "-o", again, out), 0);
   assert_same_tree(out, again);
   free(o_lib);

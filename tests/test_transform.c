@@ -217,29 +217,6 @@ static void check_loads(const program* p, const char* binary) {
   }
 }
 
-/* `readelf -a` says nothing on stderr and prints no warning. */
-static void check_readelf(const char* path) {
-  char *out = NULL, *err = NULL;
-  char* argv[] = {"readelf", "-a", "-W", (char*)path, NULL};
-  assert_int_equal(kt_run(argv, 60, &out, &err), 0);
-  if (err[0] != '\0' || strstr(out, "Warning") != NULL)
-    fail_msg("readelf -a %s: %s", path, err);
-  free(out);
-  free(err);
-}
-
-/* eu-elflint --gnu-ld output, the file name taken out of each line. */
-static char* elflint(const char* path) {
-  char *out = NULL, *err = NULL;
-  char* argv[] = {"eu-elflint", "--gnu-ld", (char*)path, NULL};
-  kt_run(argv, 60, &out, &err);
-  size_t len = strlen(path);
-  for (char* at; (at = strstr(out, path)) != NULL;)
-    memmove(at, at + len, strlen(at + len) + 1);
-  free(err);
-  return out;
-}
-
 static bool have_elflint(void) {
   return access("/usr/bin/eu-elflint", X_OK) == 0;
 }
@@ -295,7 +272,7 @@ static void transformed_program(fx_program_kind kind, bool relr,
   size_t in_size;
   void* in_bytes = kt_read_file(p.in, &in_size);
   if (have_elflint())
-    before = elflint(p.in);
+    before = kt_elflint(p.in);
   kpack_transform_kind_t k;
   assert_int_equal(kpack_transform_classify(p.in, &k, &msg), KPACK_SUCCESS);
   assert_int_equal(k, KPACK_TRANSFORM_FAT);
@@ -327,9 +304,9 @@ static void transformed_program(fx_program_kind kind, bool relr,
 
   write_archives(&p);
   check_loads(&p, p.out);
-  check_readelf(p.out);
+  kt_check_readelf(p.out);
   if (before != NULL) {
-    char* after = elflint(p.out);
+    char* after = kt_elflint(p.out);
     assert_string_equal(after, before);
     free(after);
     free(before);
@@ -362,7 +339,7 @@ static void transformed_program(fx_program_kind kind, bool relr,
     }
     run_tool(forms[f][0], forms[f][1], p.out, stripped);
     check_loads(&p, stripped);
-    check_readelf(stripped);
+    kt_check_readelf(stripped);
     free(stripped);
   }
   char* debug = kt_path(p.dir, "debug");
@@ -418,7 +395,7 @@ static void test_librocrand_shrinks_and_round_trips(void** s) {
   if (transform(lib, out, name, &r, &msg) != KPACK_SUCCESS)
     fail_msg("transform: %s", msg.text);
   assert_true(r.input_size - r.output_size >= r.fatbin_size / 100 * 95);
-  check_readelf(out);
+  kt_check_readelf(out);
 
   /* Every code object of every record, written per arch, comes back
    * through the metadata read from the transformed file. */
@@ -648,7 +625,7 @@ static void test_file_without_program_headers_gets_one_segment(void** s) {
     assert_int_equal(fx_load_le(ph + 8, 8) % machines[m].page,
                      fx_load_le(ph + 16, 8) % machines[m].page);
     free(elf);
-    check_readelf(out);
+    kt_check_readelf(out);
   }
   fx_free(&bundles[0]);
   fx_free(&bundles[1]);

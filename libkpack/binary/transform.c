@@ -26,8 +26,15 @@
 #include "rocm_kpack/kpack_transform.h"
 
 #define TF_COPY_BUFFER ((size_t)1 << 20)
+#define TF_PF_X 1u
+#define TF_PF_W 2u
 #define TF_PF_R 4u
+#define TF_SHF_WRITE 1u
+#define TF_SHF_EXECINSTR 4u
 #define TF_NEW_NAME ".rocm_kpack_ref"
+/* The allocated section that covers the moved program header table, so
+ * that tools rebuilding a file from its sections keep the table. */
+#define TF_PHDR_NAME ".rocm_kpack_phdrs"
 /* The most an executable's file may grow by a hole before its program
  * header table (see plan()). */
 #define TF_MAX_HOLE ((uint64_t)256 << 20)
@@ -66,8 +73,8 @@ typedef struct tf_state {
   bool* relocated; /* per wrapper: a dynamic relocation sets its pointer */
   tf_patch* patches;
   size_t patch_count, patch_cap;
-  /* The removed file range [cut_at, cut_at + removed) inside .hip_fatbin
-   * and the bytes of .hip_fatbin kept (zeroed) before what follows. */
+  /* The removed file range [cut_at, cut_at + removed) inside .hip_fatbin;
+   * the rest of .hip_fatbin's bytes stay in the file as zeros. */
   uint64_t cut_at, removed;
   uint64_t meta_addr;
 } tf_state;
@@ -491,15 +498,24 @@ static kpack_error_t scan_relocations(tf_state* st) {
  */
 
 typedef struct tf_layout {
-  size_t load;       /* the PT_LOAD that holds .hip_fatbin */
-  bool split;        /* its part after .hip_fatbin becomes a PT_LOAD */
+  size_t load; /* the PT_LOAD that holds .hip_fatbin */
+  /* When bytes leave the file, that PT_LOAD is split: a head (what
+   * precedes .hip_fatbin, then .hip_fatbin as memory only) and, unless
+   * .hip_fatbin ends it, a tail (what follows), each with the flags its
+   * sections need. Otherwise it stays whole, .hip_fatbin's bytes zeroed. */
+  bool split, tail;
+  uint64_t head_filesz;
+  uint32_t head_flags, tail_flags;
+  uint64_t unit;     /* the removal unit: the largest PT_LOAD p_align, at least
+                        the machine's page */
+  bool drop_phdr;    /* a shared object's PT_PHDR is left out (see plan()) */
   uint64_t cut;      /* input bytes copied: [0, cut), the rest is the old
                         section name and header tables */
-  uint64_t block;    /* output offset of the new PT_LOAD: program headers,
-                        then the metadata */
+  uint64_t block;    /* output offset of the new PT_LOAD: room for a table,
+                        the program headers, then the metadata */
   uint64_t vaddr;    /* its address */
   size_t phnum;      /* program headers in the output */
-  uint64_t ph_off;   /* program header table offset in the block (0) */
+  uint64_t ph_off;   /* program header table offset in the block */
   uint64_t meta_off; /* metadata offset in the block */
   uint64_t meta_size;
   uint64_t block_size;
@@ -533,6 +549,24 @@ static const char* segment_name(uint32_t type) {
       return "PT_GNU_RELRO";
   }
   return "segment";
+}
+
+/* The flags a piece [lo, hi) of segment `s` needs: readable, and writable
+ * or executable only when a section it holds is, never more than `s`. */
+static uint32_t piece_flags(const tf_state* st, const elf_segment* s,
+                            uint64_t lo, uint64_t hi) {
+  uint32_t flags = TF_PF_R;
+  for (size_t i = 1; i < st->elf.section_count; i++) {
+    const elf_section* c = &st->elf.sections[i];
+    if (i == st->fat || (c->flags & ELF_SHF_ALLOC) == 0 || c->size == 0 ||
+        c->addr < lo || c->addr >= hi)
+      continue;
+    if (c->flags & TF_SHF_WRITE)
+      flags |= TF_PF_W;
+    if (c->flags & TF_SHF_EXECINSTR)
+      flags |= TF_PF_X;
+  }
+  return flags & s->flags;
 }
 
 static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
@@ -588,9 +622,20 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
       return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
                      "section %zu overlaps .hip_fatbin in the file", i);
   }
+  L->unit = P;
+  for (size_t i = 0; i < elf->segment_count; i++)
+    if (elf->segments[i].type == ELF_PT_LOAD &&
+        elf->segments[i].align > L->unit)
+      L->unit = elf->segments[i].align;
+  if ((L->unit & (L->unit - 1)) != 0)
+    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                   "a PT_LOAD alignment of 0x%" PRIx64 " is no power of two",
+                   L->unit);
   if (L->load != SIZE_MAX) {
     const elf_segment* ld = &elf->segments[L->load];
-    L->split = fo + fs < ld->offset + ld->filesz || ld->memsz > ld->filesz;
+    L->tail = fo + fs < ld->offset + ld->filesz || ld->memsz > ld->filesz;
+    L->head_flags = piece_flags(st, ld, ld->vaddr, fa);
+    L->tail_flags = piece_flags(st, ld, fa + fs, ld->vaddr + ld->memsz);
   } else {
     /* No program headers (an object no loader maps): the new segment goes
      * above every allocated section, and is the table's only entry. */
@@ -602,12 +647,29 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
     }
   }
 
-  /* Remove whole pages so every later segment keeps p_offset == p_vaddr
-   * modulo the page, and keep (zeroed) the bytes that share the last page
-   * with what follows, so that page reads zeros for .hip_fatbin. */
-  uint64_t r = (fa + fs) % P;
-  st->cut_at = fo;
-  st->removed = fs > r ? (fs - r) / P * P : 0;
+  /* .hip_fatbin's bytes that share a page with what precedes or follows it
+   * stay (zeroed), so those pages read no stale device code; of the whole
+   * pages between, whole removal units leave the file, so that every later
+   * segment keeps p_offset == p_vaddr modulo its own p_align. */
+  uint64_t keep_head = align_up(fa, P) - fa, keep_tail = (fa + fs) % P;
+  if (L->load != SIZE_MAX && fo == elf->segments[L->load].offset) {
+    /* .hip_fatbin starts its segment: the head keeps file bytes (zeros to
+     * the next page boundary) rather than be a PT_LOAD without any. */
+    keep_head = align_up(fa + 1, P) - fa;
+    L->head_filesz = keep_head < fs ? keep_head : fs;
+  } else if (L->load != SIZE_MAX) {
+    L->head_filesz = fo - elf->segments[L->load].offset;
+  }
+  if (keep_head > fs)
+    keep_head = fs;
+  uint64_t middle = fs - keep_head > keep_tail ? fs - keep_head - keep_tail : 0;
+  st->cut_at = fo + keep_head;
+  st->removed = middle / L->unit * L->unit;
+  /* Whole pages between head and tail: neither maps a page of the other,
+   * so each can have flags of its own. */
+  L->split = L->load != SIZE_MAX && st->removed > 0;
+  if (!L->split)
+    L->tail = false;
 
   /* The old section name and header tables are left behind when they end
    * the file; nothing else may lie there. */
@@ -634,27 +696,40 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
       L->cut = cut;
   }
 
-  L->phnum = elf->segment_count + 1 + (L->split ? 1 : 0);
+  L->phnum = elf->segment_count + 1;
+  if (L->tail)
+    L->phnum++;
+  /* Outside an executable the table no longer lies at the load base plus
+   * its offset, which patchelf takes PT_PHDR to say; no loader needs
+   * PT_PHDR in a shared object, so it goes. */
+  for (size_t i = 0; i < elf->segment_count && !exec_like; i++)
+    if (elf->segments[i].type == ELF_PT_PHDR) {
+      L->drop_phdr = true;
+      L->phnum--;
+    }
   if (L->phnum >= 0xffff)
     return tf_fail(st, KPACK_ERROR_INVALID_FORMAT, "too many program headers");
-  /* The program header table, then the metadata. objcopy and strip
-   * rewrite such a file with the table placed right after the previous
-   * segment's bytes, moving the segment's address down by up to a page
-   * to keep the metadata where it is: the page left free below the block
-   * keeps that move clear of the segments before it. */
+  /* The block: room for a table, the table (covered by its own section,
+   * which eu-strip and patchelf keep), then the metadata. GNU objcopy
+   * writes the table it makes at the start of the block's segment, in
+   * front of the first section, and may move the segment down by up to a
+   * removal unit to do so: the room keeps the sections at their
+   * addresses, and a free removal unit between the block and the
+   * segments before it keeps that move clear of them. */
   uint64_t ph_size = (uint64_t)L->phnum * ELF_PHDR_SIZE;
-  L->ph_off = 0;
-  L->meta_off = align_up(ph_size, 8);
+  L->ph_off = align_up(ph_size, 8);
+  L->meta_off = L->ph_off + ph_size;
   L->meta_size = meta_size;
   L->block_size = L->meta_off + meta_size;
   uint64_t end = align_up(tf_out(st, L->cut), 8);
-  uint64_t top = align_up(maxend, P) + P;
+  uint64_t U = L->unit;
+  uint64_t top = align_up(maxend, P) + U;
   if (exec_like) {
     /* Kernels compute AT_PHDR as the first PT_LOAD's p_vaddr - p_offset
      * plus e_phoff: the table's file offset must be its address less that
      * base. The file grows to that offset (a hole) when needed. */
     if (top - base < end)
-      top += align_up(end - (top - base), P);
+      top += align_up(end - (top - base), U);
     if (top - base - end > TF_MAX_HOLE)
       return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
                      "the program header table would start at file offset "
@@ -667,13 +742,14 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
     L->vaddr = top;
   } else {
     L->block = end;
-    L->vaddr = top + end % P;
+    L->vaddr = top + (end % U + U - top % U) % U;
   }
   st->meta_addr = L->vaddr + L->meta_off;
   L->names_off = L->block + L->block_size;
-  L->names_size = elf->sections[elf->names].size + sizeof(TF_NEW_NAME);
+  L->names_size = elf->sections[elf->names].size + sizeof(TF_PHDR_NAME) +
+                  sizeof(TF_NEW_NAME);
   L->shoff = align_up(L->names_off + L->names_size, 8);
-  L->shnum = elf->section_count + 1;
+  L->shnum = elf->section_count + 2;
   return KPACK_SUCCESS;
 }
 
@@ -746,25 +822,24 @@ static void build_phdrs(tf_state* st, const tf_layout* L, uint8_t* out) {
       last_load = i;
   if (last_load == SIZE_MAX) /* the new segment is the only one */
     put_phdr(out + n++ * ELF_PHDR_SIZE, ELF_PT_LOAD, TF_PF_R, L->block,
-             L->vaddr, L->vaddr, L->block_size, L->block_size, st->mach->page);
+             L->vaddr, L->vaddr, L->block_size, L->block_size, L->unit);
   for (size_t i = 0; i < elf->segment_count; i++) {
     uint8_t* p = out + n++ * ELF_PHDR_SIZE;
     const elf_segment* s = &elf->segments[i];
-    if (s->type == ELF_PT_PHDR) {
+    if (s->type == ELF_PT_PHDR && L->drop_phdr) {
+      n--;
+    } else if (s->type == ELF_PT_PHDR) {
       uint64_t size = (uint64_t)L->phnum * ELF_PHDR_SIZE;
       put_phdr(p, s->type, s->flags, L->block + L->ph_off, L->vaddr + L->ph_off,
                L->vaddr + L->ph_off, size, size, s->align);
-    } else if (i == L->load) {
-      uint64_t head = f->offset - s->offset;
-      put_phdr(p, s->type, s->flags, s->offset, s->vaddr, s->paddr, head,
-               f->addr + f->size - s->vaddr, s->align);
-      if (L->split) {
-        uint64_t skip = head + f->size;
-        p = out + n++ * ELF_PHDR_SIZE;
-        put_phdr(p, s->type, s->flags, tf_out(st, s->offset + skip),
-                 s->vaddr + skip, s->paddr + skip, s->filesz - skip,
-                 s->memsz - skip, s->align);
-      }
+    } else if (i == L->load && L->split) {
+      uint64_t skip = f->offset - s->offset + f->size;
+      put_phdr(p, s->type, L->head_flags, s->offset, s->vaddr, s->paddr,
+               L->head_filesz, skip, s->align);
+      if (L->tail)
+        put_phdr(out + n++ * ELF_PHDR_SIZE, s->type, L->tail_flags,
+                 tf_out(st, s->offset + skip), s->vaddr + skip, s->paddr + skip,
+                 s->filesz - skip, s->memsz - skip, s->align);
     } else {
       put_phdr(p, s->type, s->flags, tf_out(st, s->offset), s->vaddr, s->paddr,
                s->filesz, s->memsz, s->align);
@@ -772,9 +847,22 @@ static void build_phdrs(tf_state* st, const tf_layout* L, uint8_t* out) {
     if (i == last_load) {
       p = out + n++ * ELF_PHDR_SIZE;
       put_phdr(p, ELF_PT_LOAD, TF_PF_R, L->block, L->vaddr, L->vaddr,
-               L->block_size, L->block_size, st->mach->page);
+               L->block_size, L->block_size, L->unit);
     }
   }
+}
+
+/* A read-only allocated SHT_PROGBITS section header. */
+static void put_shdr(uint8_t* p, size_t size, uint64_t name, uint64_t addr,
+                     uint64_t offset, uint64_t bytes, uint64_t align) {
+  memset(p, 0, size);
+  kp_store_le(p, name, 4);
+  kp_store_le(p + 4, ELF_SHT_PROGBITS, 4);
+  kp_store_le(p + 8, ELF_SHF_ALLOC, 8);
+  kp_store_le(p + 16, addr, 8);
+  kp_store_le(p + 24, offset, 8);
+  kp_store_le(p + 32, bytes, 8);
+  kp_store_le(p + 48, align, 8);
 }
 
 /* The new section header table into `out` (L->shnum entries of
@@ -791,7 +879,7 @@ static kpack_error_t build_shdrs(tf_state* st, const tf_layout* L,
     uint8_t* p = out + i * es;
     if (i == st->fat) {
       kp_store_le(p + 4, ELF_SHT_NOBITS, 4);
-      kp_store_le(p + 24, st->cut_at, 8);
+      kp_store_le(p + 24, elf->sections[i].offset, 8);
     } else if (i == elf->names) {
       kp_store_le(p + 24, L->names_off, 8);
       kp_store_le(p + 32, L->names_size, 8);
@@ -799,15 +887,11 @@ static kpack_error_t build_shdrs(tf_state* st, const tf_layout* L,
       kp_store_le(p + 24, tf_out(st, elf->sections[i].offset), 8);
     }
   }
-  uint8_t* p = out + elf->section_count * es;
-  memset(p, 0, es);
-  kp_store_le(p, elf->sections[elf->names].size, 4);
-  kp_store_le(p + 4, ELF_SHT_PROGBITS, 4);
-  kp_store_le(p + 8, ELF_SHF_ALLOC, 8);
-  kp_store_le(p + 16, st->meta_addr, 8);
-  kp_store_le(p + 24, L->block + L->meta_off, 8);
-  kp_store_le(p + 32, L->meta_size, 8);
-  kp_store_le(p + 48, 1, 8);
+  uint64_t name = elf->sections[elf->names].size;
+  put_shdr(out + elf->section_count * es, es, name, L->vaddr + L->ph_off,
+           L->block + L->ph_off, (uint64_t)L->phnum * ELF_PHDR_SIZE, 8);
+  put_shdr(out + (elf->section_count + 1) * es, es, name + sizeof(TF_PHDR_NAME),
+           st->meta_addr, L->block + L->meta_off, L->meta_size, 1);
   if (L->shnum >= 0xff00) /* the count lives in section 0 */
     kp_store_le(out + 32, L->shnum, 8);
   return KPACK_SUCCESS;
@@ -824,11 +908,11 @@ static kpack_error_t write_output(tf_state* st, int fd, const tf_layout* L,
   if ((err = copy_range(st, fd, 0, 0, st->cut_at, &buf)) ||
       (err = copy_range(st, fd, gap, tf_out(st, gap), L->cut - gap, &buf)))
     goto done;
-  /* The kept tail of .hip_fatbin reads as zeros. */
+  /* The bytes of .hip_fatbin that stay read as zeros. */
   uint8_t zeros[4096] = {0};
   for (uint64_t at = 0; at < f->size - st->removed; at += sizeof(zeros)) {
     uint64_t n = f->size - st->removed - at;
-    err = write_at(st, fd, st->cut_at + at, zeros,
+    err = write_at(st, fd, f->offset + at, zeros,
                    n < sizeof(zeros) ? (size_t)n : sizeof(zeros));
     if (err != KPACK_SUCCESS)
       goto done;
@@ -870,7 +954,8 @@ static kpack_error_t write_output(tf_state* st, int fd, const tf_layout* L,
     err = tf_elf_fail(st, err);
     goto done;
   }
-  memcpy(table + old, TF_NEW_NAME, sizeof(TF_NEW_NAME));
+  memcpy(table + old, TF_PHDR_NAME, sizeof(TF_PHDR_NAME));
+  memcpy(table + old + sizeof(TF_PHDR_NAME), TF_NEW_NAME, sizeof(TF_NEW_NAME));
   if ((err = write_at(st, fd, L->names_off, table, (size_t)L->names_size)))
     goto done;
 
