@@ -405,7 +405,8 @@ static void check_tools(const program* p) {
  * and every tool. */
 static void transform_checked(const program* p) {
   const char* paths[] = {PATTERN};
-  kpack_transform_options_t to = {NAME, paths, 1};
+  kpack_transform_options_t to = {
+      .kernel_name = NAME, .search_paths = paths, .search_path_count = 1};
   kpack_transform_message_t msg;
   int fd = open(p->out, O_WRONLY | O_CREAT | O_TRUNC, 0755);
   assert_true(fd >= 0);
