@@ -14,7 +14,7 @@
 static const cli_command* const commands[] = {
     &cli_list_command,    &cli_info_command,   &cli_cat_command,
     &cli_extract_command, &cli_create_command, &cli_verify_command,
-    &cli_resolve_command, &cli_split_command,
+    &cli_resolve_command, &cli_split_command,  &cli_diff_command,
 };
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
 
