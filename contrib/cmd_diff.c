@@ -68,8 +68,8 @@ static const char diff_manual[] =
 static int diff_run(int argc, char** argv);
 
 const cli_command cli_diff_command = {
-    "diff", "compare two archives or two directories of archives",
-    diff_manual, diff_run};
+    "diff", "compare two archives or two directories of archives", diff_manual,
+    diff_run};
 
 enum { DIFF_SAME = 0, DIFF_DIFFERENT = 1, DIFF_TROUBLE = 2 };
 
@@ -234,7 +234,9 @@ static const char* side_text(char buf[96], const diff_kernel* k) {
 static void report(diff_state* st, const char* archive, const char* binary,
                    const char* arch, const diff_kernel* ka,
                    const diff_kernel* kb) {
-  const char* change = ka == NULL ? "added" : kb == NULL ? "removed" : "changed";
+  const char* change = ka == NULL   ? "added"
+                       : kb == NULL ? "removed"
+                                    : "changed";
   if (binary == NULL)
     st->declared++;
   else {
@@ -381,8 +383,8 @@ static kpack_error_t compare_archives(diff_state* st, const char* archive,
   size_t nba = 0, nbb = 0, ba = 0, bb = 0;
   kpack_error_t err = compare_declared(st, archive, a, b);
   if (err != KPACK_SUCCESS ||
-      (a->archive != NULL && (err = kpack_get_binary_count(
-                                  a->archive, &nba)) != KPACK_SUCCESS) ||
+      (a->archive != NULL &&
+       (err = kpack_get_binary_count(a->archive, &nba)) != KPACK_SUCCESS) ||
       (b->archive != NULL &&
        (err = kpack_get_binary_count(b->archive, &nbb)) != KPACK_SUCCESS))
     return err;
@@ -557,7 +559,8 @@ static kpack_error_t compare_dirs(diff_state* st, const char* dir_a,
   qsort(la.items, la.count, sizeof(*la.items), compare_strings);
   qsort(lb.items, lb.count, sizeof(*lb.items), compare_strings);
   err = KPACK_SUCCESS;
-  for (size_t i = 0, j = 0; err == KPACK_SUCCESS && (i < la.count || j < lb.count);) {
+  for (size_t i = 0, j = 0;
+       err == KPACK_SUCCESS && (i < la.count || j < lb.count);) {
     int c = i == la.count   ? 1
             : j == lb.count ? -1
                             : strcmp(la.items[i], lb.items[j]);
@@ -609,9 +612,8 @@ static int diff_run(int argc, char** argv) {
                              argv[optind - 1]);
   }
   if (argc - optind != 2)
-    return cli_usage_error(&cli_diff_command,
-                           "expected A B, got %d argument%s", argc - optind,
-                           argc - optind == 1 ? "" : "s");
+    return cli_usage_error(&cli_diff_command, "expected A B, got %d argument%s",
+                           argc - optind, argc - optind == 1 ? "" : "s");
   const char* path_a = argv[optind];
   const char* path_b = argv[optind + 1];
   struct stat sa, sb;
@@ -621,8 +623,8 @@ static int diff_run(int argc, char** argv) {
     return DIFF_TROUBLE;
   }
   if (S_ISDIR(sa.st_mode) != S_ISDIR(sb.st_mode)) {
-    cli_error("%s and %s: cannot compare a directory with a file",
-              path_a, path_b);
+    cli_error("%s and %s: cannot compare a directory with a file", path_a,
+              path_b);
     return DIFF_TROUBLE;
   }
   cli_catch_signals();
@@ -649,8 +651,8 @@ static int diff_run(int argc, char** argv) {
     cli_json_finish(&st.out);
   } else if (!st.quiet && err == KPACK_SUCCESS) {
     printf("%s: %zu added, %zu removed, %zu changed, %zu the same\n",
-           different ? "different" : "equal", st.added, st.removed,
-           st.changed, st.same);
+           different ? "different" : "equal", st.added, st.removed, st.changed,
+           st.same);
   }
   if (cli_interrupted())
     return CLI_INTERRUPTED;

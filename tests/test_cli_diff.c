@@ -103,7 +103,8 @@ static void test_equal_archives_exit_0(void** state) {
   char* b = sample("eq-b.kpack", 3, false);
   char *out, *err;
   assert_int_equal(diff(&out, &err, a, b, NULL), 0);
-  assert_string_equal(out, "equal: 0 added, 0 removed, 0 changed, 4 the same\n");
+  assert_string_equal(out,
+                      "equal: 0 added, 0 removed, 0 changed, 4 the same\n");
   assert_string_equal(err, "");
   free(out);
   free(err);
@@ -175,8 +176,7 @@ static void test_an_added_arch_is_shown_both_ways(void** state) {
   free(b);
 }
 
-static void test_archives_without_frame_table_compare_by_content(
-    void** state) {
+static void test_archives_without_frame_table_compare_by_content(void** state) {
   (void)state;
   char* ours = sample("rocm-ours.kpack", 3, false);
   char* rocm = sample("rocm-theirs.kpack", 3, false);
@@ -185,7 +185,8 @@ static void test_archives_without_frame_table_compare_by_content(
   drop_frame_table(rocm_changed);
   char *out, *err;
   assert_int_equal(diff(&out, &err, ours, rocm, NULL), 0);
-  assert_string_equal(out, "equal: 0 added, 0 removed, 0 changed, 4 the same\n");
+  assert_string_equal(out,
+                      "equal: 0 added, 0 removed, 0 changed, 4 the same\n");
   free(out);
   free(err);
   assert_int_equal(diff(&out, &err, rocm, rocm_changed, NULL), 1);
@@ -209,7 +210,8 @@ static void test_equal_stored_frames_are_not_decompressed(void** state) {
   corrupt_kernel(b, "lib/libb.so#0", "gfx90a");
   char *out, *err;
   assert_int_equal(diff(&out, &err, a, b, NULL), 0);
-  assert_string_equal(out, "equal: 0 added, 0 removed, 0 changed, 4 the same\n");
+  assert_string_equal(out,
+                      "equal: 0 added, 0 removed, 0 changed, 4 the same\n");
   free(out);
   free(err);
   /* against the intact archive, both kernels must be read: the corrupt one
@@ -251,7 +253,8 @@ static void test_directories_pair_archives_by_path(void** state) {
   free(out);
   free(err);
   assert_int_equal(diff(&out, &err, da, da, NULL), 0);
-  assert_string_equal(out, "equal: 0 added, 0 removed, 0 changed, 8 the same\n");
+  assert_string_equal(out,
+                      "equal: 0 added, 0 removed, 0 changed, 8 the same\n");
   free(out);
   free(err);
   free(ka);
@@ -278,9 +281,10 @@ static void test_json_lists_each_difference(void** state) {
   char* jq;
   assert_int_equal(kt_run_args("sh", sh, 30, &jq, NULL), 0);
   assert_string_equal(
-      jq, "[false,1,0,1,3,true,[[\"declared_arch\",\"added\",\"gfx1100\",null,"
-          "null],[\"kernel\",\"added\",\"gfx1100\",null,5000],[\"kernel\","
-          "\"changed\",\"gfx942\",30000,30000]]]\n");
+      jq,
+      "[false,1,0,1,3,true,[[\"declared_arch\",\"added\",\"gfx1100\",null,"
+      "null],[\"kernel\",\"added\",\"gfx1100\",null,5000],[\"kernel\","
+      "\"changed\",\"gfx942\",30000,30000]]]\n");
   free(jq);
   free(cmd);
   free(path);
