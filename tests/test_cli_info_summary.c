@@ -21,8 +21,8 @@ static int setup(void** state) {
   tool = kt_program("kpack");
   char* lib = kt_librocrand();
   out_dir = kt_path(kt_tmp, "out");
-  const char* args[] = {"split",  "-q",    "-o", out_dir, "--prefix",
-                        "rand",   lib,     NULL};
+  const char* args[] = {"split",    "-q",   "-o", out_dir,
+                        "--prefix", "rand", lib,  NULL};
   assert_int_equal(kt_run_args(tool, args, 120, NULL, NULL), 0);
   binary = kt_path(out_dir, "librocrand.so.1.1");
   free(lib);
@@ -97,7 +97,8 @@ static void test_an_arch_whose_archive_is_gone_is_not_reached(void** state) {
   free(err);
   const char* json[] = {"info", "--json", binary, NULL};
   assert_int_equal(kt_run_args(tool, json, 60, &out, &err), 0);
-  kt_assert_contains(out, "\"reached_arches\": [\"gfx1030\", \"gfx900:xnack-\"");
+  kt_assert_contains(out,
+                     "\"reached_arches\": [\"gfx1030\", \"gfx900:xnack-\"");
   assert_null(strstr(out, "\"gfx803\"]"));
   free(out);
   free(err);
