@@ -187,8 +187,8 @@ check-suites: all $(TEST_BINS)
 	@tests/run_suites.sh "$(TEST_WRAP)" "$(CC)" "$(CPPFLAGS) $(CFLAGS)" $(TEST_BINS)
 
 # ---- benchmarks ---------------------------------------------------------------
-# tests/bench/*.c: one program printing the performance table (README
-# "Performance"): each row a measurement against its limit or peer. Its data
+# tests/bench/*.c: one program printing the performance table
+# (docs/performance.md): each row a measurement against its limit or peer. Its data
 # (archives, a 1.2 GB synthetic fat binary, trees and squashfs images for the
 # squashfuse_ll rows) is generated once into .cache/bench (ignored, ~4 GB)
 # and reused; squashfuse, squashfs-tools and zstd are installed when missing

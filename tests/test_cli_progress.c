@@ -67,8 +67,7 @@ static void test_long_commands_show_progress_on_a_terminal(void** state) {
   (void)state;
   expect_progress("verify a.kpack", "kpack: verify: a.kpack: 1 kernels",
                   "a.kpack: OK, 2 kernels");
-  expect_progress("extract -C tree a.kpack", "kpack: extract: 0 kernels",
-                  NULL);
+  expect_progress("extract -C tree a.kpack", "kpack: extract: 0 kernels", NULL);
   expect_progress("create -o b.kpack tree", "kpack: create: ", NULL);
   expect_progress("diff a.kpack b.kpack", "kpack: diff: 1 kernels compared",
                   "equal: 0 added");
