@@ -20,7 +20,7 @@ static const char info_manual[] =
     "    what a code object or a HIP host binary holds\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack info [--json] [-v] ARCHIVE|CODE-OBJECT|HOST-BINARY...\n"
+    "    kpack info [--json] [-v] ARCHIVE|CODE-OBJECT|HOST-BINARY|DIRECTORY...\n"
     "    kpack info --metadata CODE-OBJECT\n"
     "\n"
     "DESCRIPTION\n"
@@ -58,6 +58,12 @@ static const char info_manual[] =
     "        not use is reported with the reason, and info exits 1.\n"
     "    `kpack resolve --binary` runs the search itself.\n"
     "\n"
+    "    For a directory holding HIP binaries, the same for a whole\n"
+    "    install: how many of the binaries below it are kpack-ified and\n"
+    "    how many still fat, the arches every kpack-ified one reaches\n"
+    "    (\"reaches:\") and those only some reach, with how many\n"
+    "    (\"partly:\"); -v adds each kpack-ified binary's summary.\n"
+    "\n"
     "OPTIONS\n"
     "    --json      print one JSON array with an object per input: per\n"
     "                archive {archive, format_version, group_name,\n"
@@ -78,7 +84,9 @@ static const char info_manual[] =
     "                for an empty path; recorded_arches the kpack_arches\n"
     "                `kpack split` wrote, null without them), then\n"
     "                archives: [{path, arches, error}] (error only for one\n"
-    "                that could not be opened) and reached_arches\n"
+    "                that could not be opened) and reached_arches; per\n"
+    "                directory {directory, kpackified, fat, unreadable,\n"
+    "                reached_arches: [{arch, binaries}]}\n"
     "    --metadata  print the whole metadata note (NT_AMDGPU_METADATA) of\n"
     "                one code object as indented JSON, as kpackfs shows it\n"
     "                in metadata.json (null when there is no note)\n"
@@ -236,6 +244,16 @@ static int info_run(int argc, char** argv) {
   }
   for (int i = optind; i < argc; i++) {
     kpack_archive_t archive;
+    struct stat st;
+    int tree;
+    if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode) &&
+        (tree = cli_host_tree_info(argv[i], out, first, verbose)) !=
+            CLI_HOST_TREE_EMPTY) {
+      if (tree != CLI_OK)
+        status = CLI_FAIL;
+      first = false;
+      continue;
+    }
     if (cli_is_code_object(argv[i])) {
       if (cli_code_object_info(argv[i], out, first) != CLI_OK)
         status = CLI_FAIL;

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <glob.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -731,6 +732,174 @@ int cli_host_info(const char* path, cli_json* json, bool first, bool verbose) {
   if (json != NULL)
     cli_json_close_to(json, depth);
   kpack_host_close(host);
+  return status;
+}
+
+/* ---- a directory ---------------------------------------------------------
+ *
+ * `kpack info DIR` answers for a whole install what info of one binary
+ * answers for it: how many HIP binaries are split or still fat, and which
+ * arches the split ones reach through their search paths (how many of them
+ * reach each), from the archives actually there. */
+
+typedef struct tree_arch {
+  const char* name; /* owned by the tree's names */
+  size_t binaries;  /* kpack-ified binaries that reach it */
+} tree_arch;
+
+typedef struct tree_info {
+  size_t kpackified, fat, unreadable;
+  tree_arch* arches;
+  size_t arch_count, arch_cap;
+  char** names; /* every arch name kept, owned */
+  size_t name_count, name_cap;
+  char** binaries; /* the kpack-ified binaries, for -v */
+  size_t binary_count, binary_cap;
+  bool out_of_memory;
+} tree_info;
+
+static tree_info* tree_walked; /* nftw has no user pointer */
+
+static void tree_note_arch(tree_info* t, const char* arch) {
+  for (size_t i = 0; i < t->arch_count; i++)
+    if (strcmp(t->arches[i].name, arch) == 0) {
+      t->arches[i].binaries++;
+      return;
+    }
+  char* copy = strdup(arch);
+  char** names =
+      cli_grow(t->names, t->name_count, &t->name_cap, sizeof(*names), 16);
+  tree_arch* arches =
+      cli_grow(t->arches, t->arch_count, &t->arch_cap, sizeof(*arches), 16);
+  if (names != NULL)
+    t->names = names;
+  if (arches != NULL)
+    t->arches = arches;
+  if (copy == NULL || names == NULL || arches == NULL) {
+    free(copy);
+    t->out_of_memory = true;
+    return;
+  }
+  t->names[t->name_count++] = copy;
+  t->arches[t->arch_count++] = (tree_arch){copy, 1};
+}
+
+static int tree_entry(const char* path, const struct stat* st, int type,
+                      struct FTW* ftw) {
+  tree_info* t = tree_walked;
+  kpack_host_t* host;
+  kpack_host_info_t info;
+  (void)ftw;
+  if (type != FTW_F || !S_ISREG(st->st_mode) || !cli_is_host_binary(path))
+    return 0;
+  if (kpack_host_open(path, &host) != KPACK_SUCCESS) {
+    t->unreadable++;
+    return 0;
+  }
+  kpack_host_get_info(host, &info);
+  if (info.kind == KPACK_HOST_FAT) {
+    t->fat++;
+  } else if (info.kind == KPACK_HOST_KPACKIFIED) {
+    reach r = {0};
+    t->kpackified++;
+    if (!reach_collect(&r, path, host, &info))
+      t->out_of_memory = true;
+    for (size_t i = 0; i < r.arch_count; i++)
+      tree_note_arch(t, r.arches[i]);
+    reach_free(&r);
+    char* copy = strdup(path);
+    char** grown = cli_grow(t->binaries, t->binary_count, &t->binary_cap,
+                            sizeof(*grown), 16);
+    if (copy == NULL || grown == NULL) {
+      free(copy);
+      t->out_of_memory = true;
+    } else {
+      t->binaries = grown;
+      t->binaries[t->binary_count++] = copy;
+    }
+  }
+  kpack_host_close(host);
+  return t->out_of_memory ? 1 : 0;
+}
+
+static int compare_tree_arches(const void* a, const void* b) {
+  return strcmp(((const tree_arch*)a)->name, ((const tree_arch*)b)->name);
+}
+
+static int compare_tree_binaries(const void* a, const void* b) {
+  return strcmp(*(char* const*)a, *(char* const*)b);
+}
+
+int cli_host_tree_info(const char* dir, cli_json* json, bool first,
+                       bool verbose) {
+  tree_info t = {0};
+  int status = CLI_OK;
+  tree_walked = &t;
+  if (nftw(dir, tree_entry, 16, FTW_PHYS) != 0 || t.out_of_memory) {
+    if (t.out_of_memory)
+      cli_error("%s: %s", dir, strerror(ENOMEM));
+    else
+      cli_input_error(dir, KPACK_ERROR_IO_ERROR, errno);
+    status = CLI_FAIL;
+  }
+  tree_walked = NULL;
+  if (status == CLI_OK && t.kpackified + t.fat + t.unreadable == 0)
+    return CLI_HOST_TREE_EMPTY; /* nothing allocated */
+  qsort(t.binaries, t.binary_count, sizeof(*t.binaries), compare_tree_binaries);
+  /* by name: the walk's order is the directories' */
+  qsort(t.arches, t.arch_count, sizeof(*t.arches), compare_tree_arches);
+  if (json != NULL) {
+    size_t depth = cli_json_depth(json);
+    cli_json_object(json, CLI_JSON_INLINE, false);
+    cli_json_key_str(json, "directory", dir);
+    cli_json_key_uint(json, "kpackified", t.kpackified);
+    cli_json_key_uint(json, "fat", t.fat);
+    cli_json_key_uint(json, "unreadable", t.unreadable);
+    cli_json_key(json, "reached_arches");
+    cli_json_array(json, CLI_JSON_INLINE, false);
+    for (size_t i = 0; i < t.arch_count; i++) {
+      cli_json_object(json, CLI_JSON_INLINE, false);
+      cli_json_key_str(json, "arch", t.arches[i].name);
+      cli_json_key_uint(json, "binaries", t.arches[i].binaries);
+      cli_json_end(json);
+    }
+    cli_json_end(json);
+    cli_json_close_to(json, depth);
+  } else {
+    if (!first)
+      putchar('\n');
+    printf("directory:    %s\n", dir);
+    printf("binaries:     %zu kpack-ified, %zu fat", t.kpackified, t.fat);
+    if (t.unreadable > 0)
+      printf(", %zu that could not be read", t.unreadable);
+    putchar('\n');
+    printf("reaches:     ");
+    for (size_t i = 0; i < t.arch_count; i++)
+      if (t.arches[i].binaries == t.kpackified)
+        printf(" %s", t.arches[i].name);
+    printf("%s\n", t.kpackified > 0 ? " (every kpack-ified binary)"
+                                    : " no arch (no kpack-ified binary)");
+    bool partly = false;
+    for (size_t i = 0; i < t.arch_count; i++) {
+      if (t.arches[i].binaries == t.kpackified)
+        continue;
+      printf("%s %s (%zu)", partly ? "" : "partly:      ", t.arches[i].name,
+             t.arches[i].binaries);
+      partly = true;
+    }
+    if (partly)
+      printf(" (how many of the %zu reach it)\n", t.kpackified);
+    for (size_t i = 0; verbose && i < t.binary_count; i++)
+      if (cli_host_info(t.binaries[i], NULL, false, false) != CLI_OK)
+        status = CLI_FAIL;
+  }
+  for (size_t i = 0; i < t.name_count; i++)
+    free(t.names[i]);
+  for (size_t i = 0; i < t.binary_count; i++)
+    free(t.binaries[i]);
+  free(t.names);
+  free(t.arches);
+  free(t.binaries);
   return status;
 }
 

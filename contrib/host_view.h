@@ -27,6 +27,16 @@ void cli_host_error(const char* path, kpack_error_t err);
  * unless `first`; with `json` one whole object of info's JSON array,
  * whatever fails. Returns an exit status. */
 int cli_host_info(const char* path, cli_json* json, bool first, bool verbose);
+/* `kpack info DIR`: the HIP binaries below dir, how many are kpack-ified
+ * and fat, and the arches the kpack-ified ones reach (every one of them,
+ * or some: how many); with `verbose` each kpack-ified binary's summary
+ * after it. With `json` one object {directory, kpackified, fat,
+ * unreadable, reached_arches: [{arch, binaries}]}. Returns an exit status,
+ * or CLI_HOST_TREE_EMPTY, having printed nothing, when no HIP binary is
+ * below dir (a directory of archives is for the caller to show). */
+#define CLI_HOST_TREE_EMPTY (-1)
+int cli_host_tree_info(const char* dir, cli_json* json, bool first,
+                       bool verbose);
 /* `kpack list` on a host binary: one row per code object of a fat binary,
  * or with `json` one object each in list's JSON array. *printed says
  * whether a table is already out (a blank line goes first) and becomes

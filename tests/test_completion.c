@@ -47,15 +47,14 @@ static int teardown(void** state) {
  * "TOOL" stands for the program, "ARCHIVE" for the test's archive). */
 static char* complete(const char* words) {
   char *cmd, *out, *err;
-  assert_true(
-      asprintf(&cmd,
-               "source '%s'\n"
-               "ARCHIVE='%s'\n"
-               "COMP_WORDS=('%s' %s)\n"
-               "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n"
-               "_kpack\n"
-               "printf '%%s\\n' \"${COMPREPLY[@]}\"\n",
-               script, archive, tool, words) > 0);
+  assert_true(asprintf(&cmd,
+                       "source '%s'\n"
+                       "ARCHIVE='%s'\n"
+                       "COMP_WORDS=('%s' %s)\n"
+                       "COMP_CWORD=$((${#COMP_WORDS[@]} - 1))\n"
+                       "_kpack\n"
+                       "printf '%%s\\n' \"${COMPREPLY[@]}\"\n",
+                       script, archive, tool, words) > 0);
   const char* args[] = {"-c", cmd, NULL};
   int status = kt_run_args("bash", args, 60, &out, &err);
   if (status != 0)

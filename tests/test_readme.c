@@ -120,7 +120,8 @@ static void run_in_session(const char* script) {
 static void make_session(void) {
   kt_rmtree(sandbox);
   char *lib = kt_librocrand(), *cmd;
-  assert_true(asprintf(&cmd, "mkdir -p '%s' && ln -s '%s' '%s/librocrand.so.1.1'",
+  assert_true(asprintf(&cmd,
+                       "mkdir -p '%s' && ln -s '%s' '%s/librocrand.so.1.1'",
                        sandbox, lib, sandbox) > 0);
   const char* args[] = {"-c", cmd, NULL};
   assert_int_equal(kt_run_args("sh", args, 30, NULL, NULL), 0);
@@ -258,8 +259,8 @@ static void test_library_snippet_compiles_against_installed_headers(
   char *out, *err;
   int status = kt_run_args("bash", args, 300, &out, &err);
   if (status != 0)
-    fail_msg("the README's snippet:\n%s\nstdout:\n%s\nstderr:\n%s", script,
-             out, err);
+    fail_msg("the README's snippet:\n%s\nstdout:\n%s\nstderr:\n%s", script, out,
+             err);
   free(out);
   free(err);
   free(script);
