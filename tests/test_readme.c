@@ -2,13 +2,16 @@
  *
  * README.md says what it shows: its library snippet compiles with
  * -std=c11 -pedantic-errors against the headers `make install` puts in
- * place, links and runs; every `kpack` example in it runs and succeeds,
- * from a directory holding Debian's librocrand as the README says, and
- * each command has one; its kpackfs session mounts and unmounts.
+ * place, and links and runs as the README builds it (its pkg-config cc
+ * lines, shared and static, and its CMake lines, both targets); every `kpack`
+ * example in it runs and succeeds, from a directory holding Debian's librocrand
+ * as the README says, and each command has one; its kpackfs session mounts and
+ * unmounts.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "support.h"
 
@@ -88,6 +91,24 @@ static void collect_all(const char* line, size_t block, void* user) {
   l->items[l->count++] = strdup(line);
   if (l->block == 0 && strncmp(line, "kpackfs ", 8) == 0)
     l->block = block;
+}
+
+/* The README's `cc app.c ...` commands, continuation lines joined. */
+static void collect_cc(const char* line, size_t block, void* user) {
+  lines* l = user;
+  (void)block;
+  size_t n = l->count;
+  bool continued =
+      n > 0 && l->items[n - 1][strlen(l->items[n - 1]) - 1] == '\\';
+  if (continued) {
+    char* joined;
+    assert_true(asprintf(&joined, "%s\n%s", l->items[n - 1], line) > 0);
+    free(l->items[n - 1]);
+    l->items[n - 1] = joined;
+  } else if (strncmp(line, "cc app.c ", 9) == 0) {
+    assert_true(n < 64);
+    l->items[l->count++] = strdup(line);
+  }
 }
 
 static void free_lines(lines* l) {
@@ -233,6 +254,46 @@ static void test_library_snippet_compiles_against_installed_headers(
   kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, arches, 1, &k,
                    1);
   free(data);
+  /* How the README builds against the library: its cc lines with the
+   * test's prefix for /usr/local, and a CMake project of its lines. */
+  lines cc = {.count = 0}, cmake = {.count = 0};
+  for_each_block_line("sh", collect_cc, &cc);
+  for_each_block_line("cmake", collect_all, &cmake);
+  assert_int_equal(cc.count, 2);
+  assert_true(cmake.count >= 3);
+  char* build_sh = kt_path(kt_tmp, "build.sh");
+  f = fopen(build_sh, "w");
+  assert_non_null(f);
+  for (size_t i = 0; i < cc.count; i++) {
+    for (const char* p = cc.items[i]; *p;) {
+      if (strncmp(p, "/usr/local", 10) == 0) {
+        fputs(prefix, f);
+        p += 10;
+      } else {
+        fputc(*p++, f);
+      }
+    }
+    fprintf(f,
+            "\ntest \"$(LD_LIBRARY_PATH='%s/lib' ./a.out snippet.kpack "
+            "'lib/libx.so#0' gfx942)\" = '4096 bytes'\nrm a.out\n",
+            prefix);
+  }
+  fclose(f);
+  char* cmake_dir = kt_path(kt_tmp, "cmake");
+  char* cmake_file = kt_path(cmake_dir, "CMakeLists.txt");
+  assert_int_equal(mkdir(cmake_dir, 0755), 0);
+  f = fopen(cmake_file, "w");
+  assert_non_null(f);
+  fprintf(f,
+          "cmake_minimum_required(VERSION 3.13)\n"
+          "project(readme C)\n"
+          "add_executable(app ../snippet.c)\n"
+          "add_executable(app_static ../snippet.c)\n");
+  for (size_t i = 0; i < cmake.count; i++)
+    fprintf(f, "%s\n", cmake.items[i]);
+  fclose(f);
+  free_lines(&cc);
+  free_lines(&cmake);
   /* a sanitizer build's library needs its runtime: compile only */
   const char* sanitize = getenv("KPACK_SANITIZE");
   bool link = sanitize == NULL || *sanitize == '\0';
@@ -251,10 +312,20 @@ static void test_library_snippet_compiles_against_installed_headers(
                "= '4096 bytes'\n"
                "  ! ./snippet snippet.kpack 'lib/libx.so#0' gfx90a 2>err\n"
                "  grep -q 'KPACK_ERROR_KERNEL_NOT_FOUND' err\n"
+               "  cp snippet.c app.c\n"
+               "  PKG_CONFIG_PATH='%s/lib/pkgconfig' bash -e build.sh\n"
+               "  cmake -S cmake -B cmake/build -DCMAKE_PREFIX_PATH='%s' "
+               ">/dev/null\n"
+               "  cmake --build cmake/build >/dev/null\n"
+               "  for app in app app_static; do\n"
+               "    test \"$(cmake/build/$app snippet.kpack 'lib/libx.so#0' "
+               "gfx942)\" = '4096 bytes'\n"
+               "  done\n"
+               "  ! readelf -d cmake/build/app_static | grep -q librocm_kpack\n"
                "fi\n",
                src != NULL && *src ? src : ".", prefix,
                build != NULL && *build ? build : "build", kt_tmp, prefix,
-               link ? "true" : "false", prefix, prefix) > 0);
+               link ? "true" : "false", prefix, prefix, prefix, prefix) > 0);
   const char* args[] = {"-ec", script, NULL};
   char *out, *err;
   int status = kt_run_args("bash", args, 300, &out, &err);
@@ -267,6 +338,9 @@ static void test_library_snippet_compiles_against_installed_headers(
   free(prefix);
   free(archive);
   free(snippet);
+  free(build_sh);
+  free(cmake_dir);
+  free(cmake_file);
 }
 
 int main(void) {
