@@ -182,16 +182,13 @@ deps:
 check: deps
 	@$(MAKE) --no-print-directory check-suites
 
+# Ends with one line totalling every suite: "check: N passed, N failed".
 check-suites: all $(TEST_BINS)
-	@fail=0; for t in $(TEST_BINS); do \
-	  echo "== $$t"; $(TEST_WRAP) $$t || fail=1; \
-	done; \
-	echo "== tests/layers.sh"; tests/layers.sh "$(CC)" "$(CPPFLAGS) $(CFLAGS)" || fail=1; \
-	exit $$fail
+	@tests/run_suites.sh "$(TEST_WRAP)" "$(CC)" "$(CPPFLAGS) $(CFLAGS)" $(TEST_BINS)
 
 # ---- benchmarks ---------------------------------------------------------------
-# tests/bench/*.c: one program printing the performance table (README
-# "Performance"): each row a measurement against its limit or peer. Its data
+# tests/bench/*.c: one program printing the performance table
+# (docs/performance.md): each row a measurement against its limit or peer. Its data
 # (archives, a 1.2 GB synthetic fat binary, trees and squashfs images for the
 # squashfuse_ll rows) is generated once into .cache/bench (ignored, ~4 GB)
 # and reused; squashfuse, squashfs-tools and zstd are installed when missing
@@ -302,6 +299,7 @@ fuzz-coverage:
 # a ${prefix}-relative libdir for `pkg-config --define-prefix`.
 INCLUDEDIR := $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
+COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 CMAKEDIR   := $(LIBDIR)/cmake/rocm-kpack
 PC_LIBDIR  := $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
 from_cmakedir = $(shell realpath -m -s --relative-to=$(CMAKEDIR) $(1))
@@ -310,7 +308,13 @@ CMAKE_SUBST = -e 's|@VERSION@|$(VERSION)|g' -e 's|@VERSION_MAJOR@|$(firstword $(
   -e 's|@SONAME@|$(SONAME)|g' -e 's|@LIBRARY_FILE@|$(LIB_REAL)|g' \
   -e 's|@LIBDIR_FROM_HERE@|$(call from_cmakedir,$(LIBDIR))|g' \
   -e 's|@INCLUDEDIR_FROM_HERE@|$(call from_cmakedir,$(INCLUDEDIR))|g' \
-  -e 's|@SIZEOF_VOID_P@|$(SIZEOF_VOID_P)|g'
+  -e 's|@SIZEOF_VOID_P@|$(SIZEOF_VOID_P)|g' \
+  -e 's|@STATIC_FILE@|librocm_kpack.a|g' \
+  -e 's|@STATIC_DEPS@|$(STATIC_DEPS)|g'
+# What the static library needs linked after it, as a CMake list: the
+# dependencies' -l names (pkg-config) and -pthread.
+STATIC_DEPS = $(subst $(space),;,$(strip $(patsubst -l%,%,$(shell pkg-config --libs-only-l $(PKGS) 2>/dev/null)) -pthread))
+space := $(subst ,, )
 
 .PHONY: install
 install: all
@@ -330,6 +334,24 @@ install: all
 	$(if $(PROGRAMS),install -m 0755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/)
 	$(foreach m,$(MANPAGES),install -d $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m))) && \
 	  install -m 0644 $(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/;)
+	$(if $(TOOL_SRCS),install -d $(DESTDIR)$(COMPLETIONDIR) && \
+	  install -m 0644 contrib/kpack.bash $(DESTDIR)$(COMPLETIONDIR)/kpack)
+
+# Removes what `make install` wrote for the same PREFIX, LIBDIR and
+# DESTDIR, and kpack's own directories (include/rocm_kpack, the CMake
+# package's) when left empty; shared ones such as bin/ stay.
+.PHONY: uninstall
+uninstall:
+	rm -f $(DESTDIR)$(LIBDIR)/$(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(SONAME) \
+	  $(DESTDIR)$(LIBDIR)/librocm_kpack.so $(DESTDIR)$(LIBDIR)/librocm_kpack.a \
+	  $(DESTDIR)$(LIBDIR)/pkgconfig/rocm_kpack.pc \
+	  $(DESTDIR)$(CMAKEDIR)/rocm-kpack-config.cmake \
+	  $(DESTDIR)$(CMAKEDIR)/rocm-kpack-config-version.cmake \
+	  $(HEADERS:include/%=$(DESTDIR)$(INCLUDEDIR)/%) \
+	  $(DESTDIR)$(PREFIX)/bin/kpack $(DESTDIR)$(PREFIX)/bin/kpackfs \
+	  $(DESTDIR)$(MANDIR)/man1/kpack.1 $(DESTDIR)$(MANDIR)/man8/kpackfs.8 \
+	  $(DESTDIR)$(COMPLETIONDIR)/kpack
+	rm -df $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(INCLUDEDIR)/rocm_kpack
 
 # Installs into scratch trees and links a consumer every way one can:
 # pkg-config (shared, static), CMake find_package, -l:librocm_kpack.so.0,
@@ -375,6 +397,8 @@ help:
 	@echo "make fuzz       libFuzzer targets (FUZZ_SECONDS=N each)"
 	@echo "make fuzz-corpus / fuzz-coverage   regenerate the seeds / line coverage"
 	@echo "make install    PREFIX=/usr/local [DESTDIR=...]: library, headers, .pc,"
-	@echo "                CMake package rocm-kpack, kpack, kpackfs, man pages"
+	@echo "                CMake package rocm-kpack, kpack, kpackfs, man pages,"
+	@echo "                bash completion"
+	@echo "make uninstall  the same PREFIX/LIBDIR/DESTDIR: remove what install wrote"
 	@echo "make install-check   link a consumer every way (pkg-config, CMake, soname)"
 	@echo "make format / format-check   apply / check .clang-format on every C file"

@@ -36,7 +36,7 @@ typedef struct cli_command {
 
 extern const cli_command cli_list_command, cli_info_command, cli_cat_command,
     cli_extract_command, cli_create_command, cli_verify_command,
-    cli_resolve_command, cli_split_command;
+    cli_resolve_command, cli_split_command, cli_diff_command;
 
 /* ---- messages ------------------------------------------------------------ */
 

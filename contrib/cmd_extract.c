@@ -104,6 +104,7 @@ typedef struct extract_state {
   kpack_archive_t* earlier; /* archives named before it */
   size_t earlier_count;
   size_t written;
+  cli_progress progress; /* on a terminal, without -v */
   int status;
   /* A write failed: the disk is full, read-only..., and so would every
    * later write be; the run stops rather than repeat the message. */
@@ -257,6 +258,8 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
     s->status = CLI_FAIL;
   } else {
     s->written++;
+    cli_progress_show(&s->progress, false, "kpack: extract: %zu kernels, %s",
+                      s->written, s->path);
   }
   go_on = !s->stopped;
 done:
@@ -309,6 +312,7 @@ static int extract_run(int argc, char** argv) {
     return cli_usage_error(&cli_extract_command, "empty -C directory");
 
   cli_catch_signals();
+  s.progress.enabled = !s.verbose && isatty(STDERR_FILENO);
   if (!cli_mkdirs(s.dir, 0755)) {
     cli_error("%s: %s", s.dir, strerror(errno));
     return CLI_FAIL;
@@ -321,11 +325,14 @@ static int extract_run(int argc, char** argv) {
   for (int i = optind; i < argc && !cli_interrupted() && !s.stopped; i++) {
     kpack_archive_t archive;
     s.path = argv[i];
+    cli_progress_show(&s.progress, false, "kpack: extract: %zu kernels, %s",
+                      s.written, argv[i]);
     if (cli_walk_archive(argv[i], extract_kernel, &s, &archive) != CLI_WALKED)
       s.status = CLI_FAIL;
     if (archive != NULL) /* what it provides shadows later archives */
       s.earlier[s.earlier_count++] = archive;
   }
+  cli_progress_end(&s.progress);
   for (size_t i = 0; i < s.earlier_count; i++)
     kpack_close(s.earlier[i]);
   free(s.earlier);

@@ -20,7 +20,7 @@ static const char info_manual[] =
     "    what a code object or a HIP host binary holds\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack info [--json] ARCHIVE|CODE-OBJECT|HOST-BINARY...\n"
+    "    kpack info [--json] [-v] ARCHIVE|CODE-OBJECT|HOST-BINARY|DIRECTORY...\n"
     "    kpack info --metadata CODE-OBJECT\n"
     "\n"
     "DESCRIPTION\n"
@@ -42,15 +42,27 @@ static const char info_manual[] =
     "        bundles by code object index, each with its compression (none,\n"
     "        or zlib/zstd in a CCOB envelope), stored and decompressed size\n"
     "        and architectures; only entry tables are read;\n"
-    "      - a kpack-ified binary (HIPK records): per record the kernel the\n"
-    "        loader looks up (kernel_name#co_index) and each search path as\n"
-    "        written in .rocm_kpack_ref and as the loader resolves it\n"
-    "        against the binary's directory (symlinks followed; @GFXARCH@\n"
-    "        is expanded per target at load time; an empty path, which\n"
-    "        the loader skips, shows as such), and the arches `kpack\n"
-    "        split` recorded the binary was split for (\"split for:\"). A record the runtime could\n"
+    "      - a kpack-ified binary (HIPK records): the arches `kpack split`\n"
+    "        recorded the binary was split for (\"split for:\"), then its\n"
+    "        records summed up: the kernel the loader looks up\n"
+    "        (kernel_name#co_index, the range of co_index), each distinct\n"
+    "        search path as written in .rocm_kpack_ref and as the loader\n"
+    "        resolves it against the binary's directory (symlinks\n"
+    "        followed; an empty path, which the loader skips, shows as\n"
+    "        such), the archives found there (@GFXARCH@ standing for any\n"
+    "        arch, a directory for its *.kpack files) with the arches each\n"
+    "        declares, and \"reaches:\", every arch they declare: the GPUs\n"
+    "        the binary's device code is installed for. A recorded arch no\n"
+    "        archive declares is shown as \"not found:\". With -v, one row\n"
+    "        per record instead of the summary. A record the runtime could\n"
     "        not use is reported with the reason, and info exits 1.\n"
     "    `kpack resolve --binary` runs the search itself.\n"
+    "\n"
+    "    For a directory holding HIP binaries, the same for a whole\n"
+    "    install: how many of the binaries below it are kpack-ified and\n"
+    "    how many still fat, the arches every kpack-ified one reaches\n"
+    "    (\"reaches:\") and those only some reach, with how many\n"
+    "    (\"partly:\"); -v adds each kpack-ified binary's summary.\n"
     "\n"
     "OPTIONS\n"
     "    --json      print one JSON array with an object per input: per\n"
@@ -70,10 +82,16 @@ static const char info_manual[] =
     "                kernel_name, search_paths: [{written, resolved}],\n"
     "                recorded_arches}] (resolved null, with dropped: true,\n"
     "                for an empty path; recorded_arches the kpack_arches\n"
-    "                `kpack split` wrote, null without them)\n"
+    "                `kpack split` wrote, null without them), then\n"
+    "                archives: [{path, arches, error}] (error only for one\n"
+    "                that could not be opened) and reached_arches; per\n"
+    "                directory {directory, kpackified, fat, unreadable,\n"
+    "                reached_arches: [{arch, binaries}]}\n"
     "    --metadata  print the whole metadata note (NT_AMDGPU_METADATA) of\n"
     "                one code object as indented JSON, as kpackfs shows it\n"
     "                in metadata.json (null when there is no note)\n"
+    "    -v, --verbose  for a kpack-ified binary, one row per record (its\n"
+    "                kernel, each search path written and resolved)\n"
     "    -h, --help  print this manual\n"
     "\n"
     "EXAMPLES\n"
@@ -189,15 +207,18 @@ done:
 static int info_run(int argc, char** argv) {
   static const struct option options[] = {{"json", no_argument, NULL, 'J'},
                                           {"metadata", no_argument, NULL, 'M'},
+                                          {"verbose", no_argument, NULL, 'v'},
                                           {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   const cli_command* cmd = &cli_info_command;
-  bool json = false, metadata = false, first = true;
+  bool json = false, metadata = false, first = true, verbose = false;
   int c, status = CLI_OK;
   cli_json w;
-  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "hv", options, NULL)) != -1) {
     if (c == 'J')
       json = true;
+    else if (c == 'v')
+      verbose = true;
     else if (c == 'M')
       metadata = true;
     else if (c == 'h')
@@ -223,6 +244,16 @@ static int info_run(int argc, char** argv) {
   }
   for (int i = optind; i < argc; i++) {
     kpack_archive_t archive;
+    struct stat st;
+    int tree;
+    if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode) &&
+        (tree = cli_host_tree_info(argv[i], out, first, verbose)) !=
+            CLI_HOST_TREE_EMPTY) {
+      if (tree != CLI_OK)
+        status = CLI_FAIL;
+      first = false;
+      continue;
+    }
     if (cli_is_code_object(argv[i])) {
       if (cli_code_object_info(argv[i], out, first) != CLI_OK)
         status = CLI_FAIL;
@@ -230,7 +261,7 @@ static int info_run(int argc, char** argv) {
       continue;
     }
     if (cli_is_host_binary(argv[i])) {
-      if (cli_host_info(argv[i], out, first) != CLI_OK)
+      if (cli_host_info(argv[i], out, first, verbose) != CLI_OK)
         status = CLI_FAIL;
       first = false;
       continue;

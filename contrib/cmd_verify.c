@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "code_object_view.h"
@@ -146,6 +147,7 @@ typedef struct verify_state {
   size_t kernels, problems, warnings;
   bool strict; /* undeclared arches are problems, not warnings */
   bool interrupted;
+  cli_progress* progress;
 } verify_state;
 
 static bool is_declared(const verify_state* s, const char* arch) {
@@ -157,6 +159,7 @@ static bool is_declared(const verify_state* s, const char* arch) {
 
 static void problem(verify_state* s, const char* binary, const char* arch,
                     const char* what) {
+  cli_progress_end(s->progress);
   printf("%s: %s %s: %s\n", s->path, binary, arch, what);
   s->problems++;
 }
@@ -182,6 +185,7 @@ static void check_target(verify_state* s, const char* binary, const char* arch,
   }
   kpack_code_object_get_info(co, &info);
   if (*info.target == '\0') {
+    cli_progress_end(s->progress);
     printf(
         "%s: %s %s: warning: cannot tell the code object's target "
         "(EF_AMDGPU_MACH 0x%02x, no amdhsa.target)\n",
@@ -208,12 +212,15 @@ static bool verify_kernel(kpack_archive_t archive, const char* binary,
     return false;
   }
   s->kernels++;
+  cli_progress_show(s->progress, false, "kpack: verify: %s: %zu kernels",
+                    s->path, s->kernels);
   if (!is_declared(s, arch)) {
     static const char undeclared[] =
         "arch not declared in gfx_arches (the loader never picks it)";
     if (s->strict) {
       problem(s, binary, arch, undeclared);
     } else {
+      cli_progress_end(s->progress);
       printf("%s: %s %s: warning: %s\n", s->path, binary, arch, undeclared);
       s->warnings++;
     }
@@ -253,7 +260,10 @@ static bool verify_kernel(kpack_archive_t archive, const char* binary,
 static bool verify_archive(const char* path, bool quiet, bool strict,
                            size_t* problems) {
   kpack_archive_t archive;
-  verify_state s = {.path = path, .strict = strict};
+  /* On a terminal, erased before anything is printed (a problem, the
+   * archive's summary). */
+  cli_progress progress = {.enabled = isatty(STDERR_FILENO)};
+  verify_state s = {.path = path, .strict = strict, .progress = &progress};
   const char** declared = NULL;
   kpack_error_t err = kpack_open(path, &archive);
   if (err != KPACK_SUCCESS) {
@@ -272,6 +282,7 @@ static bool verify_archive(const char* path, bool quiet, bool strict,
   s.declared_count = count;
   if (err == KPACK_SUCCESS)
     err = cli_for_each_kernel(archive, verify_kernel, &s);
+  cli_progress_end(&progress);
   if (err != KPACK_SUCCESS) {
     printf("%s: %s (%s)\n", path, kpack_error_string(err), cli_error_text(err));
     s.problems++;

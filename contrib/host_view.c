@@ -7,9 +7,14 @@
  * (per HIPK record: kernel, search paths as written and as the loader
  * resolves them).
  */
+#include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
+#include <glob.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -379,13 +384,266 @@ void cli_host_record_rows(cli_table* t, const char* path,
   }
 }
 
+/* ---- what a kpack-ified binary's search paths reach ----------------------
+ *
+ * A split binary has one record per code object (111 in a math library),
+ * all naming the same search paths: `kpack info` sums them up as the
+ * distinct paths, the archives found where they lead (@GFXARCH@ matching
+ * any arch, a directory its *.kpack files) and the arches those declare,
+ * which is what GPUs the binary can be loaded for here. */
+
+typedef struct reach_path {
+  const char* written; /* owned by the host */
+  char* resolved;      /* NULL for an empty path, which the loader drops */
+  size_t records;      /* how many records name it */
+} reach_path;
+
+typedef struct reach_archive {
+  char* path;
+  char** arches; /* declared, in the archive's order */
+  size_t arch_count;
+  kpack_error_t err; /* why it could not be opened */
+} reach_archive;
+
+typedef struct reach {
+  reach_path* paths;
+  size_t path_count, path_cap;
+  reach_archive* archives;
+  size_t archive_count, archive_cap;
+  const char** arches; /* every declared arch, once, owned by archives */
+  size_t arch_count, arch_cap;
+  size_t usable; /* HIPK records whose metadata parsed */
+  size_t first_co, last_co;
+  const char* kernel; /* the records' kernel name, NULL when they differ */
+  bool kernels_differ;
+} reach;
+
+static void reach_free(reach* r) {
+  for (size_t i = 0; i < r->path_count; i++)
+    free(r->paths[i].resolved);
+  for (size_t i = 0; i < r->archive_count; i++) {
+    for (size_t j = 0; j < r->archives[i].arch_count; j++)
+      free(r->archives[i].arches[j]);
+    free(r->archives[i].arches);
+    free(r->archives[i].path);
+  }
+  free(r->paths);
+  free(r->archives);
+  free(r->arches);
+}
+
+static bool reach_add_arch(reach* r, const char* arch) {
+  for (size_t i = 0; i < r->arch_count; i++)
+    if (strcmp(r->arches[i], arch) == 0)
+      return true;
+  const char** grown =
+      cli_grow(r->arches, r->arch_count, &r->arch_cap, sizeof(*grown), 16);
+  if (grown == NULL)
+    return false;
+  r->arches = grown;
+  r->arches[r->arch_count++] = arch;
+  return true;
+}
+
+/* Opens one archive a path leads to and notes what it declares. */
+static bool reach_add_archive(reach* r, const char* file) {
+  for (size_t i = 0; i < r->archive_count; i++)
+    if (strcmp(r->archives[i].path, file) == 0)
+      return true;
+  reach_archive* grown = cli_grow(r->archives, r->archive_count,
+                                  &r->archive_cap, sizeof(*grown), 8);
+  if (grown == NULL)
+    return false;
+  r->archives = grown;
+  reach_archive* a = &r->archives[r->archive_count];
+  memset(a, 0, sizeof(*a));
+  if ((a->path = strdup(file)) == NULL)
+    return false;
+  r->archive_count++;
+  kpack_archive_t archive;
+  size_t count = 0;
+  if ((a->err = kpack_open(file, &archive)) != KPACK_SUCCESS)
+    return true;
+  bool ok = true;
+  if ((a->err = kpack_get_architecture_count(archive, &count)) ==
+          KPACK_SUCCESS &&
+      count > 0 && (a->arches = calloc(count, sizeof(*a->arches))) == NULL)
+    ok = false;
+  for (size_t i = 0; ok && a->arches != NULL && i < count; i++) {
+    const char* arch;
+    if (kpack_get_architecture(archive, i, &arch) != KPACK_SUCCESS)
+      break;
+    if ((a->arches[i] = strdup(arch)) == NULL)
+      ok = false;
+    else
+      a->arch_count++;
+  }
+  kpack_close(archive);
+  for (size_t i = 0; ok && i < a->arch_count; i++)
+    ok = reach_add_arch(r, a->arches[i]);
+  return ok;
+}
+
+/* The archives a resolved search path leads to: @GFXARCH@ as any name, a
+ * directory as its *.kpack files, else the file itself when it exists. */
+static bool reach_follow(reach* r, const char* resolved) {
+  char* pattern = NULL;
+  const char* at = strstr(resolved, "@GFXARCH@");
+  struct stat st;
+  bool ok = true;
+  if (at != NULL) {
+    if (asprintf(&pattern, "%.*s*%s", (int)(at - resolved), resolved,
+                 at + strlen("@GFXARCH@")) < 0)
+      return false;
+  } else if (stat(resolved, &st) == 0 && S_ISDIR(st.st_mode)) {
+    if (asprintf(&pattern, "%s/*.kpack", resolved) < 0)
+      return false;
+  } else if (stat(resolved, &st) == 0) {
+    return reach_add_archive(r, resolved);
+  } else {
+    return true;
+  }
+  glob_t g;
+  if (glob(pattern, 0, NULL, &g) == 0) {
+    for (size_t i = 0; ok && i < g.gl_pathc; i++)
+      ok = reach_add_archive(r, g.gl_pathv[i]);
+    globfree(&g);
+  }
+  free(pattern);
+  return ok;
+}
+
+static bool reach_collect(reach* r, const char* path, const kpack_host_t* host,
+                          const kpack_host_info_t* info) {
+  for (size_t i = 0; i < info->wrapper_count; i++) {
+    kpack_host_wrapper_t w;
+    if (kpack_host_get_wrapper(host, i, &w) != KPACK_SUCCESS ||
+        w.magic != KPACK_HOST_HIPK_MAGIC || w.kernel_name == NULL)
+      continue;
+    if (r->usable == 0) {
+      r->kernel = w.kernel_name;
+      r->first_co = r->last_co = (size_t)w.reserved;
+    } else if (!r->kernels_differ && strcmp(r->kernel, w.kernel_name) != 0) {
+      r->kernels_differ = true;
+    }
+    if ((size_t)w.reserved < r->first_co)
+      r->first_co = (size_t)w.reserved;
+    if ((size_t)w.reserved > r->last_co)
+      r->last_co = (size_t)w.reserved;
+    r->usable++;
+    for (size_t j = 0; j < w.search_path_count; j++) {
+      size_t k = 0;
+      while (k < r->path_count &&
+             strcmp(r->paths[k].written, w.search_paths[j]) != 0)
+        k++;
+      if (k == r->path_count) {
+        reach_path* grown =
+            cli_grow(r->paths, r->path_count, &r->path_cap, sizeof(*grown), 4);
+        if (grown == NULL)
+          return false;
+        r->paths = grown;
+        reach_path* p = &r->paths[r->path_count++];
+        p->written = w.search_paths[j];
+        p->records = 0;
+        p->resolved = NULL;
+        if (p->written[0] != '\0' &&
+            (kpack_resolve_search_path(path, p->written, &p->resolved) !=
+                 KPACK_SUCCESS ||
+             !reach_follow(r, p->resolved)))
+          return false;
+      }
+      r->paths[k].records++;
+    }
+  }
+  return true;
+}
+
+static void reach_json(cli_json* json, const reach* r) {
+  cli_json_key(json, "archives");
+  cli_json_array(json, CLI_JSON_INLINE, false);
+  for (size_t i = 0; i < r->archive_count; i++) {
+    const reach_archive* a = &r->archives[i];
+    cli_json_object(json, CLI_JSON_INLINE, false);
+    cli_json_key_str(json, "path", a->path);
+    if (a->err != KPACK_SUCCESS)
+      cli_json_key_str(json, "error", kpack_error_string(a->err));
+    cli_json_key(json, "arches");
+    cli_json_array(json, CLI_JSON_INLINE, false);
+    for (size_t j = 0; j < a->arch_count; j++)
+      cli_json_str(json, a->arches[j]);
+    cli_json_end(json);
+    cli_json_end(json);
+  }
+  cli_json_end(json);
+  cli_json_key(json, "reached_arches");
+  cli_json_array(json, CLI_JSON_INLINE, false);
+  for (size_t i = 0; i < r->arch_count; i++)
+    cli_json_str(json, r->arches[i]);
+  cli_json_end(json);
+}
+
+static void reach_print(const reach* r, const char* const* recorded,
+                        size_t recorded_count) {
+  if (r->kernels_differ)
+    printf("kernels:      records name different kernels (-v lists them)\n");
+  else if (r->usable > 0 && r->last_co != r->first_co)
+    printf("kernels:      %s#%zu to #%zu\n", r->kernel, r->first_co,
+           r->last_co);
+  else if (r->usable > 0)
+    printf("kernel:       %s#%zu\n", r->kernel, r->first_co);
+  for (size_t i = 0; i < r->path_count; i++) {
+    const reach_path* p = &r->paths[i];
+    printf("%s %s", i == 0 ? "search path: " : "             ",
+           cli_search_path_written(p->written));
+    if (p->records != r->usable)
+      printf(" (%zu of %zu records)", p->records, r->usable);
+    printf("\n               -> %s\n",
+           p->resolved != NULL ? p->resolved : CLI_SEARCH_PATH_DROPPED);
+  }
+  if (r->archive_count == 0)
+    printf("archives:     none found\n");
+  for (size_t i = 0; i < r->archive_count; i++) {
+    const reach_archive* a = &r->archives[i];
+    printf("%s %s:", i == 0 ? "archives:    " : "             ", a->path);
+    if (a->err != KPACK_SUCCESS)
+      printf(" %s (%s)", kpack_error_string(a->err), cli_error_text(a->err));
+    for (size_t j = 0; j < a->arch_count; j++)
+      printf(" %s", a->arches[j]);
+    putchar('\n');
+  }
+  printf("reaches:     ");
+  for (size_t i = 0; i < r->arch_count; i++)
+    printf(" %s", r->arches[i]);
+  printf("%s\n", r->arch_count == 0 ? " no arch" : "");
+  /* Arches split for that no archive found declares: not installed here. */
+  bool missing = false;
+  for (size_t i = 0; i < recorded_count; i++) {
+    bool found = false;
+    for (size_t j = 0; j < r->arch_count && !found; j++)
+      found = strcmp(recorded[i], r->arches[j]) == 0;
+    if (!found) {
+      printf("%s %s", missing ? "" : "not found:   ", recorded[i]);
+      missing = true;
+    }
+  }
+  if (missing)
+    printf(" (split for, no archive found declares it)\n");
+}
+
 /* The rest of a kpack-ified binary's `kpack info`; with `json`, members of
- * its object. */
+ * its object. Without `verbose`, a summary of the records (reach_print())
+ * instead of one row each. */
 static int info_kpackified(const char* path, const kpack_host_t* host,
-                           const kpack_host_info_t* info, cli_json* json) {
+                           const kpack_host_info_t* info, cli_json* json,
+                           bool verbose) {
   static const char* const headers[] = {"RECORD", "MAGIC", "KERNEL",
                                         "SEARCH PATH", "RESOLVED"};
   bool ok = report_records(path, host);
+  reach r = {0};
+  if (!reach_collect(&r, path, host, info)) {
+    cli_error("%s: %s", path, strerror(ENOMEM));
+    ok = false;
+  }
   if (json != NULL) {
     cli_json_key(json, "records");
     cli_json_array(json, CLI_JSON_INLINE, false);
@@ -395,10 +653,15 @@ static int info_kpackified(const char* path, const kpack_host_t* host,
       json_record(json, path, host, i, &w);
     }
     cli_json_end(json);
+    reach_json(json, &r);
+    reach_free(&r);
     return ok ? CLI_OK : CLI_FAIL;
   }
   printf("kind:         kpack-ified: device code in kpack archives\n");
-  printf("records:      %zu in .hipFatBinSegment\n", info->wrapper_count);
+  printf("records:      %zu in .hipFatBinSegment", info->wrapper_count);
+  if (r.usable != info->wrapper_count)
+    printf(", %zu of them usable HIPK records", r.usable);
+  putchar('\n');
   /* Every record of a split binary shares one map: the first usable
    * record's list is the binary's. */
   const char* const* arches = NULL;
@@ -411,6 +674,12 @@ static int info_kpackified(const char* path, const kpack_host_t* host,
       printf(" %s", arches[i]);
     printf(" (kpack_arches)\n");
   }
+  if (!verbose) {
+    reach_print(&r, arches, arch_count);
+    reach_free(&r);
+    return ok ? CLI_OK : CLI_FAIL;
+  }
+  reach_free(&r);
   putchar('\n');
   cli_table t = {.cols = 5, .headers = headers};
   cli_host_record_rows(&t, path, host);
@@ -423,7 +692,7 @@ static int info_kpackified(const char* path, const kpack_host_t* host,
   return ok ? CLI_OK : CLI_FAIL;
 }
 
-int cli_host_info(const char* path, cli_json* json, bool first) {
+int cli_host_info(const char* path, cli_json* json, bool first, bool verbose) {
   kpack_host_t* host;
   kpack_host_info_t info;
   kpack_error_t err = kpack_host_open(path, &host);
@@ -451,7 +720,7 @@ int cli_host_info(const char* path, cli_json* json, bool first) {
   }
   int status = CLI_OK;
   if (info.kind == KPACK_HOST_KPACKIFIED) {
-    status = info_kpackified(path, host, &info, json);
+    status = info_kpackified(path, host, &info, json, verbose);
   } else if (info.kind == KPACK_HOST_FAT) {
     status = info_fat(path, &info, json);
   } else if (json == NULL) {
@@ -463,6 +732,174 @@ int cli_host_info(const char* path, cli_json* json, bool first) {
   if (json != NULL)
     cli_json_close_to(json, depth);
   kpack_host_close(host);
+  return status;
+}
+
+/* ---- a directory ---------------------------------------------------------
+ *
+ * `kpack info DIR` answers for a whole install what info of one binary
+ * answers for it: how many HIP binaries are split or still fat, and which
+ * arches the split ones reach through their search paths (how many of them
+ * reach each), from the archives actually there. */
+
+typedef struct tree_arch {
+  const char* name; /* owned by the tree's names */
+  size_t binaries;  /* kpack-ified binaries that reach it */
+} tree_arch;
+
+typedef struct tree_info {
+  size_t kpackified, fat, unreadable;
+  tree_arch* arches;
+  size_t arch_count, arch_cap;
+  char** names; /* every arch name kept, owned */
+  size_t name_count, name_cap;
+  char** binaries; /* the kpack-ified binaries, for -v */
+  size_t binary_count, binary_cap;
+  bool out_of_memory;
+} tree_info;
+
+static tree_info* tree_walked; /* nftw has no user pointer */
+
+static void tree_note_arch(tree_info* t, const char* arch) {
+  for (size_t i = 0; i < t->arch_count; i++)
+    if (strcmp(t->arches[i].name, arch) == 0) {
+      t->arches[i].binaries++;
+      return;
+    }
+  char* copy = strdup(arch);
+  char** names =
+      cli_grow(t->names, t->name_count, &t->name_cap, sizeof(*names), 16);
+  tree_arch* arches =
+      cli_grow(t->arches, t->arch_count, &t->arch_cap, sizeof(*arches), 16);
+  if (names != NULL)
+    t->names = names;
+  if (arches != NULL)
+    t->arches = arches;
+  if (copy == NULL || names == NULL || arches == NULL) {
+    free(copy);
+    t->out_of_memory = true;
+    return;
+  }
+  t->names[t->name_count++] = copy;
+  t->arches[t->arch_count++] = (tree_arch){copy, 1};
+}
+
+static int tree_entry(const char* path, const struct stat* st, int type,
+                      struct FTW* ftw) {
+  tree_info* t = tree_walked;
+  kpack_host_t* host;
+  kpack_host_info_t info;
+  (void)ftw;
+  if (type != FTW_F || !S_ISREG(st->st_mode) || !cli_is_host_binary(path))
+    return 0;
+  if (kpack_host_open(path, &host) != KPACK_SUCCESS) {
+    t->unreadable++;
+    return 0;
+  }
+  kpack_host_get_info(host, &info);
+  if (info.kind == KPACK_HOST_FAT) {
+    t->fat++;
+  } else if (info.kind == KPACK_HOST_KPACKIFIED) {
+    reach r = {0};
+    t->kpackified++;
+    if (!reach_collect(&r, path, host, &info))
+      t->out_of_memory = true;
+    for (size_t i = 0; i < r.arch_count; i++)
+      tree_note_arch(t, r.arches[i]);
+    reach_free(&r);
+    char* copy = strdup(path);
+    char** grown = cli_grow(t->binaries, t->binary_count, &t->binary_cap,
+                            sizeof(*grown), 16);
+    if (copy == NULL || grown == NULL) {
+      free(copy);
+      t->out_of_memory = true;
+    } else {
+      t->binaries = grown;
+      t->binaries[t->binary_count++] = copy;
+    }
+  }
+  kpack_host_close(host);
+  return t->out_of_memory ? 1 : 0;
+}
+
+static int compare_tree_arches(const void* a, const void* b) {
+  return strcmp(((const tree_arch*)a)->name, ((const tree_arch*)b)->name);
+}
+
+static int compare_tree_binaries(const void* a, const void* b) {
+  return strcmp(*(char* const*)a, *(char* const*)b);
+}
+
+int cli_host_tree_info(const char* dir, cli_json* json, bool first,
+                       bool verbose) {
+  tree_info t = {0};
+  int status = CLI_OK;
+  tree_walked = &t;
+  if (nftw(dir, tree_entry, 16, FTW_PHYS) != 0 || t.out_of_memory) {
+    if (t.out_of_memory)
+      cli_error("%s: %s", dir, strerror(ENOMEM));
+    else
+      cli_input_error(dir, KPACK_ERROR_IO_ERROR, errno);
+    status = CLI_FAIL;
+  }
+  tree_walked = NULL;
+  if (status == CLI_OK && t.kpackified + t.fat + t.unreadable == 0)
+    return CLI_HOST_TREE_EMPTY; /* nothing allocated */
+  qsort(t.binaries, t.binary_count, sizeof(*t.binaries), compare_tree_binaries);
+  /* by name: the walk's order is the directories' */
+  qsort(t.arches, t.arch_count, sizeof(*t.arches), compare_tree_arches);
+  if (json != NULL) {
+    size_t depth = cli_json_depth(json);
+    cli_json_object(json, CLI_JSON_INLINE, false);
+    cli_json_key_str(json, "directory", dir);
+    cli_json_key_uint(json, "kpackified", t.kpackified);
+    cli_json_key_uint(json, "fat", t.fat);
+    cli_json_key_uint(json, "unreadable", t.unreadable);
+    cli_json_key(json, "reached_arches");
+    cli_json_array(json, CLI_JSON_INLINE, false);
+    for (size_t i = 0; i < t.arch_count; i++) {
+      cli_json_object(json, CLI_JSON_INLINE, false);
+      cli_json_key_str(json, "arch", t.arches[i].name);
+      cli_json_key_uint(json, "binaries", t.arches[i].binaries);
+      cli_json_end(json);
+    }
+    cli_json_end(json);
+    cli_json_close_to(json, depth);
+  } else {
+    if (!first)
+      putchar('\n');
+    printf("directory:    %s\n", dir);
+    printf("binaries:     %zu kpack-ified, %zu fat", t.kpackified, t.fat);
+    if (t.unreadable > 0)
+      printf(", %zu that could not be read", t.unreadable);
+    putchar('\n');
+    printf("reaches:     ");
+    for (size_t i = 0; i < t.arch_count; i++)
+      if (t.arches[i].binaries == t.kpackified)
+        printf(" %s", t.arches[i].name);
+    printf("%s\n", t.kpackified > 0 ? " (every kpack-ified binary)"
+                                    : " no arch (no kpack-ified binary)");
+    bool partly = false;
+    for (size_t i = 0; i < t.arch_count; i++) {
+      if (t.arches[i].binaries == t.kpackified)
+        continue;
+      printf("%s %s (%zu)", partly ? "" : "partly:      ", t.arches[i].name,
+             t.arches[i].binaries);
+      partly = true;
+    }
+    if (partly)
+      printf(" (how many of the %zu reach it)\n", t.kpackified);
+    for (size_t i = 0; verbose && i < t.binary_count; i++)
+      if (cli_host_info(t.binaries[i], NULL, false, false) != CLI_OK)
+        status = CLI_FAIL;
+  }
+  for (size_t i = 0; i < t.name_count; i++)
+    free(t.names[i]);
+  for (size_t i = 0; i < t.binary_count; i++)
+    free(t.binaries[i]);
+  free(t.names);
+  free(t.arches);
+  free(t.binaries);
   return status;
 }
 

@@ -21,10 +21,22 @@ bool cli_is_host_binary(const char* path);
  * malformed one what is wrong and where (kpack_host_diagnose()). */
 void cli_host_error(const char* path, kpack_error_t err);
 /* `kpack info` on a host binary: fat (bundles, arches, sizes, compression)
- * or kpack-ified (per record: kernel, search paths written and resolved),
- * after a blank line unless `first`; with `json` one whole object of
- * info's JSON array, whatever fails. Returns an exit status. */
-int cli_host_info(const char* path, cli_json* json, bool first);
+ * or kpack-ified (its records summed up: kernel, distinct search paths
+ * written and resolved, the archives they reach and the arches those
+ * declare; with `verbose` one row per record instead), after a blank line
+ * unless `first`; with `json` one whole object of info's JSON array,
+ * whatever fails. Returns an exit status. */
+int cli_host_info(const char* path, cli_json* json, bool first, bool verbose);
+/* `kpack info DIR`: the HIP binaries below dir, how many are kpack-ified
+ * and fat, and the arches the kpack-ified ones reach (every one of them,
+ * or some: how many); with `verbose` each kpack-ified binary's summary
+ * after it. With `json` one object {directory, kpackified, fat,
+ * unreadable, reached_arches: [{arch, binaries}]}. Returns an exit status,
+ * or CLI_HOST_TREE_EMPTY, having printed nothing, when no HIP binary is
+ * below dir (a directory of archives is for the caller to show). */
+#define CLI_HOST_TREE_EMPTY (-1)
+int cli_host_tree_info(const char* dir, cli_json* json, bool first,
+                       bool verbose);
 /* `kpack list` on a host binary: one row per code object of a fat binary,
  * or with `json` one object each in list's JSON array. *printed says
  * whether a table is already out (a blank line goes first) and becomes

@@ -14,7 +14,7 @@
 static const cli_command* const commands[] = {
     &cli_list_command,    &cli_info_command,   &cli_cat_command,
     &cli_extract_command, &cli_create_command, &cli_verify_command,
-    &cli_resolve_command, &cli_split_command,
+    &cli_resolve_command, &cli_split_command,  &cli_diff_command,
 };
 #define COMMAND_COUNT (sizeof(commands) / sizeof(commands[0]))
 
@@ -50,7 +50,8 @@ static void print_overview(FILE* out) {
       "EXIT STATUS\n"
       "    0 success, 1 failure (the message names the file and the kpack\n"
       "    status, or standard output could not be written), 2 bad command\n"
-      "    line, 130 interrupted.\n"
+      "    line, 130 interrupted. diff, like diff(1), exits 1 when the\n"
+      "    archives differ and 2 when one cannot be read.\n"
       "\n"
       "ENVIRONMENT\n"
       "    ROCM_KPACK_PATH         ':'-separated archives (or directories of\n"

@@ -25,8 +25,8 @@
  * a tool that reads the ELF header, closes and comes back for the sections
  * (`kernels` and `metadata.json` are rendered from a prefix of the kernel,
  * outside the cache). That is the last kernel closed,
- * 1-2 MB in a real library; more only duplicates the page cache (README,
- * "How reads work"). */
+ * 1-2 MB in a real library; more only duplicates the page cache
+ * (docs/design.md, "How reads work"). */
 #define KFS_DEFAULT_CACHE (2ull << 20)
 
 typedef struct kfs_config {

@@ -1761,7 +1761,7 @@ static void test_info_shows_what_a_host_binary_carries(void** state) {
   char* real = realpath(root, NULL);
   char* resolved;
   assert_true(asprintf(&resolved, "%s/.kpack/foo_@GFXARCH@.kpack", real) > 0);
-  assert_int_equal(KP(&out, NULL, "info", binary), 0);
+  assert_int_equal(KP(&out, NULL, "info", "-v", binary), 0);
   kt_assert_contains(out, "kpack-ified: device code in kpack archives");
   kt_assert_contains(out, "ET_DYN");
   for (int i = 0; i < 3; i++) {
@@ -1797,7 +1797,7 @@ static void test_info_shows_what_a_host_binary_carries(void** state) {
   char* bad = path_in("libbad.so");
   fx_write_elf(bad, &o);
   fx_free(&meta);
-  assert_int_equal(KP(&out, &err, "info", bad), 1);
+  assert_int_equal(KP(&out, &err, "info", "-v", bad), 1);
   kt_assert_contains(err, bad);
   kt_assert_contains(err, "record 0");
   kt_assert_contains(err, "KPACK_ERROR_INVALID_METADATA");
@@ -2342,7 +2342,7 @@ static void test_empty_search_paths_are_shown_dropped(void** state) {
   fx_write_elf(binary, &o);
   fx_free(&refs[0]);
   char* out;
-  assert_int_equal(KP(&out, NULL, "info", binary), 0);
+  assert_int_equal(KP(&out, NULL, "info", "-v", binary), 0);
   assert_true(ROW(out, "0", "HIPK", "lib/libe.so#0", "\"\"", "(empty:", "the",
                   "loader", "skips", "it)"));
   /* The binary's directory, alone on the end of a line, is what an empty

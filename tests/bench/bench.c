@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
  * `make bench`: generates the data sets once into the cache directory and
- * prints the performance table of README "Performance" (rows in library.c,
+ * prints the performance table of docs/performance.md (rows in library.c,
  * create.c, mounts.c, transform.c, split.c and install.c). Usage: bench
  * CACHE_DIR [BIN_DIR [GROUPS]]; without BIN_DIR (kpack and kpackfs) only the
  * library rows run; GROUPS (e.g. "library,mounts") picks among library,

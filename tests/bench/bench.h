@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT
  *
- * `make bench` (README "Performance"): shared helpers of the benchmark.
+ * `make bench` (docs/performance.md): shared helpers of the benchmark.
  * bench.c generates the data sets and runs the rows; library.c measures
  * libkpack against raw zstd, pread and msgpack; create.c `kpack create`
  * against `zstd -3 -T1`; mounts.c kpackfs against squashfuse_ll on the same

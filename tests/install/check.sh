@@ -4,11 +4,13 @@
 # `make install-check`: installs kpack into scratch trees and proves every
 # way a consumer finds and links the library, as a ROCm build or
 # installation would: pkg-config (shared and static), CMake's
-# find_package(rocm-kpack) with rocm::rocm_kpack, and a program linked with
+# find_package(rocm-kpack) with rocm::rocm_kpack and
+# rocm::rocm_kpack_static, and a program linked with
 # -l:librocm_kpack.so.0 run against the installed tree. Then the tree is
 # moved, and pkg-config (--define-prefix) and CMake still find it. Also
 # checks the installed layout, the soname, that the library exports only
-# kpack_* symbols, the CMake version rules and the man pages.
+# kpack_* symbols, the CMake version rules and the man pages, and that
+# `make uninstall` removes every file `make install` wrote.
 #
 # Environment: BUILD (default build), MAKE (default make), CC (default cc).
 # One line per check; each failure shows its log. Exits 1 on any failure.
@@ -59,7 +61,8 @@ layout() {
     "$lib/cmake/rocm-kpack/rocm-kpack-config.cmake" \
     "$lib/cmake/rocm-kpack/rocm-kpack-config-version.cmake" \
     "$1/bin/kpack" "$1/bin/kpackfs" \
-    "$1/share/man/man1/kpack.1" "$1/share/man/man8/kpackfs.8"; do
+    "$1/share/man/man1/kpack.1" "$1/share/man/man8/kpackfs.8" \
+    "$1/share/bash-completion/completions/kpack"; do
     [ -f "$f" ] || { echo "missing: $f"; return 1; }
   done
   [ "$(readlink "$lib/librocm_kpack.so.0")" = librocm_kpack.so.0.1.0 ] &&
@@ -139,7 +142,24 @@ cmake_consumer() { # PREFIX_PATH BUILD_DIR
     needs_soname "$2/example" &&
     # CMake's build RPATH points at the imported library: no
     # LD_LIBRARY_PATH needed.
-    "$2/example" "$2/example.kpack"
+    "$2/example" "$2/example.kpack" &&
+    # rocm::rocm_kpack_static: linked in, nothing of librocm_kpack needed
+    ! readelf -d "$2/example_static" | grep -F librocm_kpack &&
+    "$2/example_static" "$2/example_static.kpack"
+}
+
+# make uninstall with the PREFIX (and DESTDIR) of an install leaves no file.
+uninstall() { # PREFIX [DESTDIR]
+  dir=$work/uninstall
+  rm -rf "$dir"
+  cd "$root" &&
+    $make_cmd --no-print-directory install PREFIX="$1" DESTDIR="${2:-}" &&
+    [ -n "$(find "${2:-}$1" -type f)" ] &&
+    $make_cmd --no-print-directory uninstall PREFIX="$1" DESTDIR="${2:-}" &&
+    left=$(find "${2:-}$1" -type f -o -type l) &&
+    { [ -z "$left" ] || { echo "left behind: $left"; false; }; } &&
+    [ ! -e "${2:-}$1/include/rocm_kpack" ] &&
+    [ ! -e "${2:-}$1/lib/cmake/rocm-kpack" ]
 }
 
 cmake_version() { # accept|refuse VERSION [EXACT]
@@ -189,7 +209,7 @@ check "pkg-config --cflags --libs rocm_kpack (shared)" \
   pkgconfig_shared "$tree/lib/pkgconfig"
 check "pkg-config --static with librocm_kpack.a" pkgconfig_static
 check "cc ... -l:librocm_kpack.so.0, run against the tree" plain_soname
-check "CMake find_package(rocm-kpack) + rocm::rocm_kpack" \
+check "CMake find_package(rocm-kpack) + rocm::rocm_kpack, rocm::rocm_kpack_static" \
   cmake_consumer "$tree" "$work/cmake"
 check "CMake version rules (SameMajorVersion, ranges, EXACT)" cmake_versions
 if command -v man >/dev/null 2>&1 && command -v groff >/dev/null 2>&1; then
@@ -209,6 +229,11 @@ check "moved tree: pkg-config --define-prefix" \
   pkgconfig_shared "$tree/lib/pkgconfig" --define-prefix
 check "moved tree: the -l:librocm_kpack.so.0 program runs against it" \
   run_example "$work/plain" "$tree/lib"
+
+check "make uninstall PREFIX=... removes every installed file" \
+  uninstall "$work/un"
+check "make uninstall DESTDIR=... PREFIX=/opt/rocm-kpack" \
+  uninstall /opt/rocm-kpack "$work/unstage"
 
 echo "install-check: $passed passed, $failed failed"
 [ "$failed" = 0 ]

@@ -1,0 +1,50 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# `make check`'s runner: runs every cmocka suite (under WRAP, e.g.
+# valgrind, when given) and tests/layers.sh, shows their output as it
+# comes, and ends with one line totalling them: "check: N passed, N failed".
+# A suite that dies before cmocka's summary (a crash, a valgrind error)
+# counts as one failure. Exits 1 when anything failed.
+# Usage: tests/run_suites.sh "WRAP" CC "CPPFLAGS CFLAGS" SUITE...
+set -u
+wrap=$1
+cc=$2
+flags=$3
+shift 3
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/kpack-check.XXXXXX")
+trap 'rm -rf "$tmp"' EXIT
+passed=0
+failed=0
+skipped=0
+
+# count LOG STATUS PASSED_RE FAILED_RE: adds what the log reports.
+count() {
+  p=$(sed -n "s/$3/\\1/p" "$1" | tail -n 1)
+  f=$(sed -n "s/$4/\\1/p" "$1" | tail -n 1)
+  s=$(sed -n 's/^\[  SKIPPED \] \([0-9]*\) test(s)\..*/\1/p' "$1" | tail -n 1)
+  passed=$((passed + ${p:-0}))
+  skipped=$((skipped + ${s:-0}))
+  if [ "$2" -ne 0 ] && [ "${f:-0}" -eq 0 ]; then f=1; fi
+  failed=$((failed + ${f:-0}))
+}
+
+cmocka_passed='^\[  PASSED  \] \([0-9]*\) test(s)\..*'
+cmocka_failed='^\[  FAILED  \] \([0-9]*\) test(s), listed below:.*'
+for suite in "$@"; do
+  echo "== $suite"
+  # shellcheck disable=SC2086
+  { $wrap "$suite" 2>&1; echo $? >"$tmp/status"; } | tee "$tmp/log"
+  count "$tmp/log" "$(cat "$tmp/status")" "$cmocka_passed" "$cmocka_failed"
+done
+
+echo "== tests/layers.sh"
+{ tests/layers.sh "$cc" "$flags" 2>&1; echo $? >"$tmp/status"; } | tee "$tmp/log"
+count "$tmp/log" "$(cat "$tmp/status")" \
+  '^layers: \([0-9]*\) passed, [0-9]* failed$' \
+  '^layers: [0-9]* passed, \([0-9]*\) failed$'
+
+[ "$skipped" -eq 0 ] || echo "check: $skipped skipped"
+echo "check: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
