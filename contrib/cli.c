@@ -81,6 +81,12 @@ void cli_input_error(const char* path, kpack_error_t err, int sys_errno) {
     cli_kerror(path, err);
 }
 
+const char* cli_read_reason(kpack_error_t err, int sys_errno) {
+  if (err == KPACK_ERROR_IO_ERROR && sys_errno != 0)
+    return strerror(sys_errno);
+  return cli_error_text(err);
+}
+
 void cli_output_error(const char* path, kpack_error_t err, int sys_errno) {
   if (sys_errno != 0)
     cli_error("%s: cannot write: %s", path, strerror(sys_errno));

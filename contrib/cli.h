@@ -65,6 +65,10 @@ void cli_writer_error(const kpack_writer_t* writer, kpack_error_t err,
                       const char* arch);
 /* A short phrase for a status, e.g. "no such file". */
 const char* cli_error_text(kpack_error_t err);
+/* The reason to print for a failed read: the system's (strerror) when
+ * `err` is IO_ERROR and `sys_errno`, taken right after the call, is set;
+ * else cli_error_text(err). */
+const char* cli_read_reason(kpack_error_t err, int sys_errno);
 /* Reports a bad command line for `cmd`; returns CLI_USAGE. */
 int cli_usage_error(const cli_command* cmd, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));

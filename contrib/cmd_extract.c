@@ -235,7 +235,7 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
   kpack_error_t err = kpack_get_kernel(archive, binary, arch, &data, &size);
   if (err != KPACK_SUCCESS) {
     cli_error("%s: %s for %s: %s (%s)", s->path, binary, arch,
-              kpack_error_string(err), cli_error_text(err));
+              kpack_error_string(err), cli_read_reason(err, errno));
     s->status = CLI_FAIL;
   } else if (!cli_mkdirs(dir, 0755)) {
     cli_error("%s: cannot create: %s", dir, strerror(errno));

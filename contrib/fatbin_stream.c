@@ -4,6 +4,7 @@
  * `kpack create --fatbin` and `kpack split` share. Memory stays bounded by
  * the code objects in hand, never by the size of the ELF.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,7 +47,7 @@ bool fbs_list(const char* path, const kpack_fatbin_t* fatbin, const char* name,
     err = kpack_fatbin_list_bundle(fatbin, b, &bundle);
     if (err != KPACK_SUCCESS) {
       cli_error("%s: code object %zu: %s (%s)", path, b,
-                kpack_error_string(err), cli_error_text(err));
+                kpack_error_string(err), cli_read_reason(err, errno));
       goto done;
     }
     kpack_bundle_get_info(bundle, &binfo);
@@ -143,7 +144,7 @@ bool fbs_read(fbs_reader* r, const char* path, const kpack_fatbin_t* fatbin,
 done:
   if (err != KPACK_SUCCESS) {
     cli_error("%s: code object %zu: %s (%s)", path, bundle,
-              kpack_error_string(err), cli_error_text(err));
+              kpack_error_string(err), cli_read_reason(err, errno));
     return false;
   }
   /* An empty entry is an empty kernel: nothing to read, and a non-NULL
