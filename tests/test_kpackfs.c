@@ -915,31 +915,47 @@ static void test_eight_parallel_readers_see_every_checksum(void** state) {
   }
 }
 
-static void record_inodes(const mnt* m, ino_t* out) {
-  for (size_t i = 0; i < file_count; i++) {
-    char* path = in_mount(m, files[i].rel);
-    struct stat st;
-    assert_int_equal(stat(path, &st), 0);
-    out[i] = st.st_ino;
-    free(path);
+/* Per kernel file of the fixture: its number, its arch directory's and its
+ * binary directory's; looked up in the fixture's order or the reverse. */
+enum { INODES_PER_FILE = 3 };
+static void record_inodes(const mnt* m, bool reverse, ino_t* out) {
+  for (size_t n = 0; n < file_count; n++) {
+    size_t i = reverse ? file_count - 1 - n : n;
+    char* rel = strdup(files[i].rel);
+    for (int level = 0; level < INODES_PER_FILE; level++) {
+      char* path = in_mount(m, rel);
+      struct stat st;
+      assert_int_equal(stat(path, &st), 0);
+      out[INODES_PER_FILE * i + level] = st.st_ino;
+      free(path);
+      char* slash = strrchr(rel, '/');
+      if (slash != NULL)
+        *slash = '\0'; /* up to the directory */
+    }
+    free(rel);
   }
 }
 
+/* Whatever was looked up first: the main mount has served every test
+ * before this one, the second mount is walked from the last file up. */
 static void test_inode_numbers_are_stable_for_the_same_sources(void** state) {
   (void)state;
-  ino_t* first = calloc(file_count, sizeof(*first));
-  ino_t* second = calloc(file_count, sizeof(*second));
-  record_inodes(&main_mount, first);
+  size_t count = INODES_PER_FILE * file_count;
+  ino_t* first = calloc(count, sizeof(*first));
+  ino_t* second = calloc(count, sizeof(*second));
+  record_inodes(&main_mount, false, first);
   mnt_init(&scratch[0], "again");
   const char* args[] = {path_a, path_b, path_dir, path_unsafe, NULL};
   mnt_start(&scratch[0], args);
-  record_inodes(&scratch[0], second);
-  for (size_t i = 0; i < file_count; i++) {
+  record_inodes(&scratch[0], true, second);
+  for (size_t i = 0; i < count; i++) {
     if (first[i] != second[i])
-      fail_msg("%s: inode %ju then %ju", files[i].rel, (uintmax_t)first[i],
-               (uintmax_t)second[i]);
-    for (size_t j = 0; j < i; j++)
-      assert_true(first[i] != first[j]);
+      fail_msg("%s (%zu levels up): inode %ju then %ju",
+               files[i / INODES_PER_FILE].rel, i % INODES_PER_FILE,
+               (uintmax_t)first[i], (uintmax_t)second[i]);
+    for (size_t j = 0; j < i && i % INODES_PER_FILE == 0; j++)
+      if (j % INODES_PER_FILE == 0)
+        assert_true(first[i] != first[j]);
   }
   free(first);
   free(second);
