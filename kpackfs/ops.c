@@ -172,7 +172,7 @@ static int text_size(kfs_fs* fs, const kfs_node* n) {
   if ((n->kind != KFS_KERNELS && n->kind != KFS_METADATA) ||
       kfs_render_size(&fs->renders, n, &size))
     return 0;
-  kpack_error_t err = kfs_render_acquire(fs, n, &r);
+  kpack_error_t err = kfs_render_acquire(&fs->renders, &fs->tree, n, &r);
   if (err != KPACK_SUCCESS)
     return kfs_errno(err);
   kfs_render_release(&fs->renders, r);
@@ -443,7 +443,8 @@ static int pin_text(kfs_fs* fs, kfs_handle* h) {
   int err = 0;
   pthread_mutex_lock(&h->pin_lock);
   if (h->render == NULL && h->pin_error == 0) {
-    kpack_error_t kerr = kfs_render_acquire(fs, h->node, &h->render);
+    kpack_error_t kerr =
+        kfs_render_acquire(&fs->renders, &fs->tree, h->node, &h->render);
     if (kerr == KPACK_SUCCESS) {
       const kpack_co_render_t* t = &h->render->text;
       bool json = h->node->kind == KFS_METADATA;
@@ -660,7 +661,7 @@ static void reply_code_object_xattr(fuse_req_t req, kfs_fs* fs,
                                     size_t size) {
   kfs_render* r;
   char count[32];
-  kpack_error_t err = kfs_render_acquire(fs, n, &r);
+  kpack_error_t err = kfs_render_acquire(&fs->renders, &fs->tree, n, &r);
   if (err != KPACK_SUCCESS) {
     fuse_reply_err(req, kfs_errno(err));
     return;

@@ -15,8 +15,6 @@
 
 #include "render.h"
 
-#include "ops.h"
-
 /* A kernel's text sizes, each stored plus one: 0 is "never rendered". A
  * size that does not fit is not remembered, and each `stat` of it renders
  * again (no code object's note comes near 4 GiB of text). */
@@ -158,9 +156,9 @@ static void evict_over_budget(kfs_renders* rs) {
 
 /* Decodes only as much of the kernel as its metadata note needs; the
  * kernel cache is left to readers of the kernel itself. */
-static kpack_error_t build(kfs_fs* fs, const kfs_node* n, kfs_render* r,
-                           uint64_t* decoded) {
-  const kfs_source* src = &fs->tree.sources[n->source];
+static kpack_error_t build(const kfs_tree* tree, const kfs_node* n,
+                           kfs_render* r, uint64_t* decoded) {
+  const kfs_source* src = &tree->sources[n->source];
   kpack_error_t err =
       kpack_kernel_render(src->archive, n->binary, n->arch, &r->text, decoded);
   if (err != KPACK_SUCCESS)
@@ -180,9 +178,8 @@ static uint32_t stored_size(uint64_t size) {
   return size < UINT32_MAX ? (uint32_t)size + 1 : 0;
 }
 
-kpack_error_t kfs_render_acquire(kfs_fs* fs, const kfs_node* n,
-                                 kfs_render** out) {
-  kfs_renders* rs = &fs->renders;
+kpack_error_t kfs_render_acquire(kfs_renders* rs, const kfs_tree* tree,
+                                 const kfs_node* n, kfs_render** out) {
   *out = NULL;
 
   pthread_mutex_lock(&rs->lock);
@@ -211,7 +208,7 @@ kpack_error_t kfs_render_acquire(kfs_fs* fs, const kfs_node* n,
   pthread_mutex_unlock(&rs->lock);
 
   uint64_t decoded = 0;
-  kpack_error_t err = build(fs, n, r, &decoded);
+  kpack_error_t err = build(tree, n, r, &decoded);
 
   pthread_mutex_lock(&rs->lock);
   rs->decoded += decoded;

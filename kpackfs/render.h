@@ -16,8 +16,6 @@
 #include "kpackfs.h"
 #include "tree.h"
 
-struct kfs_fs;
-
 /* What a kernel's code object shows as files and attributes, built on the
  * first request that needs it and immutable afterwards. */
 typedef struct kfs_render {
@@ -77,8 +75,8 @@ bool kfs_render_size(kfs_renders* renders, const kfs_node* n, uint64_t* size);
  * kfs_render_release(). Bytes that are not a code object render too, as
  * empty texts without a target. Statuses: the kernel read's (it cannot be
  * read), OUT_OF_MEMORY; a failure is not remembered. */
-kpack_error_t kfs_render_acquire(struct kfs_fs* fs, const kfs_node* n,
-                                 kfs_render** render);
+kpack_error_t kfs_render_acquire(kfs_renders* renders, const kfs_tree* tree,
+                                 const kfs_node* n, kfs_render** render);
 void kfs_render_release(kfs_renders* renders, kfs_render* render);
 
 /* Appends "renders=N\nrender_bytes=N\n" style lines for .kpackfs/stats. */

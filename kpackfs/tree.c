@@ -7,9 +7,10 @@
  * nothing is stored: an arch directory and the files in it are numbered by
  * their kernel and answered from the archive's TOC, and a binary
  * directory's entries (its arches across the sources, first source wins)
- * are made when it is first looked up or listed. Mounts whose binary paths
- * nest inside another binary's directory are built eagerly instead
- * (tree_eager.c).
+ * are made when it is first looked up or listed. A binary path may run
+ * through another binary's directory (only hostile TOCs do that): the
+ * directories where the two meet list both, and a name that would be both
+ * a file and a directory is settled at mount by source order.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -31,9 +32,10 @@ struct kfs_tree_binary {
   uint32_t dir;     /* its directory */
 };
 
-/* A directory above the arch directories: the root, the inner components
- * of binary paths and the binary directories. dirs[d] is inode 4 + d, the
- * root (d = 0) inode 1. */
+/* A directory of the binary paths: the root, the inner components of
+ * binary paths and the binary directories (above the arch directories,
+ * but where binary paths nest one can be an arch directory too). dirs[d]
+ * is inode 4 + d, the root (d = 0) inode 1. */
 struct kfs_tree_dir {
   const char* name; /* the component */
   uint32_t parent;
@@ -42,13 +44,27 @@ struct kfs_tree_dir {
   uint32_t sub_first; /* subdirs[sub_first .. + sub_count] */
   uint32_t sub_count;
   uint32_t binary; /* unique[binary] for a binary directory, else NONE */
+  /* When the directory is also an arch directory of its parent binary
+   * directory: the kernel whose files it holds, else NONE. */
+  uint32_t arch_kernel;
+};
+
+/* An arch directory that is also a directory of a binary path: the kernel
+ * and the directory that serves it. */
+struct kfs_merged {
+  uint32_t kernel;
+  uint32_t dir;
 };
 
 /* A binary directory's entries: its arches in byte-wise order, each with
- * the global kernel that shows it. */
+ * the global kernel that shows it. Where binary paths nest, a directory
+ * that holds more than arches lists its files and subdirectories too. */
+enum { ENTRY_ARCH, ENTRY_DIR, ENTRY_FILE };
 typedef struct kfs_listing_entry {
-  const char* arch;
-  uint32_t kernel;
+  const char* name;
+  uint32_t id;  /* ENTRY_DIR: a directory; otherwise a global kernel */
+  uint8_t what; /* ENTRY_* */
+  uint8_t slot; /* ENTRY_FILE: which of the kernel's files */
 } kfs_listing_entry;
 
 struct kfs_listing {
@@ -105,8 +121,8 @@ static const char* kernel_problem(name_check* nc, const char* binary,
   return why;
 }
 
-void kfs_warn_skip(const kfs_tree* t, uint32_t source, const char* binary,
-                   const char* arch, const char* why) {
+static void warn_skip(const kfs_tree* t, uint32_t source, const char* binary,
+                      const char* arch, const char* why) {
   fprintf(stderr, "kpackfs: warning: %s: skipping '%s' arch '%s': %s\n",
           t->sources[source].path, binary, arch, why);
 }
@@ -183,9 +199,9 @@ static int by_arch(const void* a, const void* b, void* unused) {
   (void)unused;
   const kfs_listing_entry* x = a;
   const kfs_listing_entry* y = b;
-  int c = strcmp(x->arch, y->arch);
+  int c = strcmp(x->name, y->name);
   /* Global numbers follow the sources: the first source sorts first. */
-  return c != 0 ? c : (x->kernel > y->kernel) - (x->kernel < y->kernel);
+  return c != 0 ? c : (x->id > y->id) - (x->id < y->id);
 }
 
 /* The arches of unique binary u across its sources, sorted, the first
@@ -220,40 +236,20 @@ static int make_listing(const kfs_tree* t, uint32_t u,
         arch = e.arch;
       else
         continue;
-      l->entries[l->count++] = (kfs_listing_entry){arch, g};
+      l->entries[l->count++] =
+          (kfs_listing_entry){.name = arch, .id = g, .what = ENTRY_ARCH};
     }
   }
   /* One source's arches come sorted; most binaries have one source. */
   kfs_sort(l->entries, l->count, sizeof(l->entries[0]), by_arch, NULL);
   size_t kept = 0;
   for (size_t i = 0; i < l->count; i++) {
-    if (kept > 0 && strcmp(l->entries[kept - 1].arch, l->entries[i].arch) == 0)
+    if (kept > 0 && strcmp(l->entries[kept - 1].name, l->entries[i].name) == 0)
       continue; /* an earlier source already has it: first wins */
     l->entries[kept++] = l->entries[i];
   }
   *shadowed = l->count - kept;
   l->count = kept;
-  *out = l;
-  return 0;
-}
-
-/* The entries of binary directory d, made on first use. Threads racing
- * for it may each make it; the first to publish wins. */
-static int listing(const kfs_tree* t, uint32_t d, const kfs_listing** out) {
-  kfs_listing* l = atomic_load_explicit(&t->listings[d], memory_order_acquire);
-  if (l == NULL) {
-    size_t shadowed;
-    kfs_listing* made;
-    int rc = make_listing(t, t->dirs[d].binary, NULL, &made, &shadowed);
-    if (rc != 0)
-      return rc;
-    if (atomic_compare_exchange_strong_explicit(&t->listings[d], &l, made,
-                                                memory_order_acq_rel,
-                                                memory_order_acquire))
-      l = made;
-    else
-      free(made); /* l is the one another thread published */
-  }
   *out = l;
   return 0;
 }
@@ -288,13 +284,149 @@ static bool ino_kernel(const kfs_tree* t, fuse_ino_t ino, uint32_t* g,
   return true;
 }
 
-/* Whether kernel k has the file in `slot` beside it. */
-static bool has_slot(const kernel_ref* k, unsigned slot) {
+/* Whether kernel k (number g) has the file in `slot` beside it. */
+static bool has_slot(const kfs_tree* t, uint32_t g, const kernel_ref* k,
+                     unsigned slot) {
+  if (t->omitted != NULL && (t->omitted[g] >> slot) & 1)
+    return false; /* a directory took its name */
   if (slot == SLOT_KERNELS || slot == SLOT_JSON)
     return is_code_object(k);
   if (slot == SLOT_MAP)
     return k->map != NULL;
   return true;
+}
+
+/* The arch directory of kernel g, when a binary path's directory is the
+ * same directory: that directory, else NONE. */
+static uint32_t merged_dir(const kfs_tree* t, uint32_t g) {
+  size_t lo = 0, hi = t->merged_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (t->merged[mid].kernel == g)
+      return t->merged[mid].dir;
+    if (t->merged[mid].kernel < g)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NONE;
+}
+
+/* "kernel." + type, in `buf` (a type the layout let through fits). */
+static const char* kernel_file_name(const kernel_ref* k, char* buf,
+                                    size_t cap) {
+  if (kpack_layout_kernel_file(k->info.type, buf, cap) != KPACK_SUCCESS)
+    buf[0] = '\0';
+  return buf;
+}
+
+/* Whether directory d holds more than arches or subdirectories: a binary
+ * directory with subdirectories, or an arch directory that is also a
+ * directory of a binary path. */
+static bool is_mixed(const kfs_tree* t, uint32_t d) {
+  const kfs_tree_dir* dir = &t->dirs[d];
+  return dir->arch_kernel != NONE ||
+         (dir->binary != NONE && dir->sub_count > 0);
+}
+
+static bool is_subdir(const kfs_tree* t, const kfs_tree_dir* dir,
+                      const char* name) {
+  const uint32_t* sub = &t->subdirs[dir->sub_first];
+  size_t lo = 0, hi = dir->sub_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    int c = strcmp(name, t->dirs[sub[mid]].name);
+    if (c == 0)
+      return true;
+    if (c < 0)
+      hi = mid;
+    else
+      lo = mid + 1;
+  }
+  return false;
+}
+
+static int by_name(const void* a, const void* b, void* unused) {
+  (void)unused;
+  return strcmp(((const kfs_listing_entry*)a)->name,
+                ((const kfs_listing_entry*)b)->name);
+}
+
+/* The entries of a mixed directory: the files of the kernel it is the arch
+ * directory of, the arches of its binary, its subdirectories. An arch
+ * named like a subdirectory is that subdirectory (merged at mount); a name
+ * that would be a file and a directory was settled at mount. The kernel
+ * file's name is kept after the entries. */
+static int make_mixed_listing(const kfs_tree* t, uint32_t d,
+                              kfs_listing** out) {
+  const kfs_tree_dir* dir = &t->dirs[d];
+  kfs_listing* arches = NULL;
+  size_t shadowed;
+  if (dir->binary != NONE) {
+    int rc = make_listing(t, dir->binary, NULL, &arches, &shadowed);
+    if (rc != 0)
+      return rc;
+  }
+  size_t n = SLOTS + dir->sub_count + (arches ? arches->count : 0);
+  size_t at = sizeof(kfs_listing) + n * sizeof(kfs_listing_entry);
+  kfs_listing* l = malloc(at + KPACK_LAYOUT_NAME_MAX + 1);
+  if (l == NULL) {
+    free(arches);
+    return -ENOMEM;
+  }
+  l->count = 0;
+  kernel_ref k;
+  uint32_t g = dir->arch_kernel;
+  if (g != NONE && kernel_at(t, g, &k)) {
+    static const char* const names[] = {NULL, NULL, KPACK_LAYOUT_KERNELS_FILE,
+                                        KPACK_LAYOUT_METADATA_FILE,
+                                        KPACK_LAYOUT_TOC_METADATA_FILE};
+    char* kernel_name = (char*)l + at;
+    kernel_file_name(&k, kernel_name, KPACK_LAYOUT_NAME_MAX + 1);
+    for (unsigned slot = SLOT_KERNEL; slot < SLOTS; slot++)
+      if (has_slot(t, g, &k, slot))
+        l->entries[l->count++] = (kfs_listing_entry){
+            .name = slot == SLOT_KERNEL ? kernel_name : names[slot],
+            .id = g,
+            .what = ENTRY_FILE,
+            .slot = (uint8_t)slot};
+  }
+  for (size_t i = 0; arches != NULL && i < arches->count; i++)
+    if (!is_subdir(t, dir, arches->entries[i].name))
+      l->entries[l->count++] = arches->entries[i];
+  for (uint32_t i = 0; i < dir->sub_count; i++) {
+    uint32_t sub = t->subdirs[dir->sub_first + i];
+    l->entries[l->count++] = (kfs_listing_entry){
+        .name = t->dirs[sub].name, .id = sub, .what = ENTRY_DIR};
+  }
+  free(arches);
+  kfs_sort(l->entries, l->count, sizeof(l->entries[0]), by_name, NULL);
+  *out = l;
+  return 0;
+}
+
+/* The entries of directory d (a binary directory, or one where binary
+ * paths nest), made on first use. Threads racing for it may each make it;
+ * the first to publish wins. */
+static int listing(const kfs_tree* t, uint32_t d, const kfs_listing** out) {
+  kfs_listing* l = atomic_load_explicit(&t->listings[d], memory_order_acquire);
+  if (l == NULL) {
+    size_t shadowed;
+    kfs_listing* made;
+    int rc = is_mixed(t, d)
+                 ? make_mixed_listing(t, d, &made)
+                 : make_listing(t, t->dirs[d].binary, NULL, &made, &shadowed);
+    if (rc != 0)
+      return rc;
+    if (atomic_compare_exchange_strong_explicit(&t->listings[d], &l, made,
+                                                memory_order_acq_rel,
+                                                memory_order_acquire))
+      l = made;
+    else
+      free(made); /* l is the one another thread published */
+  }
+  *out = l;
+  return 0;
 }
 
 /* ---- building ------------------------------------------------------------ */
@@ -325,10 +457,25 @@ static size_t probe(const uint32_t* slots, size_t cap,
   return h;
 }
 
+/* Path order: byte-wise with '/' below every other byte, which is the
+ * order of the paths' components. A binary's own directory then comes
+ * right before any binary path that runs through it ("a", "a/b", "a-b";
+ * byte-wise "a-b" would come between the two). */
+static int path_cmp(const char* a, size_t an, const char* b, size_t bn) {
+  for (size_t i = 0; i < an && i < bn; i++) {
+    int x = a[i] == '/' ? 0 : (unsigned char)a[i];
+    int y = b[i] == '/' ? 0 : (unsigned char)b[i];
+    if (x != y)
+      return x - y;
+  }
+  return (an > bn) - (an < bn);
+}
+
 static int by_unique_name(const void* a, const void* b, void* unused) {
   (void)unused;
-  return strcmp(((const kfs_tree_binary*)a)->name,
-                ((const kfs_tree_binary*)b)->name);
+  const char* x = ((const kfs_tree_binary*)a)->name;
+  const char* y = ((const kfs_tree_binary*)b)->name;
+  return path_cmp(x, strlen(x), y, strlen(y));
 }
 
 static int merge_binaries(kfs_tree* t) {
@@ -406,9 +553,10 @@ static int merge_binaries(kfs_tree* t) {
     t->contributors[2 * at] = order[k].source;
     t->contributors[2 * at + 1] = order[k].binary;
   }
-  /* Sorted by name; each source's binary learns its place. Archives list
-   * their binaries sorted, and a single archive or an install's archives
-   * (one component after another) are met in that order already. */
+  /* Sorted in path order; each source's binary learns its place. Archives
+   * list their binaries sorted byte-wise, and a single archive or an
+   * install's archives (one component after another) are met in path order
+   * already unless a name has a byte below '/' where another has '/'. */
   kfs_sort(unique, n, sizeof(*unique), by_unique_name, NULL);
   for (uint32_t u = 0; u < n; u++)
     for (uint32_t c = 0; c < unique[u].count; c++) {
@@ -427,38 +575,14 @@ out:
   return rc;
 }
 
-/* Where `other` sorts against `name` + "/" (n = strlen(name)). */
-static int against_dir(const char* other, const char* name, size_t n) {
-  int c = strncmp(other, name, n);
-  return c != 0 ? c : (int)(unsigned char)other[n] - '/';
-}
-
-/* Whether some binary's path runs through another binary's directory: the
- * first name not below name + "/" in sort order tells, for each name. */
+/* Whether some binary's path runs through another binary's directory: in
+ * path order, such a path comes right after that binary. */
 static bool binaries_nest(const kfs_tree* t) {
-  for (size_t u = 0; u < t->unique_count; u++) {
+  for (size_t u = 0; u + 1 < t->unique_count; u++) {
     const char* name = t->unique[u].name;
     size_t n = strlen(name);
-    size_t lo = u + 1, hi = t->unique_count;
-    /* Galloping from the next name: that is mostly where it is. */
-    for (size_t step = 1; lo < hi;) {
-      size_t probe = lo + step - 1 < hi ? lo + step - 1 : hi - 1;
-      if (against_dir(t->unique[probe].name, name, n) >= 0) {
-        hi = probe;
-        break;
-      }
-      lo = probe + 1;
-      step *= 2;
-    }
-    while (lo < hi) {
-      size_t mid = lo + (hi - lo) / 2;
-      if (against_dir(t->unique[mid].name, name, n) < 0)
-        lo = mid + 1;
-      else
-        hi = mid;
-    }
-    if (lo < t->unique_count && strncmp(t->unique[lo].name, name, n) == 0 &&
-        t->unique[lo].name[n] == '/')
+    if (strncmp(t->unique[u + 1].name, name, n) == 0 &&
+        t->unique[u + 1].name[n] == '/')
       return true;
   }
   return false;
@@ -513,7 +637,7 @@ static void check_kernels(kfs_tree* t, kernel_facts* facts) {
         const char* why =
             kernel_problem(&nc, binary, binary_why, e.arch, e.info.type);
         if (why != NULL) {
-          kfs_warn_skip(t, s, binary, e.arch, why);
+          warn_skip(t, s, binary, e.arch, why);
           t->skipped++;
           continue;
         }
@@ -526,10 +650,185 @@ static void check_kernels(kfs_tree* t, kernel_facts* facts) {
   }
 }
 
-static void tally_kernel(kfs_tree* t, const kernel_facts* f) {
+static void tally_kernel(kfs_tree* t, const kernel_facts* facts, uint32_t g) {
+  const kernel_facts* f = &facts[g];
   t->kernels++;
   t->kernel_bytes += f->size;
   t->inodes += 2 + (f->code_object ? 2 : 0) + f->map;
+  for (unsigned slot = SLOT_KERNELS; t->omitted != NULL && slot < SLOTS; slot++)
+    t->inodes -= (t->omitted[g] >> slot) & 1;
+}
+
+/* ---- binary paths through other binaries' directories -------------------- */
+
+/* Only hostile TOCs nest binary paths: a binary "x#0/gfx90a" inside the
+ * arch directory of "x#0", or a binary "lib" beside "lib/x.so". Directories
+ * simply merge; what is settled here, at mount, is a name that would be a
+ * file of one kernel and a directory of another binary: a binary path
+ * through "x#0/gfx90a/kernels", or "x#0/gfx90a" with an arch "kernels". The
+ * directory wins when a source before the file's kernel's gives it: the
+ * file is left out with a warning (a kernel file: the kernel is skipped).
+ * Otherwise the file wins and the kernels whose path it blocks are
+ * skipped. Within one archive the file always wins, as `kpack extract`
+ * writes the file's binary first. */
+
+/* The unique binary called name[0, n), or NONE. */
+static uint32_t find_unique(const kfs_tree* t, const char* name, size_t n) {
+  size_t lo = 0, hi = t->unique_count;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const char* x = t->unique[mid].name;
+    int c = path_cmp(x, strlen(x), name, n);
+    if (c == 0)
+      return (uint32_t)mid;
+    if (c < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return NONE;
+}
+
+/* Which of kernel k's files is called name[0, n), or -1. */
+static int file_slot(const kfs_tree* t, uint32_t g, const kernel_ref* k,
+                     const char* name, size_t n) {
+  char buf[KPACK_LAYOUT_NAME_MAX + 1];
+  static const char* const names[] = {NULL, NULL, KPACK_LAYOUT_KERNELS_FILE,
+                                      KPACK_LAYOUT_METADATA_FILE,
+                                      KPACK_LAYOUT_TOC_METADATA_FILE};
+  for (unsigned slot = SLOT_KERNEL; slot < SLOTS; slot++) {
+    const char* file = slot == SLOT_KERNEL
+                           ? kernel_file_name(k, buf, sizeof(buf))
+                           : names[slot];
+    if (strlen(file) == n && memcmp(file, name, n) == 0)
+      return has_slot(t, g, k, slot) ? (int)slot : -1;
+  }
+  return -1;
+}
+
+/* The first source with a kernel of unique binary u shown (of arch `arch`
+ * when not NULL), or NONE; with `skip`, those kernels are skipped. */
+static uint32_t binary_kernels(kfs_tree* t, uint32_t u, const char* arch,
+                               bool skip) {
+  const kfs_tree_binary* b = &t->unique[u];
+  uint32_t first = NONE;
+  for (uint32_t c = 0; c < b->count; c++) {
+    uint32_t source = t->contributors[2 * (b->first + c)];
+    const kfs_source* s = &t->sources[source];
+    size_t i = t->contributors[2 * (b->first + c) + 1];
+    for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++) {
+      kpack_kernel_entry_t e;
+      if (!is_shown(t, g) ||
+          kpack_get_kernel_entry(s->archive, i, g - s->binary_kernel[i], &e) !=
+              KPACK_SUCCESS ||
+          (arch != NULL && strcmp(arch, e.arch) != 0))
+        continue;
+      if (first == NONE)
+        first = source;
+      if (skip) {
+        warn_skip(t, source, e.binary, e.arch,
+                  "a file and a directory would share a path");
+        t->shown[g / 8] &= (uint8_t) ~(1u << (g % 8));
+        t->skipped++;
+      }
+    }
+  }
+  return first;
+}
+
+/* One name that kernel g's file (in `slot`) and a directory would share,
+ * the directory given first by `source` for the kernels of unique binary
+ * u (of `arch`, or all). Pass 0 leaves out the files that lose; pass 1
+ * skips the kernels that lose to the files that stay. */
+static void settle(kfs_tree* t, int pass, uint32_t g, unsigned slot,
+                   uint32_t source, uint32_t u, const char* arch) {
+  kernel_ref k;
+  if (!kernel_at(t, g, &k) || !has_slot(t, g, &k, slot))
+    return;
+  if (source < k.source) {
+    t->omitted[g] |= (uint8_t)(1u << slot);
+    if (slot == SLOT_KERNEL) {
+      warn_skip(t, k.source, k.binary, k.arch,
+                "a file and a directory would share a path");
+      t->shown[g / 8] &= (uint8_t) ~(1u << (g % 8));
+      t->skipped++;
+    } else {
+      static const char* const names[] = {NULL, NULL, KPACK_LAYOUT_KERNELS_FILE,
+                                          KPACK_LAYOUT_METADATA_FILE,
+                                          KPACK_LAYOUT_TOC_METADATA_FILE};
+      fprintf(stderr,
+              "kpackfs: warning: %s: '%s' arch '%s': no '%s' file, the name "
+              "is taken\n",
+              t->sources[k.source].path, k.binary, k.arch, names[slot]);
+    }
+  } else if (pass == 1) {
+    binary_kernels(t, u, arch, true);
+  }
+}
+
+/* The kernel shown for arch name[0, n) of unique binary u, or NONE. */
+static uint32_t arch_kernel(const kfs_tree* t, uint32_t u,
+                            const kernel_facts* facts, const char* name,
+                            size_t n, int* rc) {
+  kfs_listing* l;
+  size_t shadowed;
+  uint32_t g = NONE;
+  if ((*rc = make_listing(t, u, facts, &l, &shadowed)) != 0)
+    return NONE;
+  for (size_t i = 0; i < l->count && g == NONE; i++)
+    if (strlen(l->entries[i].name) == n &&
+        memcmp(l->entries[i].name, name, n) == 0)
+      g = l->entries[i].id;
+  free(l);
+  return g;
+}
+
+/* Finds every name a file and a directory would share, for `pass`. */
+static int settle_nesting(kfs_tree* t, const kernel_facts* facts, int pass) {
+  int rc = 0;
+  for (uint32_t u = 0; u < t->unique_count; u++) {
+    const char* name = t->unique[u].name;
+    uint32_t source = binary_kernels(t, u, NULL, false);
+    if (source == NONE)
+      continue;
+    /* Each binary P that the path runs through, and its arch A after it. */
+    for (const char* slash = strchr(name, '/'); slash != NULL;
+         slash = strchr(slash + 1, '/')) {
+      uint32_t p = find_unique(t, name, (size_t)(slash - name));
+      if (p == NONE)
+        continue;
+      const char* arch = slash + 1;
+      size_t arch_len = strcspn(arch, "/");
+      uint32_t g = arch_kernel(t, p, facts, arch, arch_len, &rc);
+      kernel_ref k;
+      if (rc != 0)
+        return rc;
+      if (g == NONE || !kernel_at(t, g, &k))
+        continue;
+      if (arch[arch_len] == '/') {
+        /* The path runs on through one of the files of P's arch A. */
+        const char* file = arch + arch_len + 1;
+        int slot = file_slot(t, g, &k, file, strcspn(file, "/"));
+        if (slot >= 0)
+          settle(t, pass, g, (unsigned)slot, source, u, NULL);
+        continue;
+      }
+      /* This binary's directory is P's arch A: its arches meet A's files. */
+      kfs_listing* l;
+      size_t shadowed;
+      if ((rc = make_listing(t, u, facts, &l, &shadowed)) != 0)
+        return rc;
+      for (size_t i = 0; i < l->count; i++) {
+        const char* a = l->entries[i].name;
+        int slot = file_slot(t, g, &k, a, strlen(a));
+        kernel_ref shown;
+        if (slot >= 0 && kernel_at(t, l->entries[i].id, &shown))
+          settle(t, pass, g, (unsigned)slot, shown.source, u, a);
+      }
+      free(l);
+    }
+  }
+  return rc;
 }
 
 /* What each binary shows: its arch directories (counted, not kept), the
@@ -544,7 +843,7 @@ static int count_shown(kfs_tree* t, const kernel_facts* facts) {
       for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++)
         if (is_shown(t, g)) {
           b->arches++;
-          tally_kernel(t, &facts[g]);
+          tally_kernel(t, facts, g);
         }
     } else {
       kfs_listing* l;
@@ -555,7 +854,7 @@ static int count_shown(kfs_tree* t, const kernel_facts* facts) {
       b->arches = (uint32_t)l->count;
       t->shadowed += shadowed;
       for (size_t i = 0; i < l->count; i++)
-        tally_kernel(t, &facts[l->entries[i].kernel]);
+        tally_kernel(t, facts, l->entries[i].id);
       free(l);
     }
     t->binaries += b->arches > 0;
@@ -583,8 +882,9 @@ static int by_dir_name(const void* a, const void* b, void* dirs) {
   return strcmp(d[*(const uint32_t*)a].name, d[*(const uint32_t*)b].name);
 }
 
-/* The directories of the shown binary paths, in sorted order: a binary
- * shares its leading directories with the one before it. */
+/* The directories of the shown binary paths, in path order: a binary
+ * shares its leading directories with the one before it, all of them when
+ * its path runs through that one's directory. */
 static int make_dirs(kfs_tree* t) {
   size_t cap = 1, names = 1, depth = 1;
   for (size_t u = 0; u < t->unique_count; u++) {
@@ -604,7 +904,8 @@ static int make_dirs(kfs_tree* t) {
     return -ENOMEM;
   }
   char* np = t->names;
-  t->dirs[0] = (kfs_tree_dir){.name = "", .binary = NONE, .source = NONE};
+  t->dirs[0] = (kfs_tree_dir){
+      .name = "", .binary = NONE, .source = NONE, .arch_kernel = NONE};
   t->dir_count = 1;
   stack[0] = 0;
   const char* prev = NULL;
@@ -612,19 +913,21 @@ static int make_dirs(kfs_tree* t) {
     kfs_tree_binary* b = &t->unique[u];
     if (b->arches == 0)
       continue;
-    /* Components shared with the previous binary (never all of either:
-     * no binary path runs through another's directory). */
+    /* Components shared with the previous binary: never all of this one
+     * (names are unique, and a path comes after the paths it runs
+     * through), all of the previous one when this path runs through it. */
     size_t shared = 0;
     const char* p = b->name;
     if (prev != NULL) {
       const char* q = prev;
       for (;;) {
         size_t n = strcspn(p, "/");
-        if (strcspn(q, "/") != n || memcmp(p, q, n) != 0 || p[n] != '/' ||
-            q[n] != '/')
+        if (strcspn(q, "/") != n || memcmp(p, q, n) != 0 || p[n] != '/')
           break;
         shared++;
         p += n + 1;
+        if (q[n] == '\0')
+          break;
         q += n + 1;
       }
     }
@@ -635,8 +938,11 @@ static int make_dirs(kfs_tree* t) {
       size_t n = strcspn(p, "/");
       uint32_t d = (uint32_t)t->dir_count++;
       kfs_tree_dir* dir = &t->dirs[d];
-      *dir = (kfs_tree_dir){
-          .parent = stack[k - 1], .source = b->source, .binary = NONE};
+      *dir = (kfs_tree_dir){.parent = stack[k - 1],
+                            .source = b->source,
+                            .binary = NONE,
+                            .arch_kernel = NONE};
+      stack[k] = d;
       if (p[n] == '\0') {
         dir->name = p; /* the binary name's own last component */
         dir->binary = u;
@@ -648,7 +954,6 @@ static int make_dirs(kfs_tree* t) {
       np[n] = '\0';
       dir->name = np;
       np += n + 1;
-      stack[k] = d;
       p += n + 1;
     }
     prev = b->name;
@@ -673,11 +978,10 @@ static int make_dirs(kfs_tree* t) {
   }
   for (size_t d = 0; d < t->dir_count; d++) {
     kfs_tree_dir* dir = &t->dirs[d];
-    if (dir->binary == NONE)
-      dir->nlink = 2 + dir->sub_count;
-    /* Made in the order of the sorted binary paths, subdirectories are in
-     * name order already unless a sibling's name is another's followed by
-     * a byte below '/' ("a-b" comes before "a" there). */
+    dir->nlink =
+        dir->binary == NONE ? 2 + dir->sub_count : dir->nlink + dir->sub_count;
+    /* Made in path order, which for names without '/' is byte-wise, the
+     * subdirectories are in name order already. */
     kfs_sort(&t->subdirs[dir->sub_first], dir->sub_count, sizeof(uint32_t),
              by_dir_name, t->dirs);
   }
@@ -695,22 +999,75 @@ static int make_dirs(kfs_tree* t) {
   return t->listings != NULL ? 0 : -ENOMEM;
 }
 
-/* 0, 1 when binary paths nest (the eager tree is built instead), or
- * -ENOMEM. */
+static int by_kernel(const void* a, const void* b, void* unused) {
+  (void)unused;
+  uint32_t x = ((const kfs_merged*)a)->kernel;
+  uint32_t y = ((const kfs_merged*)b)->kernel;
+  return (x > y) - (x < y);
+}
+
+/* Where a binary directory's subdirectory is also one of its arches, the
+ * two are one directory: the subdirectory's inode, listing the arch
+ * directory's files too. */
+static int merge_arch_dirs(kfs_tree* t) {
+  size_t cap = 0;
+  for (uint32_t d = 0; d < t->dir_count; d++) {
+    kfs_tree_dir* dir = &t->dirs[d];
+    if (dir->binary == NONE || dir->sub_count == 0)
+      continue;
+    kfs_listing* l;
+    size_t shadowed;
+    int rc = make_listing(t, dir->binary, NULL, &l, &shadowed);
+    if (rc != 0)
+      return rc;
+    for (uint32_t i = 0; i < dir->sub_count; i++) {
+      kfs_tree_dir* sub = &t->dirs[t->subdirs[dir->sub_first + i]];
+      for (size_t j = 0; j < l->count; j++) {
+        if (strcmp(l->entries[j].name, sub->name) != 0)
+          continue;
+        kfs_merged* m =
+            kfs_grow(t->merged, t->merged_count, &cap, sizeof(*m), 16);
+        if (m == NULL) {
+          free(l);
+          return -ENOMEM;
+        }
+        t->merged = m;
+        m[t->merged_count++] =
+            (kfs_merged){l->entries[j].id, t->subdirs[dir->sub_first + i]};
+        sub->arch_kernel = l->entries[j].id;
+        dir->nlink--; /* counted as an arch and as a subdirectory */
+        t->inodes--;
+      }
+    }
+    free(l);
+  }
+  kfs_sort(t->merged, t->merged_count, sizeof(*t->merged), by_kernel, NULL);
+  return 0;
+}
+
+/* 0 or -ENOMEM. */
 static int build_derived(kfs_tree* t) {
   int rc;
   if ((rc = number_kernels(t)) != 0 || (rc = merge_binaries(t)) != 0)
     return rc;
-  if (binaries_nest(t))
-    return 1;
+  bool nested = binaries_nest(t);
   kernel_facts* facts =
       calloc(t->kernel_total ? t->kernel_total : 1, sizeof(*facts));
   if (facts == NULL)
     return -ENOMEM;
   check_kernels(t, facts);
-  rc = count_shown(t, facts);
+  if (nested) {
+    t->omitted = calloc(t->kernel_total ? t->kernel_total : 1, 1);
+    rc = t->omitted == NULL ? -ENOMEM : settle_nesting(t, facts, 0);
+    if (rc == 0)
+      rc = settle_nesting(t, facts, 1);
+  }
+  if (rc == 0)
+    rc = count_shown(t, facts);
   free(facts);
-  return rc != 0 ? rc : make_dirs(t);
+  if (rc == 0)
+    rc = make_dirs(t);
+  return rc != 0 || !nested ? rc : merge_arch_dirs(t);
 }
 
 static void free_derived(kfs_tree* t) {
@@ -723,6 +1080,8 @@ static void free_derived(kfs_tree* t) {
   free(t->subdirs);
   free(t->shown);
   free(t->names);
+  free(t->merged);
+  free(t->omitted);
   for (size_t i = 0; i < t->source_count; i++) {
     free(t->sources[i].binary_kernel);
     free(t->sources[i].binary_unique);
@@ -736,6 +1095,9 @@ static void free_derived(kfs_tree* t) {
   t->subdirs = NULL;
   t->shown = NULL;
   t->names = NULL;
+  t->merged = NULL;
+  t->omitted = NULL;
+  t->merged_count = 0;
   t->dir_count = t->unique_count = t->kernel_total = 0;
 }
 
@@ -878,12 +1240,7 @@ int kfs_tree_build(kfs_tree* t, const kfs_paths* paths) {
   *t = (kfs_tree){0};
   if ((rc = open_sources(t, paths)) != 0 || (rc = render_archives(t)) != 0)
     goto fail;
-  rc = build_derived(t);
-  if (rc == 1) {
-    free_derived(t);
-    rc = kfs_eager_build(t);
-  }
-  if (rc != 0)
+  if ((rc = build_derived(t)) != 0)
     goto fail;
   return 0;
 
@@ -896,7 +1253,6 @@ fail:
 
 void kfs_tree_free(kfs_tree* t) {
   free_derived(t);
-  kfs_eager_free(t->eager);
   for (size_t i = 0; i < t->source_count; i++) {
     kpack_close(t->sources[i].archive);
     free(t->sources[i].path);
@@ -909,8 +1265,6 @@ void kfs_tree_free(kfs_tree* t) {
 /* ---- requests ------------------------------------------------------------ */
 
 bool kfs_tree_node(const kfs_tree* t, fuse_ino_t ino, kfs_node* n) {
-  if (t->eager != NULL)
-    return kfs_eager_node(t->eager, ino, n);
   *n = (kfs_node){.kind = KFS_DIR, .parent = KFS_INO_ROOT, .nlink = 2};
   if (ino == KFS_INO_META)
     return true;
@@ -932,7 +1286,12 @@ bool kfs_tree_node(const kfs_tree* t, fuse_ino_t ino, kfs_node* n) {
   unsigned slot;
   kernel_ref k;
   if (!ino_kernel(t, ino, &g, &slot) || !kernel_at(t, g, &k) ||
-      !has_slot(&k, slot))
+      !has_slot(t, g, &k, slot))
+    return false;
+  /* An arch directory that is a binary path's directory too has that
+   * directory's number. */
+  uint32_t merged = t->merged_count > 0 ? merged_dir(t, g) : NONE;
+  if (slot == SLOT_ARCH && merged != NONE)
     return false;
   static const uint8_t kinds[SLOTS] = {KFS_DIR, KFS_KERNEL, KFS_KERNELS,
                                        KFS_METADATA, KFS_TOC_METADATA};
@@ -946,7 +1305,7 @@ bool kfs_tree_node(const kfs_tree* t, fuse_ino_t ino, kfs_node* n) {
     n->parent = dir_ino(t->unique[u].dir);
     return true;
   }
-  n->parent = kernel_ino(t, g, SLOT_ARCH);
+  n->parent = merged != NONE ? dir_ino(merged) : kernel_ino(t, g, SLOT_ARCH);
   n->nlink = 1;
   n->size = slot == SLOT_KERNEL ? k.info.size
             : slot == SLOT_MAP  ? k.map_size
@@ -954,19 +1313,20 @@ bool kfs_tree_node(const kfs_tree* t, fuse_ino_t ino, kfs_node* n) {
   return true;
 }
 
-/* "kernel." + type, in `buf` (a type the layout let through fits). */
-static const char* kernel_file_name(const kernel_ref* k, char* buf,
-                                    size_t cap) {
-  if (kpack_layout_kernel_file(k->info.type, buf, cap) != KPACK_SUCCESS)
-    buf[0] = '\0';
-  return buf;
+static fuse_ino_t entry_ino(const kfs_tree* t, const kfs_listing_entry* e) {
+  return e->what == ENTRY_DIR    ? dir_ino(e->id)
+         : e->what == ENTRY_FILE ? kernel_ino(t, e->id, e->slot)
+                                 : kernel_ino(t, e->id, SLOT_ARCH);
+}
+
+/* Whether directory d is answered from its listing. */
+static bool has_listing(const kfs_tree* t, uint32_t d) {
+  return t->dirs[d].binary != NONE || t->dirs[d].arch_kernel != NONE;
 }
 
 int kfs_tree_lookup(const kfs_tree* t, fuse_ino_t parent, const char* name,
                     fuse_ino_t* ino) {
   *ino = 0;
-  if (t->eager != NULL)
-    return kfs_eager_lookup(t->eager, parent, name, ino);
   if (parent == KFS_INO_META) {
     if (strcmp(name, "stats") == 0)
       *ino = KFS_INO_STATS;
@@ -975,7 +1335,7 @@ int kfs_tree_lookup(const kfs_tree* t, fuse_ino_t parent, const char* name,
     return 0;
   }
   uint32_t d = ino_dir(t, parent);
-  if (d != NONE && t->dirs[d].binary != NONE) {
+  if (d != NONE && has_listing(t, d)) {
     const kfs_listing* l;
     int rc = listing(t, d, &l);
     if (rc != 0)
@@ -983,9 +1343,9 @@ int kfs_tree_lookup(const kfs_tree* t, fuse_ino_t parent, const char* name,
     size_t lo = 0, hi = l->count;
     while (lo < hi) {
       size_t mid = lo + (hi - lo) / 2;
-      int c = strcmp(name, l->entries[mid].arch);
+      int c = strcmp(name, l->entries[mid].name);
       if (c == 0) {
-        *ino = kernel_ino(t, l->entries[mid].kernel, SLOT_ARCH);
+        *ino = entry_ino(t, &l->entries[mid]);
         return 0;
       }
       if (c < 0)
@@ -1027,11 +1387,11 @@ int kfs_tree_lookup(const kfs_tree* t, fuse_ino_t parent, const char* name,
   char buf[KPACK_LAYOUT_NAME_MAX + 1];
   if (strcmp(name, kernel_file_name(&k, buf, sizeof(buf))) == 0)
     *ino = kernel_ino(t, g, SLOT_KERNEL);
-  else if (strcmp(name, kernels_file) == 0 && has_slot(&k, SLOT_KERNELS))
+  else if (strcmp(name, kernels_file) == 0 && has_slot(t, g, &k, SLOT_KERNELS))
     *ino = kernel_ino(t, g, SLOT_KERNELS);
-  else if (strcmp(name, json_file) == 0 && has_slot(&k, SLOT_JSON))
+  else if (strcmp(name, json_file) == 0 && has_slot(t, g, &k, SLOT_JSON))
     *ino = kernel_ino(t, g, SLOT_JSON);
-  else if (strcmp(name, map_file) == 0 && has_slot(&k, SLOT_MAP))
+  else if (strcmp(name, map_file) == 0 && has_slot(t, g, &k, SLOT_MAP))
     *ino = kernel_ino(t, g, SLOT_MAP);
   return 0;
 }
@@ -1052,7 +1412,7 @@ static int arch_entry(const kfs_tree* t, uint32_t g, size_t index,
                                       KPACK_LAYOUT_METADATA_FILE,
                                       KPACK_LAYOUT_TOC_METADATA_FILE};
   for (size_t i = 0; i < sizeof(slots) / sizeof(slots[0]); i++) {
-    if (!has_slot(&k, slots[i]))
+    if (!has_slot(t, g, &k, slots[i]))
       continue;
     if (index-- > 0)
       continue;
@@ -1065,8 +1425,6 @@ static int arch_entry(const kfs_tree* t, uint32_t g, size_t index,
 
 int kfs_tree_entry(const kfs_tree* t, fuse_ino_t dir, size_t index,
                    fuse_ino_t* ino, const char** name) {
-  if (t->eager != NULL)
-    return kfs_eager_entry(t->eager, dir, index, ino, name);
   if (dir == KFS_INO_META) {
     static const char* const meta[] = {"archives", "stats"};
     if (index >= 2)
@@ -1076,15 +1434,15 @@ int kfs_tree_entry(const kfs_tree* t, fuse_ino_t dir, size_t index,
     return 1;
   }
   uint32_t d = ino_dir(t, dir);
-  if (d != NONE && t->dirs[d].binary != NONE) {
+  if (d != NONE && has_listing(t, d)) {
     const kfs_listing* l;
     int rc = listing(t, d, &l);
     if (rc != 0)
       return rc;
     if (index >= l->count)
       return 0;
-    *ino = kernel_ino(t, l->entries[index].kernel, SLOT_ARCH);
-    *name = l->entries[index].arch;
+    *ino = entry_ino(t, &l->entries[index]);
+    *name = l->entries[index].name;
     return 1;
   }
   if (d != NONE) {

@@ -70,7 +70,7 @@ typedef struct kfs_node {
 typedef struct kfs_tree_binary kfs_tree_binary;
 typedef struct kfs_tree_dir kfs_tree_dir;
 typedef struct kfs_listing kfs_listing;
-typedef struct kfs_eager kfs_eager;
+typedef struct kfs_merged kfs_merged;
 
 typedef struct kfs_tree {
   kfs_source* sources;
@@ -86,14 +86,8 @@ typedef struct kfs_tree {
   size_t shadowed;     /* hidden by an earlier source (first source wins) */
   size_t render_slots; /* kfs_node.render is below this */
 
-  /* A mount where a binary path runs through another binary's directory
-   * (a hostile TOC, never a ROCm install) is built the eager way, every
-   * inode at mount (tree_eager.c), which resolves names that would be both
-   * a file and a directory in the order the sources list them. */
-  kfs_eager* eager;
-
-  /* Otherwise the derived tree (tree.c): */
-  kfs_tree_binary* unique; /* binary paths shown, sorted byte-wise */
+  /* The tree is derived from the sources (tree.c): */
+  kfs_tree_binary* unique; /* binary paths, in path order ('/' first) */
   size_t unique_count;
   uint32_t* contributors; /* per unique binary: source, binary index */
   kfs_tree_dir* dirs;     /* dirs[0] is the root; dirs[d] is inode 4 + d */
@@ -104,6 +98,10 @@ typedef struct kfs_tree {
   size_t kernel_total;      /* global kernels, every source */
   fuse_ino_t kernel_ino;    /* inode of global kernel 0's arch directory */
   char* names;              /* inner path components */
+  /* Only where a binary path runs through another binary's directory: */
+  kfs_merged* merged;  /* arch directories that are also path directories */
+  size_t merged_count; /* sorted by kernel */
+  uint8_t* omitted;    /* by global kernel: files left out, bit per slot */
   /* Binary directories' entries, made on first use (write-once). */
   _Atomic(kfs_listing*)* listings;
 } kfs_tree;
@@ -129,22 +127,5 @@ int kfs_tree_lookup(const kfs_tree* tree, fuse_ino_t parent, const char* name,
  * the last, -ENOTDIR or -ENOMEM. */
 int kfs_tree_entry(const kfs_tree* tree, fuse_ino_t dir, size_t index,
                    fuse_ino_t* ino, const char** name);
-
-/* ---- between tree.c and tree_eager.c ---- */
-
-/* "kpackfs: warning: SOURCE: skipping 'BINARY' arch 'ARCH': WHY". */
-void kfs_warn_skip(const kfs_tree* t, uint32_t source, const char* binary,
-                   const char* arch, const char* why);
-
-/* tree_eager.c: builds every inode of the sources (open in t->sources)
- * into t->eager and the counters of t. 0, or -ENOMEM (t->eager may be
- * partly built; kfs_eager_free frees it). */
-int kfs_eager_build(kfs_tree* t);
-void kfs_eager_free(kfs_eager* e);
-bool kfs_eager_node(const kfs_eager* e, fuse_ino_t ino, kfs_node* node);
-int kfs_eager_lookup(const kfs_eager* e, fuse_ino_t parent, const char* name,
-                     fuse_ino_t* ino);
-int kfs_eager_entry(const kfs_eager* e, fuse_ino_t dir, size_t index,
-                    fuse_ino_t* ino, const char** name);
 
 #endif /* KPACKFS_TREE_H */

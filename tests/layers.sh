@@ -2,7 +2,10 @@
 # The layers of the code, checked: libkpack's parts include only themselves
 # and the parts below them (common < archive < loader < binary), and the
 # programs (kpackfs/, contrib/) cannot reach libkpack's internal headers:
-# compiling an include of one with a program's flags must fail.
+# compiling an include of one with a program's flags must fail. In kpackfs/,
+# each part but main.c is a .c with a header of its own name, and what the
+# parts include forms no cycle: a part is read, and changed, knowing only
+# the parts below it.
 # Usage: tests/layers.sh CC "CPPFLAGS of a program"; prints one line per
 # check and "layers: N passed, N failed".
 set -u
@@ -37,5 +40,24 @@ for header in $(cd libkpack && ls */*.h); do
     ok "a program cannot include libkpack's $header"
   fi
 done
+
+# kpackfs/: part X depends on part Y when X.c or X.h includes Y.h.
+headless=""
+for c in kpackfs/*.c; do
+  [ "$c" = kpackfs/main.c ] || [ -f "${c%.c}.h" ] || headless="$headless $c"
+done
+if [ -z "$headless" ]; then ok "kpackfs/: every part has a header of its own"
+else bad "kpackfs/: no header of their own:$headless"; fi
+for f in kpackfs/*.[ch]; do
+  part=$(basename "${f%.?}")
+  sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' "$f" | while IFS= read -r dep; do
+    [ "$dep" != "$part" ] && [ -f "kpackfs/$dep.h" ] && echo "$part $dep"
+  done
+done > "$tmp/depends"
+if tsort "$tmp/depends" > /dev/null 2> "$tmp/loop"; then
+  ok "kpackfs/ has no include cycle"
+else
+  bad "kpackfs/ has an include cycle:"; cat "$tmp/loop"
+fi
 echo "layers: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

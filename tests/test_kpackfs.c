@@ -915,31 +915,47 @@ static void test_eight_parallel_readers_see_every_checksum(void** state) {
   }
 }
 
-static void record_inodes(const mnt* m, ino_t* out) {
-  for (size_t i = 0; i < file_count; i++) {
-    char* path = in_mount(m, files[i].rel);
-    struct stat st;
-    assert_int_equal(stat(path, &st), 0);
-    out[i] = st.st_ino;
-    free(path);
+/* Per kernel file of the fixture: its number, its arch directory's and its
+ * binary directory's; looked up in the fixture's order or the reverse. */
+enum { INODES_PER_FILE = 3 };
+static void record_inodes(const mnt* m, bool reverse, ino_t* out) {
+  for (size_t n = 0; n < file_count; n++) {
+    size_t i = reverse ? file_count - 1 - n : n;
+    char* rel = strdup(files[i].rel);
+    for (int level = 0; level < INODES_PER_FILE; level++) {
+      char* path = in_mount(m, rel);
+      struct stat st;
+      assert_int_equal(stat(path, &st), 0);
+      out[INODES_PER_FILE * i + level] = st.st_ino;
+      free(path);
+      char* slash = strrchr(rel, '/');
+      if (slash != NULL)
+        *slash = '\0'; /* up to the directory */
+    }
+    free(rel);
   }
 }
 
+/* Whatever was looked up first: the main mount has served every test
+ * before this one, the second mount is walked from the last file up. */
 static void test_inode_numbers_are_stable_for_the_same_sources(void** state) {
   (void)state;
-  ino_t* first = calloc(file_count, sizeof(*first));
-  ino_t* second = calloc(file_count, sizeof(*second));
-  record_inodes(&main_mount, first);
+  size_t count = INODES_PER_FILE * file_count;
+  ino_t* first = calloc(count, sizeof(*first));
+  ino_t* second = calloc(count, sizeof(*second));
+  record_inodes(&main_mount, false, first);
   mnt_init(&scratch[0], "again");
   const char* args[] = {path_a, path_b, path_dir, path_unsafe, NULL};
   mnt_start(&scratch[0], args);
-  record_inodes(&scratch[0], second);
-  for (size_t i = 0; i < file_count; i++) {
+  record_inodes(&scratch[0], true, second);
+  for (size_t i = 0; i < count; i++) {
     if (first[i] != second[i])
-      fail_msg("%s: inode %ju then %ju", files[i].rel, (uintmax_t)first[i],
-               (uintmax_t)second[i]);
-    for (size_t j = 0; j < i; j++)
-      assert_true(first[i] != first[j]);
+      fail_msg("%s (%zu levels up): inode %ju then %ju",
+               files[i / INODES_PER_FILE].rel, i % INODES_PER_FILE,
+               (uintmax_t)first[i], (uintmax_t)second[i]);
+    for (size_t j = 0; j < i && i % INODES_PER_FILE == 0; j++)
+      if (j % INODES_PER_FILE == 0)
+        assert_true(first[i] != first[j]);
   }
   free(first);
   free(second);
@@ -2886,6 +2902,111 @@ static void test_hostile_toc_names_give_mount_and_extract_one_tree(
   free(archive);
 }
 
+/* Binary paths that run through another binary's directory, in one
+ * archive: a binary named like another's directory ("lib" and
+ * "lib/libx.so#0"), binaries inside another's arch directories
+ * ("x#0/gfx90a", "x#0/gfx942/deep#1"), and names that differ from a
+ * binary's only past a byte below '/' ("a#0-b", "a#0.c" sort between "a#0"
+ * and "a#0/d" byte-wise). Mount and extract show one tree: the directories
+ * where paths meet list both, with their link counts, and a second mount,
+ * walked in the opposite order, gives every path the same inode number. */
+static void test_nested_binary_paths_give_mount_and_extract_one_tree(
+    void** state) {
+  (void)state;
+  const kt_kernel shape[] = {
+      {"a#0", "gfx90a", NULL, 100},
+      {"a#0-b", "gfx90a", NULL, 200},
+      {"a#0.c", "gfx90a", NULL, 300},
+      {"a#0/d", "gfx90a", NULL, 400},
+      {"a#0/d/e", "gfx942", NULL, 500},
+      {"lib", "gfx90a", NULL, 600},
+      {"lib/libx.so#0", "gfx942", NULL, 700},
+      {"x#0", "gfx90a", NULL, 800},
+      {"x#0", "gfx942", NULL, 900},
+      {"x#0/gfx90a", "gfx1100", NULL, 1000},
+      {"x#0/gfx90a", "gfx942", NULL, 1100},
+      {"x#0/gfx942/deep#1", "gfx1100", NULL, 1200},
+  };
+  enum { N = sizeof(shape) / sizeof(shape[0]) };
+  kt_kernel* k = patterned(shape, N, 950);
+  char* archive = kt_path(tmp, "nested.kpack");
+  write_fixture(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, N);
+  free_patterned(k, N);
+  char* tree = kt_path(tmp, "nested-extracted");
+  char* log = kt_path(tmp, "nested.log");
+  KPACK_OK(log, "extract", "-C", tree, archive);
+
+  mnt* m = &scratch[0];
+  mnt_init(m, "nested");
+  const char* args[] = {archive, NULL};
+  mnt_start(m, args);
+  assert_mount_is_the_extracted_tree(m, tree, 3 * N);
+  static const struct {
+    const char* dir;
+    const char* names;
+  } lists[] = {
+      {"", ".kpackfs, a#0, a#0-b, a#0.c, lib, x#0"},
+      {"a#0", "d, gfx90a"},
+      {"a#0/d", "e, gfx90a"},
+      {"lib", "gfx90a, libx.so#0"},
+      {"x#0", "gfx90a, gfx942"},
+      {"x#0/gfx90a", "gfx1100, gfx942, kernel.hsaco, kernels, metadata.json"},
+      {"x#0/gfx942", "deep#1, kernel.hsaco, kernels, metadata.json"},
+  };
+  for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+    char* names = list_dir(m, lists[i].dir);
+    if (strcmp(names, lists[i].names) != 0)
+      fail_msg("%s/ lists %s, not %s", lists[i].dir, names, lists[i].names);
+    free(names);
+  }
+  assert_int_equal(stat_value(m, "kernels"), N);
+  assert_int_equal(stat_value(m, "binaries"), 10); /* 12 kernels */
+  assert_int_equal(stat_value(m, "skipped"), 0);
+
+  tree_list paths = {0};
+  tree_walk(m->dir, "", &paths);
+  ino_t* inos = calloc(paths.count, sizeof(*inos));
+  for (size_t i = 0; i < paths.count; i++) {
+    const char* rel = paths.items[i] + 2;
+    char* in_mnt = kt_path(m->dir, rel);
+    char* in_tree = kt_path(tree, rel);
+    struct stat a, b;
+    assert_int_equal(lstat(in_mnt, &a), 0);
+    assert_int_equal(lstat(in_tree, &b), 0);
+    if (a.st_nlink != b.st_nlink)
+      fail_msg("%s: %ju links in the mount, %ju extracted", rel,
+               (uintmax_t)a.st_nlink, (uintmax_t)b.st_nlink);
+    inos[i] = a.st_ino;
+    for (size_t j = 0; j < i; j++)
+      if (inos[j] == inos[i])
+        fail_msg("%s and %s: both inode %ju", paths.items[j] + 2, rel,
+                 (uintmax_t)inos[i]);
+    free(in_mnt);
+    free(in_tree);
+  }
+  mnt* again = &scratch[1];
+  mnt_init(again, "nested-again");
+  mnt_start(again, args);
+  for (size_t i = paths.count; i-- > 0;) {
+    const char* rel = paths.items[i] + 2;
+    char* path = kt_path(again->dir, rel);
+    struct stat st;
+    assert_int_equal(lstat(path, &st), 0);
+    if (st.st_ino != inos[i])
+      fail_msg("%s: inode %ju, then %ju on a second mount", rel,
+               (uintmax_t)inos[i], (uintmax_t)st.st_ino);
+    free(path);
+  }
+  mnt_stop_clean(again);
+  mnt_stop_clean(m);
+  free(inos);
+  tree_free(&paths);
+  kt_rmtree(tree);
+  free(tree);
+  free(log);
+  free(archive);
+}
+
 static void test_real_library_mount_and_extract_show_one_tree(void** state) {
   (void)state;
   const char* archive = real_archive();
@@ -3086,6 +3207,7 @@ int main(void) {
       T(test_tar_rsync_cp_and_du_of_a_fresh_mount_see_the_extracted_tree),
       T(test_copies_of_a_fresh_real_library_mount_are_exact),
       T(test_hostile_toc_names_give_mount_and_extract_one_tree),
+      T(test_nested_binary_paths_give_mount_and_extract_one_tree),
 #undef T
   };
   return cmocka_run_group_tests_name("kpackfs", tests, group_setup,
