@@ -7,6 +7,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <getopt.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -119,6 +120,22 @@ int cli_usage_error(const cli_command* cmd, const char* fmt, ...) {
   fprintf(stderr, "\nTry 'kpack help %s'.\n", cmd->name);
   va_end(ap);
   return CLI_USAGE;
+}
+
+int cli_option_error(const cli_command* cmd, char* const* argv,
+                     const char* optstring) {
+  /* optind has passed the refused word, except after an unknown letter in
+   * a group ("-qZ"), which optopt names. */
+  const char* word = optind > 0 ? argv[optind - 1] : "";
+  if (optopt == 0) /* an unknown or ambiguous long option */
+    return cli_usage_error(cmd, "unrecognized option '%s'", word);
+  if (strncmp(word, "--", 2) == 0)
+    return cli_usage_error(cmd, "option '%.*s' requires an argument",
+                           (int)strcspn(word, "="), word);
+  const char* known = strchr(optstring, optopt);
+  if (known != NULL && known[1] == ':')
+    return cli_usage_error(cmd, "option '-%c' requires an argument", optopt);
+  return cli_usage_error(cmd, "invalid option -- '%c'", optopt);
 }
 
 int cli_print_manual(const cli_command* cmd) {

@@ -68,6 +68,14 @@ const char* cli_error_text(kpack_error_t err);
 /* Reports a bad command line for `cmd`; returns CLI_USAGE. */
 int cli_usage_error(const cli_command* cmd, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Reports the option getopt_long(..., optstring, ...) just refused (it
+ * returned '?') as
+ * getopt would ("unrecognized option '--x'", "option '-j' requires an
+ * argument"), in cli_usage_error()'s one message: kpack's main() turns
+ * getopt's own message off (opterr), so that each bad command line says
+ * one thing once. Returns CLI_USAGE. */
+int cli_option_error(const cli_command* cmd, char* const* argv,
+                     const char* optstring);
 /* Prints the manual of `cmd` to stdout; returns CLI_OK. */
 int cli_print_manual(const cli_command* cmd);
 

@@ -46,7 +46,7 @@ static int cat_run(int argc, char** argv) {
   while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
     if (c == 'h')
       return cli_print_manual(&cli_cat_command);
-    return cli_usage_error(&cli_cat_command, "unknown option");
+    return cli_option_error(&cli_cat_command, argv, "h");
   }
   if (argc - optind != 3)
     return cli_usage_error(&cli_cat_command,

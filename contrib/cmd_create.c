@@ -950,7 +950,7 @@ static int create_run(int argc, char** argv) {
         status = cli_print_manual(cmd);
         goto done;
       default:
-        status = cli_usage_error(cmd, "unknown option");
+        status = cli_option_error(cmd, argv, "o:l:j:vqh");
         goto done;
     }
   }

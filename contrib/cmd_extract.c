@@ -300,7 +300,7 @@ static int extract_run(int argc, char** argv) {
       case 'h':
         return cli_print_manual(&cli_extract_command);
       default:
-        return cli_usage_error(&cli_extract_command, "unknown option");
+        return cli_option_error(&cli_extract_command, argv, "C:b:a:vBh");
     }
   }
   if (optind >= argc)

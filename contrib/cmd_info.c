@@ -203,7 +203,7 @@ static int info_run(int argc, char** argv) {
     else if (c == 'h')
       return cli_print_manual(cmd);
     else
-      return cli_usage_error(cmd, "unknown option");
+      return cli_option_error(cmd, argv, "h");
   }
   if (optind >= argc)
     return cli_usage_error(cmd, "no ARCHIVE given");

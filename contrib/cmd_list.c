@@ -183,7 +183,7 @@ static int list_archives(int argc, char** argv) {
     else if (c == 'h')
       return cli_print_manual(&cli_list_command);
     else
-      return cli_usage_error(&cli_list_command, "unknown option");
+      return cli_option_error(&cli_list_command, argv, "h");
   }
   if (optind >= argc)
     return cli_usage_error(&cli_list_command, "no ARCHIVE given");
@@ -375,7 +375,7 @@ static int list_kernels(int argc, char** argv) {
         return cli_print_manual(&cli_list_command);
       default:
         free(globs);
-        return cli_usage_error(&cli_list_command, "unknown option");
+        return cli_option_error(&cli_list_command, argv, "hC");
     }
   }
   if (optind >= argc) {

@@ -844,7 +844,7 @@ static int resolve_run(int argc, char** argv) {
         status = cli_print_manual(cmd);
         goto done;
       default:
-        status = cli_usage_error(cmd, "unknown option");
+        status = cli_option_error(cmd, argv, "o:h");
         goto done;
     }
   }

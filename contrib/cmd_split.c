@@ -1724,7 +1724,7 @@ static int split_run(int argc, char** argv) {
         status = cli_print_manual(cmd);
         goto done;
       default:
-        status = cli_usage_error(cmd, "unknown option");
+        status = cli_option_error(cmd, argv, "o:j:l:vqh");
         goto done;
     }
   }

@@ -1097,7 +1097,7 @@ static int verify_run(int argc, char** argv) {
         set_free(&agents);
         return cli_print_manual(&cli_verify_command);
       default:
-        status = cli_usage_error(&cli_verify_command, "unknown option");
+        status = cli_option_error(&cli_verify_command, argv, "qh");
     }
   }
   if (status == CLI_OK && optind >= argc)

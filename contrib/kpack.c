@@ -5,6 +5,7 @@
  * --help` and `kpack --version` are answered here.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,7 +29,7 @@ static void print_overview(FILE* out) {
       "SYNOPSIS\n"
       "    kpack COMMAND [OPTIONS] [ARGUMENTS]\n"
       "    kpack help [COMMAND]\n"
-      "    kpack --version\n"
+      "    kpack -V|--version\n"
       "\n"
       "COMMANDS\n",
       out);
@@ -136,7 +137,8 @@ int main(int argc, char** argv) {
     return CLI_USAGE;
   }
   const char* name = argv[1];
-  if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+  if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0 ||
+      strcmp(name, "version") == 0) {
     printf("kpack %s (kpack archive format v%d)\n", CLI_VERSION,
            KPACK_CURRENT_VERSION);
     return CLI_OK;
@@ -159,6 +161,8 @@ int main(int argc, char** argv) {
     cli_error("no such command '%s' (see 'kpack help')", name);
     return CLI_USAGE;
   }
-  /* The subcommand sees itself as argv[0], as getopt expects. */
+  /* The subcommand sees itself as argv[0], as getopt expects; it reports
+   * a refused option itself (cli_option_error()), once. */
+  opterr = 0;
   return cmd->run(argc - 1, argv + 1);
 }

@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: MIT
+ *
+ * What the kpack tool says when a user gets something wrong, compared in
+ * full: bad options, unreadable or truncated archives, a kernel name one
+ * step from a real one, a directory where archives are expected.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "support.h"
+
+static char* tool;
+static char* archive; /* two binaries, gfx90a and gfx942 */
+
+static int setup(void** state) {
+  kt_tmp_setup(state);
+  tool = kt_program("kpack");
+  archive = kt_path(kt_tmp, "a.kpack");
+  static const char* const arches[] = {"gfx90a", "gfx942"};
+  void* data = kt_pattern(5000, 7);
+  const kt_kernel kernels[] = {
+      {"lib/libx.so#0", "gfx90a", data, 5000},
+      {"lib/libx.so#0", "gfx942", data, 4000},
+      {"lib/liby.so#0", "gfx90a", data, 3000},
+  };
+  kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, arches, 2,
+                   kernels, 3);
+  free(data);
+  return 0;
+}
+
+static int teardown(void** state) {
+  free(tool);
+  free(archive);
+  return kt_tmp_teardown(state);
+}
+
+/* Runs kpack with the NULL-terminated arguments: its exit status, and its
+ * standard output and error when asked for. */
+#define KP(out, err, ...)                                              \
+  kt_run_args(tool, (const char* const[]){__VA_ARGS__, NULL}, 30.0, out, \
+              err)
+
+/* ---- command lines ------------------------------------------------------- */
+
+static void test_version_answers_to_dash_v(void** state) {
+  (void)state;
+  char* out;
+  assert_int_equal(KP(&out, NULL, "-V"), 0);
+  assert_string_equal(out, "kpack " KPACK_VERSION_STRING
+                           " (kpack archive format v1)\n");
+  free(out);
+}
+
+static void test_a_bad_option_is_reported_once(void** state) {
+  (void)state;
+  char* err;
+  assert_int_equal(KP(NULL, &err, "verify", "--json", "--bogus", archive), 2);
+  assert_string_equal(err, "kpack verify: unrecognized option '--bogus'\n"
+                           "Try 'kpack help verify'.\n");
+  free(err);
+  assert_int_equal(KP(NULL, &err, "create", "-j"), 2);
+  assert_string_equal(err, "kpack create: option '-j' requires an argument\n"
+                           "Try 'kpack help create'.\n");
+  free(err);
+  assert_int_equal(KP(NULL, &err, "list", "-Z", archive), 2);
+  assert_string_equal(err, "kpack list: invalid option -- 'Z'\n"
+                           "Try 'kpack help list'.\n");
+  free(err);
+  assert_int_equal(KP(NULL, &err, "split", "--output"), 2);
+  assert_string_equal(err,
+                      "kpack split: option '--output' requires an argument\n"
+                      "Try 'kpack help split'.\n");
+  free(err);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_version_answers_to_dash_v),
+      cmocka_unit_test(test_a_bad_option_is_reported_once),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
