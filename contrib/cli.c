@@ -163,12 +163,13 @@ bool cli_parse_threads(const cli_command* cmd, const char* text,
     cli_usage_error(cmd, "-j takes a thread count, 0-1024");
     return false;
   }
-  if (value == 0) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    value = cpus > 0 ? (unsigned long)cpus : 1;
-  }
-  *threads = (unsigned)value;
+  *threads = value == 0 ? cli_default_threads() : (unsigned)value;
   return true;
+}
+
+unsigned cli_default_threads(void) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 ? (unsigned)(cpus < 1024 ? cpus : 1024) : 1;
 }
 
 bool cli_parse_level(const cli_command* cmd, const char* text, int* level) {

@@ -85,10 +85,12 @@ int cli_print_manual(const cli_command* cmd);
 bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
                     unsigned long* out);
 /* The -j of the commands that write archives: a thread count from 0 to
- * 1024, 0 meaning one per online CPU. False, after reporting the bad
- * command line for `cmd`, when `text` is not one. */
+ * 1024, 0 meaning one per online CPU (cli_default_threads(), also what
+ * they use without -j; -j1 compresses on the calling thread). False, after
+ * reporting the bad command line for `cmd`, when `text` is not one. */
 bool cli_parse_threads(const cli_command* cmd, const char* text,
                        unsigned* threads);
+unsigned cli_default_threads(void);
 /* Their -l: a zstd level from 1 to 22. False, after reporting the bad
  * command line for `cmd`, when `text` is not one. */
 bool cli_parse_level(const cli_command* cmd, const char* text, int* level);

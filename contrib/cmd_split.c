@@ -130,7 +130,8 @@ static const char split_manual[] =
 "        --in-place        rewrite the inputs themselves (no -o)\n"
 "        --prefix NAME     archive name prefix and group_name (default: the\n"
 "                          input tree's directory name)\n"
-"    -j, --jobs N          compression threads (default 1; 0: one per CPU)\n"
+"    -j, --jobs N          compression threads (default and 0: one per\n"
+"                          CPU; 1: none besides the main one)\n"
 "        --arch ARCH       keep only the code objects an ARCH agent could be\n"
 "                          served, by the loader's rule (repeatable): a\n"
 "                          feature ARCH leaves out may be set either way, so\n"
@@ -1667,7 +1668,8 @@ static int split_run(int argc, char** argv) {
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const cli_command* cmd = &cli_split_command;
-  sp_state s = {.wo = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL}};
+  sp_state s = {.wo = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                       .threads = cli_default_threads()}};
   const char *outdir = NULL, *prefix = NULL;
   bool quiet = false, level_given = false;
   int status = CLI_FAIL, c;

@@ -40,9 +40,8 @@ static int teardown(void** state) {
 
 /* Runs kpack with the NULL-terminated arguments: its exit status, and its
  * standard output and error when asked for. */
-#define KP(out, err, ...)                                              \
-  kt_run_args(tool, (const char* const[]){__VA_ARGS__, NULL}, 30.0, out, \
-              err)
+#define KP(out, err, ...) \
+  kt_run_args(tool, (const char* const[]){__VA_ARGS__, NULL}, 30.0, out, err)
 
 /* ---- command lines ------------------------------------------------------- */
 
@@ -50,8 +49,8 @@ static void test_version_answers_to_dash_v(void** state) {
   (void)state;
   char* out;
   assert_int_equal(KP(&out, NULL, "-V"), 0);
-  assert_string_equal(out, "kpack " KPACK_VERSION_STRING
-                           " (kpack archive format v1)\n");
+  assert_string_equal(
+      out, "kpack " KPACK_VERSION_STRING " (kpack archive format v1)\n");
   free(out);
 }
 
@@ -59,16 +58,19 @@ static void test_a_bad_option_is_reported_once(void** state) {
   (void)state;
   char* err;
   assert_int_equal(KP(NULL, &err, "verify", "--json", "--bogus", archive), 2);
-  assert_string_equal(err, "kpack verify: unrecognized option '--bogus'\n"
-                           "Try 'kpack help verify'.\n");
+  assert_string_equal(err,
+                      "kpack verify: unrecognized option '--bogus'\n"
+                      "Try 'kpack help verify'.\n");
   free(err);
   assert_int_equal(KP(NULL, &err, "create", "-j"), 2);
-  assert_string_equal(err, "kpack create: option '-j' requires an argument\n"
-                           "Try 'kpack help create'.\n");
+  assert_string_equal(err,
+                      "kpack create: option '-j' requires an argument\n"
+                      "Try 'kpack help create'.\n");
   free(err);
   assert_int_equal(KP(NULL, &err, "list", "-Z", archive), 2);
-  assert_string_equal(err, "kpack list: invalid option -- 'Z'\n"
-                           "Try 'kpack help list'.\n");
+  assert_string_equal(err,
+                      "kpack list: invalid option -- 'Z'\n"
+                      "Try 'kpack help list'.\n");
   free(err);
   assert_int_equal(KP(NULL, &err, "split", "--output"), 2);
   assert_string_equal(err,
@@ -77,10 +79,50 @@ static void test_a_bad_option_is_reported_once(void** state) {
   free(err);
 }
 
+/* ---- defaults ------------------------------------------------------------ */
+
+/* A directory in the layout `kpack create` takes, one kernel in it. */
+static char* make_tree(const char* name) {
+  char* tree = kt_path(kt_tmp, name);
+  char* dir;
+  assert_true(asprintf(&dir, "%s/lib/libx.so#0/gfx90a", tree) > 0);
+  char* mk;
+  assert_true(asprintf(&mk, "mkdir -p '%s'", dir) > 0);
+  assert_int_equal(system(mk), 0);
+  char* file = kt_path(dir, "kernel.hsaco");
+  void* data = kt_pattern(100000, 3);
+  kt_write_file(file, data, 100000);
+  free(data);
+  free(file);
+  free(mk);
+  free(dir);
+  return tree;
+}
+
+static void test_create_uses_one_thread_per_cpu_unless_told(void** state) {
+  (void)state;
+  char* tree = make_tree("tree");
+  char* out_path = kt_path(kt_tmp, "t.kpack");
+  char *out, *expected;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  assert_true(
+      asprintf(&expected, ", %ld thread%s\n", cpus, cpus == 1 ? "" : "s") > 0);
+  assert_int_equal(KP(&out, NULL, "create", "-o", out_path, tree), 0);
+  kt_assert_contains(out, expected);
+  free(out);
+  assert_int_equal(KP(&out, NULL, "create", "-j1", "-o", out_path, tree), 0);
+  kt_assert_contains(out, ", 1 thread\n");
+  free(out);
+  free(expected);
+  free(out_path);
+  free(tree);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_version_answers_to_dash_v),
       cmocka_unit_test(test_a_bad_option_is_reported_once),
+      cmocka_unit_test(test_create_uses_one_thread_per_cpu_unless_told),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
