@@ -144,7 +144,8 @@ static void usage(void) {
       "\n"
       "EXIT STATUS\n"
       "    0 after a clean unmount (or for --help and --version); 1 when a\n"
-      "    source cannot be opened, an option is wrong or the mount fails.\n"
+      "    source cannot be opened or the mount fails; 2 for a bad command\n"
+      "    line (an unknown option, a bad value, no MOUNTPOINT).\n"
       "\n"
       "SEE ALSO\n"
       "    kpack(1), fusermount3(1), mount.fuse3(8), fstab(5)\n",
@@ -373,6 +374,8 @@ int main(int argc, char* argv[]) {
   memset(&opts, 0, sizeof(opts));
   memset(&fs, 0, sizeof(fs));
   pthread_mutex_init(&fs.handles_lock, NULL);
+  /* A bad command line exits 2, as kpack's does. */
+  rc = 2;
   if (fuse_opt_parse(&args, &cfg, kfs_opts, kfs_opt_proc) != 0 || cfg.bad)
     goto out;
   if (cfg.help) {
@@ -393,6 +396,7 @@ int main(int argc, char* argv[]) {
             argv[0]);
     goto out;
   }
+  rc = 1;
   size_t source_count = cfg.positional_count - 1;
   for (size_t i = 0; i < source_count; i++)
     if (kfs_paths_add_source(&paths, cfg.positional[i]) != 0)

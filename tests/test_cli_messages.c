@@ -79,6 +79,30 @@ static void test_a_bad_option_is_reported_once(void** state) {
   free(err);
 }
 
+static void test_kpackfs_bad_command_line_exits_2(void** state) {
+  (void)state;
+  char* kpackfs = kt_program("kpackfs");
+  char *err, *expected;
+  assert_int_equal(kt_run_args(kpackfs, (const char* const[]){archive, NULL},
+                               30.0, NULL, &err),
+                   2);
+  assert_true(
+      asprintf(&expected,
+               "usage: %s [options] SOURCE... MOUNTPOINT (see --help)\n",
+               kpackfs) > 0);
+  assert_string_equal(err, expected);
+  free(err);
+  assert_int_equal(kt_run_args(kpackfs,
+                               (const char* const[]){"-o", "cache_size=lots",
+                                                     archive, kt_tmp, NULL},
+                               30.0, NULL, &err),
+                   2);
+  assert_string_equal(err, "kpackfs: bad cache_size 'lots' (e.g. 512M, 2G)\n");
+  free(err);
+  free(expected);
+  free(kpackfs);
+}
+
 /* ---- defaults ------------------------------------------------------------ */
 
 /* A directory in the layout `kpack create` takes, one kernel in it. */
@@ -122,6 +146,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_version_answers_to_dash_v),
       cmocka_unit_test(test_a_bad_option_is_reported_once),
+      cmocka_unit_test(test_kpackfs_bad_command_line_exits_2),
       cmocka_unit_test(test_create_uses_one_thread_per_cpu_unless_told),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
