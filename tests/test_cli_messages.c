@@ -103,6 +103,31 @@ static void test_kpackfs_bad_command_line_exits_2(void** state) {
   free(kpackfs);
 }
 
+static void test_kpackfs_list_says_a_name_holds_a_colon(void** state) {
+  (void)state;
+  char* kpackfs = kt_program("kpackfs");
+  char* named = kt_path(kt_tmp, "r_gfx90a:xnack-.kpack");
+  assert_int_equal(link(archive, named), 0);
+  char *list, *err, *expected;
+  assert_true(asprintf(&list, "%s:%s", named, archive) > 0);
+  assert_int_equal(
+      kt_run_args(kpackfs, (const char* const[]){list, "/nonexistent", NULL},
+                  30.0, NULL, &err),
+      1);
+  assert_true(asprintf(&expected,
+                       "kpackfs: '%s/r_gfx90a': no such file or directory; "
+                       "'%s' exists: write a ':' inside a name in a SOURCE "
+                       "list as '\\:'\n",
+                       kt_tmp, named) > 0);
+  assert_string_equal(err, expected);
+  free(err);
+  free(expected);
+  free(list);
+  unlink(named);
+  free(named);
+  free(kpackfs);
+}
+
 /* ---- defaults ------------------------------------------------------------ */
 
 /* A directory in the layout `kpack create` takes, one kernel in it. */
@@ -147,6 +172,7 @@ int main(void) {
       cmocka_unit_test(test_version_answers_to_dash_v),
       cmocka_unit_test(test_a_bad_option_is_reported_once),
       cmocka_unit_test(test_kpackfs_bad_command_line_exits_2),
+      cmocka_unit_test(test_kpackfs_list_says_a_name_holds_a_colon),
       cmocka_unit_test(test_create_uses_one_thread_per_cpu_unless_told),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
