@@ -70,16 +70,21 @@ void cli_kerror(const char* subject, kpack_error_t err) {
             cli_error_text(err));
 }
 
-void cli_input_error(const char* path, kpack_error_t err, int sys_errno) {
+const char* cli_input_reason(const char* path, kpack_error_t err,
+                             int sys_errno) {
   struct stat st;
+  if (err != KPACK_ERROR_IO_ERROR || sys_errno == 0)
+    return cli_error_text(err);
   /* The library gives EISDIR for any file that is not a regular one. */
-  bool other = sys_errno == EISDIR && stat(path, &st) == 0 &&
-               !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode);
-  if (err == KPACK_ERROR_IO_ERROR && sys_errno != 0)
-    cli_error("%s: %s (%s)", path, kpack_error_string(err),
-              other ? "not a regular file" : strerror(sys_errno));
-  else
-    cli_kerror(path, err);
+  if (sys_errno == EISDIR && stat(path, &st) == 0 && !S_ISDIR(st.st_mode) &&
+      !S_ISREG(st.st_mode))
+    return "not a regular file";
+  return strerror(sys_errno);
+}
+
+void cli_input_error(const char* path, kpack_error_t err, int sys_errno) {
+  cli_error("%s: %s (%s)", path, kpack_error_string(err),
+            cli_input_reason(path, err, sys_errno));
 }
 
 void cli_output_error(const char* path, kpack_error_t err, int sys_errno) {
@@ -498,6 +503,132 @@ cli_walk cli_walk_archive(const char* path, cli_kernel_fn fn, void* user,
   else
     kpack_close(archive);
   return walk;
+}
+
+/* Appends `path` (taken: freed on failure) to the array. */
+static bool push_operand(char*** items, size_t* count, size_t* cap,
+                         char* path) {
+  char** grown = cli_grow(*items, *count, cap, sizeof(**items), 16);
+  if (path == NULL || grown == NULL) {
+    free(path);
+    return false;
+  }
+  *items = grown;
+  (*items)[(*count)++] = path;
+  return true;
+}
+
+bool cli_expand_archives(int argc, char** argv, int first, int* out_argc,
+                         char*** out_argv) {
+  size_t count = 0, cap = 0;
+  char** expanded = NULL;
+  for (int i = 0; i < first; i++)
+    if (!push_operand(&expanded, &count, &cap, strdup(argv[i])))
+      goto nomem;
+  for (int i = first; i < argc; i++) {
+    struct stat st;
+    char** found = NULL;
+    size_t found_count = 0;
+    if (stat(argv[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
+      if (!push_operand(&expanded, &count, &cap, strdup(argv[i])))
+        goto nomem;
+      continue;
+    }
+    kpack_error_t err = kpack_find_archives(argv[i], &found, &found_count);
+    if (err != KPACK_SUCCESS) {
+      cli_input_error(argv[i], err, err == KPACK_ERROR_IO_ERROR ? errno : 0);
+      goto fail;
+    }
+    if (found_count == 0)
+      cli_error("%s: no *.kpack archive in this directory", argv[i]);
+    size_t j = 0;
+    while (j < found_count && push_operand(&expanded, &count, &cap, found[j]))
+      j++;
+    if (j < found_count)
+      kpack_path_list_free(found + j + 1, found_count - j - 1);
+    free(found);
+    if (found_count == 0)
+      goto fail;
+    if (j < found_count)
+      goto nomem;
+  }
+  if (count == cap) {
+    char** grown = cli_grow(expanded, count, &cap, sizeof(*expanded), 16);
+    if (grown == NULL)
+      goto nomem;
+    expanded = grown;
+  }
+  expanded[count] = NULL;
+  *out_argc = (int)count;
+  *out_argv = expanded;
+  return true;
+nomem:
+  cli_error("out of memory");
+fail:
+  for (size_t i = 0; i < count; i++)
+    free(expanded[i]);
+  free(expanded);
+  return false;
+}
+
+void cli_operands_free(int argc, char** argv) {
+  for (int i = 0; i < argc && argv != NULL; i++)
+    free(argv[i]);
+  free(argv);
+}
+
+static bool has_binary(kpack_archive_t archive, const char* binary) {
+  size_t count;
+  return kpack_get_binary_arch_count(archive, binary, &count) ==
+             KPACK_SUCCESS &&
+         count > 0;
+}
+
+/* "binary has A, B, C": the arches the archive holds it for. */
+static char* arches_of(kpack_archive_t archive, const char* binary) {
+  size_t count = 0, len = 0;
+  char* text = NULL;
+  FILE* out = open_memstream(&text, &len);
+  if (out == NULL)
+    return NULL;
+  (void)kpack_get_binary_arch_count(archive, binary, &count);
+  fprintf(out, "%s has ", binary);
+  for (size_t i = 0; i < count; i++) {
+    const char* arch;
+    if (kpack_get_binary_arch(archive, binary, i, &arch) == KPACK_SUCCESS)
+      fprintf(out, "%s%s", i > 0 ? ", " : "", arch);
+  }
+  if (fclose(out) != 0) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+char* cli_kernel_hint(kpack_archive_t archive, const char* binary,
+                      const char* arch) {
+  char* hint = NULL;
+  (void)arch;
+  if (has_binary(archive, binary))
+    return arches_of(archive, binary);
+  /* The binary as given, then without each leading directory in turn. */
+  for (const char* tail = binary; tail != NULL && hint == NULL;) {
+    char* numbered = NULL;
+    if (tail != binary && has_binary(archive, tail)) {
+      if (asprintf(&hint, "did you mean '%s'?", tail) < 0)
+        hint = NULL;
+    } else if (strchr(tail, '#') == NULL &&
+               asprintf(&numbered, "%s#0", tail) > 0) {
+      if (has_binary(archive, numbered) &&
+          asprintf(&hint, "did you mean '%s'?", numbered) < 0)
+        hint = NULL;
+      free(numbered);
+    }
+    tail = strchr(tail, '/');
+    if (tail != NULL)
+      tail++;
+  }
+  return hint;
 }
 
 /* ---- interruption -------------------------------------------------------- */

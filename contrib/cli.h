@@ -48,6 +48,9 @@ void cli_kerror(const char* subject, kpack_error_t err);
  * system's reason (strerror(sys_errno), e.g. "Permission denied") in
  * place of the status's phrase when there is one. */
 void cli_input_error(const char* path, kpack_error_t err, int sys_errno);
+/* The phrase cli_input_error() puts in parentheses. */
+const char* cli_input_reason(const char* path, kpack_error_t err,
+                             int sys_errno);
 /* A failure to write the output `path` (an archive, a mirrored file, an
  * extracted kernel): "kpack: <path>: cannot write: <reason>", the reason
  * being the system's (strerror(sys_errno), e.g. "No space left on
@@ -222,6 +225,26 @@ typedef enum cli_walk {
  * there when it could not be opened). */
 cli_walk cli_walk_archive(const char* path, cli_kernel_fn fn, void* user,
                           kpack_archive_t* keep);
+
+/* The command line with each directory among the operands argv[first..]
+ * replaced by the archives below it, as kpackfs reads a SOURCE directory
+ * (kpack_find_archives(): *.kpack files, recursively, in name order);
+ * other words stay as given. On success *out_argv is a new array of
+ * *out_argc copies, NULL-terminated, freed with cli_operands_free(). False
+ * after a message naming the directory when one cannot be read or holds
+ * no archive. */
+bool cli_expand_archives(int argc, char** argv, int first, int* out_argc,
+                         char*** out_argv);
+void cli_operands_free(int argc, char** argv);
+
+/* For a kernel (binary, arch) `archive` does not hold, what the user likely
+ * meant, malloc'ed: "did you mean 'lib/libx.so#0'?" when `binary` with
+ * "#0" appended, or with leading directories removed ("usr/lib/..." for
+ * "lib/..."), is a binary of the archive; "lib/libx.so#0 has gfx90a,
+ * gfx942" when the binary is there but not for `arch`. NULL when there is
+ * nothing to suggest (or no memory to say it). */
+char* cli_kernel_hint(kpack_archive_t archive, const char* binary,
+                      const char* arch);
 
 /* ---- interruption -------------------------------------------------------- */
 

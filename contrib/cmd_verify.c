@@ -26,7 +26,7 @@ static const char verify_manual[] =
     "    kpack verify - check that every kernel of archives reads back\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack verify [-q] [--strict] ARCHIVE...\n"
+    "    kpack verify [-q] [--strict] [--json] ARCHIVE|DIR...\n"
     "    kpack verify --binary [-q] [--json] [--arch TARGET[,TARGET]...]...\n"
     "                 BINARY|DIR...\n"
     "\n"
@@ -35,6 +35,10 @@ static const char verify_manual[] =
     "    and frame table), decompresses every kernel and checks its size\n"
     "    against the table of contents; a zstd frame's checksum, when it has\n"
     "    one, is checked by the decompressor.\n"
+    "\n"
+    "    A directory DIR given as an ARCHIVE stands for the *.kpack\n"
+    "    archives below it (sub-directories included, in name order), as in\n"
+    "    kpackfs; one that holds none is an error.\n"
     "\n"
     "    Each kernel that is an AMDGPU code object is also read and its own\n"
     "    target (from its ELF header) compared with the architecture it is\n"
@@ -256,8 +260,9 @@ static bool verify_archive(const char* path, bool quiet, bool strict,
   verify_state s = {.path = path, .strict = strict};
   const char** declared = NULL;
   kpack_error_t err = kpack_open(path, &archive);
-  if (err != KPACK_SUCCESS) {
-    printf("%s: %s (%s)\n", path, kpack_error_string(err), cli_error_text(err));
+  if (err != KPACK_SUCCESS) { /* kpack_open() keeps errno */
+    printf("%s: %s (%s)\n", path, kpack_error_string(err),
+           cli_input_reason(path, err, errno));
     (*problems)++;
     return true;
   }
@@ -1120,11 +1125,17 @@ static int verify_run(int argc, char** argv) {
     set_free(&agents);
     return status;
   }
-  for (int i = optind; i < argc; i++) {
+  if (!cli_expand_archives(argc, argv, optind, &argc, &argv))
+    return CLI_FAIL; /* a directory stands for the archives in it */
+  status = problems == 0 ? CLI_OK : CLI_FAIL;
+  for (int i = optind; i < argc && status != CLI_INTERRUPTED; i++) {
     if (!verify_archive(argv[i], quiet, strict, &problems)) {
       cli_error("verify: interrupted");
-      return CLI_INTERRUPTED;
+      status = CLI_INTERRUPTED;
     }
   }
+  cli_operands_free(argc, argv);
+  if (status == CLI_INTERRUPTED)
+    return status;
   return problems == 0 ? CLI_OK : CLI_FAIL;
 }

@@ -128,6 +128,109 @@ static void test_kpackfs_list_says_a_name_holds_a_colon(void** state) {
   free(kpackfs);
 }
 
+/* ---- kernel names -------------------------------------------------------- */
+
+static void test_cat_suggests_the_name_a_user_likely_meant(void** state) {
+  (void)state;
+  char *err, *expected;
+  assert_int_equal(KP(NULL, &err, "cat", archive, "usr/lib/libx.so", "gfx90a"),
+                   1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: usr/lib/libx.so for gfx90a: "
+                       "KPACK_ERROR_KERNEL_NOT_FOUND (no such kernel); did you "
+                       "mean 'lib/libx.so#0'?\n",
+                       archive) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  assert_int_equal(KP(NULL, &err, "cat", archive, "lib/liby.so#0", "gfx942"),
+                   1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: lib/liby.so#0 for gfx942: "
+                       "KPACK_ERROR_KERNEL_NOT_FOUND (no such kernel); "
+                       "lib/liby.so#0 has gfx90a\n",
+                       archive) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+}
+
+static void test_extract_of_a_binary_it_lacks_fails_and_suggests(void** state) {
+  (void)state;
+  char* dir = kt_path(kt_tmp, "extracted");
+  char *err, *expected;
+  assert_int_equal(
+      KP(NULL, &err, "extract", "-C", dir, "-b", "lib/libx.so", archive), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: no kernel of lib/libx.so; did you mean "
+                       "'lib/libx.so#0'?\n",
+                       archive) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  kt_rmtree(dir);
+  free(dir);
+}
+
+/* ---- directories --------------------------------------------------------- */
+
+static void test_a_directory_stands_for_its_archives(void** state) {
+  (void)state;
+  char* dir = kt_path(kt_tmp, "archives");
+  char* sub = kt_path(dir, "sub");
+  char* copy = kt_path(sub, "b.kpack");
+  char* other = kt_path(dir, "README");
+  assert_int_equal(mkdir(dir, 0755), 0);
+  assert_int_equal(mkdir(sub, 0755), 0);
+  assert_int_equal(link(archive, copy), 0);
+  kt_write_file(other, "not an archive", 14);
+  char *out, *expected;
+  assert_int_equal(KP(&out, NULL, "verify", dir), 0);
+  assert_true(asprintf(&expected, "%s: OK, 3 kernels\n", copy) > 0);
+  assert_string_equal(out, expected);
+  free(expected);
+  free(out);
+  assert_int_equal(KP(&out, NULL, "list", dir), 0);
+  kt_assert_contains(out, "lib/liby.so#0  gfx90a");
+  free(out);
+  assert_int_equal(KP(&out, NULL, "info", dir), 0);
+  assert_true(asprintf(&expected, "archive:      %s\n", copy) > 0);
+  kt_assert_contains(out, expected);
+  free(expected);
+  free(out);
+  size_t size;
+  assert_int_equal(KP(&out, NULL, "cat", dir, "lib/liby.so#0", "gfx90a"), 0);
+  free(out);
+  char* extracted = kt_path(kt_tmp, "from-dir");
+  assert_int_equal(KP(NULL, NULL, "extract", "-C", extracted, dir), 0);
+  char* kernel = kt_path(extracted, "lib/liby.so#0/gfx90a/kernel.hsaco");
+  void* data = kt_read_file(kernel, &size);
+  assert_non_null(data);
+  assert_int_equal(size, 3000);
+  free(data);
+  /* A directory without archives is an error that says so. */
+  char* empty = kt_path(kt_tmp, "empty");
+  assert_int_equal(mkdir(empty, 0755), 0);
+  char* err;
+  assert_int_equal(KP(NULL, &err, "list", empty), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: no *.kpack archive in this directory\n",
+                       empty) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  kt_rmtree(empty);
+  kt_rmtree(extracted);
+  kt_rmtree(dir);
+  free(empty);
+  free(kernel);
+  free(extracted);
+  free(other);
+  free(copy);
+  free(sub);
+  free(dir);
+}
+
 /* ---- defaults ------------------------------------------------------------ */
 
 /* A directory in the layout `kpack create` takes, one kernel in it. */
@@ -173,6 +276,9 @@ int main(void) {
       cmocka_unit_test(test_a_bad_option_is_reported_once),
       cmocka_unit_test(test_kpackfs_bad_command_line_exits_2),
       cmocka_unit_test(test_kpackfs_list_says_a_name_holds_a_colon),
+      cmocka_unit_test(test_cat_suggests_the_name_a_user_likely_meant),
+      cmocka_unit_test(test_extract_of_a_binary_it_lacks_fails_and_suggests),
+      cmocka_unit_test(test_a_directory_stands_for_its_archives),
       cmocka_unit_test(test_create_uses_one_thread_per_cpu_unless_told),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -24,9 +24,8 @@ typedef struct pl_list {
 /* Takes `item` (freed on failure). */
 static kpack_error_t pl_push(pl_list* list, char* item) {
   char** items;
-  if (item == NULL ||
-      (items = kp_grow(list->items, list->count, &list->cap, sizeof(*items),
-                       8)) == NULL) {
+  if (item == NULL || (items = kp_grow(list->items, list->count, &list->cap,
+                                       sizeof(*items), 8)) == NULL) {
     free(item);
     return KPACK_ERROR_OUT_OF_MEMORY;
   }
@@ -123,7 +122,9 @@ static kpack_error_t pl_walk(pl_list* out, const char* dir) {
     struct stat st;
     if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
       continue;
-    if (asprintf(&path, "%s/%s", dir, name) < 0) {
+    size_t dir_len = strlen(dir);
+    bool slash = dir_len > 0 && dir[dir_len - 1] == '/';
+    if (asprintf(&path, "%s%s%s", dir, slash ? "" : "/", name) < 0) {
       err = KPACK_ERROR_OUT_OF_MEMORY;
       break;
     }
