@@ -110,7 +110,13 @@ static const char verify_manual[] =
     "                    :sramecc- and :xnack+ or :xnack-, after an\n"
     "                    optional amdgcn-amd-amdhsa-- triple; anything\n"
     "                    else is a bad command line\n"
-    "        --json      with --binary: print one JSON document instead:\n"
+    "        --json      print one JSON document instead; of archives:\n"
+    "                    {archives: [{archive, findings: [{binary, arch,\n"
+    "                    severity, message}], status, reason, kernels,\n"
+    "                    problems, warnings, ok}], summary: {archives,\n"
+    "                    failed, problems, ok, interrupted}}, status and\n"
+    "                    reason being null unless the archive could not be\n"
+    "                    opened or walked; with --binary:\n"
     "                    {binaries: [{path, kind, recorded_arches, records:\n"
     "                    [{record, kernel, co_index, checked, agents:\n"
     "                    [{agent, ok, status, reason, message, archive,\n"
@@ -149,6 +155,8 @@ typedef struct verify_state {
   size_t capacity;
   size_t kernels, problems, warnings;
   bool strict; /* undeclared arches are problems, not warnings */
+  /* --json: findings go into the archive's "findings" array instead. */
+  cli_json* json;
   bool interrupted;
 } verify_state;
 
@@ -159,10 +167,29 @@ static bool is_declared(const verify_state* s, const char* arch) {
   return false;
 }
 
+/* One finding about a kernel: a line, or a member of "findings". */
+static void finding(verify_state* s, const char* binary, const char* arch,
+                    bool warning, const char* what) {
+  if (s->json != NULL) {
+    cli_json_object(s->json, CLI_JSON_INLINE, false);
+    cli_json_key_str(s->json, "binary", binary);
+    cli_json_key_str(s->json, "arch", arch);
+    cli_json_key_str(s->json, "severity", warning ? "warning" : "problem");
+    cli_json_key_str(s->json, "message", what);
+    cli_json_end(s->json);
+  } else {
+    printf("%s: %s %s: %s%s\n", s->path, binary, arch,
+           warning ? "warning: " : "", what);
+  }
+  if (warning)
+    s->warnings++;
+  else
+    s->problems++;
+}
+
 static void problem(verify_state* s, const char* binary, const char* arch,
                     const char* what) {
-  printf("%s: %s %s: %s\n", s->path, binary, arch, what);
-  s->problems++;
+  finding(s, binary, arch, false, what);
 }
 
 /* The loader serves a code object to every agent whose search reaches the
@@ -186,11 +213,11 @@ static void check_target(verify_state* s, const char* binary, const char* arch,
   }
   kpack_code_object_get_info(co, &info);
   if (*info.target == '\0') {
-    printf(
-        "%s: %s %s: warning: cannot tell the code object's target "
-        "(EF_AMDGPU_MACH 0x%02x, no amdhsa.target)\n",
-        s->path, binary, arch, (unsigned)info.mach);
-    s->warnings++;
+    snprintf(what, sizeof(what),
+             "cannot tell the code object's target (EF_AMDGPU_MACH 0x%02x, "
+             "no amdhsa.target)",
+             (unsigned)info.mach);
+    finding(s, binary, arch, true, what);
   } else if (!kpack_code_object_serves(&info, arch)) {
     snprintf(what, sizeof(what),
              "code object built for %s is filed under %s (agents the loader "
@@ -215,12 +242,7 @@ static bool verify_kernel(kpack_archive_t archive, const char* binary,
   if (!is_declared(s, arch)) {
     static const char undeclared[] =
         "arch not declared in gfx_arches (the loader never picks it)";
-    if (s->strict) {
-      problem(s, binary, arch, undeclared);
-    } else {
-      printf("%s: %s %s: warning: %s\n", s->path, binary, arch, undeclared);
-      s->warnings++;
-    }
+    finding(s, binary, arch, !s->strict, undeclared);
   }
   kpack_error_t err;
   if (info->size > s->capacity) {
@@ -253,16 +275,54 @@ static bool verify_kernel(kpack_archive_t archive, const char* binary,
   return true;
 }
 
+/* The archive-wide outcome: `err` when it is not KPACK_SUCCESS, then the
+ * counts (--json), or the summary line (unless quiet). */
+static void archive_outcome(const verify_state* s, kpack_error_t err,
+                            const char* reason, bool quiet) {
+  if (s->json != NULL) {
+    cli_json_end(s->json); /* findings */
+    cli_json_key_str(s->json, "status",
+                     err == KPACK_SUCCESS ? NULL : kpack_error_string(err));
+    cli_json_key_str(s->json, "reason", err == KPACK_SUCCESS ? NULL : reason);
+    cli_json_key_uint(s->json, "kernels", s->kernels);
+    cli_json_key_uint(s->json, "problems", s->problems);
+    cli_json_key_uint(s->json, "warnings", s->warnings);
+    cli_json_key_bool(s->json, "ok", s->problems == 0);
+    cli_json_end(s->json);
+    return;
+  }
+  if (err != KPACK_SUCCESS)
+    printf("%s: %s (%s)\n", s->path, kpack_error_string(err), reason);
+  if (quiet || s->interrupted || (err != KPACK_SUCCESS && s->kernels == 0))
+    return;
+  if (s->problems == 0 && s->warnings == 0)
+    printf("%s: OK, %zu kernel%s\n", s->path, s->kernels,
+           s->kernels == 1 ? "" : "s");
+  else if (s->problems == 0)
+    printf("%s: OK, %zu kernel%s, %zu warning%s\n", s->path, s->kernels,
+           s->kernels == 1 ? "" : "s", s->warnings,
+           s->warnings == 1 ? "" : "s");
+  else
+    printf("%s: %zu problem%s in %zu kernel%s\n", s->path, s->problems,
+           s->problems == 1 ? "" : "s", s->kernels, s->kernels == 1 ? "" : "s");
+}
+
 /* Verifies one archive; returns false if the run was interrupted. */
 static bool verify_archive(const char* path, bool quiet, bool strict,
-                           size_t* problems) {
+                           cli_json* json, size_t* problems) {
   kpack_archive_t archive;
-  verify_state s = {.path = path, .strict = strict};
+  verify_state s = {.path = path, .strict = strict, .json = json};
   const char** declared = NULL;
+  if (json != NULL) {
+    cli_json_object(json, 6, true);
+    cli_json_key_str(json, "archive", path);
+    cli_json_key(json, "findings");
+    cli_json_array(json, 8, true);
+  }
   kpack_error_t err = kpack_open(path, &archive);
   if (err != KPACK_SUCCESS) { /* kpack_open() keeps errno */
-    printf("%s: %s (%s)\n", path, kpack_error_string(err),
-           cli_input_reason(path, err, errno));
+    s.problems = 1;
+    archive_outcome(&s, err, cli_input_reason(path, err, errno), quiet);
     (*problems)++;
     return true;
   }
@@ -277,21 +337,9 @@ static bool verify_archive(const char* path, bool quiet, bool strict,
   s.declared_count = count;
   if (err == KPACK_SUCCESS)
     err = cli_for_each_kernel(archive, verify_kernel, &s);
-  if (err != KPACK_SUCCESS) {
-    printf("%s: %s (%s)\n", path, kpack_error_string(err), cli_error_text(err));
+  if (err != KPACK_SUCCESS)
     s.problems++;
-  }
-  if (!quiet && !s.interrupted) {
-    if (s.problems == 0 && s.warnings == 0)
-      printf("%s: OK, %zu kernel%s\n", path, s.kernels,
-             s.kernels == 1 ? "" : "s");
-    else if (s.problems == 0)
-      printf("%s: OK, %zu kernel%s, %zu warning%s\n", path, s.kernels,
-             s.kernels == 1 ? "" : "s", s.warnings, s.warnings == 1 ? "" : "s");
-    else
-      printf("%s: %zu problem%s in %zu kernel%s\n", path, s.problems,
-             s.problems == 1 ? "" : "s", s.kernels, s.kernels == 1 ? "" : "s");
-  }
+  archive_outcome(&s, err, cli_error_text(err), quiet);
   *problems += s.problems;
   free(declared);
   kpack_free_kernel(s.buffer);
@@ -1111,9 +1159,8 @@ static int verify_run(int argc, char** argv) {
   else if (status == CLI_OK && binaries && strict)
     status = cli_usage_error(&cli_verify_command,
                              "--strict applies to archives, not --binary");
-  else if (status == CLI_OK && !binaries && (json || !archless))
-    status = cli_usage_error(&cli_verify_command,
-                             "--arch and --json apply to --binary");
+  else if (status == CLI_OK && !binaries && !archless)
+    status = cli_usage_error(&cli_verify_command, "--arch applies to --binary");
   if (status != CLI_OK) {
     set_free(&agents);
     return status;
@@ -1127,12 +1174,32 @@ static int verify_run(int argc, char** argv) {
   }
   if (!cli_expand_archives(argc, argv, optind, &argc, &argv))
     return CLI_FAIL; /* a directory stands for the archives in it */
-  status = problems == 0 ? CLI_OK : CLI_FAIL;
+  cli_json w;
+  if (json) {
+    cli_json_init(&w, stdout);
+    cli_json_object(&w, 2, true);
+    cli_json_key(&w, "archives");
+    cli_json_array(&w, 4, true);
+  }
+  size_t bad = 0;
   for (int i = optind; i < argc && status != CLI_INTERRUPTED; i++) {
-    if (!verify_archive(argv[i], quiet, strict, &problems)) {
+    size_t before = problems;
+    if (!verify_archive(argv[i], quiet, strict, json ? &w : NULL, &problems)) {
       cli_error("verify: interrupted");
       status = CLI_INTERRUPTED;
     }
+    bad += problems > before;
+  }
+  if (json) {
+    cli_json_end(&w);
+    cli_json_key(&w, "summary");
+    cli_json_object(&w, CLI_JSON_INLINE, false);
+    cli_json_key_uint(&w, "archives", (uint64_t)(argc - optind));
+    cli_json_key_uint(&w, "failed", bad);
+    cli_json_key_uint(&w, "problems", problems);
+    cli_json_key_bool(&w, "ok", problems == 0 && status != CLI_INTERRUPTED);
+    cli_json_key_bool(&w, "interrupted", status == CLI_INTERRUPTED);
+    cli_json_finish(&w);
   }
   cli_operands_free(argc, argv);
   if (status == CLI_INTERRUPTED)

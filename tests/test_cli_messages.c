@@ -231,6 +231,50 @@ static void test_a_directory_stands_for_its_archives(void** state) {
   free(dir);
 }
 
+/* ---- JSON ---------------------------------------------------------------- */
+
+static void test_verify_json_reports_each_archive(void** state) {
+  (void)state;
+  char* junk = kt_path(kt_tmp, "junk.kpack");
+  kt_write_file(junk, "junk", 4);
+  char *out, *expected;
+  assert_int_equal(KP(&out, NULL, "verify", "--json", archive, junk), 1);
+  assert_true(asprintf(&expected,
+                       "{\n"
+                       "  \"archives\": [\n"
+                       "    {\n"
+                       "      \"archive\": \"%s\",\n"
+                       "      \"findings\": [],\n"
+                       "      \"status\": null,\n"
+                       "      \"reason\": null,\n"
+                       "      \"kernels\": 3,\n"
+                       "      \"problems\": 0,\n"
+                       "      \"warnings\": 0,\n"
+                       "      \"ok\": true\n"
+                       "    },\n"
+                       "    {\n"
+                       "      \"archive\": \"%s\",\n"
+                       "      \"findings\": [],\n"
+                       "      \"status\": \"KPACK_ERROR_INVALID_FORMAT\",\n"
+                       "      \"reason\": \"malformed file\",\n"
+                       "      \"kernels\": 0,\n"
+                       "      \"problems\": 1,\n"
+                       "      \"warnings\": 0,\n"
+                       "      \"ok\": false\n"
+                       "    }\n"
+                       "  ],\n"
+                       "  \"summary\": {\"archives\": 2, \"failed\": 1, "
+                       "\"problems\": 1, \"ok\": false, \"interrupted\": "
+                       "false}\n"
+                       "}\n",
+                       archive, junk) > 0);
+  assert_string_equal(out, expected);
+  free(expected);
+  free(out);
+  unlink(junk);
+  free(junk);
+}
+
 /* ---- defaults ------------------------------------------------------------ */
 
 /* A directory in the layout `kpack create` takes, one kernel in it. */
@@ -279,6 +323,7 @@ int main(void) {
       cmocka_unit_test(test_cat_suggests_the_name_a_user_likely_meant),
       cmocka_unit_test(test_extract_of_a_binary_it_lacks_fails_and_suggests),
       cmocka_unit_test(test_a_directory_stands_for_its_archives),
+      cmocka_unit_test(test_verify_json_reports_each_archive),
       cmocka_unit_test(test_create_uses_one_thread_per_cpu_unless_told),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
