@@ -73,6 +73,13 @@ void cli_kerror(const char* subject, kpack_error_t err) {
 const char* cli_input_reason(const char* path, kpack_error_t err,
                              int sys_errno) {
   struct stat st;
+  /* Which structure, where, the file's size: as the host reader says. */
+  static char why[512];
+  if ((err == KPACK_ERROR_INVALID_FORMAT ||
+       err == KPACK_ERROR_MSGPACK_PARSE_FAILED ||
+       err == KPACK_ERROR_UNSUPPORTED_VERSION) &&
+      kpack_archive_diagnose(path, why, sizeof(why)) == err && why[0] != '\0')
+    return why;
   if (err != KPACK_ERROR_IO_ERROR || sys_errno == 0)
     return cli_error_text(err);
   /* The library gives EISDIR for any file that is not a regular one. */

@@ -45,10 +45,14 @@ void cli_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "kpack: <subject>: KPACK_ERROR_X (<what it means>)" on stderr. */
 void cli_kerror(const char* subject, kpack_error_t err);
 /* A failure to open or read the input `path`: as cli_kerror(), the
- * system's reason (strerror(sys_errno), e.g. "Permission denied") in
- * place of the status's phrase when there is one. */
+ * system's reason (strerror(sys_errno), e.g. "Permission denied") or, for
+ * an archive that does not parse, which structure fails where
+ * (kpack_archive_diagnose()), in place of the status's phrase when there
+ * is one. */
 void cli_input_error(const char* path, kpack_error_t err, int sys_errno);
-/* The phrase cli_input_error() puts in parentheses. */
+/* The phrase cli_input_error() puts in parentheses: for a malformed
+ * archive, what kpack_archive_diagnose() says is wrong where (kept until
+ * the next call). */
 const char* cli_input_reason(const char* path, kpack_error_t err,
                              int sys_errno);
 /* A failure to write the output `path` (an archive, a mirrored file, an

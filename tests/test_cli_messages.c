@@ -128,6 +128,57 @@ static void test_kpackfs_list_says_a_name_holds_a_colon(void** state) {
   free(kpackfs);
 }
 
+/* ---- malformed archives -------------------------------------------------- */
+
+static void test_a_truncated_archive_says_what_is_cut_where(void** state) {
+  (void)state;
+  size_t size;
+  unsigned char* bytes = kt_read_file(archive, &size);
+  assert_non_null(bytes);
+  uint64_t toc = 0;
+  for (int i = 7; i >= 0; i--)
+    toc = toc << 8 | bytes[8 + i];
+  char* cut = kt_path(kt_tmp, "cut.kpack");
+  char *err, *expected;
+  /* Cut inside the kernels: the table of contents is gone. */
+  kt_write_file(cut, bytes, 2000);
+  assert_int_equal(KP(NULL, &err, "list", cut), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: KPACK_ERROR_INVALID_FORMAT (table of "
+                       "contents at 0x%llx starts past end of file (2000 "
+                       "bytes): truncated?)\n",
+                       cut, (unsigned long long)toc) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  /* Cut inside the table of contents. */
+  kt_write_file(cut, bytes, size - 10);
+  assert_int_equal(KP(NULL, &err, "info", cut), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: KPACK_ERROR_MSGPACK_PARSE_FAILED (table of "
+                       "contents at 0x%llx (%zu bytes to end of file, %zu "
+                       "bytes) does not parse: truncated?)\n",
+                       cut, (unsigned long long)toc, size - 10 - (size_t)toc,
+                       size - 10) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  /* Not an archive at all. */
+  kt_write_file(cut, "junk", 4);
+  char* out;
+  assert_int_equal(KP(&out, NULL, "verify", cut), 1);
+  assert_true(asprintf(&expected,
+                       "%s: KPACK_ERROR_INVALID_FORMAT (no kpack magic at "
+                       "offset 0 (not a kpack archive))\n",
+                       cut) > 0);
+  assert_string_equal(out, expected);
+  free(expected);
+  free(out);
+  unlink(cut);
+  free(cut);
+  free(bytes);
+}
+
 /* ---- kernel names -------------------------------------------------------- */
 
 static void test_cat_suggests_the_name_a_user_likely_meant(void** state) {
@@ -256,7 +307,8 @@ static void test_verify_json_reports_each_archive(void** state) {
                        "      \"archive\": \"%s\",\n"
                        "      \"findings\": [],\n"
                        "      \"status\": \"KPACK_ERROR_INVALID_FORMAT\",\n"
-                       "      \"reason\": \"malformed file\",\n"
+                       "      \"reason\": \"no kpack magic at offset 0 (not a "
+                       "kpack archive)\",\n"
                        "      \"kernels\": 0,\n"
                        "      \"problems\": 1,\n"
                        "      \"warnings\": 0,\n"
@@ -320,6 +372,7 @@ int main(void) {
       cmocka_unit_test(test_a_bad_option_is_reported_once),
       cmocka_unit_test(test_kpackfs_bad_command_line_exits_2),
       cmocka_unit_test(test_kpackfs_list_says_a_name_holds_a_colon),
+      cmocka_unit_test(test_a_truncated_archive_says_what_is_cut_where),
       cmocka_unit_test(test_cat_suggests_the_name_a_user_likely_meant),
       cmocka_unit_test(test_extract_of_a_binary_it_lacks_fails_and_suggests),
       cmocka_unit_test(test_a_directory_stands_for_its_archives),
