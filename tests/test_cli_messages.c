@@ -223,6 +223,45 @@ static void test_extract_of_a_binary_it_lacks_fails_and_suggests(void** state) {
   free(dir);
 }
 
+static void test_resolve_tells_no_code_for_the_gpu_from_not_installed(
+    void** state) {
+  (void)state;
+  char* dir = kt_path(kt_tmp, "per-arch");
+  char* other = kt_path(dir, "x_gfx942.kpack");
+  assert_int_equal(mkdir(dir, 0755), 0);
+  static const char* const arches[] = {"gfx942"};
+  const kt_kernel kernel = {"lib/libx.so#0", "gfx942", "code", 4};
+  kt_write_archive(other, KPACK_COMPRESSION_NOOP, arches, 1, &kernel, 1);
+  char *search, *out;
+  assert_true(asprintf(&search, "%s/x_@GFXARCH@.kpack", dir) > 0);
+  assert_int_equal(KP(&out, NULL, "resolve", "--kernel", "lib/libx.so",
+                      "--search-path", search, "--arch", "gfx90a"),
+                   1);
+  kt_assert_contains(out,
+                     "\nwhy:     no code for this GPU in this build: 1 "
+                     "archive beside the candidates declares gfx942\n");
+  free(out);
+  free(search);
+  char* missing = kt_path(kt_tmp, "not-installed");
+  char* expected;
+  assert_true(asprintf(&search, "%s/x_@GFXARCH@.kpack", missing) > 0);
+  assert_int_equal(KP(&out, NULL, "resolve", "--kernel", "lib/libx.so",
+                      "--search-path", search, "--arch", "gfx90a"),
+                   1);
+  assert_true(asprintf(&expected,
+                       "\nwhy:     archive not installed: no *.kpack archive "
+                       "in %s\n",
+                       missing) > 0);
+  kt_assert_contains(out, expected);
+  free(expected);
+  free(out);
+  free(search);
+  free(missing);
+  kt_rmtree(dir);
+  free(other);
+  free(dir);
+}
+
 /* ---- directories --------------------------------------------------------- */
 
 static void test_a_directory_stands_for_its_archives(void** state) {
@@ -375,6 +414,8 @@ int main(void) {
       cmocka_unit_test(test_a_truncated_archive_says_what_is_cut_where),
       cmocka_unit_test(test_cat_suggests_the_name_a_user_likely_meant),
       cmocka_unit_test(test_extract_of_a_binary_it_lacks_fails_and_suggests),
+      cmocka_unit_test(
+          test_resolve_tells_no_code_for_the_gpu_from_not_installed),
       cmocka_unit_test(test_a_directory_stands_for_its_archives),
       cmocka_unit_test(test_verify_json_reports_each_archive),
       cmocka_unit_test(test_create_uses_one_thread_per_cpu_unless_told),
