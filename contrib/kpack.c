@@ -40,7 +40,9 @@ static void print_overview(FILE* out) {
   fputs(
       "\n"
       "    Every command takes --help. Output is a table for people; list,\n"
-      "    info and resolve take --json for scripts.\n"
+      "    info, verify, resolve and split take --json for scripts. Where a\n"
+      "    command takes an ARCHIVE, a directory stands for the *.kpack\n"
+      "    archives below it, as in kpackfs.\n"
       "\n"
       "EXAMPLES\n"
       "    kpack list .kpack/*.kpack\n"

@@ -179,6 +179,25 @@ static void test_a_truncated_archive_says_what_is_cut_where(void** state) {
   free(bytes);
 }
 
+/* What the system says about a file that cannot be read as an archive, in
+ * every command (root reads any file, so a device stands for the
+ * unreadable one here). */
+static void test_an_unreadable_input_says_the_systems_reason(void** state) {
+  (void)state;
+  char* err;
+  assert_int_equal(KP(NULL, &err, "info", "/dev/null"), 1);
+  assert_string_equal(err,
+                      "kpack: /dev/null: KPACK_ERROR_IO_ERROR (not a "
+                      "regular file)\n");
+  free(err);
+  char* out;
+  assert_int_equal(KP(&out, NULL, "verify", "/dev/null"), 1);
+  assert_string_equal(out,
+                      "/dev/null: KPACK_ERROR_IO_ERROR (not a regular "
+                      "file)\n");
+  free(out);
+}
+
 /* ---- kernel names -------------------------------------------------------- */
 
 static void test_cat_suggests_the_name_a_user_likely_meant(void** state) {
@@ -412,6 +431,7 @@ int main(void) {
       cmocka_unit_test(test_kpackfs_bad_command_line_exits_2),
       cmocka_unit_test(test_kpackfs_list_says_a_name_holds_a_colon),
       cmocka_unit_test(test_a_truncated_archive_says_what_is_cut_where),
+      cmocka_unit_test(test_an_unreadable_input_says_the_systems_reason),
       cmocka_unit_test(test_cat_suggests_the_name_a_user_likely_meant),
       cmocka_unit_test(test_extract_of_a_binary_it_lacks_fails_and_suggests),
       cmocka_unit_test(
