@@ -638,6 +638,121 @@ char* cli_kernel_hint(kpack_archive_t archive, const char* binary,
   return hint;
 }
 
+/* Adds `item` to the `count` strings of `list` (capacity `cap`) unless it
+ * is there; false when out of memory. The strings stay the caller's. */
+static bool add_unique(const char*** list, size_t* count, size_t* cap,
+                       const char* item) {
+  for (size_t i = 0; i < *count; i++)
+    if (strcmp((*list)[i], item) == 0)
+      return true;
+  const char** grown = cli_grow(*list, *count, cap, sizeof(**list), 8);
+  if (grown == NULL)
+    return false;
+  *list = grown;
+  grown[(*count)++] = item;
+  return true;
+}
+
+char* cli_why_not_found(const char* const* missing, size_t missing_count) {
+  const char** dirs = NULL;
+  const char** declared = NULL;
+  size_t dir_count = 0, dir_cap = 0, declared_count = 0, declared_cap = 0;
+  size_t archives = 0;
+  char** names = NULL;
+  size_t name_count = 0;
+  kpack_archive_t* open = NULL;
+  size_t open_count = 0, open_cap = 0;
+  char** copies = NULL;
+  size_t copy_count = 0, copy_cap = 0;
+  char* text = NULL;
+  size_t text_len = 0;
+  FILE* out = NULL;
+  for (size_t i = 0; i < missing_count; i++) {
+    char* dir;
+    if ((dir = strdup(missing[i])) == NULL)
+      goto done;
+    char* slash = strrchr(dir, '/');
+    if (slash == NULL) {
+      free(dir);
+      continue;
+    }
+    *(slash == dir ? slash + 1 : slash) = '\0';
+    char** grown = cli_grow(copies, copy_count, &copy_cap, sizeof(*copies), 8);
+    if (grown == NULL) {
+      free(dir);
+      goto done;
+    }
+    copies = grown;
+    copies[copy_count++] = dir;
+    if (!add_unique(&dirs, &dir_count, &dir_cap, dir))
+      goto done;
+  }
+  if (dir_count == 0)
+    goto done;
+  for (size_t d = 0; d < dir_count; d++) {
+    struct stat st;
+    if (stat(dirs[d], &st) != 0 || !S_ISDIR(st.st_mode) ||
+        kpack_find_archives(dirs[d], &names, &name_count) != KPACK_SUCCESS)
+      continue;
+    for (size_t n = 0; n < name_count; n++) {
+      kpack_archive_t a;
+      size_t count = 0;
+      if (kpack_open(names[n], &a) != KPACK_SUCCESS)
+        continue;
+      kpack_archive_t* grown =
+          cli_grow(open, open_count, &open_cap, sizeof(*open), 8);
+      if (grown == NULL) {
+        kpack_close(a);
+        goto done;
+      }
+      open = grown;
+      open[open_count++] = a;
+      archives++;
+      (void)kpack_get_architecture_count(a, &count);
+      for (size_t k = 0; k < count; k++) {
+        const char* arch;
+        if (kpack_get_architecture(a, k, &arch) == KPACK_SUCCESS &&
+            !add_unique(&declared, &declared_count, &declared_cap, arch))
+          goto done;
+      }
+    }
+    kpack_path_list_free(names, name_count);
+    names = NULL;
+    name_count = 0;
+  }
+  if ((out = open_memstream(&text, &text_len)) == NULL)
+    goto done;
+  if (archives == 0) {
+    fprintf(out, "archive not installed: no *.kpack archive in");
+    for (size_t d = 0; d < dir_count; d++)
+      fprintf(out, "%s %s", d > 0 ? "," : "", dirs[d]);
+  } else {
+    fprintf(out,
+            "no code for this GPU in this build: %zu archive%s beside the "
+            "candidates declare%s",
+            archives, archives == 1 ? "" : "s", archives == 1 ? "s" : "");
+    for (size_t k = 0; k < declared_count; k++)
+      fprintf(out, "%s %s", k > 0 ? "," : "", declared[k]);
+    if (declared_count == 0)
+      fprintf(out, " no arch");
+  }
+  if (fclose(out) != 0) {
+    free(text);
+    text = NULL;
+  }
+done:
+  kpack_path_list_free(names, name_count);
+  for (size_t i = 0; i < open_count; i++)
+    kpack_close(open[i]);
+  free(open);
+  for (size_t i = 0; i < copy_count; i++)
+    free(copies[i]);
+  free(copies);
+  free(dirs);
+  free(declared);
+  return text;
+}
+
 /* ---- interruption -------------------------------------------------------- */
 
 static volatile sig_atomic_t caught_signal;

@@ -250,6 +250,16 @@ void cli_operands_free(int argc, char** argv);
 char* cli_kernel_hint(kpack_archive_t archive, const char* binary,
                       const char* arch);
 
+/* ARCHIVE_NOT_FOUND for per-arch archives means one of two things a user
+ * must tell apart: the build has no code for this GPU (the directories
+ * the `missing` candidate paths point into hold archives, for other
+ * arches), or the archives are not installed at all (none there). Says
+ * which, malloc'ed ("no code for this GPU in this build: 2 archives beside
+ * the candidates declare gfx942, gfx1100", "archive not installed: no
+ * *.kpack archive in /opt/x/.kpack"), from the archives beside them. NULL
+ * when no candidate names a directory (or out of memory). */
+char* cli_why_not_found(const char* const* missing, size_t missing_count);
+
 /* ---- interruption -------------------------------------------------------- */
 
 /* Installs SIGINT/SIGTERM/SIGHUP handlers that only set a flag, so that a

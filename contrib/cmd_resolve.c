@@ -7,7 +7,6 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli.h"
 #include "host_view.h"
@@ -280,119 +279,20 @@ static void print_section(const char* title, const cli_table* t,
     printf("%s\n", empty);
 }
 
-/* Adds `item` to the `count` strings of `list` (capacity `cap`) unless it
- * is there; false when out of memory. The strings stay the caller's. */
-static bool add_unique(const char*** list, size_t* count, size_t* cap,
-                       const char* item) {
-  for (size_t i = 0; i < *count; i++)
-    if (strcmp((*list)[i], item) == 0)
-      return true;
-  const char** grown = cli_grow(*list, *count, cap, sizeof(**list), 8);
-  if (grown == NULL)
-    return false;
-  *list = grown;
-  grown[(*count)++] = item;
-  return true;
-}
-
-/* ARCHIVE_NOT_FOUND for per-arch archives means one of two things a user
- * must tell apart: the build has no code for this GPU (the directories
- * the candidates point into hold archives, for other arches), or the
- * archives are not installed at all (none there). Says which, from the
- * archives found beside the missing candidates. */
+/* The candidate paths that led to no file, for cli_why_not_found(). */
 static void print_why_not_found(const rs_trace* t) {
-  const char** dirs = NULL;
-  const char** declared = NULL;
-  size_t dir_count = 0, dir_cap = 0, declared_count = 0, declared_cap = 0;
-  size_t archives = 0;
-  char** names = NULL;
-  size_t name_count = 0;
-  kpack_archive_t* open = NULL;
-  size_t open_count = 0, open_cap = 0;
-  char** copies = NULL;
-  size_t copy_count = 0, copy_cap = 0;
-  for (size_t i = 0; i < t->count; i++) {
-    const rs_event* e = &t->events[i];
-    char* dir;
-    if (e->kind != KPACK_TRACE_PATH || e->exists)
-      continue;
-    if ((dir = strdup(e->path)) == NULL)
-      goto done;
-    char* slash = strrchr(dir, '/');
-    if (slash == NULL) {
-      free(dir);
-      continue;
-    }
-    *(slash == dir ? slash + 1 : slash) = '\0';
-    char** grown = cli_grow(copies, copy_count, &copy_cap, sizeof(*copies), 8);
-    if (grown == NULL) {
-      free(dir);
-      goto done;
-    }
-    copies = grown;
-    copies[copy_count++] = dir;
-    if (!add_unique(&dirs, &dir_count, &dir_cap, dir))
-      goto done;
-  }
-  if (dir_count == 0)
-    goto done;
-  for (size_t d = 0; d < dir_count; d++) {
-    struct stat st;
-    if (stat(dirs[d], &st) != 0 || !S_ISDIR(st.st_mode) ||
-        kpack_find_archives(dirs[d], &names, &name_count) != KPACK_SUCCESS)
-      continue;
-    for (size_t n = 0; n < name_count; n++) {
-      kpack_archive_t a;
-      size_t count = 0;
-      if (kpack_open(names[n], &a) != KPACK_SUCCESS)
-        continue;
-      kpack_archive_t* grown =
-          cli_grow(open, open_count, &open_cap, sizeof(*open), 8);
-      if (grown == NULL) {
-        kpack_close(a);
-        goto done;
-      }
-      open = grown;
-      open[open_count++] = a;
-      archives++;
-      (void)kpack_get_architecture_count(a, &count);
-      for (size_t k = 0; k < count; k++) {
-        const char* arch;
-        if (kpack_get_architecture(a, k, &arch) == KPACK_SUCCESS &&
-            !add_unique(&declared, &declared_count, &declared_cap, arch))
-          goto done;
-      }
-    }
-    kpack_path_list_free(names, name_count);
-    names = NULL;
-    name_count = 0;
-  }
-  printf("why:     ");
-  if (archives == 0) {
-    printf("archive not installed: no *.kpack archive in");
-    for (size_t d = 0; d < dir_count; d++)
-      printf("%s %s", d > 0 ? "," : "", dirs[d]);
-  } else {
-    printf(
-        "no code for this GPU in this build: %zu archive%s beside the "
-        "candidates declare%s",
-        archives, archives == 1 ? "" : "s", archives == 1 ? "s" : "");
-    for (size_t k = 0; k < declared_count; k++)
-      printf("%s %s", k > 0 ? "," : "", declared[k]);
-    if (declared_count == 0)
-      printf(" no arch");
-  }
-  putchar('\n');
-done:
-  kpack_path_list_free(names, name_count);
-  for (size_t i = 0; i < open_count; i++)
-    kpack_close(open[i]);
-  free(open);
-  for (size_t i = 0; i < copy_count; i++)
-    free(copies[i]);
-  free(copies);
-  free(dirs);
-  free(declared);
+  const char** missing = calloc(t->count ? t->count : 1, sizeof(*missing));
+  size_t count = 0;
+  if (missing == NULL)
+    return;
+  for (size_t i = 0; i < t->count; i++)
+    if (t->events[i].kind == KPACK_TRACE_PATH && !t->events[i].exists)
+      missing[count++] = t->events[i].path;
+  char* why = cli_why_not_found(missing, count);
+  if (why != NULL)
+    printf("why:     %s\n", why);
+  free(why);
+  free(missing);
 }
 
 /* The search a trace recorded: candidate paths, archives, targets tried and
