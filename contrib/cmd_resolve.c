@@ -29,7 +29,10 @@ static const char resolve_manual[] =
     "    HIPK metadata names kernel NAME and the given search paths, for code\n"
     "    object index N and a device whose ISA names are the --arch values in\n"
     "    priority order. ROCM_KPACK_PATH, ROCM_KPACK_PATH_PREFIX,\n"
-    "    ROCM_KPACK_DISABLE and ROCM_KPACK_DEBUG apply as in the HIP runtime.\n"
+    "    ROCM_KPACK_DISABLE and ROCM_KPACK_DEBUG apply as in the HIP runtime\n"
+    "    ('\\:' is a ':' inside a name in the path lists; a note says when\n"
+    "    an item is missing but it and its neighbour joined by ':' name a\n"
+    "    file).\n"
     "    It prints:\n"
     "      - every candidate archive path, where it came from (an embedded\n"
     "        search path, ROCM_KPACK_PATH or ROCM_KPACK_PATH_PREFIX) and\n"
@@ -264,9 +267,30 @@ static void print_agent(const rs_request* r) {
   putchar('\n');
   static const char* const env[] = {"ROCM_KPACK_PATH", "ROCM_KPACK_PATH_PREFIX",
                                     "ROCM_KPACK_DISABLE"};
-  for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
-    if (getenv(env[i]) != NULL)
-      printf("env      %s=%s\n", env[i], getenv(env[i]));
+  for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
+    const char* value = getenv(env[i]);
+    char** items = NULL;
+    size_t count = 0;
+    if (value == NULL)
+      continue;
+    printf("env      %s=%s\n", env[i], value);
+    if (i == 2 || kpack_path_list_split(value, &items, &count) != KPACK_SUCCESS)
+      continue;
+    /* An archive name with its arch (x_gfx90a:xnack-.kpack) split in two
+     * by the list's ':' is the likeliest mistake in these lists. */
+    for (size_t k = 0; k < count; k++) {
+      char* joined = kpack_path_list_joined(items, count, k);
+      if (joined == NULL)
+        continue;
+      printf(
+          "note     %s: '%s' does not exist, but '%s' does: write a ':' "
+          "inside a name as '\\:'\n",
+          env[i], items[k], joined);
+      free(joined);
+      k++; /* the neighbour is the other half of the same name */
+    }
+    kpack_path_list_free(items, count);
+  }
 }
 
 /* A titled table of the explanation, or what its emptiness means. */

@@ -281,6 +281,40 @@ static void test_resolve_tells_no_code_for_the_gpu_from_not_installed(
   free(dir);
 }
 
+static void test_resolve_notes_a_name_split_by_rocm_kpack_path(void** state) {
+  (void)state;
+  char* named = kt_path(kt_tmp, "x_gfx90a:xnack-.kpack");
+  assert_int_equal(link(archive, named), 0);
+  char *out, *expected, *prefix = kt_path(kt_tmp, "x_gfx90a");
+  setenv("ROCM_KPACK_PATH", named, 1);
+  assert_int_equal(KP(&out, NULL, "resolve", "--kernel", "lib/libx.so",
+                      "--arch", "gfx90a:xnack-"),
+                   1);
+  unsetenv("ROCM_KPACK_PATH");
+  assert_true(asprintf(&expected,
+                       "\nnote     ROCM_KPACK_PATH: '%s' does not exist, but "
+                       "'%s' does: write a ':' inside a name as '\\:'\n\n",
+                       prefix, named) > 0);
+  kt_assert_contains(out, expected);
+  free(expected);
+  free(out);
+  /* Written with "\:", the loader finds it. */
+  char* escaped;
+  assert_true(asprintf(&escaped, "%s\\:xnack-.kpack", prefix) > 0);
+  setenv("ROCM_KPACK_PATH", escaped, 1);
+  assert_int_equal(KP(&out, NULL, "resolve", "--kernel", "lib/libx.so",
+                      "--arch", "gfx90a:xnack-"),
+                   0);
+  unsetenv("ROCM_KPACK_PATH");
+  assert_null(strstr(out, "note "));
+  kt_assert_contains(out, "RESULT   KPACK_SUCCESS");
+  free(out);
+  free(escaped);
+  unlink(named);
+  free(prefix);
+  free(named);
+}
+
 /* ---- directories --------------------------------------------------------- */
 
 static void test_a_directory_stands_for_its_archives(void** state) {
@@ -436,6 +470,7 @@ int main(void) {
       cmocka_unit_test(test_extract_of_a_binary_it_lacks_fails_and_suggests),
       cmocka_unit_test(
           test_resolve_tells_no_code_for_the_gpu_from_not_installed),
+      cmocka_unit_test(test_resolve_notes_a_name_split_by_rocm_kpack_path),
       cmocka_unit_test(test_a_directory_stands_for_its_archives),
       cmocka_unit_test(test_verify_json_reports_each_archive),
       cmocka_unit_test(test_create_uses_one_thread_per_cpu_unless_told),
