@@ -88,7 +88,9 @@ static const char verify_manual[] =
     "        BINARY: record N (KERNEL#N) AGENT: KPACK_ERROR_NAME: WHY\n"
     "\n"
     "    WHY is one of: no archive for this arch is installed (the paths\n"
-    "    looked for); archive unreadable (its path and the system's error,\n"
+    "    looked for); no code for this GPU in this build (an --arch agent\n"
+    "    none of the arches the split recorded may serve: the archive is\n"
+    "    not missing, the build never had one); archive unreadable (its path and the system's error,\n"
     "    e.g. Permission denied, or the kpack status of a corrupt file);\n"
     "    the archives found do not declare this arch (each with what it\n"
     "    declares); kernel missing from the archive; kernel unreadable.\n"
@@ -780,9 +782,28 @@ static void binary_problem(vb_run* r, const char* path, const char* fmt, ...) {
 
 /* One record against every agent: the loader's search must return its
  * code object. */
+/* With per-arch archives, a missing archive for an agent the split never
+ * had code for is no broken install: says so when none of the `count`
+ * arches the split recorded may serve `agent`. */
+static void why_not_built(vb_outcome* o, const char* agent,
+                          const char* const* recorded, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    if (kpack_target_may_serve(recorded[i], agent))
+      return;
+  char looked[sizeof(o->why)];
+  const char* paths = strstr(o->why, " (looked for ");
+  snprintf(looked, sizeof(looked), "%s", paths != NULL ? paths : "");
+  o->why[0] = '\0';
+  why_add(o, "no code for this GPU in this build: the split recorded");
+  for (size_t i = 0; i < count; i++)
+    why_add(o, "%s %s", i > 0 ? "," : "", recorded[i]);
+  why_add(o, "%s", looked);
+}
+
 static void check_record(vb_run* r, const char* path, size_t index,
                          const kpack_host_wrapper_t* w, const char* key,
-                         const vb_set* agents) {
+                         const vb_set* agents, const char* const* recorded,
+                         size_t recorded_count) {
   if (r->json) {
     cli_json_key(&r->out, "agents");
     cli_json_array(&r->out, 10, true);
@@ -800,6 +821,8 @@ static void check_record(vb_run* r, const char* path, size_t index,
     if (r->trace.failed && err == KPACK_SUCCESS)
       err = KPACK_ERROR_OUT_OF_MEMORY;
     explain(&r->trace, err, &o);
+    if (o.reason == VB_NO_ARCHIVE && recorded_count > 0)
+      why_not_built(&o, agent, recorded, recorded_count);
     r->loads++;
     r->failures += err != KPACK_SUCCESS;
     if (r->json) {
@@ -897,7 +920,12 @@ static void check_records(vb_run* r, const char* path, const kpack_host_t* host,
     } else if (record_agents(r, path, host, i, &w, key, &agents, source)) {
       if (r->json)
         cli_json_key_str(&r->out, "checked", vb_source_names[*source]);
-      check_record(r, path, i, &w, key, &agents);
+      const char* const* recorded = NULL;
+      size_t recorded_count = 0;
+      if (kpack_host_get_arches(host, i, &recorded, &recorded_count) !=
+          KPACK_SUCCESS)
+        recorded_count = 0;
+      check_record(r, path, i, &w, key, &agents, recorded, recorded_count);
     }
     cli_json_close_to(&r->out, depth);
     set_free(&agents);
