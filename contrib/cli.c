@@ -7,6 +7,7 @@
  */
 #include <dlfcn.h>
 #include <errno.h>
+#include <getopt.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -69,16 +70,28 @@ void cli_kerror(const char* subject, kpack_error_t err) {
             cli_error_text(err));
 }
 
-void cli_input_error(const char* path, kpack_error_t err, int sys_errno) {
+const char* cli_input_reason(const char* path, kpack_error_t err,
+                             int sys_errno) {
   struct stat st;
+  /* Which structure, where, the file's size: as the host reader says. */
+  static char why[512];
+  if ((err == KPACK_ERROR_INVALID_FORMAT ||
+       err == KPACK_ERROR_MSGPACK_PARSE_FAILED ||
+       err == KPACK_ERROR_UNSUPPORTED_VERSION) &&
+      kpack_archive_diagnose(path, why, sizeof(why)) == err && why[0] != '\0')
+    return why;
+  if (err != KPACK_ERROR_IO_ERROR || sys_errno == 0)
+    return cli_error_text(err);
   /* The library gives EISDIR for any file that is not a regular one. */
-  bool other = sys_errno == EISDIR && stat(path, &st) == 0 &&
-               !S_ISDIR(st.st_mode) && !S_ISREG(st.st_mode);
-  if (err == KPACK_ERROR_IO_ERROR && sys_errno != 0)
-    cli_error("%s: %s (%s)", path, kpack_error_string(err),
-              other ? "not a regular file" : strerror(sys_errno));
-  else
-    cli_kerror(path, err);
+  if (sys_errno == EISDIR && stat(path, &st) == 0 && !S_ISDIR(st.st_mode) &&
+      !S_ISREG(st.st_mode))
+    return "not a regular file";
+  return strerror(sys_errno);
+}
+
+void cli_input_error(const char* path, kpack_error_t err, int sys_errno) {
+  cli_error("%s: %s (%s)", path, kpack_error_string(err),
+            cli_input_reason(path, err, sys_errno));
 }
 
 const char* cli_read_reason(kpack_error_t err, int sys_errno) {
@@ -127,6 +140,22 @@ int cli_usage_error(const cli_command* cmd, const char* fmt, ...) {
   return CLI_USAGE;
 }
 
+int cli_option_error(const cli_command* cmd, char* const* argv,
+                     const char* optstring) {
+  /* optind has passed the refused word, except after an unknown letter in
+   * a group ("-qZ"), which optopt names. */
+  const char* word = optind > 0 ? argv[optind - 1] : "";
+  if (optopt == 0) /* an unknown or ambiguous long option */
+    return cli_usage_error(cmd, "unrecognized option '%s'", word);
+  if (strncmp(word, "--", 2) == 0)
+    return cli_usage_error(cmd, "option '%.*s' requires an argument",
+                           (int)strcspn(word, "="), word);
+  const char* known = strchr(optstring, optopt);
+  if (known != NULL && known[1] == ':')
+    return cli_usage_error(cmd, "option '-%c' requires an argument", optopt);
+  return cli_usage_error(cmd, "invalid option -- '%c'", optopt);
+}
+
 int cli_print_manual(const cli_command* cmd) {
   fputs(cmd->manual, stdout);
   return CLI_OK;
@@ -152,12 +181,13 @@ bool cli_parse_threads(const cli_command* cmd, const char* text,
     cli_usage_error(cmd, "-j takes a thread count, 0-1024");
     return false;
   }
-  if (value == 0) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    value = cpus > 0 ? (unsigned long)cpus : 1;
-  }
-  *threads = (unsigned)value;
+  *threads = value == 0 ? cli_default_threads() : (unsigned)value;
   return true;
+}
+
+unsigned cli_default_threads(void) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 ? (unsigned)(cpus < 1024 ? cpus : 1024) : 1;
 }
 
 bool cli_parse_level(const cli_command* cmd, const char* text, int* level) {
@@ -486,6 +516,247 @@ cli_walk cli_walk_archive(const char* path, cli_kernel_fn fn, void* user,
   else
     kpack_close(archive);
   return walk;
+}
+
+/* Appends `path` (taken: freed on failure) to the array. */
+static bool push_operand(char*** items, size_t* count, size_t* cap,
+                         char* path) {
+  char** grown = cli_grow(*items, *count, cap, sizeof(**items), 16);
+  if (path == NULL || grown == NULL) {
+    free(path);
+    return false;
+  }
+  *items = grown;
+  (*items)[(*count)++] = path;
+  return true;
+}
+
+bool cli_expand_archives(int argc, char** argv, int first, int* out_argc,
+                         char*** out_argv) {
+  size_t count = 0, cap = 0;
+  char** expanded = NULL;
+  for (int i = 0; i < first; i++)
+    if (!push_operand(&expanded, &count, &cap, strdup(argv[i])))
+      goto nomem;
+  for (int i = first; i < argc; i++) {
+    struct stat st;
+    char** found = NULL;
+    size_t found_count = 0;
+    if (stat(argv[i], &st) != 0 || !S_ISDIR(st.st_mode)) {
+      if (!push_operand(&expanded, &count, &cap, strdup(argv[i])))
+        goto nomem;
+      continue;
+    }
+    kpack_error_t err = kpack_find_archives(argv[i], &found, &found_count);
+    if (err != KPACK_SUCCESS) {
+      cli_input_error(argv[i], err, err == KPACK_ERROR_IO_ERROR ? errno : 0);
+      goto fail;
+    }
+    if (found_count == 0)
+      cli_error("%s: no *.kpack archive in this directory", argv[i]);
+    size_t j = 0;
+    while (j < found_count && push_operand(&expanded, &count, &cap, found[j]))
+      j++;
+    if (j < found_count)
+      kpack_path_list_free(found + j + 1, found_count - j - 1);
+    free(found);
+    if (found_count == 0)
+      goto fail;
+    if (j < found_count)
+      goto nomem;
+  }
+  if (count == cap) {
+    char** grown = cli_grow(expanded, count, &cap, sizeof(*expanded), 16);
+    if (grown == NULL)
+      goto nomem;
+    expanded = grown;
+  }
+  expanded[count] = NULL;
+  *out_argc = (int)count;
+  *out_argv = expanded;
+  return true;
+nomem:
+  cli_error("out of memory");
+fail:
+  for (size_t i = 0; i < count; i++)
+    free(expanded[i]);
+  free(expanded);
+  return false;
+}
+
+void cli_operands_free(int argc, char** argv) {
+  for (int i = 0; i < argc && argv != NULL; i++)
+    free(argv[i]);
+  free(argv);
+}
+
+static bool has_binary(kpack_archive_t archive, const char* binary) {
+  size_t count;
+  return kpack_get_binary_arch_count(archive, binary, &count) ==
+             KPACK_SUCCESS &&
+         count > 0;
+}
+
+/* "binary has A, B, C": the arches the archive holds it for. */
+static char* arches_of(kpack_archive_t archive, const char* binary) {
+  size_t count = 0, len = 0;
+  char* text = NULL;
+  FILE* out = open_memstream(&text, &len);
+  if (out == NULL)
+    return NULL;
+  (void)kpack_get_binary_arch_count(archive, binary, &count);
+  fprintf(out, "%s has ", binary);
+  for (size_t i = 0; i < count; i++) {
+    const char* arch;
+    if (kpack_get_binary_arch(archive, binary, i, &arch) == KPACK_SUCCESS)
+      fprintf(out, "%s%s", i > 0 ? ", " : "", arch);
+  }
+  if (fclose(out) != 0) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+char* cli_kernel_hint(kpack_archive_t archive, const char* binary,
+                      const char* arch) {
+  char* hint = NULL;
+  (void)arch;
+  if (has_binary(archive, binary))
+    return arches_of(archive, binary);
+  /* The binary as given, then without each leading directory in turn. */
+  for (const char* tail = binary; tail != NULL && hint == NULL;) {
+    char* numbered = NULL;
+    if (tail != binary && has_binary(archive, tail)) {
+      if (asprintf(&hint, "did you mean '%s'?", tail) < 0)
+        hint = NULL;
+    } else if (strchr(tail, '#') == NULL &&
+               asprintf(&numbered, "%s#0", tail) > 0) {
+      if (has_binary(archive, numbered) &&
+          asprintf(&hint, "did you mean '%s'?", numbered) < 0)
+        hint = NULL;
+      free(numbered);
+    }
+    tail = strchr(tail, '/');
+    if (tail != NULL)
+      tail++;
+  }
+  return hint;
+}
+
+/* Adds `item` to the `count` strings of `list` (capacity `cap`) unless it
+ * is there; false when out of memory. The strings stay the caller's. */
+static bool add_unique(const char*** list, size_t* count, size_t* cap,
+                       const char* item) {
+  for (size_t i = 0; i < *count; i++)
+    if (strcmp((*list)[i], item) == 0)
+      return true;
+  const char** grown = cli_grow(*list, *count, cap, sizeof(**list), 8);
+  if (grown == NULL)
+    return false;
+  *list = grown;
+  grown[(*count)++] = item;
+  return true;
+}
+
+char* cli_why_not_found(const char* const* missing, size_t missing_count) {
+  const char** dirs = NULL;
+  const char** declared = NULL;
+  size_t dir_count = 0, dir_cap = 0, declared_count = 0, declared_cap = 0;
+  size_t archives = 0;
+  char** names = NULL;
+  size_t name_count = 0;
+  kpack_archive_t* open = NULL;
+  size_t open_count = 0, open_cap = 0;
+  char** copies = NULL;
+  size_t copy_count = 0, copy_cap = 0;
+  char* text = NULL;
+  size_t text_len = 0;
+  FILE* out = NULL;
+  for (size_t i = 0; i < missing_count; i++) {
+    char* dir;
+    if ((dir = strdup(missing[i])) == NULL)
+      goto done;
+    char* slash = strrchr(dir, '/');
+    if (slash == NULL) {
+      free(dir);
+      continue;
+    }
+    *(slash == dir ? slash + 1 : slash) = '\0';
+    char** grown = cli_grow(copies, copy_count, &copy_cap, sizeof(*copies), 8);
+    if (grown == NULL) {
+      free(dir);
+      goto done;
+    }
+    copies = grown;
+    copies[copy_count++] = dir;
+    if (!add_unique(&dirs, &dir_count, &dir_cap, dir))
+      goto done;
+  }
+  if (dir_count == 0)
+    goto done;
+  for (size_t d = 0; d < dir_count; d++) {
+    struct stat st;
+    if (stat(dirs[d], &st) != 0 || !S_ISDIR(st.st_mode) ||
+        kpack_find_archives(dirs[d], &names, &name_count) != KPACK_SUCCESS)
+      continue;
+    for (size_t n = 0; n < name_count; n++) {
+      kpack_archive_t a;
+      size_t count = 0;
+      if (kpack_open(names[n], &a) != KPACK_SUCCESS)
+        continue;
+      kpack_archive_t* grown =
+          cli_grow(open, open_count, &open_cap, sizeof(*open), 8);
+      if (grown == NULL) {
+        kpack_close(a);
+        goto done;
+      }
+      open = grown;
+      open[open_count++] = a;
+      archives++;
+      (void)kpack_get_architecture_count(a, &count);
+      for (size_t k = 0; k < count; k++) {
+        const char* arch;
+        if (kpack_get_architecture(a, k, &arch) == KPACK_SUCCESS &&
+            !add_unique(&declared, &declared_count, &declared_cap, arch))
+          goto done;
+      }
+    }
+    kpack_path_list_free(names, name_count);
+    names = NULL;
+    name_count = 0;
+  }
+  if ((out = open_memstream(&text, &text_len)) == NULL)
+    goto done;
+  if (archives == 0) {
+    fprintf(out, "archive not installed: no *.kpack archive in");
+    for (size_t d = 0; d < dir_count; d++)
+      fprintf(out, "%s %s", d > 0 ? "," : "", dirs[d]);
+  } else {
+    fprintf(out,
+            "no code for this GPU in this build: %zu archive%s beside the "
+            "candidates declare%s",
+            archives, archives == 1 ? "" : "s", archives == 1 ? "s" : "");
+    for (size_t k = 0; k < declared_count; k++)
+      fprintf(out, "%s %s", k > 0 ? "," : "", declared[k]);
+    if (declared_count == 0)
+      fprintf(out, " no arch");
+  }
+  if (fclose(out) != 0) {
+    free(text);
+    text = NULL;
+  }
+done:
+  kpack_path_list_free(names, name_count);
+  for (size_t i = 0; i < open_count; i++)
+    kpack_close(open[i]);
+  free(open);
+  for (size_t i = 0; i < copy_count; i++)
+    free(copies[i]);
+  free(copies);
+  free(dirs);
+  free(declared);
+  return text;
 }
 
 /* ---- interruption -------------------------------------------------------- */

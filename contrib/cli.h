@@ -45,9 +45,16 @@ void cli_error(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 /* "kpack: <subject>: KPACK_ERROR_X (<what it means>)" on stderr. */
 void cli_kerror(const char* subject, kpack_error_t err);
 /* A failure to open or read the input `path`: as cli_kerror(), the
- * system's reason (strerror(sys_errno), e.g. "Permission denied") in
- * place of the status's phrase when there is one. */
+ * system's reason (strerror(sys_errno), e.g. "Permission denied") or, for
+ * an archive that does not parse, which structure fails where
+ * (kpack_archive_diagnose()), in place of the status's phrase when there
+ * is one. */
 void cli_input_error(const char* path, kpack_error_t err, int sys_errno);
+/* The phrase cli_input_error() puts in parentheses: for a malformed
+ * archive, what kpack_archive_diagnose() says is wrong where (kept until
+ * the next call). */
+const char* cli_input_reason(const char* path, kpack_error_t err,
+                             int sys_errno);
 /* A failure to write the output `path` (an archive, a mirrored file, an
  * extracted kernel): "kpack: <path>: cannot write: <reason>", the reason
  * being the system's (strerror(sys_errno), e.g. "No space left on
@@ -72,6 +79,14 @@ const char* cli_read_reason(kpack_error_t err, int sys_errno);
 /* Reports a bad command line for `cmd`; returns CLI_USAGE. */
 int cli_usage_error(const cli_command* cmd, const char* fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/* Reports the option getopt_long(..., optstring, ...) just refused (it
+ * returned '?') as
+ * getopt would ("unrecognized option '--x'", "option '-j' requires an
+ * argument"), in cli_usage_error()'s one message: kpack's main() turns
+ * getopt's own message off (opterr), so that each bad command line says
+ * one thing once. Returns CLI_USAGE. */
+int cli_option_error(const cli_command* cmd, char* const* argv,
+                     const char* optstring);
 /* Prints the manual of `cmd` to stdout; returns CLI_OK. */
 int cli_print_manual(const cli_command* cmd);
 
@@ -81,10 +96,12 @@ int cli_print_manual(const cli_command* cmd);
 bool cli_parse_uint(const char* text, unsigned long min, unsigned long max,
                     unsigned long* out);
 /* The -j of the commands that write archives: a thread count from 0 to
- * 1024, 0 meaning one per online CPU. False, after reporting the bad
- * command line for `cmd`, when `text` is not one. */
+ * 1024, 0 meaning one per online CPU (cli_default_threads(), also what
+ * they use without -j; -j1 compresses on the calling thread). False, after
+ * reporting the bad command line for `cmd`, when `text` is not one. */
 bool cli_parse_threads(const cli_command* cmd, const char* text,
                        unsigned* threads);
+unsigned cli_default_threads(void);
 /* Their -l: a zstd level from 1 to 22. False, after reporting the bad
  * command line for `cmd`, when `text` is not one. */
 bool cli_parse_level(const cli_command* cmd, const char* text, int* level);
@@ -216,6 +233,36 @@ typedef enum cli_walk {
  * there when it could not be opened). */
 cli_walk cli_walk_archive(const char* path, cli_kernel_fn fn, void* user,
                           kpack_archive_t* keep);
+
+/* The command line with each directory among the operands argv[first..]
+ * replaced by the archives below it, as kpackfs reads a SOURCE directory
+ * (kpack_find_archives(): *.kpack files, recursively, in name order);
+ * other words stay as given. On success *out_argv is a new array of
+ * *out_argc copies, NULL-terminated, freed with cli_operands_free(). False
+ * after a message naming the directory when one cannot be read or holds
+ * no archive. */
+bool cli_expand_archives(int argc, char** argv, int first, int* out_argc,
+                         char*** out_argv);
+void cli_operands_free(int argc, char** argv);
+
+/* For a kernel (binary, arch) `archive` does not hold, what the user likely
+ * meant, malloc'ed: "did you mean 'lib/libx.so#0'?" when `binary` with
+ * "#0" appended, or with leading directories removed ("usr/lib/..." for
+ * "lib/..."), is a binary of the archive; "lib/libx.so#0 has gfx90a,
+ * gfx942" when the binary is there but not for `arch`. NULL when there is
+ * nothing to suggest (or no memory to say it). */
+char* cli_kernel_hint(kpack_archive_t archive, const char* binary,
+                      const char* arch);
+
+/* ARCHIVE_NOT_FOUND for per-arch archives means one of two things a user
+ * must tell apart: the build has no code for this GPU (the directories
+ * the `missing` candidate paths point into hold archives, for other
+ * arches), or the archives are not installed at all (none there). Says
+ * which, malloc'ed ("no code for this GPU in this build: 2 archives beside
+ * the candidates declare gfx942, gfx1100", "archive not installed: no
+ * *.kpack archive in /opt/x/.kpack"), from the archives beside them. NULL
+ * when no candidate names a directory (or out of memory). */
+char* cli_why_not_found(const char* const* missing, size_t missing_count);
 
 /* ---- interruption -------------------------------------------------------- */
 

@@ -2,7 +2,9 @@
  *
  * `kpack cat`: one kernel's bytes, decompressed, to standard output.
  */
+#include <errno.h>
 #include <getopt.h>
+#include <stdlib.h>
 
 #include "cli.h"
 
@@ -12,12 +14,16 @@ static const char cat_manual[] =
     "    kpack cat - write one kernel to standard output\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack cat ARCHIVE BINARY ARCH\n"
+    "    kpack cat ARCHIVE|DIR BINARY ARCH\n"
     "\n"
     "DESCRIPTION\n"
     "    Decompresses the kernel of BINARY (as `kpack list` shows it,\n"
     "    including the #N suffix) for architecture ARCH (exactly as listed,\n"
-    "    e.g. gfx90a:xnack-) and writes its bytes to standard output.\n"
+    "    e.g. gfx90a:xnack-) and writes its bytes to standard output. A\n"
+    "    directory DIR stands for the *.kpack archives below it, in name\n"
+    "    order: the first that holds the kernel gives it. A missing kernel\n"
+    "    is reported with what was likely meant: the binary with its #0,\n"
+    "    or the arches it has.\n"
     "\n"
     "OPTIONS\n"
     "    -h, --help  print this manual\n"
@@ -46,25 +52,40 @@ static int cat_run(int argc, char** argv) {
   while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
     if (c == 'h')
       return cli_print_manual(&cli_cat_command);
-    return cli_usage_error(&cli_cat_command, "unknown option");
+    return cli_option_error(&cli_cat_command, argv, "h");
   }
   if (argc - optind != 3)
     return cli_usage_error(&cli_cat_command,
                            "expected ARCHIVE BINARY ARCH, got %d argument%s",
                            argc - optind, argc - optind == 1 ? "" : "s");
-  const char* path = argv[optind];
   const char* binary = argv[optind + 1];
   const char* arch = argv[optind + 2];
-
-  kpack_error_t err = kpack_open(path, &archive);
-  if (err != KPACK_SUCCESS) {
-    cli_kerror(path, err);
-    goto done;
+  int paths_count;
+  char** paths;
+  if (!cli_expand_archives(optind + 1, argv, optind, &paths_count, &paths))
+    return CLI_FAIL; /* a directory: the first of its archives with it */
+  const char* path = paths[optind];
+  kpack_error_t err = KPACK_ERROR_KERNEL_NOT_FOUND;
+  for (int i = optind; i < paths_count && err == KPACK_ERROR_KERNEL_NOT_FOUND;
+       i++) {
+    kpack_close(archive);
+    archive = NULL;
+    path = paths[i];
+    err = kpack_open(path, &archive);
+    if (err != KPACK_SUCCESS) {
+      cli_input_error(path, err, errno); /* kpack_open() keeps errno */
+      goto done;
+    }
+    err = kpack_get_kernel(archive, binary, arch, &data, &size);
   }
-  err = kpack_get_kernel(archive, binary, arch, &data, &size);
   if (err != KPACK_SUCCESS) {
-    cli_error("%s: %s for %s: %s (%s)", path, binary, arch,
-              kpack_error_string(err), cli_error_text(err));
+    char* hint = paths_count == optind + 1
+                     ? cli_kernel_hint(archive, binary, arch)
+                     : NULL;
+    cli_error("%s: %s for %s: %s (%s)%s%s", argv[optind], binary, arch,
+              kpack_error_string(err), cli_error_text(err),
+              hint != NULL ? "; " : "", hint != NULL ? hint : "");
+    free(hint);
     goto done;
   }
   /* A short write is reported at exit, with every other command's. */
@@ -73,5 +94,6 @@ static int cat_run(int argc, char** argv) {
 done:
   kpack_free_kernel(data);
   kpack_close(archive);
+  cli_operands_free(paths_count, paths);
   return status;
 }

@@ -82,7 +82,8 @@ static const char create_manual[] =
     "    -l, --level LEVEL     zstd level, 1-22 (default 3); also recompresses\n"
     "                          kernels taken from archives\n"
     "        --no-compress     store kernels raw (scheme \"none\")\n"
-    "    -j, --jobs N          compression threads (default 1; 0: one per CPU)\n"
+    "    -j, --jobs N          compression threads (default and 0: one per\n"
+    "                          CPU; 1: none besides the main one)\n"
     "        --group G         TOC group_name, e.g. blas (default \"\")\n"
     "        --family F        TOC gfx_arch_family, e.g. gfx94X (default \"\")\n"
     "        --arch ARCH       pack only kernels an ARCH agent could be served\n"
@@ -880,7 +881,8 @@ static int create_run(int argc, char** argv) {
       {NULL, 0, NULL, 0}};
   const cli_command* cmd = &cli_create_command;
   cr_state s = {0};
-  kpack_writer_options_t wo = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL};
+  kpack_writer_options_t wo = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                               .threads = cli_default_threads()};
   kpack_writer_t* writer = NULL;
   const char* out = NULL;
   const char** arches = NULL;
@@ -950,7 +952,7 @@ static int create_run(int argc, char** argv) {
         status = cli_print_manual(cmd);
         goto done;
       default:
-        status = cli_usage_error(cmd, "unknown option");
+        status = cli_option_error(cmd, argv, "o:l:j:vqh");
         goto done;
     }
   }
@@ -1048,10 +1050,11 @@ static int create_run(int argc, char** argv) {
     char a[32], b[32], r[32], rate[32];
     double seconds = cli_seconds() - start;
     uint64_t stored = stat(out, &st) == 0 ? (uint64_t)st.st_size : 0;
-    printf("%s: %zu kernel%s, %s -> %s (%s) in %.2f s, %s/s\n", out, s.count,
-           s.count == 1 ? "" : "s", cli_human_size(a, bytes),
+    printf("%s: %zu kernel%s, %s -> %s (%s) in %.2f s, %s/s, %u thread%s\n",
+           out, s.count, s.count == 1 ? "" : "s", cli_human_size(a, bytes),
            cli_human_size(b, stored), cli_ratio(r, bytes, stored), seconds,
-           cli_human_size(rate, seconds > 0 ? (uint64_t)(bytes / seconds) : 0));
+           cli_human_size(rate, seconds > 0 ? (uint64_t)(bytes / seconds) : 0),
+           wo.threads, wo.threads == 1 ? "" : "s");
   }
   status = CLI_OK;
   goto done;

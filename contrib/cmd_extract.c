@@ -20,7 +20,7 @@ static const char extract_manual[] =
     "\n"
     "SYNOPSIS\n"
     "    kpack extract [-C DIR] [-b BINARY] [-a ARCH] [-B] [--demangle] [-v]\n"
-    "                  ARCHIVE...\n"
+    "                  ARCHIVE|DIR...\n"
     "\n"
     "DESCRIPTION\n"
     "    Writes every kernel to DIR/<binary>/<arch>/kernel.<type>, the layout\n"
@@ -46,7 +46,8 @@ static const char extract_manual[] =
     "    an earlier extraction left beside a kernel which now has none is\n"
     "    removed. `kpack create DIR` packs the tree again, metadata maps\n"
     "    included, as it packs a mounted tree. When several archives hold the\n"
-    "    same binary and arch, the first one named wins, as in kpackfs. A\n"
+    "    same binary and arch, the first one named wins, as in kpackfs (a\n"
+    "    directory DIR stands for the *.kpack below it, in name order). A\n"
     "    name that cannot be a relative path (empty, '.' or '..' components,\n"
     "    a leading '/', a '/' inside an arch) is skipped with a message.\n"
     "\n"
@@ -58,7 +59,9 @@ static const char extract_manual[] =
     "\n"
     "OPTIONS\n"
     "    -C, --directory DIR  extract into DIR (default: the current directory)\n"
-    "    -b, --binary BINARY  only this binary (as listed, with #N)\n"
+    "    -b, --binary BINARY  only this binary (as listed, with #N); when it\n"
+    "                         names no kernel, the status is 1 and the message\n"
+    "                         says what was likely meant (the #0, the arches)\n"
     "    -a, --arch ARCH      only this architecture (as listed)\n"
     "    -B, --bytes-only     write only what `kpack create` reads back, the\n"
     "                         kernels and " KPACK_ENTRY_METADATA_FILE
@@ -268,6 +271,8 @@ done:
   return go_on;
 }
 
+static int extract_archives(extract_state s, int argc, char** argv);
+
 static int extract_run(int argc, char** argv) {
   static const struct option options[] = {
       {"directory", required_argument, NULL, 'C'},
@@ -303,7 +308,7 @@ static int extract_run(int argc, char** argv) {
       case 'h':
         return cli_print_manual(&cli_extract_command);
       default:
-        return cli_usage_error(&cli_extract_command, "unknown option");
+        return cli_option_error(&cli_extract_command, argv, "C:b:a:vBh");
     }
   }
   if (optind >= argc)
@@ -311,6 +316,16 @@ static int extract_run(int argc, char** argv) {
   if (s.dir[0] == '\0')
     return cli_usage_error(&cli_extract_command, "empty -C directory");
 
+  if (!cli_expand_archives(argc, argv, optind, &argc, &argv))
+    return CLI_FAIL; /* a directory stands for the archives in it */
+  int status = extract_archives(s, argc, argv);
+  cli_operands_free(argc, argv);
+  return status;
+}
+
+/* The walk over the ARCHIVE operands (directories expanded), with the
+ * options extract_run() parsed into `s`. */
+static int extract_archives(extract_state s, int argc, char** argv) {
   cli_catch_signals();
   s.progress.enabled = !s.verbose && isatty(STDERR_FILENO);
   if (!cli_mkdirs(s.dir, 0755)) {
@@ -333,6 +348,18 @@ static int extract_run(int argc, char** argv) {
       s.earlier[s.earlier_count++] = archive;
   }
   cli_progress_end(&s.progress);
+  /* -b names nothing: say what it likely meant, from the first archive. */
+  if (s.only_binary != NULL && s.written == 0 && s.status == CLI_OK &&
+      !cli_interrupted() && s.earlier_count > 0) {
+    char* hint = cli_kernel_hint(s.earlier[0], s.only_binary,
+                                 s.only_arch != NULL ? s.only_arch : "");
+    cli_error("%s: no kernel of %s%s%s%s%s", argv[optind], s.only_binary,
+              s.only_arch != NULL ? " for " : "",
+              s.only_arch != NULL ? s.only_arch : "", hint != NULL ? "; " : "",
+              hint != NULL ? hint : "");
+    free(hint);
+    s.status = CLI_FAIL;
+  }
   for (size_t i = 0; i < s.earlier_count; i++)
     kpack_close(s.earlier[i]);
   free(s.earlier);

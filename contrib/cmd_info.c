@@ -3,6 +3,7 @@
  * `kpack info`: an archive's table of contents header and totals (nothing
  * decompressed), or what a code object file or a HIP host binary holds.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@ static const char info_manual[] =
     "    what a code object or a HIP host binary holds\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack info [--json] [-v] ARCHIVE|CODE-OBJECT|HOST-BINARY|DIRECTORY...\n"
+    "    kpack info [--json] [-v] ARCHIVE|DIR|CODE-OBJECT|HOST-BINARY...\n"
     "    kpack info --metadata CODE-OBJECT\n"
     "\n"
     "DESCRIPTION\n"
@@ -28,6 +29,10 @@ static const char info_manual[] =
     "    group name, architecture family, declared architectures in order,\n"
     "    compression scheme) and totals: binaries, kernels, decompressed and\n"
     "    stored bytes, file size. Nothing is decompressed.\n"
+    "\n"
+    "    A directory DIR given as an ARCHIVE stands for the *.kpack\n"
+    "    archives below it (sub-directories included, in name order), as in\n"
+    "    kpackfs; one that holds none is an error.\n"
     "\n"
     "    For an AMDGPU code object (an ELF file with e_machine 224, such as\n"
     "    `kpack cat` writes or kpackfs shows as kernel.hsaco): its code\n"
@@ -224,7 +229,7 @@ static int info_run(int argc, char** argv) {
     else if (c == 'h')
       return cli_print_manual(cmd);
     else
-      return cli_usage_error(cmd, "unknown option");
+      return cli_option_error(cmd, argv, "h");
   }
   if (optind >= argc)
     return cli_usage_error(cmd, "no ARCHIVE given");
@@ -237,6 +242,8 @@ static int info_run(int argc, char** argv) {
     }
     return cli_code_object_metadata(argv[optind]);
   }
+  if (!cli_expand_archives(argc, argv, optind, &argc, &argv))
+    return CLI_FAIL; /* a directory stands for the archives in it */
   cli_json* out = json ? &w : NULL;
   if (out != NULL) {
     cli_json_init(&w, stdout);
@@ -273,11 +280,12 @@ static int info_run(int argc, char** argv) {
       kpack_close(archive);
     }
     if (err != KPACK_SUCCESS) {
-      cli_kerror(argv[i], err);
+      cli_input_error(argv[i], err, errno); /* kpack_open() keeps errno */
       status = CLI_FAIL;
     }
   }
   if (out != NULL)
     cli_json_finish(&w);
+  cli_operands_free(argc, argv);
   return status;
 }

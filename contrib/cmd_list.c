@@ -20,8 +20,8 @@ static const char list_manual[] =
     "    kpack list - list the kernels of kpack archives and HIP fat binaries\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack list [--json] ARCHIVE|HOST-BINARY...\n"
-    "    kpack list --kernels [-C] [--json] [--kernel GLOB]... ARCHIVE...\n"
+    "    kpack list [--json] ARCHIVE|DIR|HOST-BINARY...\n"
+    "    kpack list --kernels [-C] [--json] [--kernel GLOB]... ARCHIVE|DIR...\n"
     "\n"
     "DESCRIPTION\n"
     "    One row per kernel: the binary it belongs to (an install-tree path\n"
@@ -30,6 +30,10 @@ static const char list_manual[] =
     "    Binaries are sorted byte-wise, and each binary's architectures too.\n"
     "    With several archives a first column names the archive. Only the\n"
     "    table of contents is read; nothing is decompressed.\n"
+    "\n"
+    "    A directory DIR given as an ARCHIVE stands for the *.kpack\n"
+    "    archives below it (sub-directories included, in name order), as in\n"
+    "    kpackfs; one that holds none is an error.\n"
     "\n"
     "    A HIP host binary (executable, shared library or object; ELF) that\n"
     "    still carries its device code gets a table of its own, printed as\n"
@@ -183,10 +187,12 @@ static int list_archives(int argc, char** argv) {
     else if (c == 'h')
       return cli_print_manual(&cli_list_command);
     else
-      return cli_usage_error(&cli_list_command, "unknown option");
+      return cli_option_error(&cli_list_command, argv, "h");
   }
   if (optind >= argc)
     return cli_usage_error(&cli_list_command, "no ARCHIVE given");
+  if (!cli_expand_archives(argc, argv, optind, &argc, &argv))
+    return CLI_FAIL; /* a directory stands for the archives in it */
   s.many = argc - optind > 1;
   s.table.cols = s.many ? 6 : 5;
   s.table.headers = s.many ? headers : headers + 1;
@@ -194,6 +200,7 @@ static int list_archives(int argc, char** argv) {
   kpack_archive_t* kept = calloc((size_t)argc, sizeof(*kept));
   if (kept == NULL) {
     cli_error("out of memory");
+    cli_operands_free(argc, argv);
     return CLI_FAIL;
   }
   if (s.json != NULL) {
@@ -239,6 +246,7 @@ static int list_archives(int argc, char** argv) {
     kpack_close(kept[i]);
   free(kept);
   cli_table_free(&s.table);
+  cli_operands_free(argc, argv);
   return s.failed ? CLI_FAIL : status;
 }
 
@@ -375,12 +383,16 @@ static int list_kernels(int argc, char** argv) {
         return cli_print_manual(&cli_list_command);
       default:
         free(globs);
-        return cli_usage_error(&cli_list_command, "unknown option");
+        return cli_option_error(&cli_list_command, argv, "hC");
     }
   }
   if (optind >= argc) {
     free(globs);
     return cli_usage_error(&cli_list_command, "no ARCHIVE given");
+  }
+  if (!cli_expand_archives(argc, argv, optind, &argc, &argv)) {
+    free(globs);
+    return CLI_FAIL;
   }
   s.globs = globs;
   s.many = argc - optind > 1;
@@ -419,6 +431,7 @@ static int list_kernels(int argc, char** argv) {
   }
   cli_table_free(&s.table);
   free(globs);
+  cli_operands_free(argc, argv);
   if (cli_interrupted()) {
     cli_error("list: interrupted");
     return CLI_INTERRUPTED;

@@ -29,7 +29,10 @@ static const char resolve_manual[] =
     "    HIPK metadata names kernel NAME and the given search paths, for code\n"
     "    object index N and a device whose ISA names are the --arch values in\n"
     "    priority order. ROCM_KPACK_PATH, ROCM_KPACK_PATH_PREFIX,\n"
-    "    ROCM_KPACK_DISABLE and ROCM_KPACK_DEBUG apply as in the HIP runtime.\n"
+    "    ROCM_KPACK_DISABLE and ROCM_KPACK_DEBUG apply as in the HIP runtime\n"
+    "    ('\\:' is a ':' inside a name in the path lists; a note says when\n"
+    "    an item is missing but it and its neighbour joined by ':' name a\n"
+    "    file).\n"
     "    It prints:\n"
     "      - every candidate archive path, where it came from (an embedded\n"
     "        search path, ROCM_KPACK_PATH or ROCM_KPACK_PATH_PREFIX) and\n"
@@ -42,7 +45,11 @@ static const char resolve_manual[] =
     "        gfx90a), and each archive declaring it that was asked for the\n"
     "        kernel;\n"
     "      - the outcome, by status name (what kpack_load_code_object()\n"
-    "        returns), with a hint when it failed.\n"
+    "        returns), with a hint when it failed. When no archive was\n"
+    "        found, a why: line tells the two cases apart from the\n"
+    "        archives beside the missing candidates: some are there, for\n"
+    "        other arches (no code for this GPU in this build, and which\n"
+    "        arches it has), or none is (the archives are not installed).\n"
     "\n"
     "    Given --binary alone (no --kernel, no --search-path), the request\n"
     "    comes from the binary itself, as when the HIP runtime loads it: each\n"
@@ -260,9 +267,30 @@ static void print_agent(const rs_request* r) {
   putchar('\n');
   static const char* const env[] = {"ROCM_KPACK_PATH", "ROCM_KPACK_PATH_PREFIX",
                                     "ROCM_KPACK_DISABLE"};
-  for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++)
-    if (getenv(env[i]) != NULL)
-      printf("env      %s=%s\n", env[i], getenv(env[i]));
+  for (size_t i = 0; i < sizeof(env) / sizeof(env[0]); i++) {
+    const char* value = getenv(env[i]);
+    char** items = NULL;
+    size_t count = 0;
+    if (value == NULL)
+      continue;
+    printf("env      %s=%s\n", env[i], value);
+    if (i == 2 || kpack_path_list_split(value, &items, &count) != KPACK_SUCCESS)
+      continue;
+    /* An archive name with its arch (x_gfx90a:xnack-.kpack) split in two
+     * by the list's ':' is the likeliest mistake in these lists. */
+    for (size_t k = 0; k < count; k++) {
+      char* joined = kpack_path_list_joined(items, count, k);
+      if (joined == NULL)
+        continue;
+      printf(
+          "note     %s: '%s' does not exist, but '%s' does: write a ':' "
+          "inside a name as '\\:'\n",
+          env[i], items[k], joined);
+      free(joined);
+      k++; /* the neighbour is the other half of the same name */
+    }
+    kpack_path_list_free(items, count);
+  }
 }
 
 /* A titled table of the explanation, or what its emptiness means. */
@@ -273,6 +301,22 @@ static void print_section(const char* title, const cli_table* t,
     cli_table_print(t, stdout);
   else
     printf("%s\n", empty);
+}
+
+/* The candidate paths that led to no file, for cli_why_not_found(). */
+static void print_why_not_found(const rs_trace* t) {
+  const char** missing = calloc(t->count ? t->count : 1, sizeof(*missing));
+  size_t count = 0;
+  if (missing == NULL)
+    return;
+  for (size_t i = 0; i < t->count; i++)
+    if (t->events[i].kind == KPACK_TRACE_PATH && !t->events[i].exists)
+      missing[count++] = t->events[i].path;
+  char* why = cli_why_not_found(missing, count);
+  if (why != NULL)
+    printf("why:     %s\n", why);
+  free(why);
+  free(missing);
 }
 
 /* The search a trace recorded: candidate paths, archives, targets tried and
@@ -354,6 +398,8 @@ static void print_search(const rs_trace* t, kpack_error_t status) {
            result->size, result->path);
   else
     printf(" (%s)\n", cli_error_text(status));
+  if (status == KPACK_ERROR_ARCHIVE_NOT_FOUND)
+    print_why_not_found(t);
   const char* hint = hint_for(status);
   if (hint != NULL)
     printf("hint: %s\n", hint);
@@ -844,7 +890,7 @@ static int resolve_run(int argc, char** argv) {
         status = cli_print_manual(cmd);
         goto done;
       default:
-        status = cli_usage_error(cmd, "unknown option");
+        status = cli_option_error(cmd, argv, "o:h");
         goto done;
     }
   }

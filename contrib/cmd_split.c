@@ -27,6 +27,7 @@
 #include "fatbin_stream.h"
 #include "file_replace.h"
 #include "host_view.h"
+#include "json.h"
 
 // clang-format off
 static const char split_manual[] =
@@ -130,7 +131,8 @@ static const char split_manual[] =
 "        --in-place        rewrite the inputs themselves (no -o)\n"
 "        --prefix NAME     archive name prefix and group_name (default: the\n"
 "                          input tree's directory name)\n"
-"    -j, --jobs N          compression threads (default 1; 0: one per CPU)\n"
+"    -j, --jobs N          compression threads (default and 0: one per\n"
+"                          CPU; 1: none besides the main one)\n"
 "        --arch ARCH       keep only the code objects an ARCH agent could be\n"
 "                          served, by the loader's rule (repeatable): a\n"
 "                          feature ARCH leaves out may be set either way, so\n"
@@ -147,6 +149,13 @@ static const char split_manual[] =
 "        --no-compress     store code objects raw (scheme \"none\")\n"
 "    -v, --verbose         one line per file on standard error\n"
 "    -q, --quiet           no summary\n"
+"        --json            the summary as one JSON object on standard\n"
+"                          output: {transformed, host_before, host_after,\n"
+"                          kpackified, debug_only, copied, hard_links,\n"
+"                          symbolic_links, archives, code_objects,\n"
+"                          code_bytes, stored_bytes, removed, deleted,\n"
+"                          recovered, dropped: {ARCH: count}, threads,\n"
+"                          seconds}; sizes in bytes\n"
 "    -h, --help            print this manual\n"
 "\n"
 "EXAMPLES\n"
@@ -1642,6 +1651,39 @@ static void print_summary(const sp_state* s, double seconds) {
 }
 
 /* Lists each binary left alone, and why. */
+/* print_summary() for scripts (--json); sizes in bytes. */
+static void print_summary_json(const sp_state* s, double seconds) {
+  cli_json w;
+  char text[32];
+  cli_json_init(&w, stdout);
+  cli_json_object(&w, 2, true);
+  cli_json_key_uint(&w, "transformed", s->transformed);
+  cli_json_key_uint(&w, "host_before", s->host_before);
+  cli_json_key_uint(&w, "host_after", s->host_after);
+  cli_json_key_uint(&w, "kpackified", s->kpackified);
+  cli_json_key_uint(&w, "debug_only", s->debug_only);
+  cli_json_key_uint(&w, "copied", s->copied);
+  cli_json_key_uint(&w, "hard_links", s->links);
+  cli_json_key_uint(&w, "symbolic_links", s->symlinks);
+  cli_json_key_uint(&w, "archives", s->archives);
+  cli_json_key_uint(&w, "code_objects", s->packed);
+  cli_json_key_uint(&w, "code_bytes", s->code_bytes);
+  cli_json_key_uint(&w, "stored_bytes", s->stored_bytes);
+  cli_json_key_uint(&w, "removed", s->removed);
+  cli_json_key_uint(&w, "deleted", s->deleted);
+  cli_json_key_uint(&w, "recovered", s->recovered);
+  cli_json_key(&w, "dropped");
+  cli_json_object(&w, CLI_JSON_INLINE, false);
+  for (size_t i = 0; i < s->dropped_count; i++)
+    cli_json_key_uint(&w, s->dropped[i].arch, s->dropped[i].count);
+  cli_json_end(&w);
+  cli_json_key_uint(&w, "threads", s->wo.threads);
+  snprintf(text, sizeof(text), "%.2f", seconds);
+  cli_json_key(&w, "seconds");
+  cli_json_raw(&w, text);
+  cli_json_finish(&w);
+}
+
 static void print_left_alone(const sp_state* s) {
   for (size_t i = 0; i < s->file_count; i++) {
     const sp_file* f = &s->files[i];
@@ -1653,7 +1695,7 @@ static void print_left_alone(const sp_state* s) {
 }
 
 static int split_run(int argc, char** argv) {
-  enum { OPT_IN_PLACE = 256, OPT_PREFIX, OPT_ARCH, OPT_NO_COMPRESS };
+  enum { OPT_IN_PLACE = 256, OPT_PREFIX, OPT_ARCH, OPT_NO_COMPRESS, OPT_JSON };
   static const struct option options[] = {
       {"output", required_argument, NULL, 'o'},
       {"in-place", no_argument, NULL, OPT_IN_PLACE},
@@ -1664,12 +1706,14 @@ static int split_run(int argc, char** argv) {
       {"no-compress", no_argument, NULL, OPT_NO_COMPRESS},
       {"verbose", no_argument, NULL, 'v'},
       {"quiet", no_argument, NULL, 'q'},
+      {"json", no_argument, NULL, OPT_JSON},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const cli_command* cmd = &cli_split_command;
-  sp_state s = {.wo = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL}};
+  sp_state s = {.wo = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                       .threads = cli_default_threads()}};
   const char *outdir = NULL, *prefix = NULL;
-  bool quiet = false, level_given = false;
+  bool quiet = false, level_given = false, json = false;
   int status = CLI_FAIL, c;
   double start = cli_seconds();
 
@@ -1720,11 +1764,14 @@ static int split_run(int argc, char** argv) {
       case 'q':
         quiet = true;
         break;
+      case OPT_JSON:
+        json = true;
+        break;
       case 'h':
         status = cli_print_manual(cmd);
         goto done;
       default:
-        status = cli_usage_error(cmd, "unknown option");
+        status = cli_option_error(cmd, argv, "o:j:l:vqh");
         goto done;
     }
   }
@@ -1798,9 +1845,11 @@ static int split_run(int argc, char** argv) {
     goto done;
   }
   cli_progress_end(&s.progress);
-  if (!quiet) {
+  if (!quiet && !json) {
     print_left_alone(&s);
     print_summary(&s, cli_seconds() - start);
+  } else if (json) {
+    print_summary_json(&s, cli_seconds() - start);
   }
   status = CLI_OK;
   goto done;

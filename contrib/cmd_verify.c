@@ -27,7 +27,7 @@ static const char verify_manual[] =
     "    kpack verify - check that every kernel of archives reads back\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack verify [-q] [--strict] ARCHIVE...\n"
+    "    kpack verify [-q] [--strict] [--json] ARCHIVE|DIR...\n"
     "    kpack verify --binary [-q] [--json] [--arch TARGET[,TARGET]...]...\n"
     "                 BINARY|DIR...\n"
     "\n"
@@ -36,6 +36,10 @@ static const char verify_manual[] =
     "    and frame table), decompresses every kernel and checks its size\n"
     "    against the table of contents; a zstd frame's checksum, when it has\n"
     "    one, is checked by the decompressor.\n"
+    "\n"
+    "    A directory DIR given as an ARCHIVE stands for the *.kpack\n"
+    "    archives below it (sub-directories included, in name order), as in\n"
+    "    kpackfs; one that holds none is an error.\n"
     "\n"
     "    Each kernel that is an AMDGPU code object is also read and its own\n"
     "    target (from its ELF header) compared with the architecture it is\n"
@@ -85,7 +89,9 @@ static const char verify_manual[] =
     "        BINARY: record N (KERNEL#N) AGENT: KPACK_ERROR_NAME: WHY\n"
     "\n"
     "    WHY is one of: no archive for this arch is installed (the paths\n"
-    "    looked for); archive unreadable (its path and the system's error,\n"
+    "    looked for); no code for this GPU in this build (an --arch agent\n"
+    "    none of the arches the split recorded may serve: the archive is\n"
+    "    not missing, the build never had one); archive unreadable (its path and the system's error,\n"
     "    e.g. Permission denied, or the kpack status of a corrupt file);\n"
     "    the archives found do not declare this arch (each with what it\n"
     "    declares); kernel missing from the archive; kernel unreadable.\n"
@@ -107,7 +113,13 @@ static const char verify_manual[] =
     "                    :sramecc- and :xnack+ or :xnack-, after an\n"
     "                    optional amdgcn-amd-amdhsa-- triple; anything\n"
     "                    else is a bad command line\n"
-    "        --json      with --binary: print one JSON document instead:\n"
+    "        --json      print one JSON document instead; of archives:\n"
+    "                    {archives: [{archive, findings: [{binary, arch,\n"
+    "                    severity, message}], status, reason, kernels,\n"
+    "                    problems, warnings, ok}], summary: {archives,\n"
+    "                    failed, problems, ok, interrupted}}, status and\n"
+    "                    reason being null unless the archive could not be\n"
+    "                    opened or walked; with --binary:\n"
     "                    {binaries: [{path, kind, recorded_arches, records:\n"
     "                    [{record, kernel, co_index, checked, agents:\n"
     "                    [{agent, ok, status, reason, message, archive,\n"
@@ -146,6 +158,8 @@ typedef struct verify_state {
   size_t capacity;
   size_t kernels, problems, warnings;
   bool strict; /* undeclared arches are problems, not warnings */
+  /* --json: findings go into the archive's "findings" array instead. */
+  cli_json* json;
   bool interrupted;
   cli_progress* progress;
 } verify_state;
@@ -157,11 +171,31 @@ static bool is_declared(const verify_state* s, const char* arch) {
   return false;
 }
 
+/* One finding about a kernel: a line, or a member of "findings". */
+static void finding(verify_state* s, const char* binary, const char* arch,
+                    bool warning, const char* what) {
+  if (s->progress != NULL)
+    cli_progress_end(s->progress);
+  if (s->json != NULL) {
+    cli_json_object(s->json, CLI_JSON_INLINE, false);
+    cli_json_key_str(s->json, "binary", binary);
+    cli_json_key_str(s->json, "arch", arch);
+    cli_json_key_str(s->json, "severity", warning ? "warning" : "problem");
+    cli_json_key_str(s->json, "message", what);
+    cli_json_end(s->json);
+  } else {
+    printf("%s: %s %s: %s%s\n", s->path, binary, arch,
+           warning ? "warning: " : "", what);
+  }
+  if (warning)
+    s->warnings++;
+  else
+    s->problems++;
+}
+
 static void problem(verify_state* s, const char* binary, const char* arch,
                     const char* what) {
-  cli_progress_end(s->progress);
-  printf("%s: %s %s: %s\n", s->path, binary, arch, what);
-  s->problems++;
+  finding(s, binary, arch, false, what);
 }
 
 /* The loader serves a code object to every agent whose search reaches the
@@ -185,12 +219,11 @@ static void check_target(verify_state* s, const char* binary, const char* arch,
   }
   kpack_code_object_get_info(co, &info);
   if (*info.target == '\0') {
-    cli_progress_end(s->progress);
-    printf(
-        "%s: %s %s: warning: cannot tell the code object's target "
-        "(EF_AMDGPU_MACH 0x%02x, no amdhsa.target)\n",
-        s->path, binary, arch, (unsigned)info.mach);
-    s->warnings++;
+    snprintf(what, sizeof(what),
+             "cannot tell the code object's target (EF_AMDGPU_MACH 0x%02x, "
+             "no amdhsa.target)",
+             (unsigned)info.mach);
+    finding(s, binary, arch, true, what);
   } else if (!kpack_code_object_serves(&info, arch)) {
     snprintf(what, sizeof(what),
              "code object built for %s is filed under %s (agents the loader "
@@ -217,13 +250,7 @@ static bool verify_kernel(kpack_archive_t archive, const char* binary,
   if (!is_declared(s, arch)) {
     static const char undeclared[] =
         "arch not declared in gfx_arches (the loader never picks it)";
-    if (s->strict) {
-      problem(s, binary, arch, undeclared);
-    } else {
-      cli_progress_end(s->progress);
-      printf("%s: %s %s: warning: %s\n", s->path, binary, arch, undeclared);
-      s->warnings++;
-    }
+    finding(s, binary, arch, !s->strict, undeclared);
   }
   kpack_error_t err;
   if (info->size > s->capacity) {
@@ -256,18 +283,58 @@ static bool verify_kernel(kpack_archive_t archive, const char* binary,
   return true;
 }
 
+/* The archive-wide outcome: `err` when it is not KPACK_SUCCESS, then the
+ * counts (--json), or the summary line (unless quiet). */
+static void archive_outcome(const verify_state* s, kpack_error_t err,
+                            const char* reason, bool quiet) {
+  if (s->json != NULL) {
+    cli_json_end(s->json); /* findings */
+    cli_json_key_str(s->json, "status",
+                     err == KPACK_SUCCESS ? NULL : kpack_error_string(err));
+    cli_json_key_str(s->json, "reason", err == KPACK_SUCCESS ? NULL : reason);
+    cli_json_key_uint(s->json, "kernels", s->kernels);
+    cli_json_key_uint(s->json, "problems", s->problems);
+    cli_json_key_uint(s->json, "warnings", s->warnings);
+    cli_json_key_bool(s->json, "ok", s->problems == 0);
+    cli_json_end(s->json);
+    return;
+  }
+  if (err != KPACK_SUCCESS)
+    printf("%s: %s (%s)\n", s->path, kpack_error_string(err), reason);
+  if (quiet || s->interrupted || (err != KPACK_SUCCESS && s->kernels == 0))
+    return;
+  if (s->problems == 0 && s->warnings == 0)
+    printf("%s: OK, %zu kernel%s\n", s->path, s->kernels,
+           s->kernels == 1 ? "" : "s");
+  else if (s->problems == 0)
+    printf("%s: OK, %zu kernel%s, %zu warning%s\n", s->path, s->kernels,
+           s->kernels == 1 ? "" : "s", s->warnings,
+           s->warnings == 1 ? "" : "s");
+  else
+    printf("%s: %zu problem%s in %zu kernel%s\n", s->path, s->problems,
+           s->problems == 1 ? "" : "s", s->kernels, s->kernels == 1 ? "" : "s");
+}
+
 /* Verifies one archive; returns false if the run was interrupted. */
 static bool verify_archive(const char* path, bool quiet, bool strict,
-                           size_t* problems) {
+                           cli_json* json, size_t* problems) {
   kpack_archive_t archive;
   /* On a terminal, erased before anything is printed (a problem, the
    * archive's summary). */
-  cli_progress progress = {.enabled = isatty(STDERR_FILENO)};
-  verify_state s = {.path = path, .strict = strict, .progress = &progress};
+  cli_progress progress = {.enabled = isatty(STDERR_FILENO) && json == NULL};
+  verify_state s = {
+      .path = path, .strict = strict, .json = json, .progress = &progress};
   const char** declared = NULL;
+  if (json != NULL) {
+    cli_json_object(json, 6, true);
+    cli_json_key_str(json, "archive", path);
+    cli_json_key(json, "findings");
+    cli_json_array(json, 8, true);
+  }
   kpack_error_t err = kpack_open(path, &archive);
-  if (err != KPACK_SUCCESS) {
-    printf("%s: %s (%s)\n", path, kpack_error_string(err), cli_error_text(err));
+  if (err != KPACK_SUCCESS) { /* kpack_open() keeps errno */
+    s.problems = 1;
+    archive_outcome(&s, err, cli_input_reason(path, err, errno), quiet);
     (*problems)++;
     return true;
   }
@@ -283,21 +350,9 @@ static bool verify_archive(const char* path, bool quiet, bool strict,
   if (err == KPACK_SUCCESS)
     err = cli_for_each_kernel(archive, verify_kernel, &s);
   cli_progress_end(&progress);
-  if (err != KPACK_SUCCESS) {
-    printf("%s: %s (%s)\n", path, kpack_error_string(err), cli_error_text(err));
+  if (err != KPACK_SUCCESS)
     s.problems++;
-  }
-  if (!quiet && !s.interrupted) {
-    if (s.problems == 0 && s.warnings == 0)
-      printf("%s: OK, %zu kernel%s\n", path, s.kernels,
-             s.kernels == 1 ? "" : "s");
-    else if (s.problems == 0)
-      printf("%s: OK, %zu kernel%s, %zu warning%s\n", path, s.kernels,
-             s.kernels == 1 ? "" : "s", s.warnings, s.warnings == 1 ? "" : "s");
-    else
-      printf("%s: %zu problem%s in %zu kernel%s\n", path, s.problems,
-             s.problems == 1 ? "" : "s", s.kernels, s.kernels == 1 ? "" : "s");
-  }
+  archive_outcome(&s, err, cli_error_text(err), quiet);
   *problems += s.problems;
   free(declared);
   kpack_free_kernel(s.buffer);
@@ -738,9 +793,28 @@ static void binary_problem(vb_run* r, const char* path, const char* fmt, ...) {
 
 /* One record against every agent: the loader's search must return its
  * code object. */
+/* With per-arch archives, a missing archive for an agent the split never
+ * had code for is no broken install: says so when none of the `count`
+ * arches the split recorded may serve `agent`. */
+static void why_not_built(vb_outcome* o, const char* agent,
+                          const char* const* recorded, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    if (kpack_target_may_serve(recorded[i], agent))
+      return;
+  char looked[sizeof(o->why)];
+  const char* paths = strstr(o->why, " (looked for ");
+  snprintf(looked, sizeof(looked), "%s", paths != NULL ? paths : "");
+  o->why[0] = '\0';
+  why_add(o, "no code for this GPU in this build: the split recorded");
+  for (size_t i = 0; i < count; i++)
+    why_add(o, "%s %s", i > 0 ? "," : "", recorded[i]);
+  why_add(o, "%s", looked);
+}
+
 static void check_record(vb_run* r, const char* path, size_t index,
                          const kpack_host_wrapper_t* w, const char* key,
-                         const vb_set* agents) {
+                         const vb_set* agents, const char* const* recorded,
+                         size_t recorded_count) {
   if (r->json) {
     cli_json_key(&r->out, "agents");
     cli_json_array(&r->out, 10, true);
@@ -758,6 +832,8 @@ static void check_record(vb_run* r, const char* path, size_t index,
     if (r->trace.failed && err == KPACK_SUCCESS)
       err = KPACK_ERROR_OUT_OF_MEMORY;
     explain(&r->trace, err, &o);
+    if (o.reason == VB_NO_ARCHIVE && recorded_count > 0)
+      why_not_built(&o, agent, recorded, recorded_count);
     r->loads++;
     r->failures += err != KPACK_SUCCESS;
     if (r->json) {
@@ -855,7 +931,12 @@ static void check_records(vb_run* r, const char* path, const kpack_host_t* host,
     } else if (record_agents(r, path, host, i, &w, key, &agents, source)) {
       if (r->json)
         cli_json_key_str(&r->out, "checked", vb_source_names[*source]);
-      check_record(r, path, i, &w, key, &agents);
+      const char* const* recorded = NULL;
+      size_t recorded_count = 0;
+      if (kpack_host_get_arches(host, i, &recorded, &recorded_count) !=
+          KPACK_SUCCESS)
+        recorded_count = 0;
+      check_record(r, path, i, &w, key, &agents, recorded, recorded_count);
     }
     cli_json_close_to(&r->out, depth);
     set_free(&agents);
@@ -1108,7 +1189,7 @@ static int verify_run(int argc, char** argv) {
         set_free(&agents);
         return cli_print_manual(&cli_verify_command);
       default:
-        status = cli_usage_error(&cli_verify_command, "unknown option");
+        status = cli_option_error(&cli_verify_command, argv, "qh");
     }
   }
   if (status == CLI_OK && optind >= argc)
@@ -1117,9 +1198,8 @@ static int verify_run(int argc, char** argv) {
   else if (status == CLI_OK && binaries && strict)
     status = cli_usage_error(&cli_verify_command,
                              "--strict applies to archives, not --binary");
-  else if (status == CLI_OK && !binaries && (json || !archless))
-    status = cli_usage_error(&cli_verify_command,
-                             "--arch and --json apply to --binary");
+  else if (status == CLI_OK && !binaries && !archless)
+    status = cli_usage_error(&cli_verify_command, "--arch applies to --binary");
   if (status != CLI_OK) {
     set_free(&agents);
     return status;
@@ -1131,11 +1211,37 @@ static int verify_run(int argc, char** argv) {
     set_free(&agents);
     return status;
   }
-  for (int i = optind; i < argc; i++) {
-    if (!verify_archive(argv[i], quiet, strict, &problems)) {
-      cli_error("verify: interrupted");
-      return CLI_INTERRUPTED;
-    }
+  if (!cli_expand_archives(argc, argv, optind, &argc, &argv))
+    return CLI_FAIL; /* a directory stands for the archives in it */
+  cli_json w;
+  if (json) {
+    cli_json_init(&w, stdout);
+    cli_json_object(&w, 2, true);
+    cli_json_key(&w, "archives");
+    cli_json_array(&w, 4, true);
   }
+  size_t bad = 0;
+  for (int i = optind; i < argc && status != CLI_INTERRUPTED; i++) {
+    size_t before = problems;
+    if (!verify_archive(argv[i], quiet, strict, json ? &w : NULL, &problems)) {
+      cli_error("verify: interrupted");
+      status = CLI_INTERRUPTED;
+    }
+    bad += problems > before;
+  }
+  if (json) {
+    cli_json_end(&w);
+    cli_json_key(&w, "summary");
+    cli_json_object(&w, CLI_JSON_INLINE, false);
+    cli_json_key_uint(&w, "archives", (uint64_t)(argc - optind));
+    cli_json_key_uint(&w, "failed", bad);
+    cli_json_key_uint(&w, "problems", problems);
+    cli_json_key_bool(&w, "ok", problems == 0 && status != CLI_INTERRUPTED);
+    cli_json_key_bool(&w, "interrupted", status == CLI_INTERRUPTED);
+    cli_json_finish(&w);
+  }
+  cli_operands_free(argc, argv);
+  if (status == CLI_INTERRUPTED)
+    return status;
   return problems == 0 ? CLI_OK : CLI_FAIL;
 }

@@ -5,6 +5,7 @@
  * --help` and `kpack --version` are answered here.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,7 +29,7 @@ static void print_overview(FILE* out) {
       "SYNOPSIS\n"
       "    kpack COMMAND [OPTIONS] [ARGUMENTS]\n"
       "    kpack help [COMMAND]\n"
-      "    kpack --version\n"
+      "    kpack -V|--version\n"
       "\n"
       "COMMANDS\n",
       out);
@@ -39,7 +40,9 @@ static void print_overview(FILE* out) {
   fputs(
       "\n"
       "    Every command takes --help. Output is a table for people; list,\n"
-      "    info and resolve take --json for scripts.\n"
+      "    info, verify, resolve and split take --json for scripts. Where a\n"
+      "    command takes an ARCHIVE, a directory stands for the *.kpack\n"
+      "    archives below it, as in kpackfs.\n"
       "\n"
       "EXAMPLES\n"
       "    kpack list .kpack/*.kpack\n"
@@ -55,7 +58,9 @@ static void print_overview(FILE* out) {
       "\n"
       "ENVIRONMENT\n"
       "    ROCM_KPACK_PATH         ':'-separated archives (or directories of\n"
-      "                            them) searched instead of embedded paths\n"
+      "                            them) searched instead of embedded paths;\n"
+      "                            '\\:' is a ':' inside a name\n"
+      "                            (rand_gfx90a\\:xnack-.kpack)\n"
       "    ROCM_KPACK_PATH_PREFIX  searched before the embedded paths\n"
       "    ROCM_KPACK_DISABLE      the loader finds nothing\n"
       "    ROCM_KPACK_DEBUG        the loader logs each step on standard error\n"
@@ -137,7 +142,8 @@ int main(int argc, char** argv) {
     return CLI_USAGE;
   }
   const char* name = argv[1];
-  if (strcmp(name, "--version") == 0 || strcmp(name, "version") == 0) {
+  if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0 ||
+      strcmp(name, "version") == 0) {
     printf("kpack %s (kpack archive format v%d)\n", CLI_VERSION,
            KPACK_CURRENT_VERSION);
     return CLI_OK;
@@ -160,6 +166,8 @@ int main(int argc, char** argv) {
     cli_error("no such command '%s' (see 'kpack help')", name);
     return CLI_USAGE;
   }
-  /* The subcommand sees itself as argv[0], as getopt expects. */
+  /* The subcommand sees itself as argv[0], as getopt expects; it reports
+   * a refused option itself (cli_option_error()), once. */
+  opterr = 0;
   return cmd->run(argc - 1, argv + 1);
 }

@@ -102,6 +102,10 @@ static void usage(void) {
       "    A SOURCE is a .kpack file or a directory searched recursively for\n"
       "    *.kpack; it may also be a ':'-separated list, as /etc/fstab needs\n"
       "    (empty items are skipped; a list of nothing but ':' is refused).\n"
+      "    In a list, '\\:' is a ':' inside a name, as in ROCM_KPACK_PATH:\n"
+      "    a.kpack:rand_gfx90a\\:xnack-.kpack names two archives; when an\n"
+      "    item is missing but it and its neighbour joined by ':' name a\n"
+      "    file, kpackfs says so.\n"
       "    When two sources hold the same binary and arch, the first wins.\n"
       "    Every source is opened before anything is mounted: a bad one stops\n"
       "    kpackfs with the file and the error. One file descriptor stays\n"
@@ -144,7 +148,8 @@ static void usage(void) {
       "\n"
       "EXIT STATUS\n"
       "    0 after a clean unmount (or for --help and --version); 1 when a\n"
-      "    source cannot be opened, an option is wrong or the mount fails.\n"
+      "    source cannot be opened or the mount fails; 2 for a bad command\n"
+      "    line (an unknown option, a bad value, no MOUNTPOINT).\n"
       "\n"
       "SEE ALSO\n"
       "    kpack(1), fusermount3(1), mount.fuse3(8), fstab(5)\n",
@@ -373,6 +378,8 @@ int main(int argc, char* argv[]) {
   memset(&opts, 0, sizeof(opts));
   memset(&fs, 0, sizeof(fs));
   pthread_mutex_init(&fs.handles_lock, NULL);
+  /* A bad command line exits 2, as kpack's does. */
+  rc = 2;
   if (fuse_opt_parse(&args, &cfg, kfs_opts, kfs_opt_proc) != 0 || cfg.bad)
     goto out;
   if (cfg.help) {
@@ -393,6 +400,7 @@ int main(int argc, char* argv[]) {
             argv[0]);
     goto out;
   }
+  rc = 1;
   size_t source_count = cfg.positional_count - 1;
   for (size_t i = 0; i < source_count; i++)
     if (kfs_paths_add_source(&paths, cfg.positional[i]) != 0)

@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 
 #include "kpackfs.h"
+#include "rocm_kpack/kpack_paths.h"
 #include "sources.h"
 
 /* Takes ownership of `path`. A path already listed is dropped: the first
@@ -51,45 +52,20 @@ static int push_file(kfs_paths* paths, const char* path) {
   return paths_push(paths, copy);
 }
 
-static bool is_archive_name(const char* name) {
-  size_t n = strlen(name);
-  return n > 6 && strcmp(name + n - 6, ".kpack") == 0;
-}
-
-static int bytewise(const struct dirent** a, const struct dirent** b) {
-  return strcmp((*a)->d_name, (*b)->d_name);
-}
-
+/* Every *.kpack below `dir`, in kpack_find_archives()'s order. */
 static int walk_dir(kfs_paths* paths, const char* dir) {
-  struct dirent** entries = NULL;
+  char** found = NULL;
+  size_t count = 0;
   int rc = 0;
-  int n = scandir(dir, &entries, NULL, bytewise);
-  if (n < 0) {
-    fprintf(stderr, "kpackfs: %s: %s\n", dir, strerror(errno));
+  kpack_error_t err = kpack_find_archives(dir, &found, &count);
+  if (err != KPACK_SUCCESS) {
+    fprintf(stderr, "kpackfs: %s: %s\n", dir,
+            err == KPACK_ERROR_IO_ERROR ? strerror(errno) : "out of memory");
     return -1;
   }
-  for (int i = 0; i < n && rc == 0; i++) {
-    const char* name = entries[i]->d_name;
-    char* path = NULL;
-    struct stat st;
-    if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-      continue;
-    if (asprintf(&path, "%s/%s", dir, name) < 0) {
-      fprintf(stderr, "kpackfs: out of memory\n");
-      rc = -1;
-      break;
-    }
-    /* lstat first: a symlinked directory could lead back up the tree. */
-    if (lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
-      rc = walk_dir(paths, path);
-    else if (is_archive_name(name) && stat(path, &st) == 0 &&
-             S_ISREG(st.st_mode))
-      rc = push_file(paths, path);
-    free(path);
-  }
-  for (int i = 0; i < n; i++)
-    free(entries[i]);
-  free(entries);
+  for (size_t i = 0; i < count && rc == 0; i++)
+    rc = push_file(paths, found[i]);
+  kpack_path_list_free(found, count);
   return rc;
 }
 
@@ -122,27 +98,37 @@ int kfs_paths_add_source(kfs_paths* paths, const char* source) {
   if (stat(source, &st) == 0 || strchr(source, ':') == NULL)
     return add_one(paths, source);
 
-  char* list = strdup(source);
-  char* save = NULL;
+  /* A list, read as the loader reads ROCM_KPACK_PATH ("\:" for a colon
+   * in a name). Empty items are dropped; but a list of nothing would
+   * mount an empty tree, which no one means. */
+  char** items = NULL;
+  size_t count = 0;
   int rc = 0;
-  if (list == NULL) {
+  if (kpack_path_list_split(source, &items, &count) != KPACK_SUCCESS) {
     fprintf(stderr, "kpackfs: out of memory\n");
     return -1;
   }
-  /* strtok_r drops empty items, as the loader's path lists do; but a list
-   * of nothing would mount an empty tree, which no one means. */
-  size_t items = 0;
-  for (char* item = strtok_r(list, ":", &save); item != NULL && rc == 0;
-       item = strtok_r(NULL, ":", &save), items++)
-    rc = add_one(paths, item);
-  if (rc == 0 && items == 0) {
+  if (count == 0) {
     fprintf(stderr,
             "kpackfs: '%s': no archive named: a SOURCE list holds only ':' "
             "separators\n",
             source);
     rc = -1;
   }
-  free(list);
+  for (size_t i = 0; i < count && rc == 0; i++) {
+    char* joined = kpack_path_list_joined(items, count, i);
+    if (joined != NULL) {
+      fprintf(stderr,
+              "kpackfs: '%s': no such file or directory; '%s' exists: write "
+              "a ':' inside a name in a SOURCE list as '\\:'\n",
+              items[i], joined);
+      free(joined);
+      rc = -1;
+    } else {
+      rc = add_one(paths, items[i]);
+    }
+  }
+  kpack_path_list_free(items, count);
   return rc;
 }
 

@@ -20,8 +20,11 @@ typedef struct kfs_paths {
  * as every *.kpack below it (byte-wise name order at each level, hidden
  * directories included, symlinked directories not followed). An argument
  * that is not an existing path but contains ':' is a list of SOURCEs (the
- * /etc/fstab form); empty items are dropped, and a list with none at all
- * (":", "::") is refused. Returns 0, or -1 after a message on stderr. */
+ * /etc/fstab form), split by kpack_path_list_split() ("\:" a ':' in a
+ * name); empty items are dropped, and a list with none at all (":", "::")
+ * is refused, as is an item only a ':' joined to its neighbour makes a
+ * file of (kpack_path_list_joined()). Returns 0, or -1 after a message on
+ * stderr. */
 int kfs_paths_add_source(kfs_paths* paths, const char* source);
 void kfs_paths_free(kfs_paths* paths);
 

@@ -1479,9 +1479,39 @@ static void test_threads_racing_past_a_stale_table_agree(void** state) {
     free((void*)k[i].data);
 }
 
+static void test_diagnose_names_the_cut_structure_and_the_file_size(
+    void** state) {
+  (void)state;
+  image img = make_image(KPACK_COMPRESSION_NOOP);
+  char* path = kt_path(kt_tmp, "cut.kpack");
+  char why[256], expected[256];
+  kt_write_file(path, img.data, img.size);
+  assert_int_equal(kpack_archive_diagnose(path, why, sizeof(why)),
+                   KPACK_SUCCESS);
+  assert_string_equal(why, "");
+  kt_write_file(path, img.data, 1500);
+  assert_int_equal(kpack_archive_diagnose(path, why, sizeof(why)),
+                   KPACK_ERROR_INVALID_FORMAT);
+  snprintf(expected, sizeof(expected),
+           "table of contents at 0x%llx starts past end of file (1500 "
+           "bytes): truncated?",
+           (unsigned long long)img.toc_offset);
+  assert_string_equal(why, expected);
+  kt_write_file(path, img.data, 12);
+  assert_int_equal(kpack_archive_diagnose(path, why, sizeof(why)),
+                   KPACK_ERROR_INVALID_FORMAT);
+  assert_string_equal(
+      why, "header (16 bytes) extends past end of file (12 bytes): truncated?");
+  assert_int_equal(kpack_archive_diagnose(path, why, 0),
+                   KPACK_ERROR_INVALID_ARGUMENT);
+  free(path);
+  free(img.data);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_roundtrip_sizes_from_empty_to_megabytes),
+      cmocka_unit_test(test_diagnose_names_the_cut_structure_and_the_file_size),
       cmocka_unit_test(test_roundtrip_thousands_of_kernels),
       cmocka_unit_test(test_idle_readers_are_shared_by_every_archive),
       cmocka_unit_test(test_empty_kernel_is_non_null_pointer_of_size_zero),

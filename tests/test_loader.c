@@ -635,6 +635,22 @@ static void test_rocm_kpack_path_replaces_embedded_paths(void** state) {
   free(meta);
 }
 
+static void test_rocm_kpack_path_takes_backslash_colon_in_a_name(void** state) {
+  (void)state;
+  archive("x_gfx90a:xnack-.kpack", ARCHES("gfx90a:xnack-"),
+          KERNELS({"lib/libx.so#0", "gfx90a:xnack-", 4}));
+  void* meta = HIPK("lib/libx.so", "../.kpack/none.kpack");
+  char* name = at("x_gfx90a");
+  char* spec;
+  assert_true(asprintf(&spec, "/nowhere.kpack:%s\\:xnack-.kpack", name) > 0);
+  kpack_cache_t cache = cache_with_env("ROCM_KPACK_PATH", spec);
+  EXPECT_SEED(cache, meta, 0, 4, "gfx90a:xnack-");
+  kpack_cache_destroy(cache);
+  free(spec);
+  free(name);
+  free(meta);
+}
+
 static void test_rocm_kpack_path_directory_means_its_kpack_files_in_order(
     void** state) {
   (void)state;
@@ -1667,6 +1683,7 @@ int main(void) {
       T(test_gfxarch_placeholder_expands_each_compatible_target),
       T(test_rocm_kpack_path_replaces_embedded_paths),
       T(test_rocm_kpack_path_directory_means_its_kpack_files_in_order),
+      T(test_rocm_kpack_path_takes_backslash_colon_in_a_name),
       T(test_path_prefix_is_searched_before_embedded_paths),
       T(test_path_prefix_directory_is_expanded),
       T(test_first_arch_wins_even_from_a_later_archive),

@@ -52,6 +52,45 @@ static void test_list_splits_on_colons_and_drops_empty_items(void** state) {
   kp_strlist_free(&list);
 }
 
+static void test_list_reads_backslash_colon_as_a_colon_in_a_name(void** state) {
+  (void)state;
+  kp_strlist list = {0};
+  assert_int_equal(
+      kp_path_list_parse("/k/rand_gfx90a\\:xnack-.kpack:/k/a\\b.kpack:c\\",
+                         &list),
+      KPACK_SUCCESS);
+  /* Other backslashes stay, so lists written before "\:" keep meaning. */
+  EXPECT_LIST(&list, "/k/rand_gfx90a:xnack-.kpack", "/k/a\\b.kpack", "c\\");
+  kp_strlist_free(&list);
+}
+
+static void test_list_names_the_element_joined_with_its_neighbour(
+    void** state) {
+  (void)state;
+  char* dir = kt_tmpdir();
+  char* file = kt_path(dir, "rand_gfx90a:xnack-.kpack");
+  kt_write_file(file, "x", 1);
+  char* list;
+  assert_true(asprintf(&list, "%s/rand_gfx90a:xnack-.kpack:/nowhere", dir) > 0);
+  char** items;
+  size_t count;
+  assert_int_equal(kpack_path_list_split(list, &items, &count), KPACK_SUCCESS);
+  assert_int_equal(count, 3);
+  char* joined = kpack_path_list_joined(items, count, 0);
+  assert_non_null(joined);
+  assert_string_equal(joined, file);
+  free(joined);
+  joined = kpack_path_list_joined(items, count, 1);
+  assert_string_equal(joined, file);
+  free(joined);
+  assert_null(kpack_path_list_joined(items, count, 2)); /* nothing joined */
+  kpack_path_list_free(items, count);
+  free(list);
+  free(file);
+  kt_rmtree(dir);
+  free(dir);
+}
+
 static void test_empty_list_yields_no_items(void** state) {
   (void)state;
   kp_strlist list = {0};
@@ -356,6 +395,8 @@ static void test_missing_directory_is_an_io_error(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_list_splits_on_colons_and_drops_empty_items),
+      cmocka_unit_test(test_list_reads_backslash_colon_as_a_colon_in_a_name),
+      cmocka_unit_test(test_list_names_the_element_joined_with_its_neighbour),
       cmocka_unit_test(test_empty_list_yields_no_items),
       cmocka_unit_test(test_list_appends_after_existing_items),
       cmocka_unit_test(test_normalize_removes_dots_and_duplicate_slashes),

@@ -574,6 +574,36 @@ static char* describe_tree(const char* dir) {
   return describe(dir, false);
 }
 
+static void test_split_json_summary_counts_what_the_text_does(void** state) {
+  (void)state;
+  char* in = path_in("json-in");
+  char* out = path_in("json-out");
+  char* lib = tree_path(in, "lib/libfat.so.1");
+  write_fat(lib, CCOB_BUNDLES, 5);
+  char* text;
+  assert_int_equal(KP(&text, NULL, "split", "--json", "-j1", "-o", out, in), 0);
+  /* One object, nothing else on standard output. */
+  assert_int_equal(text[0], '{');
+  assert_string_equal(text + strlen(text) - 2, "}\n");
+  kt_assert_contains(text, "{\n  \"transformed\": 1,\n");
+  kt_assert_contains(text, "  \"kpackified\": 0,\n  \"debug_only\": 0,\n");
+  kt_assert_contains(text, "  \"dropped\": {},\n  \"threads\": 1,\n");
+  kt_assert_contains(text, "  \"archives\": 3,\n  \"code_objects\": 12,\n");
+  free(text);
+  /* The text summary of the same split says the same. */
+  char* again = path_in("json-again");
+  assert_int_equal(KP(&text, NULL, "split", "-o", again, in), 0);
+  kt_assert_contains(text, "split: 3 archives written: 12 code objects");
+  free(text);
+  kt_rmtree(again);
+  free(again);
+  kt_rmtree(out);
+  kt_rmtree(in);
+  free(lib);
+  free(out);
+  free(in);
+}
+
 static void test_split_of_its_own_output_changes_nothing(void** state) {
   (void)state;
   char* in = path_in("in");
@@ -1223,6 +1253,8 @@ int main(void) {
           test_split_mirrors_links_symlinks_modes_and_times, setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_split_of_its_own_output_changes_nothing, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_json_summary_counts_what_the_text_does, setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_split_output_is_deterministic_whatever_the_jobs, setup,
           teardown),

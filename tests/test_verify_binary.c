@@ -145,6 +145,22 @@ static void test_missing_archive_is_caught_without_arch(void** state) {
   free(lib);
 }
 
+/* An agent the split had no code for is told from a missing install. */
+static void test_an_arch_the_split_never_had_is_no_missing_install(
+    void** state) {
+  (void)state;
+  char* lib = split_one();
+  char* text;
+  assert_int_equal(
+      KP(&text, NULL, "verify", "--binary", "--arch", "gfx1030", lib), 1);
+  assert_failure_line(text, lib, "gfx1030", "KPACK_ERROR_ARCHIVE_NOT_FOUND",
+                      "no code for this GPU in this build: the split "
+                      "recorded gfx1100, gfx90a:xnack-, "
+                      "gfx942:sramecc+:xnack- (looked for ");
+  free(text);
+  free(lib);
+}
+
 /* Runs `kpack verify --binary ARGS` as a user who cannot read a mode-000
  * file: as root, with CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped from
  * the bounding set before the exec (root keeps only what that set holds).
@@ -262,15 +278,17 @@ static void test_arch_takes_agent_targets_as_the_runtime_names_them(
                    1);
   char* why;
   char* missing = archive_of("gfx1151");
+  /* Neither is a broken install: the split had no code for them. */
   assert_true(asprintf(&why,
-                       "no archive for this arch is installed (looked for "
-                       "%s)",
+                       "no code for this GPU in this build: the split "
+                       "recorded gfx1100, gfx90a:xnack-, "
+                       "gfx942:sramecc+:xnack- (looked for %s)",
                        missing) > 0);
   assert_failure_line(text, lib, "gfx1151", "KPACK_ERROR_ARCHIVE_NOT_FOUND",
                       why);
   assert_failure_line(text, lib, "gfx90a:xnack+",
                       "KPACK_ERROR_ARCHIVE_NOT_FOUND",
-                      "no archive for this arch is installed");
+                      "no code for this GPU in this build");
   kt_assert_contains(text, "2 problems in 1 record");
   free(why);
   free(missing);
@@ -479,6 +497,7 @@ int main(void) {
 #define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
   const struct CMUnitTest tests[] = {
       T(test_missing_archive_is_caught_without_arch),
+      T(test_an_arch_the_split_never_had_is_no_missing_install),
       T(test_unreadable_archive_is_named_with_its_error),
       T(test_archive_declaring_other_arches_is_told_apart),
       T(test_arch_takes_agent_targets_as_the_runtime_names_them),

@@ -25,6 +25,18 @@ KPACK_API const char* kpack_error_string(kpack_error_t err);
 KPACK_API const char* kpack_compression_scheme_name(
     kpack_compression_scheme_t scheme);
 
+/* Why kpack_open() refuses the file at `path`, in words that say which
+ * structure, where, and the file's size, e.g. "table of contents at
+ * 0x1312d00 starts past end of file (20000000 bytes): truncated?",
+ * written to why[0, why_size) (NUL-terminated; empty when the archive
+ * opens, or fails for a reason errno tells, such as a missing file). Opens
+ * the archive again to find out: call it after a failed kpack_open(), not
+ * on a hot path. Returns what kpack_open() returns for the same file:
+ *   INVALID_ARGUMENT  a pointer is NULL or why_size is 0
+ *   and kpack_open()'s statuses */
+KPACK_API kpack_error_t kpack_archive_diagnose(const char* path, char* why,
+                                               size_t why_size);
+
 /* ---- Archive header ------------------------------------------------------ */
 
 /* TOC "group_name" and "gfx_arch_family" ("" when absent), owned by the

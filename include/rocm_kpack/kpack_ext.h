@@ -8,6 +8,8 @@
  *   kpack_writer.h          the streaming archive writer
  *   kpack_entry_metadata.h  per-kernel TOC metadata maps
  *   kpack_layout.h          the tree an archive shows as files
+ *   kpack_paths.h           ':'-separated lists ("\:" a literal colon) and
+ *                           directories of archives
  *   kpack_trace.h           the loader's search as events (kpack resolve)
  *   kpack_kcache.h          the shared decompressed-kernel cache (kpackfs)
  *   kpack_bundle.h          clang offload bundles and HIP fat binaries
@@ -32,6 +34,7 @@
 #include "kpack_host.h"
 #include "kpack_layout.h"
 #include "kpack_kcache.h"
+#include "kpack_paths.h"
 #include "kpack_prefix.h"
 #include "kpack_render.h"
 #include "kpack_target.h"

@@ -6,6 +6,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -15,39 +18,89 @@
 #include "common/byteorder.h"
 #include "common/input.h"
 
+/* Where kpack_archive_diagnose() wants the reason for a failed open:
+ * `text` (NULL when no one asked, as in kpack_open()) of `size` bytes. */
+typedef struct kp_why {
+  char* text;
+  size_t size;
+} kp_why;
+
+/* Returns `err` after writing the printf-formatted reason to `why`, if
+ * anyone asked for it. */
+static kpack_error_t __attribute__((format(printf, 3, 4)))
+why_fail(kp_why* why, kpack_error_t err, const char* fmt, ...) {
+  if (why != NULL && why->text != NULL) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why->text, why->size, fmt, ap);
+    va_end(ap);
+  }
+  return err;
+}
+
 static kpack_error_t read_header(int fd, uint64_t file_size,
-                                 uint64_t* toc_offset) {
+                                 uint64_t* toc_offset, kp_why* why) {
   uint8_t header[KP_HEADER_SIZE];
+  if (file_size < KP_HEADER_SIZE &&
+      (kp_pread_all(fd, header, file_size, 0) != KPACK_SUCCESS ||
+       memcmp(header, KPACK_MAGIC,
+              file_size < KPACK_MAGIC_SIZE ? file_size : KPACK_MAGIC_SIZE) !=
+           0))
+    return why_fail(why, KPACK_ERROR_INVALID_FORMAT,
+                    "no kpack magic at offset 0 (not a kpack archive)");
   if (file_size < KP_HEADER_SIZE)
-    return KPACK_ERROR_INVALID_FORMAT;
+    return why_fail(why, KPACK_ERROR_INVALID_FORMAT,
+                    "header (%d bytes) extends past end of file (%" PRIu64
+                    " bytes): truncated?",
+                    KP_HEADER_SIZE, file_size);
   kpack_error_t err = kp_pread_all(fd, header, sizeof(header), 0);
   if (err != KPACK_SUCCESS)
     return err;
   if (memcmp(header, KPACK_MAGIC, KPACK_MAGIC_SIZE) != 0)
-    return KPACK_ERROR_INVALID_FORMAT;
+    return why_fail(why, KPACK_ERROR_INVALID_FORMAT,
+                    "no kpack magic at offset 0 (not a kpack archive)");
   if (kp_load_le(header + 4, 4) != KPACK_CURRENT_VERSION)
-    return KPACK_ERROR_UNSUPPORTED_VERSION;
+    return why_fail(why, KPACK_ERROR_UNSUPPORTED_VERSION,
+                    "format version %" PRIu64 ", this library reads %d",
+                    kp_load_le(header + 4, 4), KPACK_CURRENT_VERSION);
   *toc_offset = kp_load_le(header + 8, 8);
-  if (*toc_offset < KP_HEADER_SIZE || *toc_offset >= file_size)
-    return KPACK_ERROR_INVALID_FORMAT;
+  if (*toc_offset < KP_HEADER_SIZE)
+    return why_fail(why, KPACK_ERROR_INVALID_FORMAT,
+                    "table of contents offset 0x%" PRIx64
+                    " lies inside the header",
+                    *toc_offset);
+  if (*toc_offset >= file_size)
+    return why_fail(why, KPACK_ERROR_INVALID_FORMAT,
+                    "table of contents at 0x%" PRIx64
+                    " starts past end of file (%" PRIu64 " bytes): truncated?",
+                    *toc_offset, file_size);
   return KPACK_SUCCESS;
 }
 
 /* Ties every kernel to stored bytes inside the file. For raw blobs the TOC
  * size must match the blob; zstd sizes are checked as frames decompress. */
-static kpack_error_t bind_blobs(kp_toc* toc, uint64_t file_size) {
+static kpack_error_t bind_blobs(kp_toc* toc, uint64_t file_size, kp_why* why) {
   for (size_t i = 0; i < toc->extent_count; i++) {
     const kp_extent* e = &toc->extents[i];
     if (e->offset > file_size || e->size > file_size - e->offset)
-      return KPACK_ERROR_INVALID_FORMAT;
+      return why_fail(why, KPACK_ERROR_INVALID_FORMAT,
+                      "blob %zu at 0x%" PRIx64 " (%" PRIu64
+                      " bytes) extends past end of file (%" PRIu64
+                      " bytes): truncated?",
+                      i, e->offset, e->size, file_size);
   }
   for (size_t i = 0; i < toc->kernel_count; i++) {
     kp_kernel* k = &toc->kernels[i];
     if (k->ordinal >= toc->extent_count)
-      return KPACK_ERROR_INVALID_FORMAT;
+      return why_fail(why, KPACK_ERROR_INVALID_FORMAT,
+                      "kernel %zu names blob %" PRIu32 " of %zu", i, k->ordinal,
+                      toc->extent_count);
     uint64_t stored = toc->extents[k->ordinal].size;
     if (k->has_size && k->size != stored)
-      return KPACK_ERROR_INVALID_FORMAT;
+      return why_fail(why, KPACK_ERROR_INVALID_FORMAT,
+                      "kernel %zu: original_size %" PRIu64
+                      " but its blob holds %" PRIu64 " bytes",
+                      i, k->size, stored);
     k->size = stored;
   }
   return KPACK_SUCCESS;
@@ -77,7 +130,7 @@ KPACK_API void kpack_prefetch(const char* const* paths, size_t count) {
       if (fds[i] < 0)
         continue;
       if (fstat(fds[i], &st) == 0 && S_ISREG(st.st_mode) &&
-          read_header(fds[i], (uint64_t)st.st_size, &toc_offset) ==
+          read_header(fds[i], (uint64_t)st.st_size, &toc_offset, NULL) ==
               KPACK_SUCCESS)
         (void)posix_fadvise(fds[i], (off_t)toc_offset,
                             (off_t)((uint64_t)st.st_size - toc_offset),
@@ -87,7 +140,8 @@ KPACK_API void kpack_prefetch(const char* const* paths, size_t count) {
   }
 }
 
-KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
+static kpack_error_t open_archive(const char* path, kpack_archive_t* archive,
+                                  kp_why* why) {
   kpack_error_t err;
   uint8_t* toc_bytes = NULL;
   const uint8_t* frame_sizes;
@@ -110,7 +164,7 @@ KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
     goto fail;
   a->fd = file.fd;
   a->file_size = file.size;
-  if ((err = read_header(a->fd, a->file_size, &toc_offset)))
+  if ((err = read_header(a->fd, a->file_size, &toc_offset, why)))
     goto fail;
   size_t toc_size = (size_t)(a->file_size - toc_offset);
   toc_bytes = malloc(toc_size);
@@ -122,13 +176,29 @@ KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
   if ((err = kp_pread_all(a->fd, toc_bytes, toc_size, toc_offset)))
     goto fail;
   if ((err = kp_toc_parse(toc_bytes, toc_size, &a->toc, &frame_sizes,
-                          &frame_sizes_len)))
+                          &frame_sizes_len))) {
+    /* The TOC runs to the end of the file: a cut file cuts it. */
+    if (err == KPACK_ERROR_INVALID_FORMAT ||
+        err == KPACK_ERROR_MSGPACK_PARSE_FAILED)
+      err = why_fail(why, err,
+                     "table of contents at 0x%" PRIx64
+                     " (%zu bytes to end of file, %" PRIu64
+                     " bytes) does not parse: truncated?",
+                     toc_offset, toc_size, a->file_size);
     goto fail;
-  if (a->toc.scheme == KPACK_COMPRESSION_NOOP)
-    err = bind_blobs(&a->toc, a->file_size);
-  else
+  }
+  if (a->toc.scheme == KPACK_COMPRESSION_NOOP) {
+    err = bind_blobs(&a->toc, a->file_size, why);
+  } else {
     err = kp_frame_table_load(a->fd, a->file_size, &a->toc, frame_sizes,
                               frame_sizes_len);
+    if (err == KPACK_ERROR_INVALID_FORMAT)
+      err = why_fail(why, err,
+                     "zstd region at 0x%" PRIx64 " (%" PRIu64
+                     " bytes) does not hold the frames its table of "
+                     "contents lists",
+                     a->toc.region_offset, a->toc.region_size);
+  }
   if (err != KPACK_SUCCESS)
     goto fail;
 
@@ -143,6 +213,22 @@ fail:;
   free(toc_bytes);
   kpack_close(a);
   errno = saved_errno;
+  return err;
+}
+
+KPACK_API kpack_error_t kpack_open(const char* path, kpack_archive_t* archive) {
+  return open_archive(path, archive, NULL);
+}
+
+KPACK_API kpack_error_t kpack_archive_diagnose(const char* path, char* why,
+                                               size_t why_size) {
+  kpack_archive_t archive;
+  if (path == NULL || why == NULL || why_size == 0)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  why[0] = '\0';
+  kp_why w = {why, why_size};
+  kpack_error_t err = open_archive(path, &archive, &w);
+  kpack_close(archive);
   return err;
 }
 

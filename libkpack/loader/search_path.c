@@ -7,6 +7,7 @@
  * and kp_path_list_dir look at the file system.
  */
 #include "loader/search_path.h"
+#include "rocm_kpack/kpack_paths.h"
 #include "common/grow.h"
 
 #include <dirent.h>
@@ -51,16 +52,14 @@ void kp_strlist_free(kp_strlist* list) {
 }
 
 kpack_error_t kp_path_list_parse(const char* spec, kp_strlist* out) {
-  kpack_error_t err = KPACK_SUCCESS;
-  const char* p = spec;
-  while (err == KPACK_SUCCESS && *p != '\0') {
-    size_t len = strcspn(p, ":");
-    if (len > 0)
-      err = kp_strlist_push_owned(out, strndup(p, len));
-    p += len;
-    if (*p == ':')
-      p++;
+  char** items = NULL;
+  size_t count = 0;
+  kpack_error_t err = kpack_path_list_split(spec, &items, &count);
+  for (size_t i = 0; err == KPACK_SUCCESS && i < count; i++) {
+    err = kp_strlist_push_owned(out, items[i]);
+    items[i] = NULL; /* the list owns it now, or freed it */
   }
+  kpack_path_list_free(items, count);
   return err;
 }
 

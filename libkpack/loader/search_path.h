@@ -30,7 +30,8 @@ kpack_error_t kp_strlist_push_owned(kp_strlist* list, char* str);
 bool kp_strlist_contains(const kp_strlist* list, const char* str);
 void kp_strlist_free(kp_strlist* list);
 
-/* Appends the items of a ':'-separated list, dropping empty ones. */
+/* Appends the items of a ':'-separated list, dropping empty ones; "\:" is
+ * a ':' inside an item (kpack_path_list_split()). */
 kpack_error_t kp_path_list_parse(const char* spec, kp_strlist* out);
 
 /* Lexical normalisation: no ".", no empty components, ".." removes the
