@@ -34,7 +34,8 @@ static const char split_manual[] =
 "    kpack split - move the device code of HIP binaries into kpack archives\n"
 "\n"
 "SYNOPSIS\n"
-"    kpack split -o OUTDIR [--prefix NAME] [-j N] [--arch ARCH]...\n"
+"    kpack split -o OUTDIR [--prefix NAME] [--archive-dir DIR] [-j N]\n"
+"                [--arch ARCH]...\n"
 "                [-l LEVEL | --no-compress] [-v | -q] INPUT...\n"
 "    kpack split --in-place [--prefix NAME] [-j N] [--arch ARCH]...\n"
 "                [-l LEVEL | --no-compress] [-v | -q] TREE...\n"
@@ -62,7 +63,15 @@ static const char split_manual[] =
 "    present (e.g. rand_gfx90a:xnack-.kpack), with group_name PREFIX and\n"
 "    gfx_arches [ARCH]; zstd-per-kernel unless --no-compress. PREFIX is\n"
 "    --prefix, else the name of the tree's directory (for a single file,\n"
-"    of the directory holding it).\n"
+"    of the directory holding it). --archive-dir DIR puts the archives in\n"
+"    OUTDIR/DIR instead of OUTDIR/.kpack, and the search paths lead there.\n"
+"\n"
+"    System prefixes. A tree that is /, a staged root (debian/tmp, or any\n"
+"    tree holding usr/), usr or opt/rocm gets, without --prefix, the name\n"
+"    of the one HIP library it holds (librocrand.so.1.1: rocrand); one\n"
+"    holding several is refused until --prefix names them. A tree that\n"
+"    installs at / (a staged root) is refused without --archive-dir:\n"
+"    the archives would land in /.kpack.\n"
 "\n"
 "    Splitting again. Two runs end as one run: the archives of the group\n"
 "    already there (in the input, or in OUTDIR from an earlier run) lose\n"
@@ -129,7 +138,10 @@ static const char split_manual[] =
 "    -o, --output OUTDIR   the directory to mirror the inputs into\n"
 "        --in-place        rewrite the inputs themselves (no -o)\n"
 "        --prefix NAME     archive name prefix and group_name (default: the\n"
-"                          input tree's directory name)\n"
+"                          input tree's directory name; see System prefixes)\n"
+"        --archive-dir DIR where the archives go below each output root,\n"
+"                          relative (default .kpack), e.g.\n"
+"                          usr/lib/x86_64-linux-gnu/kpack\n"
 "    -j, --jobs N          compression threads (default 1; 0: one per CPU)\n"
 "        --arch ARCH       keep only the code objects an ARCH agent could be\n"
 "                          served, by the loader's rule (repeatable): a\n"
@@ -177,6 +189,9 @@ typedef struct sp_tree {
   char* single;   /* a file INPUT: its name in root; NULL for a tree */
   char* out_root; /* OUTDIR, or root with --in-place */
   char* prefix;
+  bool derive_prefix; /* a system prefix without --prefix: named after the
+                         library it holds (name_system_prefixes) */
+  bool system_root;   /* installed at "/": ARCHIVE_DIR would be /ARCHIVE_DIR */
 } sp_tree;
 
 typedef enum sp_type {
@@ -240,6 +255,7 @@ typedef struct sp_state {
   bool* only_matched;       /* per --arch: it keeps a code object */
   size_t only_count;
   kpack_writer_options_t wo;
+  const char* archive_dir; /* below each output root; default ".kpack" */
   bool in_place, verbose;
   cli_progress progress;
   /* summary */
@@ -573,8 +589,63 @@ static bool add_kernel(const fbs_entry* e, void* user) {
   return true;
 }
 
-/* Classifies every file and lists the code objects of the fat ones. */
-static bool classify(sp_state* s) {
+/* A library's name from its file name: librocrand.so.1.1 -> rocrand. */
+static char* library_name(const char* rel) {
+  const char* base = strrchr(rel, '/');
+  base = base != NULL ? base + 1 : rel;
+  if (strncmp(base, "lib", 3) == 0 && base[3] != '\0' && base[3] != '.')
+    base += 3;
+  return strndup(base, strcspn(base, "."));
+}
+
+/* A system prefix split without --prefix takes the name of the one HIP
+ * library it holds: its folder's name ("root", "tmp", "usr") would name
+ * every package's archives alike. Several libraries: refused (exit 2). */
+static int name_system_prefixes(sp_state* s) {
+  for (size_t t = 0; t < s->tree_count; t++) {
+    sp_tree* tree = &s->trees[t];
+    char* name = NULL;
+    char names[256] = "";
+    size_t count = 0;
+    if (!tree->derive_prefix)
+      continue;
+    for (size_t i = 0; i < s->file_count; i++) {
+      const sp_file* f = &s->files[i];
+      if (f->tree != t || f->type != SP_FILE || f->kind != KPACK_TRANSFORM_FAT)
+        continue;
+      char* lib = library_name(f->rel);
+      if (lib == NULL || lib[0] == '\0') {
+        free(lib);
+        continue;
+      }
+      list_arch(names, sizeof(names), lib);
+      if (name == NULL || strcmp(name, lib) != 0)
+        count++;
+      if (name == NULL)
+        name = lib;
+      else
+        free(lib);
+    }
+    if (count > 1) {
+      cli_error(
+          "%s is a system prefix holding several HIP libraries (%s); name "
+          "their archives with --prefix NAME",
+          tree->root, names);
+      free(name);
+      return CLI_USAGE;
+    }
+    if (name != NULL) {
+      free(tree->prefix);
+      tree->prefix = name;
+    }
+  }
+  return CLI_OK;
+}
+
+/* Classifies every file, names the archives of system prefixes, and lists
+ * the code objects of the fat binaries. CLI_USAGE when a prefix cannot be
+ * named. */
+static int classify(sp_state* s) {
   for (size_t i = 0; i < s->file_count; i++) {
     sp_file* f = &s->files[i];
     kpack_transform_message_t msg = {{0}};
@@ -583,37 +654,43 @@ static bool classify(sp_state* s) {
     kpack_error_t err = kpack_transform_classify(f->src, &f->kind, &msg);
     if (err != KPACK_SUCCESS) {
       transform_error(f->src, err, &msg);
-      return false;
+      return CLI_FAIL;
     }
     if (s->verbose && f->kind != KPACK_TRANSFORM_NOT_ELF)
       fprintf(stderr, "kpack: %s: %s\n", f->src,
               kpack_transform_kind_string(f->kind));
     s->kpackified += f->kind == KPACK_TRANSFORM_KPACKIFIED;
     s->debug_only += f->kind == KPACK_TRANSFORM_DEBUG_ONLY;
-    if (f->kind != KPACK_TRANSFORM_FAT)
+  }
+  int status = name_system_prefixes(s);
+  if (status != CLI_OK)
+    return status;
+  for (size_t i = 0; i < s->file_count; i++) {
+    sp_file* f = &s->files[i];
+    if (f->type != SP_FILE || f->kind != KPACK_TRANSFORM_FAT)
       continue;
     kpack_fatbin_t* fatbin = NULL;
-    err = kpack_fatbin_open(f->src, &fatbin);
+    kpack_error_t err = kpack_fatbin_open(f->src, &fatbin);
     if (err != KPACK_SUCCESS) {
       cli_host_error(f->src, err);
-      return false;
+      return CLI_FAIL;
     }
     f->group = group_of(s, &s->trees[f->tree]);
     sp_listing l = {s, i, f->group, 0, 0, ""};
     bool ok = fbs_list(f->src, fatbin, f->rel, s->verbose, add_kernel, &l);
     kpack_fatbin_close(fatbin);
     if (!ok)
-      return false;
+      return CLI_FAIL;
     if (l.kept == 0 && l.dropped > 0 &&
         (f->all_dropped = strdup(l.arches)) == NULL) {
       cli_error("out of memory");
-      return false;
+      return CLI_FAIL;
     }
     cli_progress_show(&s->progress, false,
                       "kpack: split: reading %zu/%zu files", i + 1,
                       s->file_count);
   }
-  return true;
+  return CLI_OK;
 }
 
 /* Every --arch must keep a code object of the inputs (one that keeps
@@ -649,20 +726,21 @@ static bool check_arches_matched(const sp_state* s) {
 /* ---- writing --------------------------------------------------------------
  */
 
-/* "../" per directory of `rel`, then .kpack/PREFIX_@GFXARCH@.kpack. */
-static char* search_path(const char* rel, const char* prefix) {
+/* "../" per directory of `rel`, then ARCHIVE_DIR/PREFIX_@GFXARCH@.kpack. */
+static char* search_path(const char* rel, const char* archive_dir,
+                         const char* prefix) {
   size_t depth = 0;
   for (const char* p = rel; *p; p++)
     depth += *p == '/';
-  size_t len = 3 * depth + strlen(prefix) + 32;
+  size_t len = 3 * depth + strlen(archive_dir) + strlen(prefix) + 32;
   char* out = malloc(len);
   if (out == NULL)
     return NULL;
   out[0] = '\0';
   for (size_t i = 0; i < depth; i++)
     strcat(out, "../");
-  snprintf(out + 3 * depth, len - 3 * depth, ".kpack/%s_@GFXARCH@.kpack",
-           prefix);
+  snprintf(out + 3 * depth, len - 3 * depth, "%s/%s_@GFXARCH@.kpack",
+           archive_dir, prefix);
   return out;
 }
 
@@ -722,7 +800,8 @@ static bool transform_all(sp_state* s) {
       const sp_file* name = &s->files[j];
       if (j != i && (name->type != SP_HARDLINK || name->link_of != i))
         continue;
-      char* p = search_path(name->rel, s->trees[f->tree].prefix);
+      char* p =
+          search_path(name->rel, s->archive_dir, s->trees[f->tree].prefix);
       bool seen = p == NULL;
       for (size_t k = 0; !seen && k < path_count; k++)
         seen = strcmp(paths[k], p) == 0;
@@ -826,8 +905,30 @@ static sp_archive* archive_for(sp_archive_set* set, const char* arch) {
   return NULL;
 }
 
-static sp_archive* add_archive(sp_archive_set* set, const sp_group* g,
-                               const char* arch) {
+/* The directory of group g's archive for `arch`: OUT_ROOT/ARCHIVE_DIR. */
+static char* archive_dir_of(const sp_state* s, const sp_group* g,
+                            const char* arch) {
+  char* dir;
+  (void)arch;
+  if (asprintf(&dir, "%s/%s", g->out_root, s->archive_dir) < 0)
+    return NULL;
+  return dir;
+}
+
+/* ARCHIVE_DIR/PREFIX_ARCH.kpack of group g, below its output root. */
+static char* archive_path(const sp_state* s, const sp_group* g,
+                          const char* arch) {
+  char* dir = archive_dir_of(s, g, arch);
+  char* path;
+  if (dir == NULL ||
+      asprintf(&path, "%s/%s_%s.kpack", dir, g->prefix, arch) < 0)
+    path = NULL;
+  free(dir);
+  return path;
+}
+
+static sp_archive* add_archive(sp_archive_set* set, const sp_state* s,
+                               const sp_group* g, const char* arch) {
   sp_archive* items =
       cli_grow(set->items, set->count, &set->cap, sizeof(*items), 8);
   if (items == NULL)
@@ -835,8 +936,7 @@ static sp_archive* add_archive(sp_archive_set* set, const sp_group* g,
   set->items = items;
   sp_archive* a = &set->items[set->count];
   *a = (sp_archive){.arch = strdup(arch)};
-  if (a->arch == NULL || asprintf(&a->path, "%s/.kpack/%s_%s.kpack",
-                                  g->out_root, g->prefix, arch) < 0) {
+  if (a->arch == NULL || (a->path = archive_path(s, g, arch)) == NULL) {
     free(a->arch);
     return NULL;
   }
@@ -950,18 +1050,18 @@ static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
   for (size_t i = first; i < end; i++) {
     sp_archive* a = archive_for(set, s->kernels[i].arch);
     if (a == NULL &&
-        (a = add_archive(set, group, s->kernels[i].arch)) == NULL) {
+        (a = add_archive(set, s, group, s->kernels[i].arch)) == NULL) {
       cli_error("out of memory");
       return false;
     }
     a->fresh++;
   }
   /* Earlier archives: PREFIX_ARCH.kpack among the inputs that go to
-   * OUT_ROOT/.kpack, then those already there (OUTDIR's, or beside a
+   * OUT_ROOT/ARCHIVE_DIR, then those already there (OUTDIR's, or beside a
    * single-file input, which the walk does not see). */
   char* dir = NULL;
   bool ok = true, failed = false;
-  if (asprintf(&dir, "%s/.kpack", group->out_root) < 0) {
+  if ((dir = archive_dir_of(s, group, "")) == NULL) {
     cli_error("out of memory");
     return false;
   }
@@ -1005,7 +1105,7 @@ static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
       sp_archive* a = archive_for(set, arch);
       bool added = a == NULL;
       if (added)
-        a = add_archive(set, group, arch);
+        a = add_archive(set, s, group, arch);
       free(arch);
       if (a == NULL) {
         cli_error("out of memory");
@@ -1152,11 +1252,6 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
     qsort(written, written_count, sizeof(*written), compare_strings);
   if (!plan_archives(s, g, first, end, written, written_count, &set))
     goto done;
-  if (asprintf(&dir, "%s/.kpack", group->out_root) < 0) {
-    dir = NULL;
-    cli_error("out of memory");
-    goto done;
-  }
   /* Open a writer for every archive that changes and keeps something. */
   for (size_t i = 0; i < set.count; i++) {
     sp_archive* a = &set.items[i];
@@ -1169,6 +1264,11 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
     wo.gfx_arches = arches;
     wo.gfx_arch_count = 1;
     wo.pool = pool;
+    free(dir);
+    if ((dir = archive_dir_of(s, group, a->arch)) == NULL) {
+      cli_error("out of memory");
+      goto done;
+    }
     if (!cli_mkdirs(dir, 0755)) {
       cli_error("%s: cannot create: %s", dir, strerror(errno));
       goto done;
@@ -1365,6 +1465,26 @@ static bool install_in_place(sp_state* s) {
   return true;
 }
 
+/* Notes each directory from below `root` down to `dir` (a path below it). */
+static bool note_directories(sp_state* s, const char* root, const char* dir) {
+  size_t root_len = strlen(root);
+  char* path = strdup(dir);
+  bool ok = path != NULL;
+  for (char* p = path != NULL ? path + root_len + 1 : NULL; ok && p != NULL;) {
+    char* slash = strchr(p, '/');
+    if (slash != NULL)
+      *slash = '\0';
+    ok = fr_outputs_note(&s->outputs, path);
+    if (slash != NULL)
+      *slash = '/';
+    p = slash != NULL ? slash + 1 : NULL;
+  }
+  if (path == NULL)
+    cli_error("out of memory");
+  free(path);
+  return ok;
+}
+
 /* Mirror: notes every path the run may write as it is now, so that a
  * failed run can take back what it made (undo_outputs), then makes the
  * directories. The archives and their directory are noted first, the tree
@@ -1386,12 +1506,10 @@ static bool note_outputs(sp_state* s) {
               strcmp(s->kernels[j].arch, k->arch) == 0;
     if (noted)
       continue;
-    if (asprintf(&dir, "%s/.kpack", g->out_root) < 0)
-      dir = NULL;
-    if (dir != NULL &&
-        asprintf(&path, "%s/%s_%s.kpack", dir, g->prefix, k->arch) < 0)
-      path = NULL;
-    bool ok = path != NULL && fr_outputs_note(&s->outputs, dir) &&
+    dir = archive_dir_of(s, g, k->arch);
+    path = archive_path(s, g, k->arch);
+    bool ok = path != NULL && dir != NULL &&
+              note_directories(s, g->out_root, dir) &&
               fr_outputs_note(&s->outputs, path);
     if (path == NULL)
       cli_error("out of memory");
@@ -1484,6 +1602,27 @@ static char* resolve_maybe_missing(const char* path) {
   return out;
 }
 
+static bool ends_with(const char* s, const char* tail) {
+  size_t n = strlen(s), m = strlen(tail);
+  return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+/* Whether the directory `real` (a resolved path) is a system prefix, whose
+ * folder name says nothing of what it holds: "/" and a staged root (a
+ * dpkg root holding usr/, debian/tmp), which also install at "/", or
+ * usr, opt/rocm. */
+static bool is_system_prefix(const char* real, bool* root) {
+  struct stat st;
+  char* usr = NULL;
+  *root = strcmp(real, "/") == 0 || ends_with(real, "/debian/tmp");
+  if (!*root && asprintf(&usr, "%s/usr", real) >= 0) {
+    *root = lstat(usr, &st) == 0 && S_ISDIR(st.st_mode);
+    free(usr);
+  }
+  return *root || ends_with(real, "/usr") || ends_with(real, "/opt/rocm") ||
+         strstr(real, "/opt/rocm-") != NULL;
+}
+
 /* a is b or lies below it. */
 static bool is_within(const char* a, const char* b) {
   size_t n = strlen(b);
@@ -1532,10 +1671,13 @@ static bool add_tree(sp_state* s, const char* arg, const char* outdir,
     char* cut = strrchr(real, '/'); /* the directory holding the file */
     cut[cut == real] = '\0';
   }
-  /* The default prefix: the name of the directory that is the root. */
+  /* The default prefix: the name of the directory that is the root, but
+   * for a system prefix the library it holds (name_system_prefixes). */
   const char* name = strrchr(real, '/');
   name = name != NULL && name[1] != '\0' ? name + 1 : "root";
   t->prefix = strdup(prefix != NULL ? prefix : name);
+  if (S_ISDIR(st.st_mode) && is_system_prefix(real, &t->system_root))
+    t->derive_prefix = prefix == NULL;
   t->out_root = strdup(outdir != NULL ? outdir : t->root);
   s->tree_count++; /* owned by the state from here */
   if (t->root == NULL || t->prefix == NULL || t->out_root == NULL ||
@@ -1652,8 +1794,31 @@ static void print_left_alone(const sp_state* s) {
   }
 }
 
+/* DIR names a directory below a tree's root: relative, with no ".", ".."
+ * or empty part. */
+static bool is_relative_dir(const char* dir) {
+  if (dir[0] == '\0' || dir[0] == '/')
+    return false;
+  for (const char* p = dir; *p;) {
+    size_t n = strcspn(p, "/");
+    if (n == 0 || (n == 1 && p[0] == '.') ||
+        (n == 2 && p[0] == '.' && p[1] == '.'))
+      return false;
+    p += n;
+    if (*p == '/' && *++p == '\0')
+      return false;
+  }
+  return true;
+}
+
 static int split_run(int argc, char** argv) {
-  enum { OPT_IN_PLACE = 256, OPT_PREFIX, OPT_ARCH, OPT_NO_COMPRESS };
+  enum {
+    OPT_IN_PLACE = 256,
+    OPT_PREFIX,
+    OPT_ARCH,
+    OPT_NO_COMPRESS,
+    OPT_ARCHIVE_DIR
+  };
   static const struct option options[] = {
       {"output", required_argument, NULL, 'o'},
       {"in-place", no_argument, NULL, OPT_IN_PLACE},
@@ -1662,14 +1827,16 @@ static int split_run(int argc, char** argv) {
       {"arch", required_argument, NULL, OPT_ARCH},
       {"level", required_argument, NULL, 'l'},
       {"no-compress", no_argument, NULL, OPT_NO_COMPRESS},
+      {"archive-dir", required_argument, NULL, OPT_ARCHIVE_DIR},
       {"verbose", no_argument, NULL, 'v'},
       {"quiet", no_argument, NULL, 'q'},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const cli_command* cmd = &cli_split_command;
-  sp_state s = {.wo = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL}};
+  sp_state s = {.wo = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL},
+                .archive_dir = ".kpack"};
   const char *outdir = NULL, *prefix = NULL;
-  bool quiet = false, level_given = false;
+  bool quiet = false, level_given = false, archive_dir_given = false;
   int status = CLI_FAIL, c;
   double start = cli_seconds();
 
@@ -1713,6 +1880,18 @@ static int split_run(int argc, char** argv) {
         break;
       case OPT_NO_COMPRESS:
         s.wo.scheme = KPACK_COMPRESSION_NOOP;
+        break;
+      case OPT_ARCHIVE_DIR:
+        if (!is_relative_dir(optarg)) {
+          status = cli_usage_error(
+              cmd,
+              "--archive-dir '%s' must be a relative path without '.', '..' "
+              "or empty parts",
+              optarg);
+          goto done;
+        }
+        s.archive_dir = optarg;
+        archive_dir_given = true;
         break;
       case 'v':
         s.verbose = true;
@@ -1764,6 +1943,15 @@ static int split_run(int argc, char** argv) {
   for (int i = optind; i < argc; i++)
     if (!add_tree(&s, argv[i], outdir, prefix))
       goto done;
+  for (size_t t = 0; t < s.tree_count; t++)
+    if (s.trees[t].system_root && !archive_dir_given) {
+      status = cli_usage_error(
+          cmd,
+          "%s installs at '/': its archives would go to /%s; choose their "
+          "folder with --archive-dir (e.g. usr/lib/kpack)",
+          argv[optind + (int)t], s.archive_dir);
+      goto done;
+    }
   for (size_t t = 0; t < s.tree_count; t++) {
     const sp_tree* tree = &s.trees[t];
     struct stat st;
@@ -1782,8 +1970,13 @@ static int split_run(int argc, char** argv) {
       goto done;
     }
   }
-  if (!find_hard_links(&s) || !check_collisions(&s) || !classify(&s) ||
-      !check_arches_matched(&s))
+  if (!find_hard_links(&s) || !check_collisions(&s))
+    goto done;
+  status = classify(&s);
+  if (status != CLI_OK)
+    goto done;
+  status = CLI_FAIL;
+  if (!check_arches_matched(&s))
     goto done;
   if (cli_interrupted())
     goto interrupted;
