@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch_content.h"
+#include "arch_rules.h"
 #include "cli.h"
 #include "fatbin_stream.h"
 #include "file_replace.h"
@@ -217,6 +219,10 @@ typedef struct sp_file {
   bool archive_rewritten;      /* an archive this run rewrites or deletes */
   char* tmp;                   /* FAT: the transformed file, not yet in place */
   kpack_transform_result_t result;
+  /* --per-arch: the output tree (a processor or a --group; NULL for
+   * generic) and why it goes there. */
+  char* dest;
+  char* why;
 } sp_file;
 
 /* One code object to pack. */
@@ -233,6 +239,13 @@ typedef struct sp_group {
   const char* prefix;
   const char* out_root;
 } sp_group;
+
+/* --group NAME=ARCH,...: processors that share one output tree. */
+typedef struct sp_arch_group {
+  const char* name;
+  char** processors;
+  size_t count;
+} sp_arch_group;
 
 /* An arch dropped by --arch, with how many code objects it had. */
 typedef struct sp_dropped {
@@ -257,6 +270,12 @@ typedef struct sp_state {
   kpack_writer_options_t wo;
   const char* archive_dir; /* below each output root; default ".kpack" */
   bool in_place, verbose;
+  /* --per-arch: OUTDIR/generic and a tree per processor or group. */
+  bool per_arch;
+  const char* outdir;
+  sp_arch_group* arch_groups;
+  size_t arch_group_count;
+  ar_rules rules;
   cli_progress progress;
   /* summary */
   size_t transformed, kpackified, debug_only, copied, links, symlinks;
@@ -723,6 +742,232 @@ static bool check_arches_matched(const sp_state* s) {
   return true;
 }
 
+/* ---- per-arch trees -------------------------------------------------------
+ */
+
+/* The processor of a target ID (gfx90a:xnack- -> gfx90a), in a static
+ * buffer of the caller's. */
+static const char* processor_of(const char* arch, char* buf, size_t size) {
+  if (strncmp(arch, "amdgcn-amd-amdhsa--", 19) == 0)
+    arch += 19;
+  snprintf(buf, size, "%.*s", (int)strcspn(arch, ":"), arch);
+  return buf;
+}
+
+/* The output tree of a processor: its --group's name, else its own. The
+ * string lives as long as the state or `processor`. */
+static const char* tree_of_processor(const sp_state* s, const char* processor) {
+  for (size_t g = 0; g < s->arch_group_count; g++)
+    for (size_t i = 0; i < s->arch_groups[g].count; i++)
+      if (strcmp(s->arch_groups[g].processors[i], processor) == 0)
+        return s->arch_groups[g].name;
+  return processor;
+}
+
+/* The output tree of a target ID; the string is the state's or static
+ * (valid until the next call). */
+static const char* tree_of_arch(const sp_state* s, const char* arch) {
+  static char processor[64];
+  processor_of(arch, processor, sizeof(processor));
+  return tree_of_processor(s, processor);
+}
+
+/* Sets f->dest (NULL: generic) and f->why. */
+static bool set_dest(sp_file* f, const char* tree, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool set_dest(sp_file* f, const char* tree, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vasprintf(&f->why, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    f->why = NULL;
+  f->dest = tree != NULL ? strdup(tree) : NULL;
+  if (f->why == NULL || (tree != NULL && f->dest == NULL)) {
+    cli_error("out of memory");
+    return false;
+  }
+  return true;
+}
+
+/* Where an archive of the input goes: ARCHIVE_DIR/PREFIX_ARCH.kpack of
+ * its tree is ARCH's. */
+static const char* input_archive_arch(const sp_state* s, const sp_file* f) {
+  size_t dir_len = strlen(s->archive_dir);
+  const char* prefix = s->trees[f->tree].prefix;
+  size_t prefix_len = strlen(prefix);
+  if (strncmp(f->rel, s->archive_dir, dir_len) != 0 || f->rel[dir_len] != '/')
+    return NULL;
+  const char* name = f->rel + dir_len + 1;
+  size_t len = strlen(name);
+  if (strchr(name, '/') != NULL || len <= prefix_len + 7 ||
+      strncmp(name, prefix, prefix_len) != 0 || name[prefix_len] != '_' ||
+      strcmp(name + len - 6, ".kpack") != 0)
+    return NULL;
+  return name + prefix_len + 1;
+}
+
+/* Decides the output tree of every non-directory: a fat binary is
+ * transformed into generic; a file of device code for one processor goes
+ * to that processor's tree by its content; a file a rule names, by the
+ * rule; an input archive, by its arch; the rest is generic. A hard link
+ * goes where the file it links to goes. */
+static bool choose_trees(sp_state* s) {
+  for (size_t i = 0; i < s->file_count; i++) {
+    sp_file* f = &s->files[i];
+    char by_content[64] = "", by_rule[64] = "", archive[64];
+    const char* what = NULL;
+    const ar_rule* rule = NULL;
+    bool failed = false, ok;
+    if (f->type == SP_DIR)
+      continue;
+    if (f->type == SP_HARDLINK) {
+      const sp_file* first = &s->files[f->link_of];
+      ok = set_dest(f, first->dest, "hard link to %s", first->rel);
+    } else if (f->type == SP_FILE && f->kind == KPACK_TRANSFORM_FAT) {
+      ok = set_dest(f, NULL, "HIP binary, transformed");
+    } else {
+      if (f->type == SP_FILE &&
+          !ac_file_processor(f->src, by_content, sizeof(by_content), &what,
+                             &failed) &&
+          failed)
+        return false;
+      rule = ar_rules_match(&s->rules, f->rel, by_rule, sizeof(by_rule));
+      const char* arch = f->type == SP_FILE ? input_archive_arch(s, f) : NULL;
+      if (by_content[0] != '\0') {
+        if (rule != NULL && (rule->generic || strcmp(by_rule, by_content) != 0))
+          fprintf(stderr,
+                  "kpack: warning: %s: a %s for %s, but the rule at %s "
+                  "says %s; placed by its content\n",
+                  f->src, what, by_content, rule->where,
+                  rule->generic ? "generic" : by_rule);
+        ok = set_dest(f, tree_of_processor(s, by_content), "content: %s for %s",
+                      what, by_content);
+      } else if (arch != NULL) {
+        ok = set_dest(f, tree_of_arch(s, arch), "archive for %s",
+                      processor_of(arch, archive, sizeof(archive)));
+      } else if (rule != NULL && rule->generic) {
+        ok = set_dest(f, NULL, "rule %s (generic)", rule->where);
+      } else if (rule != NULL) {
+        ok = set_dest(f, tree_of_processor(s, by_rule), "rule %s: %s",
+                      rule->where, by_rule);
+      } else {
+        ok = set_dest(f, NULL, "generic");
+      }
+    }
+    if (!ok)
+      return false;
+    free(f->dst);
+    if (asprintf(&f->dst, "%s/%s%s%s", s->outdir,
+                 f->dest != NULL ? f->dest : "generic", f->rel[0] ? "/" : "",
+                 f->rel) < 0) {
+      f->dst = NULL;
+      cli_error("out of memory");
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Whether `rel` lies below directory `dir` ("" is the root). */
+static bool below(const char* rel, const char* dir) {
+  size_t n = strlen(dir);
+  return n == 0 || (strncmp(rel, dir, n) == 0 && rel[n] == '/');
+}
+
+/* Per-arch trees: every directory goes to generic, and to each other tree
+ * that holds something below it (a file, or its archives): appended as
+ * one more directory entry per tree, in walk order, so parents come
+ * first. */
+static bool place_directories(sp_state* s) {
+  size_t count = s->file_count;
+  const char** trees = NULL;
+  size_t tree_count = 0, tree_cap = 0;
+  bool ok = true;
+  /* The trees besides generic: those of files, then those of archives. */
+  for (size_t i = 0; ok && i < count + s->kernel_count; i++) {
+    const char* t = i < count ? s->files[i].dest
+                              : tree_of_arch(s, s->kernels[i - count].arch);
+    bool seen = t == NULL;
+    for (size_t j = 0; !seen && j < tree_count; j++)
+      seen = strcmp(trees[j], t) == 0;
+    if (seen)
+      continue;
+    const char** grown =
+        cli_grow(trees, tree_count, &tree_cap, sizeof(*grown), 8);
+    char* copy = strdup(t);
+    if (grown != NULL)
+      trees = grown;
+    if (grown == NULL || copy == NULL) {
+      free(copy);
+      cli_error("out of memory");
+      ok = false;
+      break;
+    }
+    trees[tree_count++] = copy;
+  }
+  for (size_t d = 0; ok && d < count; d++) {
+    sp_file* dir = &s->files[d];
+    if (dir->type != SP_DIR)
+      continue;
+    char* generic = NULL;
+    if (asprintf(&generic, "%s/generic%s%s", s->outdir, dir->rel[0] ? "/" : "",
+                 dir->rel) < 0) {
+      cli_error("out of memory");
+      ok = false;
+      break;
+    }
+    free(dir->dst);
+    dir->dst = generic;
+    for (size_t t = 0; ok && t < tree_count; t++) {
+      bool needed = below(s->archive_dir, dir->rel) ||
+                    strcmp(s->archive_dir, dir->rel) == 0;
+      bool has_archives = false;
+      for (size_t k = 0; !has_archives && k < s->kernel_count; k++)
+        has_archives =
+            strcmp(tree_of_arch(s, s->kernels[k].arch), trees[t]) == 0;
+      needed = needed && has_archives;
+      for (size_t i = d + 1; !needed && i < count; i++)
+        needed = s->files[i].tree == dir->tree && s->files[i].dest != NULL &&
+                 strcmp(s->files[i].dest, trees[t]) == 0 &&
+                 below(s->files[i].rel, dir->rel);
+      if (!needed)
+        continue;
+      sp_file* files =
+          cli_grow(s->files, s->file_count, &s->file_cap, sizeof(*files), 64);
+      if (files == NULL) {
+        cli_error("out of memory");
+        ok = false;
+        break;
+      }
+      s->files = files;
+      dir = &s->files[d];
+      sp_file* copy = &s->files[s->file_count];
+      *copy = *dir;
+      copy->rel = strdup(dir->rel);
+      copy->src = strdup(dir->src);
+      copy->dest = strdup(trees[t]);
+      copy->why = NULL;
+      copy->dst = NULL;
+      if (copy->rel == NULL || copy->src == NULL || copy->dest == NULL ||
+          asprintf(&copy->dst, "%s/%s%s%s", s->outdir, trees[t],
+                   dir->rel[0] ? "/" : "", dir->rel) < 0) {
+        free(copy->rel);
+        free(copy->src);
+        free(copy->dest);
+        cli_error("out of memory");
+        ok = false;
+        break;
+      }
+      s->file_count++;
+    }
+  }
+  for (size_t t = 0; t < tree_count; t++)
+    free((char*)trees[t]);
+  free(trees);
+  return ok;
+}
+
 /* ---- writing --------------------------------------------------------------
  */
 
@@ -905,14 +1150,16 @@ static sp_archive* archive_for(sp_archive_set* set, const char* arch) {
   return NULL;
 }
 
-/* The directory of group g's archive for `arch`: OUT_ROOT/ARCHIVE_DIR. */
+/* The directory of group g's archive for `arch`: OUT_ROOT/ARCHIVE_DIR,
+ * with --per-arch OUTDIR/TREE/ARCHIVE_DIR, TREE the arch's processor or
+ * its --group. */
 static char* archive_dir_of(const sp_state* s, const sp_group* g,
                             const char* arch) {
   char* dir;
-  (void)arch;
-  if (asprintf(&dir, "%s/%s", g->out_root, s->archive_dir) < 0)
-    return NULL;
-  return dir;
+  int n = s->per_arch ? asprintf(&dir, "%s/%s/%s", g->out_root,
+                                 tree_of_arch(s, arch), s->archive_dir)
+                      : asprintf(&dir, "%s/%s", g->out_root, s->archive_dir);
+  return n < 0 ? NULL : dir;
 }
 
 /* ARCHIVE_DIR/PREFIX_ARCH.kpack of group g, below its output root. */
@@ -1065,12 +1312,30 @@ static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
     cli_error("out of memory");
     return false;
   }
-  size_t prefix_len = strlen(group->prefix), dir_len = strlen(dir);
-  for (int pass = 0; ok && pass < 2; pass++) {
+  size_t prefix_len = strlen(group->prefix);
+  /* Pass 0: the inputs; then one pass per directory that may hold the
+   * group's archives: OUT_ROOT/ARCHIVE_DIR, with --per-arch
+   * OUTDIR/TREE/ARCHIVE_DIR for each TREE already there. */
+  DIR* trees = s->per_arch ? opendir(group->out_root) : NULL;
+  for (int pass = 0; ok; pass++) {
     DIR* d = NULL;
     size_t i = 0;
-    if (pass == 1 && (d = opendir(dir)) == NULL)
-      break;
+    char* found_dir = NULL;
+    if (pass == 1 && !s->per_arch) {
+      if ((d = opendir(dir)) == NULL)
+        break;
+    } else if (pass >= 1) {
+      struct dirent* e = trees != NULL ? readdir(trees) : NULL;
+      if (e == NULL)
+        break;
+      if (e->d_name[0] == '.' ||
+          asprintf(&found_dir, "%s/%s/%s", group->out_root, e->d_name,
+                   s->archive_dir) < 0 ||
+          (d = opendir(found_dir)) == NULL) {
+        free(found_dir);
+        continue;
+      }
+    }
     for (;;) {
       const char* name;
       sp_file* input = NULL;
@@ -1078,10 +1343,10 @@ static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
         if (i == s->file_count)
           break;
         input = &s->files[i++];
-        if (input->type == SP_DIR || strncmp(input->dst, dir, dir_len) != 0 ||
-            input->dst[dir_len] != '/')
+        if (input->type == SP_DIR)
           continue;
-        name = input->dst + dir_len + 1;
+        const char* slash = strrchr(input->dst, '/');
+        name = slash != NULL ? slash + 1 : input->dst;
       } else {
         struct dirent* e = readdir(d);
         bool stale = false;
@@ -1112,7 +1377,25 @@ static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
         ok = false;
         break;
       }
-      if (pass == 1 && (a->input != NULL || a->old != NULL))
+      /* Only the file at the archive's own path is its earlier version. */
+      char* path = NULL;
+      if (found_dir != NULL && asprintf(&path, "%s/%s", found_dir, name) < 0) {
+        cli_error("out of memory");
+        ok = false;
+        break;
+      }
+      bool elsewhere = pass == 0 ? strcmp(input->dst, a->path) != 0
+                                 : path != NULL && strcmp(path, a->path) != 0;
+      free(path);
+      if (elsewhere) {
+        if (added) {
+          free(set->items[set->count - 1].arch);
+          free(set->items[set->count - 1].path);
+          set->count--;
+        }
+        continue;
+      }
+      if (pass >= 1 && (a->input != NULL || a->old != NULL))
         continue; /* the input's archive of that name is mirrored over it */
       if (pass == 0)
         a->input = input;
@@ -1132,7 +1415,10 @@ static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
     }
     if (d != NULL)
       closedir(d);
+    free(found_dir);
   }
+  if (trees != NULL)
+    closedir(trees);
   free(dir);
   return ok;
 }
@@ -1465,6 +1751,51 @@ static bool install_in_place(sp_state* s) {
   return true;
 }
 
+/* Per-arch: notes and makes OUTDIR/generic and OUTDIR/TREE for each tree
+ * of a file or an archive (a single-file input has no directory entry to
+ * make its tree's). */
+static bool make_tree_roots(sp_state* s) {
+  const char** made = NULL;
+  size_t made_count = 0, made_cap = 0;
+  bool ok = true;
+  for (size_t i = 0; ok && i <= s->file_count + s->kernel_count; i++) {
+    const char* t =
+        i == 0 ? "generic"
+        : i <= s->file_count
+            ? s->files[i - 1].dest
+            : tree_of_arch(s, s->kernels[i - 1 - s->file_count].arch);
+    bool seen = t == NULL;
+    for (size_t j = 0; !seen && j < made_count; j++)
+      seen = strcmp(made[j], t) == 0;
+    if (seen)
+      continue;
+    const char** grown =
+        cli_grow(made, made_count, &made_cap, sizeof(*grown), 8);
+    char* copy = strdup(t);
+    char* path = NULL;
+    if (grown != NULL)
+      made = grown;
+    if (grown == NULL || copy == NULL ||
+        asprintf(&path, "%s/%s", s->outdir, t) < 0) {
+      free(copy);
+      cli_error("out of memory");
+      ok = false;
+      break;
+    }
+    made[made_count++] = copy;
+    ok = fr_outputs_note(&s->outputs, path);
+    if (ok && !cli_mkdirs(path, 0755)) {
+      cli_error("%s: cannot create: %s", path, strerror(errno));
+      ok = false;
+    }
+    free(path);
+  }
+  for (size_t j = 0; j < made_count; j++)
+    free((char*)made[j]);
+  free(made);
+  return ok;
+}
+
 /* Notes each directory from below `root` down to `dir` (a path below it). */
 static bool note_directories(sp_state* s, const char* root, const char* dir) {
   size_t root_len = strlen(root);
@@ -1493,6 +1824,8 @@ static bool note_outputs(sp_state* s) {
   for (size_t i = 0; i < s->tree_count; i++)
     if (!fr_outputs_note_parents(&s->outputs, s->trees[i].out_root))
       return false;
+  if (s->per_arch && !make_tree_roots(s))
+    return false;
   for (size_t i = 0; i < s->kernel_count; i++) {
     const sp_kernel* k = &s->kernels[i];
     const sp_group* g = &s->groups[k->group];
@@ -1733,6 +2066,8 @@ static void free_state(sp_state* s) {
     free(s->files[i].rel);
     free(s->files[i].src);
     free(s->files[i].dst);
+    free(s->files[i].dest);
+    free(s->files[i].why);
   }
   free(s->files);
   for (size_t i = 0; i < s->kernel_count; i++) {
@@ -1746,6 +2081,14 @@ static void free_state(sp_state* s) {
   free(s->dropped);
   free(s->only_arches);
   free(s->only_matched);
+  for (size_t g = 0; g < s->arch_group_count; g++) {
+    for (size_t i = 0; i < s->arch_groups[g].count; i++)
+      free(s->arch_groups[g].processors[i]);
+    free(s->arch_groups[g].processors);
+    free((char*)s->arch_groups[g].name);
+  }
+  free(s->arch_groups);
+  ar_rules_free(&s->rules);
   fr_outputs_free(&s->outputs);
 }
 
@@ -1794,6 +2137,141 @@ static void print_left_alone(const sp_state* s) {
   }
 }
 
+/* --group NAME=ARCH,...: CLI_USAGE after a message naming the argument
+ * when NAME cannot be a folder, an ARCH is no GPU processor, or an ARCH is
+ * in a group already. */
+static int add_arch_group(sp_state* s, const cli_command* cmd,
+                          const char* arg) {
+  const char* eq = strchr(arg, '=');
+  if (eq == NULL || eq == arg || eq[1] == '\0')
+    return cli_usage_error(cmd, "--group '%s': give NAME=ARCH,ARCH...", arg);
+  size_t name_len = (size_t)(eq - arg);
+  if (memchr(arg, '/', name_len) != NULL ||
+      (name_len == 7 && memcmp(arg, "generic", 7) == 0) ||
+      (name_len <= 2 && arg[0] == '.' && arg[name_len - 1] == '.'))
+    return cli_usage_error(cmd, "--group '%s': '%.*s' cannot name a tree", arg,
+                           (int)name_len, arg);
+  sp_arch_group* groups = realloc(
+      s->arch_groups, (s->arch_group_count + 1) * sizeof(*s->arch_groups));
+  if (groups == NULL) {
+    cli_error("out of memory");
+    return CLI_FAIL;
+  }
+  s->arch_groups = groups;
+  sp_arch_group* g = &groups[s->arch_group_count++];
+  *g = (sp_arch_group){strndup(arg, name_len), NULL, 0};
+  g->processors = calloc(strlen(eq) + 1, sizeof(*g->processors));
+  if (g->name == NULL || g->processors == NULL) {
+    cli_error("out of memory");
+    return CLI_FAIL;
+  }
+  for (const char* p = eq + 1; *p;) {
+    size_t n = strcspn(p, ",");
+    char* proc = strndup(p, n);
+    if (proc == NULL) {
+      cli_error("out of memory");
+      return CLI_FAIL;
+    }
+    g->processors[g->count++] = proc;
+    if (!kpack_processor_is_known(proc, n))
+      return cli_usage_error(
+          cmd, "--group '%s': '%s' is not a GPU processor (such as gfx90a)",
+          arg, proc);
+    for (size_t o = 0; o < s->arch_group_count; o++)
+      for (size_t i = 0; i < groups[o].count; i++)
+        if ((o != s->arch_group_count - 1 || i != g->count - 1) &&
+            strcmp(groups[o].processors[i], proc) == 0)
+          return cli_usage_error(cmd, "--group '%s': %s is named twice", arg,
+                                 proc);
+    p += n;
+    p += *p == ',';
+  }
+  return CLI_OK;
+}
+
+/* The rules shipped with kpack: share/kpack/split-rules.conf beside the
+ * bin/ folder of the program (installed, and in the build tree). */
+static char* shipped_rules(void) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  char* path = NULL;
+  if (n <= 0)
+    return NULL;
+  exe[n] = '\0';
+  char* slash = strrchr(exe, '/');
+  if (slash != NULL)
+    *slash = '\0';
+  slash = strrchr(exe, '/'); /* bin/ */
+  if (slash != NULL)
+    *slash = '\0';
+  if (asprintf(&path, "%s/share/kpack/split-rules.conf", exe) < 0)
+    return NULL;
+  return path;
+}
+
+/* --dry-run: every path and each archive, its tree and why. */
+static void print_plan(const sp_state* s, bool json) {
+  cli_json w;
+  if (json) {
+    cli_json_init(&w, stdout);
+    cli_json_array(&w, 2, false);
+  } else {
+    printf("%-16s %-10s %-40s %s\n", "TREE", "KIND", "PATH", "WHY");
+  }
+  for (size_t i = 0; i <= s->file_count + s->kernel_count; i++) {
+    const char *tree, *kind, *rel, *why;
+    char* archive = NULL;
+    char reason[96];
+    if (i < s->file_count) {
+      const sp_file* f = &s->files[i];
+      if (f->type == SP_DIR)
+        continue;
+      tree = f->dest != NULL ? f->dest : "generic";
+      kind = f->type == SP_SYMLINK    ? "symlink"
+             : f->type == SP_HARDLINK ? "hardlink"
+                                      : "file";
+      rel = f->rel[0] ? f->rel : s->trees[f->tree].single;
+      why = f->why;
+    } else if (i < s->file_count + s->kernel_count) {
+      const sp_kernel* k = &s->kernels[i - s->file_count];
+      const sp_group* g = &s->groups[k->group];
+      bool first = true;
+      for (size_t j = i - s->file_count; first && j-- > 0;)
+        first = s->kernels[j].group != k->group ||
+                strcmp(s->kernels[j].arch, k->arch) != 0;
+      if (!first || asprintf(&archive, "%s/%s_%s.kpack", s->archive_dir,
+                             g->prefix, k->arch) < 0)
+        continue;
+      tree = tree_of_arch(s, k->arch);
+      kind = "archive";
+      rel = archive;
+      snprintf(reason, sizeof(reason), "code objects for %s", k->arch);
+      why = reason;
+    } else {
+      break;
+    }
+    if (json) {
+      cli_json_object(&w, 4, true);
+      cli_json_key(&w, "path");
+      cli_json_str(&w, rel);
+      cli_json_key(&w, "kind");
+      cli_json_str(&w, kind);
+      cli_json_key(&w, "tree");
+      cli_json_str(&w, tree);
+      cli_json_key(&w, "why");
+      cli_json_str(&w, why);
+      cli_json_end(&w);
+    } else {
+      printf("%-16s %-10s %-40s %s\n", tree, kind, rel, why);
+    }
+    free(archive);
+  }
+  if (json) {
+    cli_json_end(&w);
+    printf("\n");
+  }
+}
+
 /* DIR names a directory below a tree's root: relative, with no ".", ".."
  * or empty part. */
 static bool is_relative_dir(const char* dir) {
@@ -1817,7 +2295,12 @@ static int split_run(int argc, char** argv) {
     OPT_PREFIX,
     OPT_ARCH,
     OPT_NO_COMPRESS,
-    OPT_ARCHIVE_DIR
+    OPT_ARCHIVE_DIR,
+    OPT_PER_ARCH,
+    OPT_GROUP,
+    OPT_RULES,
+    OPT_DRY_RUN,
+    OPT_JSON
   };
   static const struct option options[] = {
       {"output", required_argument, NULL, 'o'},
@@ -1828,6 +2311,11 @@ static int split_run(int argc, char** argv) {
       {"level", required_argument, NULL, 'l'},
       {"no-compress", no_argument, NULL, OPT_NO_COMPRESS},
       {"archive-dir", required_argument, NULL, OPT_ARCHIVE_DIR},
+      {"per-arch", no_argument, NULL, OPT_PER_ARCH},
+      {"group", required_argument, NULL, OPT_GROUP},
+      {"rules", required_argument, NULL, OPT_RULES},
+      {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+      {"json", no_argument, NULL, OPT_JSON},
       {"verbose", no_argument, NULL, 'v'},
       {"quiet", no_argument, NULL, 'q'},
       {"help", no_argument, NULL, 'h'},
@@ -1837,13 +2325,19 @@ static int split_run(int argc, char** argv) {
                 .archive_dir = ".kpack"};
   const char *outdir = NULL, *prefix = NULL;
   bool quiet = false, level_given = false, archive_dir_given = false;
+  bool dry_run = false, json = false;
+  const char** rule_files = calloc((size_t)argc, sizeof(*rule_files));
+  size_t rule_file_count = 0;
   int status = CLI_FAIL, c;
   double start = cli_seconds();
 
   s.only_arches = calloc((size_t)argc, sizeof(*s.only_arches));
   s.only_matched = calloc((size_t)argc, sizeof(*s.only_matched));
-  if (s.only_arches == NULL || s.only_matched == NULL) {
+  if (s.only_arches == NULL || s.only_matched == NULL || rule_files == NULL) {
     cli_error("out of memory");
+    free(rule_files);
+    free(s.only_arches);
+    free(s.only_matched);
     return CLI_FAIL;
   }
   while ((c = getopt_long(argc, argv, "o:j:l:vqh", options, NULL)) != -1) {
@@ -1893,6 +2387,24 @@ static int split_run(int argc, char** argv) {
         s.archive_dir = optarg;
         archive_dir_given = true;
         break;
+      case OPT_PER_ARCH:
+        s.per_arch = true;
+        break;
+      case OPT_GROUP:
+        status = add_arch_group(&s, cmd, optarg);
+        if (status != CLI_OK)
+          goto done;
+        status = CLI_FAIL;
+        break;
+      case OPT_RULES:
+        rule_files[rule_file_count++] = optarg;
+        break;
+      case OPT_DRY_RUN:
+        dry_run = true;
+        break;
+      case OPT_JSON:
+        json = true;
+        break;
       case 'v':
         s.verbose = true;
         break;
@@ -1912,6 +2424,36 @@ static int split_run(int argc, char** argv) {
         cli_usage_error(cmd, s.in_place ? "--in-place and -o exclude each other"
                                         : "no output: -o OUTDIR or --in-place");
     goto done;
+  }
+  if (!s.per_arch &&
+      (dry_run || rule_file_count > 0 || s.arch_group_count > 0)) {
+    status = cli_usage_error(cmd,
+                             "--dry-run, --rules and --group go with "
+                             "--per-arch");
+    goto done;
+  }
+  if (s.per_arch && s.in_place) {
+    status = cli_usage_error(cmd, "--per-arch writes new trees: give -o");
+    goto done;
+  }
+  if (json && !dry_run) {
+    status = cli_usage_error(cmd, "--json goes with --dry-run");
+    goto done;
+  }
+  s.outdir = outdir;
+  if (s.per_arch) {
+    /* The packager's rules first: the first rule that matches decides. */
+    char* shipped = shipped_rules();
+    bool loaded = shipped != NULL;
+    for (size_t i = 0; loaded && i < rule_file_count; i++)
+      loaded = ar_rules_load(&s.rules, rule_files[i]);
+    bool own = loaded;
+    loaded = loaded && ar_rules_load(&s.rules, shipped);
+    free(shipped);
+    if (!loaded) {
+      status = own ? CLI_FAIL : CLI_USAGE;
+      goto done;
+    }
   }
   if (level_given && s.wo.scheme == KPACK_COMPRESSION_NOOP) {
     status = cli_usage_error(cmd, "-l and --no-compress exclude each other");
@@ -1978,6 +2520,13 @@ static int split_run(int argc, char** argv) {
   status = CLI_FAIL;
   if (!check_arches_matched(&s))
     goto done;
+  if (s.per_arch && (!choose_trees(&s) || !place_directories(&s)))
+    goto done;
+  if (dry_run) {
+    print_plan(&s, json);
+    status = CLI_OK;
+    goto done;
+  }
   if (cli_interrupted())
     goto interrupted;
 
@@ -2008,5 +2557,6 @@ done:
   if (status != CLI_OK && s.outputs.count > 0)
     undo_outputs(&s, outdir);
   free_state(&s);
+  free(rule_files);
   return status;
 }
