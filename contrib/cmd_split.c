@@ -39,6 +39,8 @@ static const char split_manual[] =
 "    kpack split -o OUTDIR [--prefix NAME] [--archive-dir DIR] [-j N]\n"
 "                [--arch ARCH]...\n"
 "                [-l LEVEL | --no-compress] [-v | -q] INPUT...\n"
+"    kpack split --per-arch -o OUTDIR [--group NAME=ARCH,...]...\n"
+"                [--rules FILE]... [--dry-run [--json]] [OPTION]... TREE...\n"
 "    kpack split --in-place [--prefix NAME] [-j N] [--arch ARCH]...\n"
 "                [-l LEVEL | --no-compress] [-v | -q] TREE...\n"
 "\n"
@@ -74,6 +76,26 @@ static const char split_manual[] =
 "    holding several is refused until --prefix names them. A tree that\n"
 "    installs at / (a staged root) is refused without --archive-dir:\n"
 "    the archives would land in /.kpack.\n"
+"\n"
+"    Per-arch trees. --per-arch writes OUTDIR/generic, everything that is\n"
+"    not for one GPU (HIP binaries kpack-ified), and OUTDIR/PROCESSOR for\n"
+"    each GPU processor (gfx90a, gfx1100...): its archives, one per target\n"
+"    (gfx90a:xnack- and gfx90a:xnack+ both in gfx90a), where the search\n"
+"    paths look, and its kernel-database files at their own paths. --group\n"
+"    NAME=ARCH,... puts those processors into OUTDIR/NAME instead. Each\n"
+"    input file ends in one tree: generic with any subset of the others is\n"
+"    an install for those processors, and all of them together are what a\n"
+"    plain -o split writes. A file that is device code on its own (an\n"
+"    AMDGPU code object, an offload bundle or CCOB for one processor) goes\n"
+"    by its own target whatever its name; a name that says otherwise is\n"
+"    reported. Other files go by the first rule that matches their path:\n"
+"    those of each --rules FILE, then share/kpack/split-rules.conf shipped\n"
+"    with kpack (Tensile libraries, MIOpen databases, aotriton images,\n"
+"    composable_kernel archives, hipkernelprovider content; docs/split.md\n"
+"    gives the format). The rest is generic. --dry-run prints every file's\n"
+"    tree and why (content, which rule, generic) and writes nothing;\n"
+"    --json prints it as JSON. A rule file with an error, or a --group\n"
+"    naming a processor twice, is a bad command line.\n"
 "\n"
 "    Splitting again. Two runs end as one run: the archives of the group\n"
 "    already there (in the input, or in OUTDIR from an earlier run) lose\n"
@@ -157,6 +179,15 @@ static const char split_manual[] =
 "                          ARCH that keeps nothing, or a binary that would\n"
 "                          keep nothing, is an error before anything is\n"
 "                          written\n"
+"        --per-arch        write OUTDIR/generic and a tree per processor\n"
+"        --group NAME=ARCH,...\n"
+"                          with --per-arch, one tree NAME for these\n"
+"                          processors (repeatable; e.g.\n"
+"                          gfx90X-dcgpu=gfx906,gfx908,gfx90a)\n"
+"        --rules FILE      with --per-arch, rules read before the shipped\n"
+"                          ones (repeatable)\n"
+"        --dry-run         with --per-arch, print where each file goes\n"
+"        --json            with --dry-run, as a JSON array\n"
 "    -l, --level LEVEL     zstd level, 1-22 (default 3)\n"
 "        --no-compress     store code objects raw (scheme \"none\")\n"
 "    -v, --verbose         one line per file on standard error\n"
@@ -167,6 +198,8 @@ static const char split_manual[] =
 "    kpack split -o out -j8 /opt/rocm-6.4/lib/python3/site-packages/rocrand\n"
 "    kpack split -o out --prefix rand_lib usr/lib/x86_64-linux-gnu/librocrand.so.1.1\n"
 "    kpack split --in-place --arch gfx942 --arch gfx90a:xnack- install\n"
+"    kpack split --per-arch --archive-dir usr/lib/x86_64-linux-gnu/kpack \\\n"
+"                -o split debian/tmp\n"
 "    kpack verify --binary out/lib/librocrand.so.1.1\n"
 "\n"
 "EXIT STATUS\n"
@@ -1943,7 +1976,7 @@ static bool ends_with(const char* s, const char* tail) {
 /* Whether the directory `real` (a resolved path) is a system prefix, whose
  * folder name says nothing of what it holds: "/" and a staged root (a
  * dpkg root holding usr/, debian/tmp), which also install at "/", or
- * usr, opt/rocm. */
+ * usr, opt/rocm (opt/rocm-VERSION). */
 static bool is_system_prefix(const char* real, bool* root) {
   struct stat st;
   char* usr = NULL;
@@ -1952,8 +1985,12 @@ static bool is_system_prefix(const char* real, bool* root) {
     *root = lstat(usr, &st) == 0 && S_ISDIR(st.st_mode);
     free(usr);
   }
-  return *root || ends_with(real, "/usr") || ends_with(real, "/opt/rocm") ||
-         strstr(real, "/opt/rocm-") != NULL;
+  /* opt/rocm, or a versioned opt/rocm-6.4 */
+  const char* name = strrchr(real, '/');
+  bool rocm = name != NULL && name - real >= 4 &&
+              strncmp(name - 4, "/opt", 4) == 0 &&
+              (strcmp(name, "/rocm") == 0 || strncmp(name, "/rocm-", 6) == 0);
+  return *root || rocm || ends_with(real, "/usr");
 }
 
 /* a is b or lies below it. */

@@ -5,6 +5,8 @@
  * --group) whose union is a plain split.
  */
 #include <dirent.h>
+#include <dlfcn.h>
+#include <sys/wait.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -497,6 +499,121 @@ static void test_per_arch_bad_rules_and_groups_are_refused(void** state) {
   free(out);
 }
 
+/* ---- the Debian example of docs/split.md ----------------------------------
+ */
+
+static void run_ok(char* const argv[]) {
+  char *out = NULL, *err = NULL;
+  if (kt_run(argv, 120, &out, &err) != 0)
+    fail_msg("%s failed:\n%s%s", argv[0], out, err);
+  free(out);
+  free(err);
+}
+
+/* Copies OUTDIR's tree `tree` to `pkg` and makes it a .deb: `control` is
+ * its DEBIAN/control. */
+static char* build_deb(const char* outdir, const char* tree, const char* pkg,
+                       const char* control) {
+  char* from = kt_path(outdir, tree);
+  char* argv_cp[] = {"cp", "-a", from, (char*)pkg, NULL};
+  run_ok(argv_cp);
+  char* file = tree_path(pkg, "DEBIAN/control");
+  kt_write_file(file, control, strlen(control));
+  char* deb = NULL;
+  assert_true(asprintf(&deb, "%s.deb", pkg) > 0);
+  char* argv_deb[] = {"dpkg-deb", "--root-owner-group", "-b", (char*)pkg, deb,
+                      NULL};
+  run_ok(argv_deb);
+  free(file);
+  free(from);
+  return deb;
+}
+
+static bool loads_with_the_hip_runtime(const char* path) {
+  fflush(NULL);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (lib == NULL)
+      fprintf(stderr, "dlopen: %s\n", dlerror());
+    _exit(lib != NULL && dlsym(lib, "rocrand_create_generator") != NULL ? 0
+                                                                        : 1);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/* docs/split.md, "Packaging with kpack": Debian's librocrand1 staged in
+ * debian/tmp, split per arch with the archives in the library's folder,
+ * packaged as librocrand1 and librocrand1-gfx90a, both installed with
+ * dpkg -x: the library loads with Debian's HIP runtime, and verify finds
+ * gfx90a's code objects and reports gfx1030's missing. */
+static void test_debian_example_packages_install_and_verify(void** state) {
+  (void)state;
+  char* staged = kt_path(kt_tmp, "src/debian/tmp");
+  char* out = kt_path(kt_tmp, "split");
+  char* root = kt_path(kt_tmp, "scratch-root");
+  const char* libdir = "usr/lib/x86_64-linux-gnu";
+  place_rocrand(staged, "usr/lib/x86_64-linux-gnu/librocrand.so.1.1");
+  char* link = kt_path(staged, "usr/lib/x86_64-linux-gnu/librocrand.so.1");
+  assert_int_equal(symlink("librocrand.so.1.1", link), 0);
+  place_text(staged, "usr/share/doc/librocrand1/copyright", "MIT\n");
+  char *text, *err;
+  int rc = KP(&text, &err, "split", "--per-arch", "--archive-dir",
+              "usr/lib/x86_64-linux-gnu/kpack", "-o", out, staged);
+  if (rc != 0)
+    fail_msg("exit %d: %s", rc, err);
+  free(text);
+  free(err);
+  char* pkg = kt_path(kt_tmp, "librocrand1");
+  char* pkg_arch = kt_path(kt_tmp, "librocrand1-gfx90a");
+  char* deb = build_deb(out, "generic", pkg,
+                        "Package: librocrand1\n"
+                        "Version: 5.3.3-4kpack1\n"
+                        "Architecture: amd64\n"
+                        "Maintainer: kpack <kpack@example.org>\n"
+                        "Depends: libamdhip64-5\n"
+                        "Description: rocRAND, host part\n");
+  char* deb_arch = build_deb(out, "gfx90a", pkg_arch,
+                             "Package: librocrand1-gfx90a\n"
+                             "Version: 5.3.3-4kpack1\n"
+                             "Architecture: amd64\n"
+                             "Maintainer: kpack <kpack@example.org>\n"
+                             "Depends: librocrand1 (= 5.3.3-4kpack1)\n"
+                             "Description: rocRAND, gfx90a device code\n");
+  char* argv_x1[] = {"dpkg", "-x", deb, root, NULL};
+  char* argv_x2[] = {"dpkg", "-x", deb_arch, root, NULL};
+  run_ok(argv_x1);
+  run_ok(argv_x2);
+  char* dir = kt_path(root, libdir);
+  char* lib = kt_path(dir, "librocrand.so.1");
+  assert_true(exists_in(dir, "kpack/rocrand_gfx90a:xnack-.kpack"));
+  assert_true(exists_in(dir, "kpack/rocrand_gfx90a:xnack+.kpack"));
+  assert_false(exists_in(dir, "kpack/rocrand_gfx1030.kpack"));
+  if (!loads_with_the_hip_runtime(lib))
+    fail_msg("%s does not load: is libamdhip64-5 installed?", lib);
+  assert_int_equal(
+      KP(NULL, NULL, "verify", "--binary", "--arch", "gfx90a:xnack-", lib), 0);
+  assert_int_equal(
+      KP(NULL, NULL, "verify", "--binary", "--arch", "gfx90a:xnack+", lib), 0);
+  assert_int_equal(
+      KP(&text, NULL, "verify", "--binary", "--arch", "gfx1030", lib), 1);
+  kt_assert_contains(text, "rocrand_gfx1030.kpack");
+  free(text);
+  free(lib);
+  free(dir);
+  free(deb);
+  free(deb_arch);
+  free(pkg);
+  free(pkg_arch);
+  free(link);
+  free(staged);
+  free(out);
+  free(root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
@@ -515,6 +632,8 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(
           test_per_arch_bad_rules_and_groups_are_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_debian_example_packages_install_and_verify, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
