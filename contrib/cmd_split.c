@@ -939,6 +939,28 @@ static bool place_directories(sp_state* s) {
     }
     trees[tree_count++] = copy;
   }
+  /* Per file its tree's index (tree_count: generic); per tree whether
+   * it has archives, and per directory which trees hold something below
+   * it. A directory's content follows it in walk order, so each
+   * directory looks at its own content only: files times depth. */
+  size_t* index = calloc(count ? count : 1, sizeof(*index));
+  bool* archives = calloc(tree_count + 1, sizeof(*archives));
+  bool* wanted = calloc(tree_count + 1, sizeof(*wanted));
+  if (ok && (index == NULL || archives == NULL || wanted == NULL)) {
+    cli_error("out of memory");
+    ok = false;
+  }
+  for (size_t i = 0; ok && i < count + s->kernel_count; i++) {
+    const char* t = i < count ? s->files[i].dest
+                              : tree_of_arch(s, s->kernels[i - count].arch);
+    size_t n = 0;
+    while (t != NULL && n < tree_count && strcmp(trees[n], t) != 0)
+      n++;
+    if (i < count)
+      index[i] = t != NULL ? n : tree_count;
+    else
+      archives[n] = true;
+  }
   for (size_t d = 0; ok && d < count; d++) {
     sp_file* dir = &s->files[d];
     if (dir->type != SP_DIR)
@@ -952,19 +974,16 @@ static bool place_directories(sp_state* s) {
     }
     free(dir->dst);
     dir->dst = generic;
+    bool holds_archive_dir = below(s->archive_dir, dir->rel) ||
+                             strcmp(s->archive_dir, dir->rel) == 0;
+    for (size_t t = 0; t < tree_count; t++)
+      wanted[t] = holds_archive_dir && archives[t];
+    for (size_t i = d + 1; i < count && s->files[i].tree == dir->tree &&
+                           below(s->files[i].rel, dir->rel);
+         i++)
+      wanted[index[i]] = true;
     for (size_t t = 0; ok && t < tree_count; t++) {
-      bool needed = below(s->archive_dir, dir->rel) ||
-                    strcmp(s->archive_dir, dir->rel) == 0;
-      bool has_archives = false;
-      for (size_t k = 0; !has_archives && k < s->kernel_count; k++)
-        has_archives =
-            strcmp(tree_of_arch(s, s->kernels[k].arch), trees[t]) == 0;
-      needed = needed && has_archives;
-      for (size_t i = d + 1; !needed && i < count; i++)
-        needed = s->files[i].tree == dir->tree && s->files[i].dest != NULL &&
-                 strcmp(s->files[i].dest, trees[t]) == 0 &&
-                 below(s->files[i].rel, dir->rel);
-      if (!needed)
+      if (!wanted[t])
         continue;
       sp_file* files =
           cli_grow(s->files, s->file_count, &s->file_cap, sizeof(*files), 64);
@@ -995,6 +1014,9 @@ static bool place_directories(sp_state* s) {
       s->file_count++;
     }
   }
+  free(index);
+  free(archives);
+  free(wanted);
   for (size_t t = 0; t < tree_count; t++)
     free((char*)trees[t]);
   free(trees);

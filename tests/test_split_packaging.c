@@ -384,6 +384,17 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
   kt_assert_contains(text, "rocm_gfx908:xnack-.kpack");
   free(text);
   free(err);
+  /* Split again for gfx90a only: the other processors' archives, in their
+   * own trees, are the group's too, and go. */
+  rc = KP(&text, &err, "split", "--per-arch", "--arch", "gfx90a", "--prefix",
+          "rocm", "-o", pa, in);
+  if (rc != 0)
+    fail_msg("again: exit %d: %s", rc, err);
+  assert_false(exists_in(pa, "gfx1030/.kpack/rocm_gfx1030.kpack"));
+  assert_false(exists_in(pa, "gfx908/.kpack/rocm_gfx908:xnack-.kpack"));
+  assert_true(exists_in(pa, "gfx90a/.kpack/rocm_gfx90a:xnack+.kpack"));
+  free(text);
+  free(err);
   free(lib);
   free(in);
   free(plain);
