@@ -259,6 +259,16 @@ static void make_rocm_tree(const char* in) {
   kt_write_file(path, bundle.data, bundle.size);
   free(path);
   fx_free(&bundle);
+  /* A CCOB for gfx1100 named like a gfx942 Tensile code object. */
+  fx_entry e1100[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                      {"hipv4-amdgcn-amd-amdhsa--gfx1100", "device code", 11}};
+  fx_buf plain = fx_bundle(e1100, 2);
+  fx_buf ccob = fx_ccob(3, FX_ZSTD, &plain);
+  path = tree_path(in, "lib/rocblas/library/TensileLibrary_gfx942.hsaco");
+  kt_write_file(path, ccob.data, ccob.size);
+  free(path);
+  fx_free(&ccob);
+  fx_free(&plain);
   place_text(in, "lib/rocblas/library/TensileLibrary_lazy_gfx90a.dat", "a");
   place_text(in, "lib/rocblas/library/TensileLibrary_lazy_gfx1030.dat", "b");
   place_text(in, "lib/rocblas/library/TensileLibrary_HH_fallback.dat", "c");
@@ -268,6 +278,13 @@ static void make_rocm_tree(const char* in) {
   place_text(in, "lib/aotriton.images/amd-gfx90a/flash/attn.aks2", "g");
   place_text(in, "lib/libdevice_conv_operations_gfx908_xnackp.a", "h");
   place_text(in, "share/doc/rocm/README", "i");
+  place_text(in, "lib/libMIOpenCK_conv_gfx90a.so.1", "j");
+  place_text(in, "lib/MIOpenCK_gemm_gfx1030.so", "k");
+  place_text(in, "lib/aotriton/kernels/gfx908/flash.hsaco", "l");
+  place_text(in, "share/hipkernelprovider/engines/arch_content/blas/gfx1030/k",
+             "m");
+  place_text(in, "share/hipkernelprovider/engines/test_arch_content/gfx90a/t",
+             "n");
 }
 
 /* Copies every tree of OUTDIR in `trees` (NULL: all) into `into`. */
@@ -363,6 +380,12 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
       "gfx1030/lib/rocblas/library/TensileLibrary_lazy_gfx1030.dat",
       "gfx1030/share/miopen/db/gfx1030_36.HIP.fdb.txt",
       "gfx1030/.kpack/rocm_gfx1030.kpack",
+      "gfx1100/lib/rocblas/library/TensileLibrary_gfx942.hsaco",
+      "gfx90a/lib/libMIOpenCK_conv_gfx90a.so.1",
+      "gfx1030/lib/MIOpenCK_gemm_gfx1030.so",
+      "gfx908/lib/aotriton/kernels/gfx908/flash.hsaco",
+      "gfx1030/share/hipkernelprovider/engines/arch_content/blas/gfx1030/k",
+      "gfx90a/share/hipkernelprovider/engines/test_arch_content/gfx90a/t",
   };
   for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++)
     if (!exists_in(pa, expected[i]))
