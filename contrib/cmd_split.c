@@ -313,6 +313,7 @@ typedef struct sp_state {
   /* summary */
   size_t transformed, kpackified, debug_only, copied, links, symlinks;
   size_t archives, packed, removed, deleted;
+  size_t by_content, by_rule; /* --per-arch: files placed in a GPU's tree */
   unsigned recovered;
   uint64_t host_before, host_after, code_bytes, stored_bytes;
   fr_outputs outputs; /* -o: what a failed run takes back */
@@ -876,6 +877,7 @@ static bool choose_trees(sp_state* s) {
                   rule->generic ? "generic" : by_rule);
         ok = set_dest(f, tree_of_processor(s, by_content), "content: %s for %s",
                       what, by_content);
+        s->by_content++;
       } else if (arch != NULL) {
         ok = set_dest(f, tree_of_arch(s, arch), "archive for %s",
                       processor_of(arch, archive, sizeof(archive)));
@@ -884,6 +886,7 @@ static bool choose_trees(sp_state* s) {
       } else if (rule != NULL) {
         ok = set_dest(f, tree_of_processor(s, by_rule), "rule %s: %s",
                       rule->where, by_rule);
+        s->by_rule++;
       } else {
         ok = set_dest(f, NULL, "generic");
       }
@@ -2180,6 +2183,11 @@ static void print_summary(const sp_state* s, double seconds) {
     printf("split: dropped by --arch: %s (%zu code object%s)\n",
            s->dropped[i].arch, s->dropped[i].count,
            s->dropped[i].count == 1 ? "" : "s");
+  if (s->per_arch)
+    printf(
+        "split: per-arch trees: %zu file%s placed by their content, %zu by "
+        "rules\n",
+        s->by_content, s->by_content == 1 ? "" : "s", s->by_rule);
   if (s->recovered > 0)
     printf("split: %u rewrite%s of an interrupted run finished\n", s->recovered,
            s->recovered == 1 ? "" : "s");

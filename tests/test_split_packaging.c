@@ -357,6 +357,12 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
   kt_assert_contains(err,
                      "TensileLibrary_SS_gfx1030.co: a code object for "
                      "gfx908");
+  kt_assert_contains(err,
+                     "TensileLibrary_gfx942.hsaco: a compressed offload "
+                     "bundle for gfx1100");
+  kt_assert_contains(text,
+                     "per-arch trees: 6 files placed by their content, "
+                     "12 by rules");
   free(text);
   free(err);
   static const char* const expected[] = {
