@@ -93,6 +93,12 @@ KPACKFS_SRCS := $(sort $(wildcard kpackfs/*.c))
 KPACKFS      := $(BUILD)/bin/kpackfs
 TOOL_SRCS    := $(sort $(wildcard contrib/*.c))
 TOOL         := $(BUILD)/bin/kpack
+# The rules of `kpack split --per-arch`, found at ../share/kpack from the
+# program: in the build tree as where it is installed.
+SPLIT_RULES  := $(BUILD)/share/kpack/split-rules.conf
+$(SPLIT_RULES): contrib/split-rules.conf
+	@mkdir -p $(@D)
+	cp $< $@
 PROGRAMS     := $(strip $(if $(KPACKFS_SRCS),$(KPACKFS)) $(if $(TOOL_SRCS),$(TOOL)))
 
 $(BUILD)/kpackfs/%.o: kpackfs/%.c
@@ -132,7 +138,7 @@ $(BUILD)/man/kpackfs.8: $(KPACKFS) contrib/manpage.sh
 
 .DEFAULT_GOAL := all
 .PHONY: all
-all: $(LIB_SO) $(LIB_A) $(LIB_PC) $(PROGRAMS) $(MANPAGES)
+all: $(LIB_SO) $(LIB_A) $(LIB_PC) $(PROGRAMS) $(MANPAGES) $(SPLIT_RULES)
 
 # ---- tests ------------------------------------------------------------------
 # tests/test_*.c: one cmocka binary each, linked statically so that internal
@@ -332,6 +338,8 @@ install: all
 	sed $(CMAKE_SUBST) contrib/cmake/rocm-kpack-config-version.cmake.in \
 	  > $(DESTDIR)$(CMAKEDIR)/rocm-kpack-config-version.cmake
 	$(if $(PROGRAMS),install -m 0755 $(PROGRAMS) $(DESTDIR)$(PREFIX)/bin/)
+	install -d $(DESTDIR)$(PREFIX)/share/kpack
+	install -m 0644 $(SPLIT_RULES) $(DESTDIR)$(PREFIX)/share/kpack/
 	$(foreach m,$(MANPAGES),install -d $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m))) && \
 	  install -m 0644 $(m) $(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/;)
 	$(if $(TOOL_SRCS),install -d $(DESTDIR)$(COMPLETIONDIR) && \

@@ -23,6 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "arch_content.h"
+#include "arch_rules.h"
 #include "cli.h"
 #include "fatbin_stream.h"
 #include "file_replace.h"
@@ -35,8 +37,11 @@ static const char split_manual[] =
 "    kpack split - move the device code of HIP binaries into kpack archives\n"
 "\n"
 "SYNOPSIS\n"
-"    kpack split -o OUTDIR [--prefix NAME] [-j N] [--arch ARCH]...\n"
+"    kpack split -o OUTDIR [--prefix NAME] [--archive-dir DIR] [-j N]\n"
+"                [--arch ARCH]...\n"
 "                [-l LEVEL | --no-compress] [-v | -q] INPUT...\n"
+"    kpack split --per-arch -o OUTDIR [--group NAME=ARCH,...]...\n"
+"                [--rules FILE]... [--dry-run [--json]] [OPTION]... TREE...\n"
 "    kpack split --in-place [--prefix NAME] [-j N] [--arch ARCH]...\n"
 "                [-l LEVEL | --no-compress] [-v | -q] TREE...\n"
 "\n"
@@ -63,7 +68,35 @@ static const char split_manual[] =
 "    present (e.g. rand_gfx90a:xnack-.kpack), with group_name PREFIX and\n"
 "    gfx_arches [ARCH]; zstd-per-kernel unless --no-compress. PREFIX is\n"
 "    --prefix, else the name of the tree's directory (for a single file,\n"
-"    of the directory holding it).\n"
+"    of the directory holding it). --archive-dir DIR puts the archives in\n"
+"    OUTDIR/DIR instead of OUTDIR/.kpack, and the search paths lead there.\n"
+"\n"
+"    System prefixes. A tree that is /, a staged root (debian/tmp, or any\n"
+"    tree holding usr/), usr or opt/rocm gets, without --prefix, the name\n"
+"    of the one HIP library it holds (librocrand.so.1.1: rocrand); one\n"
+"    holding several is refused until --prefix names them. A tree that\n"
+"    installs at / (a staged root) is refused without --archive-dir:\n"
+"    the archives would land in /.kpack.\n"
+"\n"
+"    Per-arch trees. --per-arch writes OUTDIR/generic, everything that is\n"
+"    not for one GPU (HIP binaries kpack-ified), and OUTDIR/PROCESSOR for\n"
+"    each GPU processor (gfx90a, gfx1100...): its archives, one per target\n"
+"    (gfx90a:xnack- and gfx90a:xnack+ both in gfx90a), where the search\n"
+"    paths look, and its kernel-database files at their own paths. --group\n"
+"    NAME=ARCH,... puts those processors into OUTDIR/NAME instead. Each\n"
+"    input file ends in one tree: generic with any subset of the others is\n"
+"    an install for those processors, and all of them together are what a\n"
+"    plain -o split writes. A file that is device code on its own (an\n"
+"    AMDGPU code object, an offload bundle or CCOB for one processor) goes\n"
+"    by its own target whatever its name; a name that says otherwise is\n"
+"    reported. Other files go by the first rule that matches their path:\n"
+"    those of each --rules FILE, then share/kpack/split-rules.conf shipped\n"
+"    with kpack (Tensile libraries, MIOpen databases, aotriton images,\n"
+"    composable_kernel archives, hipkernelprovider content; docs/split.md\n"
+"    gives the format). The rest is generic. --dry-run prints every file's\n"
+"    tree and why (content, which rule, generic) and writes nothing;\n"
+"    --json prints it as JSON. A rule file with an error, or a --group\n"
+"    naming a processor twice, is a bad command line.\n"
 "\n"
 "    Splitting again. Two runs end as one run: the archives of the group\n"
 "    already there (in the input, or in OUTDIR from an earlier run) lose\n"
@@ -130,7 +163,10 @@ static const char split_manual[] =
 "    -o, --output OUTDIR   the directory to mirror the inputs into\n"
 "        --in-place        rewrite the inputs themselves (no -o)\n"
 "        --prefix NAME     archive name prefix and group_name (default: the\n"
-"                          input tree's directory name)\n"
+"                          input tree's directory name; see System prefixes)\n"
+"        --archive-dir DIR where the archives go below each output root,\n"
+"                          relative (default .kpack), e.g.\n"
+"                          usr/lib/x86_64-linux-gnu/kpack\n"
 "    -j, --jobs N          compression threads (default and 0: one per\n"
 "                          CPU; 1: none besides the main one)\n"
 "        --arch ARCH       keep only the code objects an ARCH agent could be\n"
@@ -145,6 +181,14 @@ static const char split_manual[] =
 "                          ARCH that keeps nothing, or a binary that would\n"
 "                          keep nothing, is an error before anything is\n"
 "                          written\n"
+"        --per-arch        write OUTDIR/generic and a tree per processor\n"
+"        --group NAME=ARCH,...\n"
+"                          with --per-arch, one tree NAME for these\n"
+"                          processors (repeatable; e.g.\n"
+"                          gfx90X-dcgpu=gfx906,gfx908,gfx90a)\n"
+"        --rules FILE      with --per-arch, rules read before the shipped\n"
+"                          ones (repeatable)\n"
+"        --dry-run         with --per-arch, print where each file goes\n"
 "    -l, --level LEVEL     zstd level, 1-22 (default 3)\n"
 "        --no-compress     store code objects raw (scheme \"none\")\n"
 "    -v, --verbose         one line per file on standard error\n"
@@ -155,13 +199,16 @@ static const char split_manual[] =
 "                          symbolic_links, archives, code_objects,\n"
 "                          code_bytes, stored_bytes, removed, deleted,\n"
 "                          recovered, dropped: {ARCH: count}, threads,\n"
-"                          seconds}; sizes in bytes\n"
+"                          seconds}; sizes in bytes. With --dry-run, the\n"
+"                          plan as a JSON array\n"
 "    -h, --help            print this manual\n"
 "\n"
 "EXAMPLES\n"
 "    kpack split -o out -j8 /opt/rocm-6.4/lib/python3/site-packages/rocrand\n"
 "    kpack split -o out --prefix rand_lib usr/lib/x86_64-linux-gnu/librocrand.so.1.1\n"
 "    kpack split --in-place --arch gfx942 --arch gfx90a:xnack- install\n"
+"    kpack split --per-arch --archive-dir usr/lib/x86_64-linux-gnu/kpack \\\n"
+"                -o split debian/tmp\n"
 "    kpack verify --binary out/lib/librocrand.so.1.1\n"
 "\n"
 "EXIT STATUS\n"
@@ -186,6 +233,9 @@ typedef struct sp_tree {
   char* single;   /* a file INPUT: its name in root; NULL for a tree */
   char* out_root; /* OUTDIR, or root with --in-place */
   char* prefix;
+  bool derive_prefix; /* a system prefix without --prefix: named after the
+                         library it holds (name_system_prefixes) */
+  bool system_root;   /* installed at "/": ARCHIVE_DIR would be /ARCHIVE_DIR */
 } sp_tree;
 
 typedef enum sp_type {
@@ -211,6 +261,10 @@ typedef struct sp_file {
   bool archive_rewritten;      /* an archive this run rewrites or deletes */
   char* tmp;                   /* FAT: the transformed file, not yet in place */
   kpack_transform_result_t result;
+  /* --per-arch: the output tree (a processor or a --group; NULL for
+   * generic) and why it goes there. */
+  char* dest;
+  char* why;
 } sp_file;
 
 /* One code object to pack. */
@@ -227,6 +281,13 @@ typedef struct sp_group {
   const char* prefix;
   const char* out_root;
 } sp_group;
+
+/* --group NAME=ARCH,...: processors that share one output tree. */
+typedef struct sp_arch_group {
+  const char* name;
+  char** processors;
+  size_t count;
+} sp_arch_group;
 
 /* An arch dropped by --arch, with how many code objects it had. */
 typedef struct sp_dropped {
@@ -249,11 +310,19 @@ typedef struct sp_state {
   bool* only_matched;       /* per --arch: it keeps a code object */
   size_t only_count;
   kpack_writer_options_t wo;
+  const char* archive_dir; /* below each output root; default ".kpack" */
   bool in_place, verbose;
+  /* --per-arch: OUTDIR/generic and a tree per processor or group. */
+  bool per_arch;
+  const char* outdir;
+  sp_arch_group* arch_groups;
+  size_t arch_group_count;
+  ar_rules rules;
   cli_progress progress;
   /* summary */
   size_t transformed, kpackified, debug_only, copied, links, symlinks;
   size_t archives, packed, removed, deleted;
+  size_t by_content, by_rule; /* --per-arch: files placed in a GPU's tree */
   unsigned recovered;
   uint64_t host_before, host_after, code_bytes, stored_bytes;
   fr_outputs outputs; /* -o: what a failed run takes back */
@@ -582,8 +651,63 @@ static bool add_kernel(const fbs_entry* e, void* user) {
   return true;
 }
 
-/* Classifies every file and lists the code objects of the fat ones. */
-static bool classify(sp_state* s) {
+/* A library's name from its file name: librocrand.so.1.1 -> rocrand. */
+static char* library_name(const char* rel) {
+  const char* base = strrchr(rel, '/');
+  base = base != NULL ? base + 1 : rel;
+  if (strncmp(base, "lib", 3) == 0 && base[3] != '\0' && base[3] != '.')
+    base += 3;
+  return strndup(base, strcspn(base, "."));
+}
+
+/* A system prefix split without --prefix takes the name of the one HIP
+ * library it holds: its folder's name ("root", "tmp", "usr") would name
+ * every package's archives alike. Several libraries: refused (exit 2). */
+static int name_system_prefixes(sp_state* s) {
+  for (size_t t = 0; t < s->tree_count; t++) {
+    sp_tree* tree = &s->trees[t];
+    char* name = NULL;
+    char names[256] = "";
+    size_t count = 0;
+    if (!tree->derive_prefix)
+      continue;
+    for (size_t i = 0; i < s->file_count; i++) {
+      const sp_file* f = &s->files[i];
+      if (f->tree != t || f->type != SP_FILE || f->kind != KPACK_TRANSFORM_FAT)
+        continue;
+      char* lib = library_name(f->rel);
+      if (lib == NULL || lib[0] == '\0') {
+        free(lib);
+        continue;
+      }
+      list_arch(names, sizeof(names), lib);
+      if (name == NULL || strcmp(name, lib) != 0)
+        count++;
+      if (name == NULL)
+        name = lib;
+      else
+        free(lib);
+    }
+    if (count > 1) {
+      cli_error(
+          "%s is a system prefix holding several HIP libraries (%s); name "
+          "their archives with --prefix NAME",
+          tree->root, names);
+      free(name);
+      return CLI_USAGE;
+    }
+    if (name != NULL) {
+      free(tree->prefix);
+      tree->prefix = name;
+    }
+  }
+  return CLI_OK;
+}
+
+/* Classifies every file, names the archives of system prefixes, and lists
+ * the code objects of the fat binaries. CLI_USAGE when a prefix cannot be
+ * named. */
+static int classify(sp_state* s) {
   for (size_t i = 0; i < s->file_count; i++) {
     sp_file* f = &s->files[i];
     kpack_transform_message_t msg = {{0}};
@@ -592,37 +716,43 @@ static bool classify(sp_state* s) {
     kpack_error_t err = kpack_transform_classify(f->src, &f->kind, &msg);
     if (err != KPACK_SUCCESS) {
       transform_error(f->src, err, &msg);
-      return false;
+      return CLI_FAIL;
     }
     if (s->verbose && f->kind != KPACK_TRANSFORM_NOT_ELF)
       fprintf(stderr, "kpack: %s: %s\n", f->src,
               kpack_transform_kind_string(f->kind));
     s->kpackified += f->kind == KPACK_TRANSFORM_KPACKIFIED;
     s->debug_only += f->kind == KPACK_TRANSFORM_DEBUG_ONLY;
-    if (f->kind != KPACK_TRANSFORM_FAT)
+  }
+  int status = name_system_prefixes(s);
+  if (status != CLI_OK)
+    return status;
+  for (size_t i = 0; i < s->file_count; i++) {
+    sp_file* f = &s->files[i];
+    if (f->type != SP_FILE || f->kind != KPACK_TRANSFORM_FAT)
       continue;
     kpack_fatbin_t* fatbin = NULL;
-    err = kpack_fatbin_open(f->src, &fatbin);
+    kpack_error_t err = kpack_fatbin_open(f->src, &fatbin);
     if (err != KPACK_SUCCESS) {
       cli_host_error(f->src, err);
-      return false;
+      return CLI_FAIL;
     }
     f->group = group_of(s, &s->trees[f->tree]);
     sp_listing l = {s, i, f->group, 0, 0, ""};
     bool ok = fbs_list(f->src, fatbin, f->rel, s->verbose, add_kernel, &l);
     kpack_fatbin_close(fatbin);
     if (!ok)
-      return false;
+      return CLI_FAIL;
     if (l.kept == 0 && l.dropped > 0 &&
         (f->all_dropped = strdup(l.arches)) == NULL) {
       cli_error("out of memory");
-      return false;
+      return CLI_FAIL;
     }
     cli_progress_show(&s->progress, false,
                       "kpack: split: reading %zu/%zu files", i + 1,
                       s->file_count);
   }
-  return true;
+  return CLI_OK;
 }
 
 /* Every --arch must keep a code object of the inputs (one that keeps
@@ -655,23 +785,274 @@ static bool check_arches_matched(const sp_state* s) {
   return true;
 }
 
+/* ---- per-arch trees -------------------------------------------------------
+ */
+
+/* The processor of a target ID (gfx90a:xnack- -> gfx90a), in a static
+ * buffer of the caller's. */
+static const char* processor_of(const char* arch, char* buf, size_t size) {
+  if (strncmp(arch, "amdgcn-amd-amdhsa--", 19) == 0)
+    arch += 19;
+  snprintf(buf, size, "%.*s", (int)strcspn(arch, ":"), arch);
+  return buf;
+}
+
+/* The output tree of a processor: its --group's name, else its own. The
+ * string lives as long as the state or `processor`. */
+static const char* tree_of_processor(const sp_state* s, const char* processor) {
+  for (size_t g = 0; g < s->arch_group_count; g++)
+    for (size_t i = 0; i < s->arch_groups[g].count; i++)
+      if (strcmp(s->arch_groups[g].processors[i], processor) == 0)
+        return s->arch_groups[g].name;
+  return processor;
+}
+
+/* The output tree of a target ID; the string is the state's or static
+ * (valid until the next call). */
+static const char* tree_of_arch(const sp_state* s, const char* arch) {
+  static char processor[64];
+  processor_of(arch, processor, sizeof(processor));
+  return tree_of_processor(s, processor);
+}
+
+/* Sets f->dest (NULL: generic) and f->why. */
+static bool set_dest(sp_file* f, const char* tree, const char* fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static bool set_dest(sp_file* f, const char* tree, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vasprintf(&f->why, fmt, ap);
+  va_end(ap);
+  if (n < 0)
+    f->why = NULL;
+  f->dest = tree != NULL ? strdup(tree) : NULL;
+  if (f->why == NULL || (tree != NULL && f->dest == NULL)) {
+    cli_error("out of memory");
+    return false;
+  }
+  return true;
+}
+
+/* Where an archive of the input goes: ARCHIVE_DIR/PREFIX_ARCH.kpack of
+ * its tree is ARCH's. */
+static const char* input_archive_arch(const sp_state* s, const sp_file* f) {
+  size_t dir_len = strlen(s->archive_dir);
+  const char* prefix = s->trees[f->tree].prefix;
+  size_t prefix_len = strlen(prefix);
+  if (strncmp(f->rel, s->archive_dir, dir_len) != 0 || f->rel[dir_len] != '/')
+    return NULL;
+  const char* name = f->rel + dir_len + 1;
+  size_t len = strlen(name);
+  if (strchr(name, '/') != NULL || len <= prefix_len + 7 ||
+      strncmp(name, prefix, prefix_len) != 0 || name[prefix_len] != '_' ||
+      strcmp(name + len - 6, ".kpack") != 0)
+    return NULL;
+  return name + prefix_len + 1;
+}
+
+/* Decides the output tree of every non-directory: a fat binary is
+ * transformed into generic; a file of device code for one processor goes
+ * to that processor's tree by its content; a file a rule names, by the
+ * rule; an input archive, by its arch; the rest is generic. A hard link
+ * goes where the file it links to goes. */
+static bool choose_trees(sp_state* s) {
+  for (size_t i = 0; i < s->file_count; i++) {
+    sp_file* f = &s->files[i];
+    char by_content[64] = "", by_rule[64] = "", archive[64];
+    const char* what = NULL;
+    const ar_rule* rule = NULL;
+    bool failed = false, ok;
+    if (f->type == SP_DIR)
+      continue;
+    if (f->type == SP_HARDLINK) {
+      const sp_file* first = &s->files[f->link_of];
+      ok = set_dest(f, first->dest, "hard link to %s", first->rel);
+    } else if (f->type == SP_FILE && f->kind == KPACK_TRANSFORM_FAT) {
+      ok = set_dest(f, NULL, "HIP binary, transformed");
+    } else {
+      if (f->type == SP_FILE &&
+          !ac_file_processor(f->src, by_content, sizeof(by_content), &what,
+                             &failed) &&
+          failed)
+        return false;
+      rule = ar_rules_match(&s->rules, f->rel, by_rule, sizeof(by_rule));
+      const char* arch = f->type == SP_FILE ? input_archive_arch(s, f) : NULL;
+      if (by_content[0] != '\0') {
+        if (rule != NULL && (rule->generic || strcmp(by_rule, by_content) != 0))
+          fprintf(stderr,
+                  "kpack: warning: %s: a %s for %s, but the rule at %s "
+                  "says %s; placed by its content\n",
+                  f->src, what, by_content, rule->where,
+                  rule->generic ? "generic" : by_rule);
+        ok = set_dest(f, tree_of_processor(s, by_content), "content: %s for %s",
+                      what, by_content);
+        s->by_content++;
+      } else if (arch != NULL) {
+        ok = set_dest(f, tree_of_arch(s, arch), "archive for %s",
+                      processor_of(arch, archive, sizeof(archive)));
+      } else if (rule != NULL && rule->generic) {
+        ok = set_dest(f, NULL, "rule %s (generic)", rule->where);
+      } else if (rule != NULL) {
+        ok = set_dest(f, tree_of_processor(s, by_rule), "rule %s: %s",
+                      rule->where, by_rule);
+        s->by_rule++;
+      } else {
+        ok = set_dest(f, NULL, "generic");
+      }
+    }
+    if (!ok)
+      return false;
+    free(f->dst);
+    if (asprintf(&f->dst, "%s/%s%s%s", s->outdir,
+                 f->dest != NULL ? f->dest : "generic", f->rel[0] ? "/" : "",
+                 f->rel) < 0) {
+      f->dst = NULL;
+      cli_error("out of memory");
+      return false;
+    }
+  }
+  return true;
+}
+
+/* Whether `rel` lies below directory `dir` ("" is the root). */
+static bool below(const char* rel, const char* dir) {
+  size_t n = strlen(dir);
+  return n == 0 || (strncmp(rel, dir, n) == 0 && rel[n] == '/');
+}
+
+/* Per-arch trees: every directory goes to generic, and to each other tree
+ * that holds something below it (a file, or its archives): appended as
+ * one more directory entry per tree, in walk order, so parents come
+ * first. */
+static bool place_directories(sp_state* s) {
+  size_t count = s->file_count;
+  const char** trees = NULL;
+  size_t tree_count = 0, tree_cap = 0;
+  bool ok = true;
+  /* The trees besides generic: those of files, then those of archives. */
+  for (size_t i = 0; ok && i < count + s->kernel_count; i++) {
+    const char* t = i < count ? s->files[i].dest
+                              : tree_of_arch(s, s->kernels[i - count].arch);
+    bool seen = t == NULL;
+    for (size_t j = 0; !seen && j < tree_count; j++)
+      seen = strcmp(trees[j], t) == 0;
+    if (seen)
+      continue;
+    const char** grown =
+        cli_grow(trees, tree_count, &tree_cap, sizeof(*grown), 8);
+    char* copy = strdup(t);
+    if (grown != NULL)
+      trees = grown;
+    if (grown == NULL || copy == NULL) {
+      free(copy);
+      cli_error("out of memory");
+      ok = false;
+      break;
+    }
+    trees[tree_count++] = copy;
+  }
+  /* Per file its tree's index (tree_count: generic); per tree whether
+   * it has archives, and per directory which trees hold something below
+   * it. A directory's content follows it in walk order, so each
+   * directory looks at its own content only: files times depth. */
+  size_t* index = calloc(count ? count : 1, sizeof(*index));
+  bool* archives = calloc(tree_count + 1, sizeof(*archives));
+  bool* wanted = calloc(tree_count + 1, sizeof(*wanted));
+  if (ok && (index == NULL || archives == NULL || wanted == NULL)) {
+    cli_error("out of memory");
+    ok = false;
+  }
+  for (size_t i = 0; ok && i < count + s->kernel_count; i++) {
+    const char* t = i < count ? s->files[i].dest
+                              : tree_of_arch(s, s->kernels[i - count].arch);
+    size_t n = 0;
+    while (t != NULL && n < tree_count && strcmp(trees[n], t) != 0)
+      n++;
+    if (i < count)
+      index[i] = t != NULL ? n : tree_count;
+    else
+      archives[n] = true;
+  }
+  for (size_t d = 0; ok && d < count; d++) {
+    sp_file* dir = &s->files[d];
+    if (dir->type != SP_DIR)
+      continue;
+    char* generic = NULL;
+    if (asprintf(&generic, "%s/generic%s%s", s->outdir, dir->rel[0] ? "/" : "",
+                 dir->rel) < 0) {
+      cli_error("out of memory");
+      ok = false;
+      break;
+    }
+    free(dir->dst);
+    dir->dst = generic;
+    bool holds_archive_dir = below(s->archive_dir, dir->rel) ||
+                             strcmp(s->archive_dir, dir->rel) == 0;
+    for (size_t t = 0; t < tree_count; t++)
+      wanted[t] = holds_archive_dir && archives[t];
+    for (size_t i = d + 1; i < count && s->files[i].tree == dir->tree &&
+                           below(s->files[i].rel, dir->rel);
+         i++)
+      wanted[index[i]] = true;
+    for (size_t t = 0; ok && t < tree_count; t++) {
+      if (!wanted[t])
+        continue;
+      sp_file* files =
+          cli_grow(s->files, s->file_count, &s->file_cap, sizeof(*files), 64);
+      if (files == NULL) {
+        cli_error("out of memory");
+        ok = false;
+        break;
+      }
+      s->files = files;
+      dir = &s->files[d];
+      sp_file* copy = &s->files[s->file_count];
+      *copy = *dir;
+      copy->rel = strdup(dir->rel);
+      copy->src = strdup(dir->src);
+      copy->dest = strdup(trees[t]);
+      copy->why = NULL;
+      copy->dst = NULL;
+      if (copy->rel == NULL || copy->src == NULL || copy->dest == NULL ||
+          asprintf(&copy->dst, "%s/%s%s%s", s->outdir, trees[t],
+                   dir->rel[0] ? "/" : "", dir->rel) < 0) {
+        free(copy->rel);
+        free(copy->src);
+        free(copy->dest);
+        cli_error("out of memory");
+        ok = false;
+        break;
+      }
+      s->file_count++;
+    }
+  }
+  free(index);
+  free(archives);
+  free(wanted);
+  for (size_t t = 0; t < tree_count; t++)
+    free((char*)trees[t]);
+  free(trees);
+  return ok;
+}
+
 /* ---- writing --------------------------------------------------------------
  */
 
-/* "../" per directory of `rel`, then .kpack/PREFIX_@GFXARCH@.kpack. */
-static char* search_path(const char* rel, const char* prefix) {
+/* "../" per directory of `rel`, then ARCHIVE_DIR/PREFIX_@GFXARCH@.kpack. */
+static char* search_path(const char* rel, const char* archive_dir,
+                         const char* prefix) {
   size_t depth = 0;
   for (const char* p = rel; *p; p++)
     depth += *p == '/';
-  size_t len = 3 * depth + strlen(prefix) + 32;
+  size_t len = 3 * depth + strlen(archive_dir) + strlen(prefix) + 32;
   char* out = malloc(len);
   if (out == NULL)
     return NULL;
   out[0] = '\0';
   for (size_t i = 0; i < depth; i++)
     strcat(out, "../");
-  snprintf(out + 3 * depth, len - 3 * depth, ".kpack/%s_@GFXARCH@.kpack",
-           prefix);
+  snprintf(out + 3 * depth, len - 3 * depth, "%s/%s_@GFXARCH@.kpack",
+           archive_dir, prefix);
   return out;
 }
 
@@ -731,7 +1112,8 @@ static bool transform_all(sp_state* s) {
       const sp_file* name = &s->files[j];
       if (j != i && (name->type != SP_HARDLINK || name->link_of != i))
         continue;
-      char* p = search_path(name->rel, s->trees[f->tree].prefix);
+      char* p =
+          search_path(name->rel, s->archive_dir, s->trees[f->tree].prefix);
       bool seen = p == NULL;
       for (size_t k = 0; !seen && k < path_count; k++)
         seen = strcmp(paths[k], p) == 0;
@@ -835,8 +1217,32 @@ static sp_archive* archive_for(sp_archive_set* set, const char* arch) {
   return NULL;
 }
 
-static sp_archive* add_archive(sp_archive_set* set, const sp_group* g,
-                               const char* arch) {
+/* The directory of group g's archive for `arch`: OUT_ROOT/ARCHIVE_DIR,
+ * with --per-arch OUTDIR/TREE/ARCHIVE_DIR, TREE the arch's processor or
+ * its --group. */
+static char* archive_dir_of(const sp_state* s, const sp_group* g,
+                            const char* arch) {
+  char* dir;
+  int n = s->per_arch ? asprintf(&dir, "%s/%s/%s", g->out_root,
+                                 tree_of_arch(s, arch), s->archive_dir)
+                      : asprintf(&dir, "%s/%s", g->out_root, s->archive_dir);
+  return n < 0 ? NULL : dir;
+}
+
+/* ARCHIVE_DIR/PREFIX_ARCH.kpack of group g, below its output root. */
+static char* archive_path(const sp_state* s, const sp_group* g,
+                          const char* arch) {
+  char* dir = archive_dir_of(s, g, arch);
+  char* path;
+  if (dir == NULL ||
+      asprintf(&path, "%s/%s_%s.kpack", dir, g->prefix, arch) < 0)
+    path = NULL;
+  free(dir);
+  return path;
+}
+
+static sp_archive* add_archive(sp_archive_set* set, const sp_state* s,
+                               const sp_group* g, const char* arch) {
   sp_archive* items =
       cli_grow(set->items, set->count, &set->cap, sizeof(*items), 8);
   if (items == NULL)
@@ -844,8 +1250,7 @@ static sp_archive* add_archive(sp_archive_set* set, const sp_group* g,
   set->items = items;
   sp_archive* a = &set->items[set->count];
   *a = (sp_archive){.arch = strdup(arch)};
-  if (a->arch == NULL || asprintf(&a->path, "%s/.kpack/%s_%s.kpack",
-                                  g->out_root, g->prefix, arch) < 0) {
+  if (a->arch == NULL || (a->path = archive_path(s, g, arch)) == NULL) {
     free(a->arch);
     return NULL;
   }
@@ -959,27 +1364,45 @@ static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
   for (size_t i = first; i < end; i++) {
     sp_archive* a = archive_for(set, s->kernels[i].arch);
     if (a == NULL &&
-        (a = add_archive(set, group, s->kernels[i].arch)) == NULL) {
+        (a = add_archive(set, s, group, s->kernels[i].arch)) == NULL) {
       cli_error("out of memory");
       return false;
     }
     a->fresh++;
   }
   /* Earlier archives: PREFIX_ARCH.kpack among the inputs that go to
-   * OUT_ROOT/.kpack, then those already there (OUTDIR's, or beside a
+   * OUT_ROOT/ARCHIVE_DIR, then those already there (OUTDIR's, or beside a
    * single-file input, which the walk does not see). */
   char* dir = NULL;
   bool ok = true, failed = false;
-  if (asprintf(&dir, "%s/.kpack", group->out_root) < 0) {
+  if ((dir = archive_dir_of(s, group, "")) == NULL) {
     cli_error("out of memory");
     return false;
   }
-  size_t prefix_len = strlen(group->prefix), dir_len = strlen(dir);
-  for (int pass = 0; ok && pass < 2; pass++) {
+  size_t prefix_len = strlen(group->prefix);
+  /* Pass 0: the inputs; then one pass per directory that may hold the
+   * group's archives: OUT_ROOT/ARCHIVE_DIR, with --per-arch
+   * OUTDIR/TREE/ARCHIVE_DIR for each TREE already there. */
+  DIR* trees = s->per_arch ? opendir(group->out_root) : NULL;
+  for (int pass = 0; ok; pass++) {
     DIR* d = NULL;
     size_t i = 0;
-    if (pass == 1 && (d = opendir(dir)) == NULL)
-      break;
+    char* found_dir = NULL;
+    if (pass == 1 && !s->per_arch) {
+      if ((d = opendir(dir)) == NULL)
+        break;
+    } else if (pass >= 1) {
+      struct dirent* e = trees != NULL ? readdir(trees) : NULL;
+      if (e == NULL)
+        break;
+      if (e->d_name[0] == '.' ||
+          asprintf(&found_dir, "%s/%s/%s", group->out_root, e->d_name,
+                   s->archive_dir) < 0 ||
+          (d = opendir(found_dir)) == NULL) {
+        free(found_dir);
+        continue;
+      }
+    }
     for (;;) {
       const char* name;
       sp_file* input = NULL;
@@ -987,10 +1410,10 @@ static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
         if (i == s->file_count)
           break;
         input = &s->files[i++];
-        if (input->type == SP_DIR || strncmp(input->dst, dir, dir_len) != 0 ||
-            input->dst[dir_len] != '/')
+        if (input->type == SP_DIR)
           continue;
-        name = input->dst + dir_len + 1;
+        const char* slash = strrchr(input->dst, '/');
+        name = slash != NULL ? slash + 1 : input->dst;
       } else {
         struct dirent* e = readdir(d);
         bool stale = false;
@@ -1014,14 +1437,32 @@ static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
       sp_archive* a = archive_for(set, arch);
       bool added = a == NULL;
       if (added)
-        a = add_archive(set, group, arch);
+        a = add_archive(set, s, group, arch);
       free(arch);
       if (a == NULL) {
         cli_error("out of memory");
         ok = false;
         break;
       }
-      if (pass == 1 && (a->input != NULL || a->old != NULL))
+      /* Only the file at the archive's own path is its earlier version. */
+      char* path = NULL;
+      if (found_dir != NULL && asprintf(&path, "%s/%s", found_dir, name) < 0) {
+        cli_error("out of memory");
+        ok = false;
+        break;
+      }
+      bool elsewhere = pass == 0 ? strcmp(input->dst, a->path) != 0
+                                 : path != NULL && strcmp(path, a->path) != 0;
+      free(path);
+      if (elsewhere) {
+        if (added) {
+          free(set->items[set->count - 1].arch);
+          free(set->items[set->count - 1].path);
+          set->count--;
+        }
+        continue;
+      }
+      if (pass >= 1 && (a->input != NULL || a->old != NULL))
         continue; /* the input's archive of that name is mirrored over it */
       if (pass == 0)
         a->input = input;
@@ -1041,7 +1482,10 @@ static bool plan_archives(sp_state* s, size_t g, size_t first, size_t end,
     }
     if (d != NULL)
       closedir(d);
+    free(found_dir);
   }
+  if (trees != NULL)
+    closedir(trees);
   free(dir);
   return ok;
 }
@@ -1161,11 +1605,6 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
     qsort(written, written_count, sizeof(*written), compare_strings);
   if (!plan_archives(s, g, first, end, written, written_count, &set))
     goto done;
-  if (asprintf(&dir, "%s/.kpack", group->out_root) < 0) {
-    dir = NULL;
-    cli_error("out of memory");
-    goto done;
-  }
   /* Open a writer for every archive that changes and keeps something. */
   for (size_t i = 0; i < set.count; i++) {
     sp_archive* a = &set.items[i];
@@ -1178,6 +1617,11 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
     wo.gfx_arches = arches;
     wo.gfx_arch_count = 1;
     wo.pool = pool;
+    free(dir);
+    if ((dir = archive_dir_of(s, group, a->arch)) == NULL) {
+      cli_error("out of memory");
+      goto done;
+    }
     if (!cli_mkdirs(dir, 0755)) {
       cli_error("%s: cannot create: %s", dir, strerror(errno));
       goto done;
@@ -1374,6 +1818,71 @@ static bool install_in_place(sp_state* s) {
   return true;
 }
 
+/* Per-arch: notes and makes OUTDIR/generic and OUTDIR/TREE for each tree
+ * of a file or an archive (a single-file input has no directory entry to
+ * make its tree's). */
+static bool make_tree_roots(sp_state* s) {
+  const char** made = NULL;
+  size_t made_count = 0, made_cap = 0;
+  bool ok = true;
+  for (size_t i = 0; ok && i <= s->file_count + s->kernel_count; i++) {
+    const char* t =
+        i == 0 ? "generic"
+        : i <= s->file_count
+            ? s->files[i - 1].dest
+            : tree_of_arch(s, s->kernels[i - 1 - s->file_count].arch);
+    bool seen = t == NULL;
+    for (size_t j = 0; !seen && j < made_count; j++)
+      seen = strcmp(made[j], t) == 0;
+    if (seen)
+      continue;
+    const char** grown =
+        cli_grow(made, made_count, &made_cap, sizeof(*grown), 8);
+    char* copy = strdup(t);
+    char* path = NULL;
+    if (grown != NULL)
+      made = grown;
+    if (grown == NULL || copy == NULL ||
+        asprintf(&path, "%s/%s", s->outdir, t) < 0) {
+      free(copy);
+      cli_error("out of memory");
+      ok = false;
+      break;
+    }
+    made[made_count++] = copy;
+    ok = fr_outputs_note(&s->outputs, path);
+    if (ok && !cli_mkdirs(path, 0755)) {
+      cli_error("%s: cannot create: %s", path, strerror(errno));
+      ok = false;
+    }
+    free(path);
+  }
+  for (size_t j = 0; j < made_count; j++)
+    free((char*)made[j]);
+  free(made);
+  return ok;
+}
+
+/* Notes each directory from below `root` down to `dir` (a path below it). */
+static bool note_directories(sp_state* s, const char* root, const char* dir) {
+  size_t root_len = strlen(root);
+  char* path = strdup(dir);
+  bool ok = path != NULL;
+  for (char* p = path != NULL ? path + root_len + 1 : NULL; ok && p != NULL;) {
+    char* slash = strchr(p, '/');
+    if (slash != NULL)
+      *slash = '\0';
+    ok = fr_outputs_note(&s->outputs, path);
+    if (slash != NULL)
+      *slash = '/';
+    p = slash != NULL ? slash + 1 : NULL;
+  }
+  if (path == NULL)
+    cli_error("out of memory");
+  free(path);
+  return ok;
+}
+
 /* Mirror: notes every path the run may write as it is now, so that a
  * failed run can take back what it made (undo_outputs), then makes the
  * directories. The archives and their directory are noted first, the tree
@@ -1382,6 +1891,8 @@ static bool note_outputs(sp_state* s) {
   for (size_t i = 0; i < s->tree_count; i++)
     if (!fr_outputs_note_parents(&s->outputs, s->trees[i].out_root))
       return false;
+  if (s->per_arch && !make_tree_roots(s))
+    return false;
   for (size_t i = 0; i < s->kernel_count; i++) {
     const sp_kernel* k = &s->kernels[i];
     const sp_group* g = &s->groups[k->group];
@@ -1395,12 +1906,10 @@ static bool note_outputs(sp_state* s) {
               strcmp(s->kernels[j].arch, k->arch) == 0;
     if (noted)
       continue;
-    if (asprintf(&dir, "%s/.kpack", g->out_root) < 0)
-      dir = NULL;
-    if (dir != NULL &&
-        asprintf(&path, "%s/%s_%s.kpack", dir, g->prefix, k->arch) < 0)
-      path = NULL;
-    bool ok = path != NULL && fr_outputs_note(&s->outputs, dir) &&
+    dir = archive_dir_of(s, g, k->arch);
+    path = archive_path(s, g, k->arch);
+    bool ok = path != NULL && dir != NULL &&
+              note_directories(s, g->out_root, dir) &&
               fr_outputs_note(&s->outputs, path);
     if (path == NULL)
       cli_error("out of memory");
@@ -1493,6 +2002,31 @@ static char* resolve_maybe_missing(const char* path) {
   return out;
 }
 
+static bool ends_with(const char* s, const char* tail) {
+  size_t n = strlen(s), m = strlen(tail);
+  return n >= m && strcmp(s + n - m, tail) == 0;
+}
+
+/* Whether the directory `real` (a resolved path) is a system prefix, whose
+ * folder name says nothing of what it holds: "/" and a staged root (a
+ * dpkg root holding usr/, debian/tmp), which also install at "/", or
+ * usr, opt/rocm (opt/rocm-VERSION). */
+static bool is_system_prefix(const char* real, bool* root) {
+  struct stat st;
+  char* usr = NULL;
+  *root = strcmp(real, "/") == 0 || ends_with(real, "/debian/tmp");
+  if (!*root && asprintf(&usr, "%s/usr", real) >= 0) {
+    *root = lstat(usr, &st) == 0 && S_ISDIR(st.st_mode);
+    free(usr);
+  }
+  /* opt/rocm, or a versioned opt/rocm-6.4 */
+  const char* name = strrchr(real, '/');
+  bool rocm = name != NULL && name - real >= 4 &&
+              strncmp(name - 4, "/opt", 4) == 0 &&
+              (strcmp(name, "/rocm") == 0 || strncmp(name, "/rocm-", 6) == 0);
+  return *root || rocm || ends_with(real, "/usr");
+}
+
 /* a is b or lies below it. */
 static bool is_within(const char* a, const char* b) {
   size_t n = strlen(b);
@@ -1541,10 +2075,13 @@ static bool add_tree(sp_state* s, const char* arg, const char* outdir,
     char* cut = strrchr(real, '/'); /* the directory holding the file */
     cut[cut == real] = '\0';
   }
-  /* The default prefix: the name of the directory that is the root. */
+  /* The default prefix: the name of the directory that is the root, but
+   * for a system prefix the library it holds (name_system_prefixes). */
   const char* name = strrchr(real, '/');
   name = name != NULL && name[1] != '\0' ? name + 1 : "root";
   t->prefix = strdup(prefix != NULL ? prefix : name);
+  if (S_ISDIR(st.st_mode) && is_system_prefix(real, &t->system_root))
+    t->derive_prefix = prefix == NULL;
   t->out_root = strdup(outdir != NULL ? outdir : t->root);
   s->tree_count++; /* owned by the state from here */
   if (t->root == NULL || t->prefix == NULL || t->out_root == NULL ||
@@ -1600,6 +2137,8 @@ static void free_state(sp_state* s) {
     free(s->files[i].rel);
     free(s->files[i].src);
     free(s->files[i].dst);
+    free(s->files[i].dest);
+    free(s->files[i].why);
   }
   free(s->files);
   for (size_t i = 0; i < s->kernel_count; i++) {
@@ -1613,6 +2152,14 @@ static void free_state(sp_state* s) {
   free(s->dropped);
   free(s->only_arches);
   free(s->only_matched);
+  for (size_t g = 0; g < s->arch_group_count; g++) {
+    for (size_t i = 0; i < s->arch_groups[g].count; i++)
+      free(s->arch_groups[g].processors[i]);
+    free(s->arch_groups[g].processors);
+    free((char*)s->arch_groups[g].name);
+  }
+  free(s->arch_groups);
+  ar_rules_free(&s->rules);
   fr_outputs_free(&s->outputs);
 }
 
@@ -1645,6 +2192,11 @@ static void print_summary(const sp_state* s, double seconds) {
     printf("split: dropped by --arch: %s (%zu code object%s)\n",
            s->dropped[i].arch, s->dropped[i].count,
            s->dropped[i].count == 1 ? "" : "s");
+  if (s->per_arch)
+    printf(
+        "split: per-arch trees: %zu file%s placed by their content, %zu by "
+        "rules\n",
+        s->by_content, s->by_content == 1 ? "" : "s", s->by_rule);
   if (s->recovered > 0)
     printf("split: %u rewrite%s of an interrupted run finished\n", s->recovered,
            s->recovered == 1 ? "" : "s");
@@ -1694,8 +2246,171 @@ static void print_left_alone(const sp_state* s) {
   }
 }
 
+/* --group NAME=ARCH,...: CLI_USAGE after a message naming the argument
+ * when NAME cannot be a folder, an ARCH is no GPU processor, or an ARCH is
+ * in a group already. */
+static int add_arch_group(sp_state* s, const cli_command* cmd,
+                          const char* arg) {
+  const char* eq = strchr(arg, '=');
+  if (eq == NULL || eq == arg || eq[1] == '\0')
+    return cli_usage_error(cmd, "--group '%s': give NAME=ARCH,ARCH...", arg);
+  size_t name_len = (size_t)(eq - arg);
+  if (memchr(arg, '/', name_len) != NULL ||
+      (name_len == 7 && memcmp(arg, "generic", 7) == 0) ||
+      (name_len <= 2 && arg[0] == '.' && arg[name_len - 1] == '.'))
+    return cli_usage_error(cmd, "--group '%s': '%.*s' cannot name a tree", arg,
+                           (int)name_len, arg);
+  sp_arch_group* groups = realloc(
+      s->arch_groups, (s->arch_group_count + 1) * sizeof(*s->arch_groups));
+  if (groups == NULL) {
+    cli_error("out of memory");
+    return CLI_FAIL;
+  }
+  s->arch_groups = groups;
+  sp_arch_group* g = &groups[s->arch_group_count++];
+  *g = (sp_arch_group){strndup(arg, name_len), NULL, 0};
+  g->processors = calloc(strlen(eq) + 1, sizeof(*g->processors));
+  if (g->name == NULL || g->processors == NULL) {
+    cli_error("out of memory");
+    return CLI_FAIL;
+  }
+  for (const char* p = eq + 1; *p;) {
+    size_t n = strcspn(p, ",");
+    char* proc = strndup(p, n);
+    if (proc == NULL) {
+      cli_error("out of memory");
+      return CLI_FAIL;
+    }
+    g->processors[g->count++] = proc;
+    if (!kpack_processor_is_known(proc, n))
+      return cli_usage_error(
+          cmd, "--group '%s': '%s' is not a GPU processor (such as gfx90a)",
+          arg, proc);
+    for (size_t o = 0; o < s->arch_group_count; o++)
+      for (size_t i = 0; i < groups[o].count; i++)
+        if ((o != s->arch_group_count - 1 || i != g->count - 1) &&
+            strcmp(groups[o].processors[i], proc) == 0)
+          return cli_usage_error(cmd, "--group '%s': %s is named twice", arg,
+                                 proc);
+    p += n;
+    p += *p == ',';
+  }
+  return CLI_OK;
+}
+
+/* The rules shipped with kpack: share/kpack/split-rules.conf beside the
+ * bin/ folder of the program (installed, and in the build tree). */
+static char* shipped_rules(void) {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  char* path = NULL;
+  if (n <= 0)
+    return NULL;
+  exe[n] = '\0';
+  char* slash = strrchr(exe, '/');
+  if (slash != NULL)
+    *slash = '\0';
+  slash = strrchr(exe, '/'); /* bin/ */
+  if (slash != NULL)
+    *slash = '\0';
+  if (asprintf(&path, "%s/share/kpack/split-rules.conf", exe) < 0)
+    return NULL;
+  return path;
+}
+
+/* --dry-run: every path and each archive, its tree and why. */
+static void print_plan(const sp_state* s, bool json) {
+  cli_json w;
+  if (json) {
+    cli_json_init(&w, stdout);
+    cli_json_array(&w, 2, false);
+  } else {
+    printf("%-16s %-10s %-40s %s\n", "TREE", "KIND", "PATH", "WHY");
+  }
+  for (size_t i = 0; i <= s->file_count + s->kernel_count; i++) {
+    const char *tree, *kind, *rel, *why;
+    char* archive = NULL;
+    char reason[96];
+    if (i < s->file_count) {
+      const sp_file* f = &s->files[i];
+      if (f->type == SP_DIR)
+        continue;
+      tree = f->dest != NULL ? f->dest : "generic";
+      kind = f->type == SP_SYMLINK    ? "symlink"
+             : f->type == SP_HARDLINK ? "hardlink"
+                                      : "file";
+      rel = f->rel[0] ? f->rel : s->trees[f->tree].single;
+      why = f->why;
+    } else if (i < s->file_count + s->kernel_count) {
+      const sp_kernel* k = &s->kernels[i - s->file_count];
+      const sp_group* g = &s->groups[k->group];
+      bool first = true;
+      for (size_t j = i - s->file_count; first && j-- > 0;)
+        first = s->kernels[j].group != k->group ||
+                strcmp(s->kernels[j].arch, k->arch) != 0;
+      if (!first || asprintf(&archive, "%s/%s_%s.kpack", s->archive_dir,
+                             g->prefix, k->arch) < 0)
+        continue;
+      tree = tree_of_arch(s, k->arch);
+      kind = "archive";
+      rel = archive;
+      snprintf(reason, sizeof(reason), "code objects for %s", k->arch);
+      why = reason;
+    } else {
+      break;
+    }
+    if (json) {
+      cli_json_object(&w, 4, true);
+      cli_json_key(&w, "path");
+      cli_json_str(&w, rel);
+      cli_json_key(&w, "kind");
+      cli_json_str(&w, kind);
+      cli_json_key(&w, "tree");
+      cli_json_str(&w, tree);
+      cli_json_key(&w, "why");
+      cli_json_str(&w, why);
+      cli_json_end(&w);
+    } else {
+      printf("%-16s %-10s %-40s %s\n", tree, kind, rel, why);
+    }
+    free(archive);
+  }
+  if (json) {
+    cli_json_end(&w);
+    printf("\n");
+  }
+}
+
+/* DIR names a directory below a tree's root: relative, with no ".", ".."
+ * or empty part. */
+static bool is_relative_dir(const char* dir) {
+  if (dir[0] == '\0' || dir[0] == '/')
+    return false;
+  for (const char* p = dir; *p;) {
+    size_t n = strcspn(p, "/");
+    if (n == 0 || (n == 1 && p[0] == '.') ||
+        (n == 2 && p[0] == '.' && p[1] == '.'))
+      return false;
+    p += n;
+    if (*p == '/' && *++p == '\0')
+      return false;
+  }
+  return true;
+}
+
 static int split_run(int argc, char** argv) {
-  enum { OPT_IN_PLACE = 256, OPT_PREFIX, OPT_ARCH, OPT_NO_COMPRESS, OPT_JSON };
+  enum {
+    OPT_IN_PLACE = 256,
+    OPT_PREFIX,
+    OPT_ARCH,
+    OPT_NO_COMPRESS,
+    OPT_ARCHIVE_DIR,
+    OPT_PER_ARCH,
+    OPT_GROUP,
+    OPT_RULES,
+    OPT_DRY_RUN,
+    OPT_JSON
+  };
   static const struct option options[] = {
       {"output", required_argument, NULL, 'o'},
       {"in-place", no_argument, NULL, OPT_IN_PLACE},
@@ -1704,23 +2419,35 @@ static int split_run(int argc, char** argv) {
       {"arch", required_argument, NULL, OPT_ARCH},
       {"level", required_argument, NULL, 'l'},
       {"no-compress", no_argument, NULL, OPT_NO_COMPRESS},
+      {"archive-dir", required_argument, NULL, OPT_ARCHIVE_DIR},
+      {"per-arch", no_argument, NULL, OPT_PER_ARCH},
+      {"group", required_argument, NULL, OPT_GROUP},
+      {"rules", required_argument, NULL, OPT_RULES},
+      {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+      {"json", no_argument, NULL, OPT_JSON},
       {"verbose", no_argument, NULL, 'v'},
       {"quiet", no_argument, NULL, 'q'},
-      {"json", no_argument, NULL, OPT_JSON},
       {"help", no_argument, NULL, 'h'},
       {NULL, 0, NULL, 0}};
   const cli_command* cmd = &cli_split_command;
   sp_state s = {.wo = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL,
-                       .threads = cli_default_threads()}};
+                       .threads = cli_default_threads()},
+                .archive_dir = ".kpack"};
   const char *outdir = NULL, *prefix = NULL;
-  bool quiet = false, level_given = false, json = false;
+  bool quiet = false, level_given = false, archive_dir_given = false;
+  bool dry_run = false, json = false;
+  const char** rule_files = calloc((size_t)argc, sizeof(*rule_files));
+  size_t rule_file_count = 0;
   int status = CLI_FAIL, c;
   double start = cli_seconds();
 
   s.only_arches = calloc((size_t)argc, sizeof(*s.only_arches));
   s.only_matched = calloc((size_t)argc, sizeof(*s.only_matched));
-  if (s.only_arches == NULL || s.only_matched == NULL) {
+  if (s.only_arches == NULL || s.only_matched == NULL || rule_files == NULL) {
     cli_error("out of memory");
+    free(rule_files);
+    free(s.only_arches);
+    free(s.only_matched);
     return CLI_FAIL;
   }
   while ((c = getopt_long(argc, argv, "o:j:l:vqh", options, NULL)) != -1) {
@@ -1758,6 +2485,33 @@ static int split_run(int argc, char** argv) {
       case OPT_NO_COMPRESS:
         s.wo.scheme = KPACK_COMPRESSION_NOOP;
         break;
+      case OPT_ARCHIVE_DIR:
+        if (!is_relative_dir(optarg)) {
+          status = cli_usage_error(
+              cmd,
+              "--archive-dir '%s' must be a relative path without '.', '..' "
+              "or empty parts",
+              optarg);
+          goto done;
+        }
+        s.archive_dir = optarg;
+        archive_dir_given = true;
+        break;
+      case OPT_PER_ARCH:
+        s.per_arch = true;
+        break;
+      case OPT_GROUP:
+        status = add_arch_group(&s, cmd, optarg);
+        if (status != CLI_OK)
+          goto done;
+        status = CLI_FAIL;
+        break;
+      case OPT_RULES:
+        rule_files[rule_file_count++] = optarg;
+        break;
+      case OPT_DRY_RUN:
+        dry_run = true;
+        break;
       case 'v':
         s.verbose = true;
         break;
@@ -1780,6 +2534,32 @@ static int split_run(int argc, char** argv) {
         cli_usage_error(cmd, s.in_place ? "--in-place and -o exclude each other"
                                         : "no output: -o OUTDIR or --in-place");
     goto done;
+  }
+  if (!s.per_arch &&
+      (dry_run || rule_file_count > 0 || s.arch_group_count > 0)) {
+    status = cli_usage_error(cmd,
+                             "--dry-run, --rules and --group go with "
+                             "--per-arch");
+    goto done;
+  }
+  if (s.per_arch && s.in_place) {
+    status = cli_usage_error(cmd, "--per-arch writes new trees: give -o");
+    goto done;
+  }
+  s.outdir = outdir;
+  if (s.per_arch) {
+    /* The packager's rules first: the first rule that matches decides. */
+    char* shipped = shipped_rules();
+    bool loaded = shipped != NULL;
+    for (size_t i = 0; loaded && i < rule_file_count; i++)
+      loaded = ar_rules_load(&s.rules, rule_files[i]);
+    bool own = loaded;
+    loaded = loaded && ar_rules_load(&s.rules, shipped);
+    free(shipped);
+    if (!loaded) {
+      status = own ? CLI_FAIL : CLI_USAGE;
+      goto done;
+    }
   }
   if (level_given && s.wo.scheme == KPACK_COMPRESSION_NOOP) {
     status = cli_usage_error(cmd, "-l and --no-compress exclude each other");
@@ -1811,6 +2591,15 @@ static int split_run(int argc, char** argv) {
   for (int i = optind; i < argc; i++)
     if (!add_tree(&s, argv[i], outdir, prefix))
       goto done;
+  for (size_t t = 0; t < s.tree_count; t++)
+    if (s.trees[t].system_root && !archive_dir_given) {
+      status = cli_usage_error(
+          cmd,
+          "%s installs at '/': its archives would go to /%s; choose their "
+          "folder with --archive-dir (e.g. usr/lib/kpack)",
+          argv[optind + (int)t], s.archive_dir);
+      goto done;
+    }
   for (size_t t = 0; t < s.tree_count; t++) {
     const sp_tree* tree = &s.trees[t];
     struct stat st;
@@ -1829,9 +2618,21 @@ static int split_run(int argc, char** argv) {
       goto done;
     }
   }
-  if (!find_hard_links(&s) || !check_collisions(&s) || !classify(&s) ||
-      !check_arches_matched(&s))
+  if (!find_hard_links(&s) || !check_collisions(&s))
     goto done;
+  status = classify(&s);
+  if (status != CLI_OK)
+    goto done;
+  status = CLI_FAIL;
+  if (!check_arches_matched(&s))
+    goto done;
+  if (s.per_arch && (!choose_trees(&s) || !place_directories(&s)))
+    goto done;
+  if (dry_run) {
+    print_plan(&s, json);
+    status = CLI_OK;
+    goto done;
+  }
   if (cli_interrupted())
     goto interrupted;
 
@@ -1864,5 +2665,6 @@ done:
   if (status != CLI_OK && s.outputs.count > 0)
     undo_outputs(&s, outdir);
   free_state(&s);
+  free(rule_files);
   return status;
 }

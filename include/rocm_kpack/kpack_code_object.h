@@ -155,6 +155,11 @@ kpack_code_object_metadata_json(const kpack_code_object_t* code_object,
 /* NULL is a no-op. */
 KPACK_API void kpack_code_object_free(kpack_code_object_t* code_object);
 
+/* Whether name[0, len) is an AMDGCN processor this library knows by its
+ * EF_AMDGPU_MACH value ("gfx90a", "gfx1100", "gfx9-generic"...), without
+ * features. False for NULL. */
+KPACK_API bool kpack_processor_is_known(const char* name, size_t len);
+
 /* "unsupported", "any", "off" or "on"; NULL for other values. */
 KPACK_API const char* kpack_feature_name(kpack_feature_t feature);
 

@@ -678,6 +678,16 @@ KPACK_API void kpack_code_object_free(kpack_code_object_t* code_object) {
   free(code_object);
 }
 
+KPACK_API bool kpack_processor_is_known(const char* name, size_t len) {
+  if (name == NULL)
+    return false;
+  for (size_t i = 0; i < sizeof(processors) / sizeof(processors[0]); i++)
+    if (strlen(processors[i].name) == len &&
+        memcmp(processors[i].name, name, len) == 0)
+      return true;
+  return false;
+}
+
 KPACK_API const char* kpack_feature_name(kpack_feature_t feature) {
   switch (feature) {
     case KPACK_FEATURE_UNSUPPORTED:
