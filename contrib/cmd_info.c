@@ -242,15 +242,15 @@ static int info_run(int argc, char** argv) {
     }
     return cli_code_object_metadata(argv[optind]);
   }
-  if (!cli_expand_archives(argc, argv, optind, &argc, &argv))
-    return CLI_FAIL; /* a directory stands for the archives in it */
   cli_json* out = json ? &w : NULL;
   if (out != NULL) {
     cli_json_init(&w, stdout);
     cli_json_array(&w, 2, true);
   }
+  /* A directory holding HIP binaries is summed up as an install; any other
+   * directory stands for the archives in it. */
+  int kept = optind;
   for (int i = optind; i < argc; i++) {
-    kpack_archive_t archive;
     struct stat st;
     int tree;
     if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode) &&
@@ -261,6 +261,18 @@ static int info_run(int argc, char** argv) {
       first = false;
       continue;
     }
+    argv[kept++] = argv[i];
+  }
+  bool expanded = kept > optind;
+  if (expanded && !cli_expand_archives(kept, argv, optind, &argc, &argv)) {
+    if (out != NULL)
+      cli_json_finish(&w);
+    return CLI_FAIL;
+  }
+  if (!expanded)
+    argc = optind;
+  for (int i = optind; i < argc; i++) {
+    kpack_archive_t archive;
     if (cli_is_code_object(argv[i])) {
       if (cli_code_object_info(argv[i], out, first) != CLI_OK)
         status = CLI_FAIL;
@@ -286,6 +298,7 @@ static int info_run(int argc, char** argv) {
   }
   if (out != NULL)
     cli_json_finish(&w);
-  cli_operands_free(argc, argv);
+  if (expanded)
+    cli_operands_free(argc, argv);
   return status;
 }
