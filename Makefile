@@ -392,6 +392,10 @@ format:
 
 format-check:
 	@clang-format --dry-run --Werror $(FORMAT_FILES)
+	@awk 'FNR == 1 { prev = "" } \
+	  prev ~ /^\/\* ---- .*-$$/ && $$0 == " */" { \
+	    print FILENAME ":" FNR - 1 ": a section banner broken over two lines"; bad = 1 } \
+	  { prev = $$0 } END { exit bad }' $(FORMAT_FILES)
 
 # Header dependencies recorded by -MMD, for every build tree.
 -include $(shell find $(BUILD) $(FUZZ_BUILD) -name '*.d' 2>/dev/null)

@@ -224,8 +224,7 @@ const cli_command cli_split_command = {
     "split", "move the device code of HIP binaries into per-arch archives",
     split_manual, split_run};
 
-/* ---- the plan -----------------------------------------------------------
- */
+/* ---- the plan ------------------------------------------------------------ */
 
 /* One INPUT. */
 typedef struct sp_tree {
@@ -340,8 +339,7 @@ static void transform_error(const char* path, kpack_error_t err,
     cli_error("%s: %s (%s)", path, msg->text, kpack_error_string(err));
 }
 
-/* ---- walking the inputs -------------------------------------------------
- */
+/* ---- walking the inputs -------------------------------------------------- */
 
 static char* join(const char* a, const char* b) {
   char* out;
@@ -482,8 +480,7 @@ done:
   return ok;
 }
 
-/* ---- deciding what each file is ----------------------------------------
- */
+/* ---- deciding what each file is ------------------------------------------ */
 
 typedef struct sp_inode {
   dev_t dev;
@@ -785,8 +782,7 @@ static bool check_arches_matched(const sp_state* s) {
   return true;
 }
 
-/* ---- per-arch trees -------------------------------------------------------
- */
+/* ---- per-arch trees ------------------------------------------------------ */
 
 /* The processor of a target ID (gfx90a:xnack- -> gfx90a), in a static
  * buffer of the caller's. */
@@ -1035,8 +1031,7 @@ static bool place_directories(sp_state* s) {
   return ok;
 }
 
-/* ---- writing --------------------------------------------------------------
- */
+/* ---- writing ------------------------------------------------------------- */
 
 /* "../" per directory of `rel`, then ARCHIVE_DIR/PREFIX_@GFXARCH@.kpack. */
 static char* search_path(const char* rel, const char* archive_dir,
@@ -1979,8 +1974,7 @@ static void undo_outputs(sp_state* s, const char* outdir) {
   fr_outputs_undo(&s->outputs, outdir);
 }
 
-/* ---- inputs ---------------------------------------------------------------
- */
+/* ---- inputs -------------------------------------------------------------- */
 
 /* realpath() of a path that may not exist yet: its deepest existing
  * ancestor resolved, the rest appended. */

@@ -360,8 +360,7 @@ static bool verify_archive(const char* path, bool quiet, bool strict,
   return !s.interrupted;
 }
 
-/* ---- kpack-ified binaries --------------------------------------------------
- */
+/* ---- kpack-ified binaries ------------------------------------------------ */
 
 /* A set of strings (archive paths, arches), in order of first addition. */
 typedef struct vb_set {
@@ -484,8 +483,7 @@ static bool declared_arches(const vb_set* archives, vb_set* arches) {
   return true;
 }
 
-/* ---- agents ---------------------------------------------------------------
- */
+/* ---- agents -------------------------------------------------------------- */
 
 /* An agent target as the HIP runtime names a device's ISA: an optional
  * "amdgcn-amd-amdhsa--" (or "hipv4-amdgcn-amd-amdhsa--") triple, a
@@ -550,8 +548,7 @@ static bool add_agents(vb_set* agents, const char* value, char** bad) {
   return ok;
 }
 
-/* ---- one search, explained --------------------------------------------------
- */
+/* ---- one search, explained ----------------------------------------------- */
 
 /* The events of one search that say why it ended as it did, copied (the
  * loader's pointers live only during its callback). */
@@ -744,8 +741,7 @@ static void explain(const vb_trace* t, kpack_error_t status, vb_outcome* o) {
   }
 }
 
-/* ---- the run ----------------------------------------------------------------
- */
+/* ---- the run ------------------------------------------------------------- */
 
 typedef enum vb_source {
   VB_FROM_AGENTS,   /* --arch */
@@ -1028,8 +1024,7 @@ done:
   kpack_host_close(host);
 }
 
-/* ---- the walk ---------------------------------------------------------------
- */
+/* ---- the walk ------------------------------------------------------------ */
 
 static vb_set* walk_found; /* nftw has no user pointer */
 static bool walk_failed;

@@ -2089,8 +2089,7 @@ static void test_real_librocrand_host_binary(void** state) {
   free(lib);
 }
 
-/* ---- JSON whatever fails ---------------------------------------------------
- */
+/* ---- JSON whatever fails ------------------------------------------------- */
 
 /* `kpack ARGS...` (any exit status) prints one JSON document: jq, a real
  * parser, reads its standard output without error. */
@@ -2190,8 +2189,7 @@ static void test_every_json_output_parses_whatever_fails(void** state) {
   free_sample();
 }
 
-/* ---- defects at the edges ---------------------------------------------------
- */
+/* ---- defects at the edges ------------------------------------------------ */
 
 /* Sets `key` of every arch entry of `binary` in the TOC of the archive at
  * `path` to `value`, re-encoding the TOC with msgpack-c. */

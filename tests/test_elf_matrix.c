@@ -80,8 +80,7 @@ static char* in_dir(const program* p, const char* name) {
   return kt_path(p->dir, name);
 }
 
-/* ---- loading -------------------------------------------------------------
- */
+/* ---- loading ------------------------------------------------------------- */
 
 /* Every record of the report is HIPK with its index, and its pointer
  * reaches the metadata map naming the program. */
@@ -325,8 +324,7 @@ static void check_elflint(const program* p, const char* before,
   }
 }
 
-/* ---- the tools ------------------------------------------------------------
- */
+/* ---- the tools ----------------------------------------------------------- */
 
 static void tool(const program* p, const char* const* args) {
   char* argv[16];
@@ -398,8 +396,7 @@ static void check_tools(const program* p) {
   free(keep);
 }
 
-/* ---- the cells ------------------------------------------------------------
- */
+/* ---- the cells ----------------------------------------------------------- */
 
 /* Transforms p->in into p->out and puts the output through every check
  * and every tool. */

@@ -285,8 +285,7 @@ static void test_declared_lengths_beyond_the_input_are_invalid(void** state) {
                  0xff, 0xff, 0xff, 0xa1, 'p');
 }
 
-/* ---- kpack_arches ----------------------------------------------------------
- */
+/* ---- kpack_arches -------------------------------------------------------- */
 
 /* The two loader keys, then kpack_arches with a value of shape `kind` (0 a
  * valid list; 9 a valid list and the key again). */

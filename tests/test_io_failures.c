@@ -161,8 +161,7 @@ static char* describe(const char* dir) {
   return out;
 }
 
-/* ---- split ------------------------------------------------------------------
- */
+/* ---- split --------------------------------------------------------------- */
 
 /* The archive does not fit: the message names it with the system's reason
  * (not a TOC key, not an input), and the output directory, which the run
@@ -327,8 +326,7 @@ static void test_split_directories_have_their_modes_from_the_start(
   free(in);
 }
 
-/* ---- create -----------------------------------------------------------------
- */
+/* ---- create -------------------------------------------------------------- */
 
 /* Merging archives onto a full disk blames the output, not the input
  * archive the kernel came from, through every path of the writer: frames
@@ -444,8 +442,7 @@ static void test_create_from_an_unreadable_input_says_why(void** state) {
   free(k);
 }
 
-/* ---- extract ----------------------------------------------------------------
- */
+/* ---- extract ------------------------------------------------------------- */
 
 /* A FIFO given as an archive is not read (it could block) and is called
  * what it is, not a directory. */

@@ -58,8 +58,7 @@ static fx_buf one_bundle_elf(const fx_entry* e, size_t n) {
   return elf;
 }
 
-/* ---- create --fatbin: the streamed entries ---------------------------------
- */
+/* ---- create --fatbin: the streamed entries ------------------------------- */
 
 /* A fat binary whose first code object read is empty: an empty kernel, not
  * a failed read. */
@@ -121,8 +120,7 @@ static void test_create_fatbin_with_only_host_code_is_a_clear_error(
   fx_free(&elf);
 }
 
-/* ---- kpack split: helpers ---------------------------------------------------
- */
+/* ---- kpack split: helpers ------------------------------------------------ */
 
 extern char** environ;
 
@@ -356,8 +354,7 @@ static void assert_same_tree(const char* a, const char* b) {
   free(out);
 }
 
-/* ---- kpack split ------------------------------------------------------------
- */
+/* ---- kpack split --------------------------------------------------------- */
 
 /* create --arch keeps what split --arch keeps: gfx90a names every gfx90a
  * code object, and keeps something, so no warning. */

@@ -84,8 +84,7 @@ static bool exists_in(const char* dir, const char* rel) {
   return found;
 }
 
-/* ---- where the archives go ------------------------------------------------
- */
+/* ---- where the archives go ----------------------------------------------- */
 
 /* --archive-dir puts the archives below the tree where the packager says
  * and the binary's search path leads there. */
@@ -191,8 +190,7 @@ static void test_system_prefix_of_two_libraries_asks_for_a_prefix(
   free(out);
 }
 
-/* ---- per-arch trees ---------------------------------------------------------
- */
+/* ---- per-arch trees ------------------------------------------------------ */
 
 /* Writes the code object of librocrand for `target` to tree/rel. */
 static void place_code_object(const char* tree, const char* rel,
@@ -539,8 +537,7 @@ static void test_per_arch_bad_rules_and_groups_are_refused(void** state) {
   free(out);
 }
 
-/* ---- the Debian example of docs/split.md ----------------------------------
- */
+/* ---- the Debian example of docs/split.md --------------------------------- */
 
 static void run_ok(char* const argv[]) {
   char *out = NULL, *err = NULL;

@@ -377,8 +377,7 @@ static void test_emit_relocs_shared_object_is_transformed(void** s) {
   transformed_program(FX_PROGRAM_EXEC, false, true);
 }
 
-/* ---- librocrand -----------------------------------------------------------
- */
+/* ---- librocrand ---------------------------------------------------------- */
 
 static void test_librocrand_shrinks_and_round_trips(void** s) {
   (void)s;
@@ -460,8 +459,7 @@ static void test_librocrand_shrinks_and_round_trips(void** s) {
   free(lib);
 }
 
-/* ---- bad input ------------------------------------------------------------
- */
+/* ---- bad input ----------------------------------------------------------- */
 
 /* Transforms a damaged copy of `p`'s input: refused with `status`, a
  * message holding `what`, and the input unchanged. */
@@ -635,8 +633,7 @@ static void test_file_without_program_headers_gets_one_segment(void** s) {
   free(dir);
 }
 
-/* ---- the recorded arches ---------------------------------------------------
- */
+/* ---- the recorded arches ------------------------------------------------- */
 
 /* The bytes of the metadata map record 0 of the transformed `path` points
  * at, through .rocm_kpack_ref (malloc'ed, *size of them). */

@@ -113,8 +113,7 @@ static void assert_failure_line(const char* text, const char* binary,
   free(line);
 }
 
-/* ---- without --arch: the arches the split recorded ------------------------
- */
+/* ---- without --arch: the arches the split recorded ----------------------- */
 
 /* The case of the issue: an archive moved away. Checking only the arches
  * of the archives still there, verify found nothing wrong. */
@@ -255,8 +254,7 @@ static void test_archive_declaring_other_arches_is_told_apart(void** state) {
   free(lib);
 }
 
-/* ---- --arch: the agents of a machine ---------------------------------------
- */
+/* ---- --arch: the agents of a machine ------------------------------------- */
 
 static void test_arch_takes_agent_targets_as_the_runtime_names_them(
     void** state) {
@@ -317,8 +315,7 @@ static void test_arch_takes_agent_targets_as_the_runtime_names_them(
   free(lib);
 }
 
-/* ---- directories -----------------------------------------------------------
- */
+/* ---- directories --------------------------------------------------------- */
 
 /* A tree: every kpack-ified binary under it is checked; other files, fat
  * binaries and what symbolic links lead to are passed over in silence
@@ -396,8 +393,7 @@ static void test_directory_checks_every_split_binary_under_it(void** state) {
   free(out);
 }
 
-/* ---- --json ----------------------------------------------------------------
- */
+/* ---- --json -------------------------------------------------------------- */
 
 /* jq -e FILTER over `json`: true when the filter's last output is true. */
 static bool jq_true(const char* json, const char* filter) {
@@ -461,8 +457,7 @@ static void test_json_gives_every_binary_record_and_agent(void** state) {
   free(lib);
 }
 
-/* ---- what the split records ------------------------------------------------
- */
+/* ---- what the split records ---------------------------------------------- */
 
 /* The arches recorded are those of the code objects written, after
  * --arch; `kpack info` shows them, and verify checks exactly them. */

@@ -114,8 +114,7 @@ static kpack_error_t tf_add_patch(tf_state* st, uint64_t at, const void* bytes,
   return KPACK_SUCCESS;
 }
 
-/* ---- the metadata ---------------------------------------------------------
- */
+/* ---- the metadata -------------------------------------------------------- */
 
 static void mp_str(uint8_t* out, size_t* n, const char* s) {
   size_t len = strlen(s);
@@ -227,8 +226,7 @@ done:
   return err;
 }
 
-/* ---- reading the input ----------------------------------------------------
- */
+/* ---- reading the input --------------------------------------------------- */
 
 static kpack_error_t tf_elf_fail(tf_state* st, kpack_error_t err) {
   if (err == KPACK_ERROR_INVALID_FORMAT && st->elf.why[0] != '\0')
@@ -308,8 +306,7 @@ static void tf_close(tf_state* st) {
   free(st->patches);
 }
 
-/* ---- relocations ----------------------------------------------------------
- */
+/* ---- relocations --------------------------------------------------------- */
 
 /* The wrapper whose pointer field is at address `where`, or SIZE_MAX. */
 static size_t wrapper_at(const tf_state* st, uint64_t where) {
@@ -494,8 +491,7 @@ static kpack_error_t scan_relocations(tf_state* st) {
   return err;
 }
 
-/* ---- layout ---------------------------------------------------------------
- */
+/* ---- layout -------------------------------------------------------------- */
 
 typedef struct tf_layout {
   size_t load; /* the PT_LOAD that holds .hip_fatbin */
@@ -753,8 +749,7 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
   return KPACK_SUCCESS;
 }
 
-/* ---- writing --------------------------------------------------------------
- */
+/* ---- writing ------------------------------------------------------------- */
 
 static kpack_error_t write_at(tf_state* st, int fd, uint64_t at,
                               const void* data, size_t size) {

@@ -994,8 +994,7 @@ size_t kf_host_input(const uint8_t* data, size_t size) {
   return good;
 }
 
-/* ---- the host-ELF transform ------------------------------------------------
- */
+/* ---- the host-ELF transform ---------------------------------------------- */
 
 static int transform_in = -1, transform_out = -1;
 static char transform_in_path[64];
