@@ -358,8 +358,10 @@ uninstall:
 	  $(HEADERS:include/%=$(DESTDIR)$(INCLUDEDIR)/%) \
 	  $(DESTDIR)$(PREFIX)/bin/kpack $(DESTDIR)$(PREFIX)/bin/kpackfs \
 	  $(DESTDIR)$(MANDIR)/man1/kpack.1 $(DESTDIR)$(MANDIR)/man8/kpackfs.8 \
-	  $(DESTDIR)$(COMPLETIONDIR)/kpack
-	rm -df $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(INCLUDEDIR)/rocm_kpack
+	  $(DESTDIR)$(COMPLETIONDIR)/kpack \
+	  $(DESTDIR)$(PREFIX)/share/kpack/split-rules.conf
+	rm -df $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(INCLUDEDIR)/rocm_kpack \
+	  $(DESTDIR)$(PREFIX)/share/kpack
 
 # Installs into scratch trees and links a consumer every way one can:
 # pkg-config (shared, static), CMake find_package, -l:librocm_kpack.so.0,
