@@ -567,19 +567,13 @@ static char* build_deb(const char* outdir, const char* tree, const char* pkg,
 }
 
 static bool loads_with_the_hip_runtime(const char* path) {
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    void* lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
-    if (lib == NULL)
-      fprintf(stderr, "dlopen: %s\n", dlerror());
-    _exit(lib != NULL && dlsym(lib, "rocrand_create_generator") != NULL ? 0
-                                                                        : 1);
-  }
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  if (kt_loads_in_child(path, "rocrand_create_generator"))
+    return true;
+  /* Seen once under valgrind on a loaded machine and not again: the
+   * child's dlerror() is on stderr; a second try tells a passing failure
+   * from a library that does not load. */
+  print_message("%s: first dlopen failed; trying once more\n", path);
+  return kt_loads_in_child(path, "rocrand_create_generator");
 }
 
 /* docs/split.md, "Packaging with kpack": Debian's librocrand1 staged in
