@@ -191,18 +191,37 @@ bool kp_target_serves(const char* target, const char* arch) {
   return kp_target_serves_version(target, 0, arch);
 }
 
+/* What both matches below start with: `target` and `arch` stripped of
+ * their triple and split into features. False with *matched set when that
+ * decides: an empty name never matches, names that do not split match only
+ * as equal strings, and a processor other than `arch`'s matches only when
+ * it is a generic one covering it. True when the features decide. */
+static bool processors_match(const char* target, const char* arch,
+                             unsigned generic_version, const char** t,
+                             feature_split* ts, const char** a,
+                             feature_split* as, bool* matched) {
+  *t = kp_target_strip_prefix(target);
+  *a = kp_target_strip_prefix(arch);
+  *matched = false;
+  if (**t == '\0' || **t == ':' || **a == '\0' || **a == ':')
+    return false;
+  if (!split_features(*t, ts) || !split_features(*a, as)) {
+    *matched = strcmp(*t, *a) == 0;
+    return false;
+  }
+  bool same = ts->proc_len == as->proc_len && memcmp(*t, *a, ts->proc_len) == 0;
+  return same ||
+         generic_covers(*t, ts->proc_len, *a, as->proc_len, generic_version);
+}
+
 bool kp_target_serves_version(const char* target, unsigned generic_version,
                               const char* arch) {
-  const char* t = kp_target_strip_prefix(target);
-  const char* a = kp_target_strip_prefix(arch);
+  const char *t, *a;
   feature_split ts, as;
-  if (*t == '\0' || *t == ':' || *a == '\0' || *a == ':')
-    return false;
-  if (!split_features(t, &ts) || !split_features(a, &as))
-    return strcmp(t, a) == 0;
-  bool same = ts.proc_len == as.proc_len && memcmp(t, a, ts.proc_len) == 0;
-  if (!same && !generic_covers(t, ts.proc_len, a, as.proc_len, generic_version))
-    return false;
+  bool matched;
+  if (!processors_match(target, arch, generic_version, &t, &ts, &a, &as,
+                        &matched))
+    return matched;
   for (size_t i = 0; i < ts.count; i++) {
     bool found = false;
     for (size_t j = 0; j < as.count && !found; j++)
@@ -228,16 +247,11 @@ static size_t feature_name_len(const char* feature, size_t len) {
  * processors match (or `target`'s is generic and covers `agent`'s) and no
  * feature `target` states is set the other way by `agent`. */
 bool kp_target_may_serve(const char* target, const char* agent) {
-  const char* t = kp_target_strip_prefix(target);
-  const char* a = kp_target_strip_prefix(agent);
+  const char *t, *a;
   feature_split ts, as;
-  if (*t == '\0' || *t == ':' || *a == '\0' || *a == ':')
-    return false;
-  if (!split_features(t, &ts) || !split_features(a, &as))
-    return strcmp(t, a) == 0;
-  bool same = ts.proc_len == as.proc_len && memcmp(t, a, ts.proc_len) == 0;
-  if (!same && !generic_covers(t, ts.proc_len, a, as.proc_len, 0))
-    return false;
+  bool matched;
+  if (!processors_match(target, agent, 0, &t, &ts, &a, &as, &matched))
+    return matched;
   for (size_t i = 0; i < ts.count; i++) {
     const char* tf = t + ts.start[i];
     size_t name = feature_name_len(tf, ts.len[i]);
