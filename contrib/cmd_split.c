@@ -1147,7 +1147,7 @@ static bool transform_all(sp_state* s) {
         close(fd);
         ok = false;
       } else {
-        ok = fr_finish_temp(fd, f->tmp, &f->st, true);
+        ok = fr_finish_temp(fd, f->dst, &f->st, true);
       }
       if (ok)
         fr_step();
@@ -1763,7 +1763,7 @@ static bool install_mirror(sp_state* s) {
         ok = fr_copy_into(f->src, fd, f->dst);
         if (!ok)
           close(fd);
-        ok = ok && fr_finish_temp(fd, tmp, &f->st, false) &&
+        ok = ok && fr_finish_temp(fd, f->dst, &f->st, false) &&
              fr_install(tmp, f->dst, false);
         if (!ok)
           unlink(tmp);

@@ -157,27 +157,33 @@ bool fr_copy_into(const char* src, int fd, const char* dst_for_messages) {
   return ok;
 }
 
-bool fr_finish_temp(int fd, const char* tmp, const struct stat* like,
+bool fr_finish_temp(int fd, const char* dst, const struct stat* like,
                     bool durable) {
   const struct timespec times[2] = {like->st_atim, like->st_mtim};
-  bool ok = false;
+  const char* what = NULL;
   /* As root, the owner too (as cp -a does); a failure there is no error
    * for an unprivileged copy. */
-  if (geteuid() == 0 && fchown(fd, like->st_uid, like->st_gid) != 0) {
-    cli_error("%s: cannot set the owner: %s", tmp, strerror(errno));
-    goto done;
-  }
-  if (fchmod(fd, like->st_mode & 07777) != 0 || futimens(fd, times) != 0 ||
-      (durable && fsync(fd) != 0)) {
-    cli_error("%s: %s", tmp, strerror(errno));
-    goto done;
-  }
-  ok = true;
-done:
-  if (close(fd) != 0 && ok) {
-    cli_error("%s: %s", tmp, strerror(errno));
+  if (geteuid() == 0 && fchown(fd, like->st_uid, like->st_gid) != 0)
+    what = "cannot set the owner";
+  else if (fchmod(fd, like->st_mode & 07777) != 0)
+    what = "cannot set the mode";
+  else if (futimens(fd, times) != 0)
+    what = "cannot set the times";
+  if (what != NULL)
+    cli_error("%s: %s: %s", dst, what, strerror(errno));
+  /* Delayed write errors (a full disk) surface at fsync or close. */
+  bool ok = what == NULL, wrote = ok;
+  int why = 0;
+  if (ok && durable && fsync(fd) != 0) {
     ok = false;
+    why = errno;
   }
+  if (close(fd) != 0 && ok) {
+    ok = false;
+    why = errno;
+  }
+  if (wrote && !ok)
+    cli_output_error(dst, KPACK_ERROR_IO_ERROR, why);
   return ok;
 }
 

@@ -30,10 +30,11 @@ bool fr_create_temp(const char* dst, char** tmp, int* fd);
 /* Copies the whole regular file `src` into `fd` (at its current offset). */
 bool fr_copy_into(const char* src, int fd, const char* dst_for_messages);
 
-/* Gives the temporary file `fd` the mode, mtime (and, when run as root, the
- * owner) of `like`, syncs it when `durable`, and closes it (also on
- * failure). */
-bool fr_finish_temp(int fd, const char* tmp, const struct stat* like,
+/* Gives the temporary file `fd`, which will become `dst`, the mode, mtime
+ * (and, when run as root, the owner) of `like`, syncs it when `durable`,
+ * and closes it (also on failure). Failures are reported against `dst`,
+ * the file the user asked for. */
+bool fr_finish_temp(int fd, const char* dst, const struct stat* like,
                     bool durable);
 
 /* Renames `tmp` over `dst` (one atomic step: a reader sees the old file or
