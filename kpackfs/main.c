@@ -309,17 +309,14 @@ static void raise_fd_limit(void) {
   }
 }
 
-static int run_session(kfs_fs* fs, struct fuse_args* args,
+/* Mounts the session `se` (made before any source was opened, so that an
+ * option libfuse does not know is a usage error found at once) and serves
+ * it until unmounted. */
+static int run_session(struct fuse_session* se,
                        const struct fuse_cmdline_opts* opts) {
-  struct fuse_session* se;
   int rc = 1;
-
-  se = fuse_session_new(args, &kfs_ops, sizeof(kfs_ops), fs);
-  if (se == NULL)
-    return 1;
-  fs->session = se;
   if (fuse_set_signal_handlers(se) != 0)
-    goto destroy;
+    return 1;
   if (fuse_session_mount(se, opts->mountpoint) != 0)
     goto remove_handlers;
   fuse_daemonize(opts->foreground);
@@ -344,8 +341,6 @@ static int run_session(kfs_fs* fs, struct fuse_args* args,
   fuse_session_unmount(se);
 remove_handlers:
   fuse_remove_signal_handlers(se);
-destroy:
-  fuse_session_destroy(se);
   return rc;
 }
 
@@ -408,8 +403,15 @@ int main(int argc, char* argv[]) {
   if (fuse_opt_add_arg(&args, cfg.positional[source_count]) != 0 ||
       add_mount_options(&args, cfg.positional, source_count, &paths) != 0)
     goto out;
+  /* Options for libfuse: one it rejects (it says which) is a usage error,
+   * found before any archive is opened. */
+  rc = 2;
   if (fuse_parse_cmdline(&args, &opts) != 0)
     goto out;
+  fs.session = fuse_session_new(&args, &kfs_ops, sizeof(kfs_ops), &fs);
+  if (fs.session == NULL)
+    goto out;
+  rc = 1;
 
   /* Every source is opened before anything is mounted. */
   raise_fd_limit();
@@ -429,10 +431,12 @@ int main(int argc, char* argv[]) {
   }
   fs.uid = cfg.uid;
   fs.gid = cfg.gid;
-  rc = run_session(&fs, &args, &opts);
+  rc = run_session(fs.session, &opts);
   kfs_close_open_files(&fs);
 
 out:
+  if (fs.session != NULL)
+    fuse_session_destroy(fs.session);
   kpack_kcache_destroy(fs.cache);
   pthread_mutex_destroy(&fs.handles_lock);
   kfs_renders_free(&fs.renders);

@@ -8,6 +8,7 @@
 
 #include <dlfcn.h>
 #include <fcntl.h>
+#include <linux/capability.h>
 #include <signal.h>
 #include <ftw.h>
 #include <stdio.h>
@@ -18,6 +19,9 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+/* A child's exit status that says it could not give up its capabilities. */
+#define KT_CANNOT_DROP 125
 
 char* kt_tmpdir(void) {
   const char* base = getenv("TMPDIR");
@@ -228,7 +232,9 @@ static char* read_capture(int fd) {
   return text;
 }
 
-int kt_run(char* const argv[], double seconds, char** out, char** err) {
+/* kt_run(), and kt_run_as_user() with `drop_dac`. */
+static int run(char* const argv[], double seconds, char** out, char** err,
+               bool drop_dac) {
   char* dir = kt_tmpdir();
   char* out_path = kt_path(dir, "stdout");
   char* err_path = kt_path(dir, "stderr");
@@ -244,6 +250,12 @@ int kt_run(char* const argv[], double seconds, char** out, char** err) {
     dup2(in, 0);
     dup2(fds[0], 1);
     dup2(fds[1], 2);
+    /* Root keeps only the capabilities its bounding set holds across the
+     * exec. */
+    if (drop_dac && geteuid() == 0 &&
+        (prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) != 0 ||
+         prctl(PR_CAPBSET_DROP, CAP_DAC_READ_SEARCH, 0, 0, 0) != 0))
+      _exit(KT_CANNOT_DROP);
     execvp(argv[0], argv);
     _exit(127);
   }
@@ -265,7 +277,17 @@ int kt_run(char* const argv[], double seconds, char** out, char** err) {
   free(out_path);
   free(err_path);
   free(dir);
-  return WEXITSTATUS(status);
+  return WEXITSTATUS(status) == KT_CANNOT_DROP && drop_dac
+             ? -1
+             : WEXITSTATUS(status);
+}
+
+int kt_run(char* const argv[], double seconds, char** out, char** err) {
+  return run(argv, seconds, out, err, false);
+}
+
+int kt_run_as_user(char* const argv[], double seconds, char** out, char** err) {
+  return run(argv, seconds, out, err, true);
 }
 
 uint64_t kt_fnv1a(const void* data, size_t size, uint64_t hash) {

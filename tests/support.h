@@ -75,6 +75,11 @@ int kt_fusermount(const char* dir, bool lazy, double seconds);
  * are not NULL (free() them). */
 int kt_run(char* const argv[], double seconds, char** out, char** err);
 
+/* kt_run() as a user whom file modes bind: as root, without the
+ * capabilities that let root read or search any file. -1 when they cannot
+ * be given up (the caller says what it could not check). */
+int kt_run_as_user(char* const argv[], double seconds, char** out, char** err);
+
 /* Where the programs under test are: $KPACK_TEST_BIN (the Makefile exports
  * it), build/bin when it is unset or empty. kt_program() is NAME there,
  * malloc'ed. */

@@ -99,6 +99,15 @@ static void test_kpackfs_bad_command_line_exits_2(void** state) {
                    2);
   assert_string_equal(err, "kpackfs: bad cache_size 'lots' (e.g. 512M, 2G)\n");
   free(err);
+  /* An option only libfuse could know: it says which, and nothing is
+   * opened or mounted. */
+  assert_int_equal(kt_run_args(kpackfs,
+                               (const char* const[]){"-o", "no_such_option",
+                                                     archive, kt_tmp, NULL},
+                               30.0, NULL, &err),
+                   2);
+  assert_string_equal(err, "fuse: unknown option(s): `-o no_such_option'\n");
+  free(err);
   free(expected);
   free(kpackfs);
 }
@@ -196,6 +205,50 @@ static void test_an_unreadable_input_says_the_systems_reason(void** state) {
                       "/dev/null: KPACK_ERROR_IO_ERROR (not a regular "
                       "file)\n");
   free(out);
+}
+
+/* An archive its user may not read: every command that reads archives
+ * says so with the system's words. */
+static void test_an_archive_without_read_permission_says_so(void** state) {
+  (void)state;
+  char* locked = kt_path(kt_tmp, "locked.kpack");
+  assert_int_equal(link(archive, locked), 0);
+  assert_int_equal(chmod(locked, 0), 0);
+  static const char* const commands[] = {"list", "info", "extract"};
+  for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++) {
+    char *err, *expected;
+    int rc =
+        kt_run_as_user((char* const[]){tool, (char*)commands[i], locked, NULL},
+                       30.0, NULL, &err);
+    if (rc < 0) {
+      print_message("cannot give up CAP_DAC_OVERRIDE: not checked\n");
+      free(err);
+      break;
+    }
+    assert_int_equal(rc, 1);
+    assert_true(asprintf(&expected,
+                         "kpack: %s: KPACK_ERROR_IO_ERROR (Permission "
+                         "denied)\n",
+                         locked) > 0);
+    assert_string_equal(err, expected);
+    free(expected);
+    free(err);
+  }
+  char *out, *expected;
+  int rc = kt_run_as_user((char* const[]){tool, "verify", locked, NULL}, 30.0,
+                          &out, NULL);
+  if (rc >= 0) {
+    assert_int_equal(rc, 1);
+    assert_true(asprintf(&expected,
+                         "%s: KPACK_ERROR_IO_ERROR (Permission denied)\n",
+                         locked) > 0);
+    assert_string_equal(out, expected);
+    free(expected);
+  }
+  free(out);
+  chmod(locked, 0644);
+  unlink(locked);
+  free(locked);
 }
 
 /* ---- kernel names -------------------------------------------------------- */
@@ -466,6 +519,7 @@ int main(void) {
       cmocka_unit_test(test_kpackfs_list_says_a_name_holds_a_colon),
       cmocka_unit_test(test_a_truncated_archive_says_what_is_cut_where),
       cmocka_unit_test(test_an_unreadable_input_says_the_systems_reason),
+      cmocka_unit_test(test_an_archive_without_read_permission_says_so),
       cmocka_unit_test(test_cat_suggests_the_name_a_user_likely_meant),
       cmocka_unit_test(test_extract_of_a_binary_it_lacks_fails_and_suggests),
       cmocka_unit_test(

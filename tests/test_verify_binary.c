@@ -10,11 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
-#include <linux/capability.h>
 
 #include "fixture_fatbin.h"
 #include "fixture_program.h"
@@ -160,35 +157,6 @@ static void test_an_arch_the_split_never_had_is_no_missing_install(
   free(lib);
 }
 
-/* Runs `kpack verify --binary ARGS` as a user who cannot read a mode-000
- * file: as root, with CAP_DAC_OVERRIDE and CAP_DAC_READ_SEARCH dropped from
- * the bounding set before the exec (root keeps only what that set holds).
- * Its exit status and stdout; -1 when the capabilities cannot be dropped. */
-static int run_without_dac(const char* binary, char** out) {
-  char* log = kt_path(kt_tmp, "run.log");
-  fflush(NULL);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (fd < 0 || dup2(fd, 1) < 0)
-      _exit(126);
-    if (geteuid() == 0 &&
-        (prctl(PR_CAPBSET_DROP, CAP_DAC_OVERRIDE, 0, 0, 0) ||
-         prctl(PR_CAPBSET_DROP, CAP_DAC_READ_SEARCH, 0, 0, 0)))
-      _exit(125);
-    execl(tool, tool, "verify", "--binary", binary, (char*)NULL);
-    _exit(127);
-  }
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFEXITED(status));
-  size_t size;
-  *out = kt_read_file(log, &size);
-  free(log);
-  return WEXITSTATUS(status) == 125 ? -1 : WEXITSTATUS(status);
-}
-
 /* An archive that is there but does not open is told apart from a missing
  * one, with the reason: the kpack status of a corrupt file, the system's
  * error text of a file that cannot be read. */
@@ -212,7 +180,9 @@ static void test_unreadable_archive_is_named_with_its_error(void** state) {
 
   kt_write_file(archive, bytes, size);
   assert_int_equal(chmod(archive, 0), 0);
-  int rc = run_without_dac(lib, &text);
+  int rc =
+      kt_run_as_user((char* const[]){tool, "verify", "--binary", lib, NULL},
+                     30.0, &text, NULL);
   if (rc < 0) {
     print_message(
         "cannot drop CAP_DAC_OVERRIDE: Permission denied case "
