@@ -91,7 +91,10 @@ static const char resolve_manual[] =
     "                        kernel, co_index, search_paths, paths, archives,\n"
     "                        search, result} or {record, status, problem}]},\n"
     "                        or for a fat binary {binary, kind, arches,\n"
-    "                        bundles: [{co_index, arches, loadable}]}\n"
+    "                        bundles: [{co_index, arches, loadable}]};\n"
+    "                        result is {status}, plus {archive, arch,\n"
+    "                        target, size} when found or {why} when no\n"
+    "                        archive was found\n"
     "    --summary           with --binary alone, print the summary table\n"
     "                        only\n"
     "    -h, --help          print this manual\n"
@@ -303,20 +306,22 @@ static void print_section(const char* title, const cli_table* t,
     printf("%s\n", empty);
 }
 
-/* The candidate paths that led to no file, for cli_why_not_found(). */
-static void print_why_not_found(const rs_trace* t) {
+/* Why a search that found no archive did not (cli_why_not_found(), from
+ * the candidate paths that led to no file), malloc'ed; NULL when the
+ * status is another or nothing can be said. */
+static char* why_not_found(const rs_trace* t, kpack_error_t status) {
+  if (status != KPACK_ERROR_ARCHIVE_NOT_FOUND)
+    return NULL;
   const char** missing = calloc(t->count ? t->count : 1, sizeof(*missing));
   size_t count = 0;
   if (missing == NULL)
-    return;
+    return NULL;
   for (size_t i = 0; i < t->count; i++)
     if (t->events[i].kind == KPACK_TRACE_PATH && !t->events[i].exists)
       missing[count++] = t->events[i].path;
   char* why = cli_why_not_found(missing, count);
-  if (why != NULL)
-    printf("why:     %s\n", why);
-  free(why);
   free(missing);
+  return why;
 }
 
 /* The search a trace recorded: candidate paths, archives, targets tried and
@@ -398,8 +403,10 @@ static void print_search(const rs_trace* t, kpack_error_t status) {
            result->size, result->path);
   else
     printf(" (%s)\n", cli_error_text(status));
-  if (status == KPACK_ERROR_ARCHIVE_NOT_FOUND)
-    print_why_not_found(t);
+  char* why = why_not_found(t, status);
+  if (why != NULL)
+    printf("why:     %s\n", why);
+  free(why);
   const char* hint = hint_for(status);
   if (hint != NULL)
     printf("hint: %s\n", hint);
@@ -496,6 +503,10 @@ static void print_json_search(cli_json* w, const rs_trace* t,
     cli_json_key_str(w, "target", result->target);
     cli_json_key_uint(w, "size", result->size);
   }
+  char* why = why_not_found(t, status);
+  if (why != NULL)
+    cli_json_key_str(w, "why", why);
+  free(why);
   cli_json_end(w);
 }
 

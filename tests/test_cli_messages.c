@@ -327,6 +327,19 @@ static void test_resolve_tells_no_code_for_the_gpu_from_not_installed(
   kt_assert_contains(out, expected);
   free(expected);
   free(out);
+  /* The same words in the JSON result. */
+  assert_int_equal(
+      KP(&out, NULL, "resolve", "--json", "--kernel", "lib/libx.so",
+         "--search-path", search, "--arch", "gfx90a"),
+      1);
+  assert_true(asprintf(&expected,
+                       "\"result\": {\"status\": "
+                       "\"KPACK_ERROR_ARCHIVE_NOT_FOUND\", \"why\": "
+                       "\"archive not installed: no *.kpack archive in %s\"}",
+                       missing) > 0);
+  kt_assert_contains(out, expected);
+  free(expected);
+  free(out);
   free(search);
   free(missing);
   kt_rmtree(dir);
