@@ -590,60 +590,6 @@ void cli_operands_free(int argc, char** argv) {
   free(argv);
 }
 
-static bool has_binary(kpack_archive_t archive, const char* binary) {
-  size_t count;
-  return kpack_get_binary_arch_count(archive, binary, &count) ==
-             KPACK_SUCCESS &&
-         count > 0;
-}
-
-/* "binary has A, B, C": the arches the archive holds it for. */
-static char* arches_of(kpack_archive_t archive, const char* binary) {
-  size_t count = 0, len = 0;
-  char* text = NULL;
-  FILE* out = open_memstream(&text, &len);
-  if (out == NULL)
-    return NULL;
-  (void)kpack_get_binary_arch_count(archive, binary, &count);
-  fprintf(out, "%s has ", binary);
-  for (size_t i = 0; i < count; i++) {
-    const char* arch;
-    if (kpack_get_binary_arch(archive, binary, i, &arch) == KPACK_SUCCESS)
-      fprintf(out, "%s%s", i > 0 ? ", " : "", arch);
-  }
-  if (fclose(out) != 0) {
-    free(text);
-    return NULL;
-  }
-  return text;
-}
-
-char* cli_kernel_hint(kpack_archive_t archive, const char* binary,
-                      const char* arch) {
-  char* hint = NULL;
-  (void)arch;
-  if (has_binary(archive, binary))
-    return arches_of(archive, binary);
-  /* The binary as given, then without each leading directory in turn. */
-  for (const char* tail = binary; tail != NULL && hint == NULL;) {
-    char* numbered = NULL;
-    if (tail != binary && has_binary(archive, tail)) {
-      if (asprintf(&hint, "did you mean '%s'?", tail) < 0)
-        hint = NULL;
-    } else if (strchr(tail, '#') == NULL &&
-               asprintf(&numbered, "%s#0", tail) > 0) {
-      if (has_binary(archive, numbered) &&
-          asprintf(&hint, "did you mean '%s'?", numbered) < 0)
-        hint = NULL;
-      free(numbered);
-    }
-    tail = strchr(tail, '/');
-    if (tail != NULL)
-      tail++;
-  }
-  return hint;
-}
-
 /* Adds `item` to the `count` strings of `list` (capacity `cap`) unless it
  * is there; false when out of memory. The strings stay the caller's. */
 static bool add_unique(const char*** list, size_t* count, size_t* cap,
@@ -657,6 +603,75 @@ static bool add_unique(const char*** list, size_t* count, size_t* cap,
   *list = grown;
   grown[(*count)++] = item;
   return true;
+}
+
+/* True when one of the archives holds `binary` for some arch. */
+static bool has_binary(const kpack_archive_t* archives, size_t count,
+                       const char* binary) {
+  for (size_t i = 0; i < count; i++) {
+    size_t arches;
+    if (kpack_get_binary_arch_count(archives[i], binary, &arches) ==
+            KPACK_SUCCESS &&
+        arches > 0)
+      return true;
+  }
+  return false;
+}
+
+/* "binary has A, B, C": the arches the archives hold it for, each once. */
+static char* arches_of(const kpack_archive_t* archives, size_t count,
+                       const char* binary) {
+  const char** seen = NULL;
+  size_t seen_count = 0, seen_cap = 0, len = 0;
+  char* text = NULL;
+  FILE* out = open_memstream(&text, &len);
+  if (out == NULL)
+    return NULL;
+  fprintf(out, "%s has ", binary);
+  for (size_t a = 0; a < count; a++) {
+    size_t arches = 0;
+    (void)kpack_get_binary_arch_count(archives[a], binary, &arches);
+    for (size_t i = 0; i < arches; i++) {
+      const char* arch;
+      size_t before = seen_count;
+      if (kpack_get_binary_arch(archives[a], binary, i, &arch) ==
+              KPACK_SUCCESS &&
+          add_unique(&seen, &seen_count, &seen_cap, arch) &&
+          seen_count > before)
+        fprintf(out, "%s%s", before > 0 ? ", " : "", arch);
+    }
+  }
+  free(seen);
+  if (fclose(out) != 0) {
+    free(text);
+    return NULL;
+  }
+  return text;
+}
+
+char* cli_kernel_hint(const kpack_archive_t* archives, size_t count,
+                      const char* binary) {
+  char* hint = NULL;
+  if (has_binary(archives, count, binary))
+    return arches_of(archives, count, binary);
+  /* The binary as given, then without each leading directory in turn. */
+  for (const char* tail = binary; tail != NULL && hint == NULL;) {
+    char* numbered = NULL;
+    if (tail != binary && has_binary(archives, count, tail)) {
+      if (asprintf(&hint, "did you mean '%s'?", tail) < 0)
+        hint = NULL;
+    } else if (strchr(tail, '#') == NULL &&
+               asprintf(&numbered, "%s#0", tail) > 0) {
+      if (has_binary(archives, count, numbered) &&
+          asprintf(&hint, "did you mean '%s'?", numbered) < 0)
+        hint = NULL;
+      free(numbered);
+    }
+    tail = strchr(tail, '/');
+    if (tail != NULL)
+      tail++;
+  }
+  return hint;
 }
 
 char* cli_why_not_found(const char* const* missing, size_t missing_count) {

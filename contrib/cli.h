@@ -245,14 +245,15 @@ bool cli_expand_archives(int argc, char** argv, int first, int* out_argc,
                          char*** out_argv);
 void cli_operands_free(int argc, char** argv);
 
-/* For a kernel (binary, arch) `archive` does not hold, what the user likely
- * meant, malloc'ed: "did you mean 'lib/libx.so#0'?" when `binary` with
- * "#0" appended, or with leading directories removed ("usr/lib/..." for
- * "lib/..."), is a binary of the archive; "lib/libx.so#0 has gfx90a,
- * gfx942" when the binary is there but not for `arch`. NULL when there is
+/* For a kernel of `binary` that none of the `count` archives holds (for
+ * the arch asked), what the user likely meant, malloc'ed: "did you mean
+ * 'lib/libx.so#0'?" when `binary` with "#0" appended, or with leading
+ * directories removed ("usr/lib/..." for "lib/..."), is a binary of one of
+ * them; "lib/libx.so#0 has gfx90a, gfx942" (every arch of every archive)
+ * when the binary is there but not for that arch. NULL when there is
  * nothing to suggest (or no memory to say it). */
-char* cli_kernel_hint(kpack_archive_t archive, const char* binary,
-                      const char* arch);
+char* cli_kernel_hint(const kpack_archive_t* archives, size_t count,
+                      const char* binary);
 
 /* ARCHIVE_NOT_FOUND for per-arch archives means one of two things a user
  * must tell apart: the build has no code for this GPU (the directories

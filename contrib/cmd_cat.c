@@ -46,7 +46,6 @@ static int cat_run(int argc, char** argv) {
   static const struct option options[] = {{"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   int c, status = CLI_FAIL;
-  kpack_archive_t archive = NULL;
   void* data = NULL;
   size_t size;
   while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -64,24 +63,26 @@ static int cat_run(int argc, char** argv) {
   char** paths;
   if (!cli_expand_archives(optind + 1, argv, optind, &paths_count, &paths))
     return CLI_FAIL; /* a directory: the first of its archives with it */
-  const char* path = paths[optind];
+  /* Archives are asked in order; all stay open for the hint. */
+  size_t count = 0;
+  kpack_archive_t* archives =
+      calloc((size_t)(paths_count - optind), sizeof(*archives));
   kpack_error_t err = KPACK_ERROR_KERNEL_NOT_FOUND;
+  if (archives == NULL) {
+    cli_kerror("cat", KPACK_ERROR_OUT_OF_MEMORY);
+    goto done;
+  }
   for (int i = optind; i < paths_count && err == KPACK_ERROR_KERNEL_NOT_FOUND;
        i++) {
-    kpack_close(archive);
-    archive = NULL;
-    path = paths[i];
-    err = kpack_open(path, &archive);
+    err = kpack_open(paths[i], &archives[count]);
     if (err != KPACK_SUCCESS) {
-      cli_input_error(path, err, errno); /* kpack_open() keeps errno */
+      cli_input_error(paths[i], err, errno); /* kpack_open() keeps errno */
       goto done;
     }
-    err = kpack_get_kernel(archive, binary, arch, &data, &size);
+    err = kpack_get_kernel(archives[count++], binary, arch, &data, &size);
   }
   if (err != KPACK_SUCCESS) {
-    char* hint = paths_count == optind + 1
-                     ? cli_kernel_hint(archive, binary, arch)
-                     : NULL;
+    char* hint = cli_kernel_hint(archives, count, binary);
     cli_error("%s: %s for %s: %s (%s)%s%s", argv[optind], binary, arch,
               kpack_error_string(err), cli_error_text(err),
               hint != NULL ? "; " : "", hint != NULL ? hint : "");
@@ -93,7 +94,9 @@ static int cat_run(int argc, char** argv) {
   status = CLI_OK;
 done:
   kpack_free_kernel(data);
-  kpack_close(archive);
+  for (size_t i = 0; i < count; i++)
+    kpack_close(archives[i]);
+  free(archives);
   cli_operands_free(paths_count, paths);
   return status;
 }

@@ -348,11 +348,10 @@ static int extract_archives(extract_state s, int argc, char** argv) {
       s.earlier[s.earlier_count++] = archive;
   }
   cli_progress_end(&s.progress);
-  /* -b names nothing: say what it likely meant, from the first archive. */
+  /* -b names nothing: say what it likely meant, from every archive. */
   if (s.only_binary != NULL && s.written == 0 && s.status == CLI_OK &&
       !cli_interrupted() && s.earlier_count > 0) {
-    char* hint = cli_kernel_hint(s.earlier[0], s.only_binary,
-                                 s.only_arch != NULL ? s.only_arch : "");
+    char* hint = cli_kernel_hint(s.earlier, s.earlier_count, s.only_binary);
     cli_error("%s: no kernel of %s%s%s%s%s", argv[optind], s.only_binary,
               s.only_arch != NULL ? " for " : "",
               s.only_arch != NULL ? s.only_arch : "", hint != NULL ? "; " : "",

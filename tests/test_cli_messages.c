@@ -278,6 +278,42 @@ static void test_cat_suggests_the_name_a_user_likely_meant(void** state) {
   free(err);
 }
 
+/* A directory of per-arch archives: the hint comes from all of them. */
+static void test_cat_of_a_directory_suggests_from_every_archive(void** state) {
+  (void)state;
+  char* dir = kt_path(kt_tmp, "per-arch-cat");
+  assert_int_equal(mkdir(dir, 0755), 0);
+  static const char* const arches[] = {"gfx1030", "gfx90a"};
+  for (size_t i = 0; i < 2; i++) {
+    char* path;
+    assert_true(asprintf(&path, "%s/r_%s.kpack", dir, arches[i]) > 0);
+    const kt_kernel kernel = {"lib/libr.so#0", arches[i], "code", 4};
+    kt_write_archive(path, KPACK_COMPRESSION_NOOP, &arches[i], 1, &kernel, 1);
+    free(path);
+  }
+  char *err, *expected;
+  assert_int_equal(KP(NULL, &err, "cat", dir, "lib/libr.so", "gfx90a"), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: lib/libr.so for gfx90a: "
+                       "KPACK_ERROR_KERNEL_NOT_FOUND (no such kernel); did you "
+                       "mean 'lib/libr.so#0'?\n",
+                       dir) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  assert_int_equal(KP(NULL, &err, "cat", dir, "lib/libr.so#0", "gfx942"), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: lib/libr.so#0 for gfx942: "
+                       "KPACK_ERROR_KERNEL_NOT_FOUND (no such kernel); "
+                       "lib/libr.so#0 has gfx1030, gfx90a\n",
+                       dir) > 0);
+  assert_string_equal(err, expected);
+  free(expected);
+  free(err);
+  kt_rmtree(dir);
+  free(dir);
+}
+
 static void test_extract_of_a_binary_it_lacks_fails_and_suggests(void** state) {
   (void)state;
   char* dir = kt_path(kt_tmp, "extracted");
@@ -534,6 +570,7 @@ int main(void) {
       cmocka_unit_test(test_an_unreadable_input_says_the_systems_reason),
       cmocka_unit_test(test_an_archive_without_read_permission_says_so),
       cmocka_unit_test(test_cat_suggests_the_name_a_user_likely_meant),
+      cmocka_unit_test(test_cat_of_a_directory_suggests_from_every_archive),
       cmocka_unit_test(test_extract_of_a_binary_it_lacks_fails_and_suggests),
       cmocka_unit_test(
           test_resolve_tells_no_code_for_the_gpu_from_not_installed),
