@@ -892,6 +892,7 @@ void cli_progress_show(cli_progress* p, bool last, const char* fmt, ...) {
   if (t - p->shown < 0.1 && !last)
     return;
   p->shown = t;
+  p->drawn = true;
   va_list ap;
   va_start(ap, fmt);
   fputc('\r', stderr);
@@ -900,7 +901,8 @@ void cli_progress_show(cli_progress* p, bool last, const char* fmt, ...) {
   va_end(ap);
 }
 
-void cli_progress_end(const cli_progress* p) {
-  if (p->enabled)
+void cli_progress_end(cli_progress* p) {
+  if (p->drawn)
     fputs("\r\033[K", stderr);
+  p->drawn = false;
 }

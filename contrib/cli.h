@@ -195,11 +195,13 @@ double cli_seconds(void);
  * when not enabled (quiet, or stderr not a terminal). */
 typedef struct cli_progress {
   bool enabled;
+  bool drawn;   /* on the screen now */
   double shown; /* when it was last drawn, in monotonic seconds */
 } cli_progress;
 void cli_progress_show(cli_progress* p, bool last, const char* fmt, ...)
     __attribute__((format(printf, 3, 4)));
-void cli_progress_end(const cli_progress* p);
+/* Erases the line, when drawn (before other output, and at the end). */
+void cli_progress_end(cli_progress* p);
 
 /* ---- files --------------------------------------------------------------- */
 

@@ -757,6 +757,7 @@ static const char* const vb_source_text[] = {
 typedef struct vb_run {
   const vb_set* agents; /* --arch; empty when not given */
   bool quiet, json;
+  cli_progress progress; /* on a terminal, without --json */
   kpack_cache_t cache;
   vb_trace trace;
   cli_json out;
@@ -1071,9 +1072,22 @@ static bool walk_tree(const char* dir, vb_set* found) {
   return true;
 }
 
+/* verify_binary() under a progress line: erased before the binary's own
+ * lines, drawn again after with the counts so far. */
+static void verify_one(vb_run* r, const char* path, bool named) {
+  cli_progress_end(&r->progress);
+  verify_binary(r, path, named);
+  cli_progress_show(&r->progress, false,
+                    "kpack: verify: %zu binaries, %zu loads, %s", r->binaries,
+                    r->loads, path);
+}
+
 static int verify_binaries(int argc, char** argv, const vb_set* agents,
                            bool quiet, bool json) {
-  vb_run r = {.agents = agents, .quiet = quiet, .json = json};
+  vb_run r = {.agents = agents,
+              .quiet = quiet,
+              .json = json,
+              .progress = {.enabled = isatty(STDERR_FILENO) && !json}};
   int status = CLI_OK;
   kpack_error_t err = kpack_cache_create(&r.cache);
   if (err == KPACK_SUCCESS)
@@ -1094,20 +1108,23 @@ static int verify_binaries(int argc, char** argv, const vb_set* agents,
     struct stat st;
     if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
       vb_set found = {0};
+      cli_progress_end(&r.progress);
       if (!walk_tree(argv[i], &found))
         r.failures++;
       size_t before = r.binaries;
       for (size_t f = 0; f < found.count && !cli_interrupted(); f++)
-        verify_binary(&r, found.items[f], false);
+        verify_one(&r, found.items[f], false);
+      cli_progress_end(&r.progress);
       if (r.binaries == before && !quiet && !json)
         printf("%s: no kpack-ified binary in it\n", argv[i]);
       set_free(&found);
     } else {
-      verify_binary(&r, argv[i], true);
+      verify_one(&r, argv[i], true);
     }
     if (cli_interrupted())
       status = CLI_INTERRUPTED;
   }
+  cli_progress_end(&r.progress);
   cli_json_close_to(&r.out, in_list);
   if (json) {
     cli_json_end(&r.out);

@@ -40,9 +40,9 @@ static void print_overview(FILE* out) {
   fputs(
       "\n"
       "    Every command takes --help. Output is a table for people; list,\n"
-      "    info, verify, resolve and split take --json for scripts. Where a\n"
-      "    command takes an ARCHIVE, a directory stands for the *.kpack\n"
-      "    archives below it, as in kpackfs.\n"
+      "    info, verify, resolve, split and diff take --json for scripts.\n"
+      "    Where a command takes an ARCHIVE, a directory stands for the\n"
+      "    *.kpack archives below it, as in kpackfs.\n"
       "\n"
       "EXAMPLES\n"
       "    kpack list .kpack/*.kpack\n"

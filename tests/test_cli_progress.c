@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
- * Progress of the long kpack commands (extract, verify, create, diff): a
+ * Progress of the long kpack commands (extract, verify, verify --binary,
+ * create, diff): a
  * line drawn over itself on a terminal, here a pseudo-terminal made by
  * script(1), erased before the command's own output; nothing of it when
  * standard error is no terminal.
@@ -8,7 +9,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "fixture_fatbin.h"
+#include "fixture_program.h"
 #include "support.h"
 
 static char* tool;
@@ -73,6 +77,46 @@ static void test_long_commands_show_progress_on_a_terminal(void** state) {
                   "equal: 0 added");
 }
 
+/* verify --binary of a directory counts binaries and loads as it goes. */
+static void test_verify_binary_shows_progress_on_a_terminal(void** state) {
+  (void)state;
+  char* dir = kt_path(kt_tmp, "fat");
+  char* lib = kt_path(dir, "libfat.so.1");
+  char* build = kt_path(kt_tmp, "build");
+  assert_int_equal(mkdir(dir, 0755), 0);
+  assert_int_equal(mkdir(build, 0755), 0);
+  void* code = kt_pattern(900, 3);
+  fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                  {"hipv4-amdgcn-amd-amdhsa--gfx90a", code, 900}};
+  fx_buf bundle = fx_bundle(e, 2);
+  fx_program_opts o = {
+      .kind = FX_PROGRAM_SHARED, .bundles = &bundle, .bundle_count = 1};
+  assert_true(fx_build_program(build, &o, lib));
+  fx_free(&bundle);
+  free(code);
+  char* out = kt_path(kt_tmp, "split");
+  char* err;
+  if (kt_run_args(tool,
+                  (const char* const[]){"split", "-q", "-o", out, dir, NULL},
+                  60, NULL, &err) != 0)
+    fail_msg("split: %s", err);
+  free(err);
+  free(out);
+  /* The binary's own line comes first, whole; the count is drawn after it
+   * and erased at the end. */
+  char* text = on_terminal("verify --binary split");
+  kt_assert_contains(text, "split/libfat.so.1: OK, 1 record, 1 load");
+  kt_assert_contains(
+      text,
+      "\rkpack: verify: 1 binaries, 1 loads, split/libfat.so.1\033[K"
+      "\r\033[K");
+  free(text);
+  kt_rmtree(build);
+  free(build);
+  free(lib);
+  free(dir);
+}
+
 static void test_no_progress_without_a_terminal(void** state) {
   (void)state;
   char* tree = kt_path(kt_tmp, "tree2");
@@ -98,6 +142,7 @@ static void test_no_progress_without_a_terminal(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_long_commands_show_progress_on_a_terminal),
+      cmocka_unit_test(test_verify_binary_shows_progress_on_a_terminal),
       cmocka_unit_test(test_no_progress_without_a_terminal),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
