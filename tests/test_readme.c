@@ -6,7 +6,7 @@
  * lines, shared and static, and its CMake lines, both targets); every `kpack`
  * example in it runs and succeeds, from a directory holding Debian's librocrand
  * as the README says, and each command has one; its kpackfs session mounts and
- * unmounts.
+ * unmounts, and so does each of its fstab lines, through mount(8).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,6 +168,76 @@ static size_t tool_commands(char names[32][32]) {
   return n;
 }
 
+/* The README's fstab block (the fenced block without a language that
+ * starts "# <source>"), its lines one string each. */
+static void fstab_lines(lines* l) {
+  bool inside = false, fstab = false;
+  for (const char* p = readme; *p;) {
+    const char* end = strchr(p, '\n');
+    size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+    if (strncmp(p, "```", 3) == 0) {
+      inside = !inside;
+      fstab = false;
+      if (inside && len == 3 && strncmp(end + 1, "# <source>", 10) == 0)
+        fstab = true;
+    } else if (fstab && *p != '#') {
+      assert_true(l->count < 64);
+      l->items[l->count++] = strndup(p, len);
+    }
+    p += len + (end != NULL);
+  }
+}
+
+/* Where the README's fstab sources stand in the session: the split's
+ * archive directory, and two archives of the example session. */
+static const char* const fstab_sources[][2] = {
+    {"/opt/rocm/lib/.kpack", "out/.kpack"},
+    {"/srv/a/blas_gfx942.kpack", "rand.kpack"},
+    {"/srv/b/blas_gfx90a.kpack", "again.kpack"},
+};
+
+/* Each fstab line mounts as mount(8) mounts it, as written but for its
+ * paths: the sources are the session's archives, the mount points
+ * directories of the session, the options (noauto, nofail, defaults,
+ * allow_other, cache_size, x-systemd.automount) as they are. mount(8)
+ * gives its helpers a PATH of its own, where the kpackfs under test is not,
+ * so the test runs the helper mount(8) runs for the type fuse.kpackfs:
+ * mount.fuse3 SOURCE DIR -o OPTIONS -t fuse.kpackfs. */
+static void mount_fstab_lines(void) {
+  lines l = {.count = 0};
+  fstab_lines(&l);
+  assert_true(l.count >= 3);
+  char* script = NULL;
+  size_t size = 0;
+  FILE* s = open_memstream(&script, &size);
+  fprintf(s, "export PATH=\"$PATH:/usr/sbin:/sbin\"\n");
+  for (size_t i = 0; i < l.count; i++) {
+    char source[512], point[256], type[64], options[256];
+    if (sscanf(l.items[i], "%511s %255s %63s %255s", source, point, type,
+               options) != 4)
+      fail_msg("README fstab line '%s' has not four fields", l.items[i]);
+    fprintf(s, "mkdir -p '.%s' && mount.fuse3 '", point);
+    for (char* item = strtok(source, ":"); item != NULL;
+         item = strtok(NULL, ":")) {
+      size_t k = 0;
+      while (k < 3 && strcmp(item, fstab_sources[k][0]) != 0)
+        k++;
+      if (k == 3)
+        fail_msg("README fstab source '%s' has no stand-in here", item);
+      fprintf(s, "%s%s", item == source ? "" : ":", fstab_sources[k][1]);
+    }
+    fprintf(s,
+            "' '.%s' -o '%s' -t '%s'\n"
+            "test -n \"$(ls '.%s')\" || { echo '%s: empty'; exit 1; }\n"
+            "fusermount3 -u '.%s'\n",
+            point, options, type, point, point, point);
+  }
+  fclose(s);
+  run_in_session(script);
+  free(script);
+  free_lines(&l);
+}
+
 /* ---- tests ------------------------------------------------------------ */
 
 static void test_every_kpack_example_runs(void** state) {
@@ -228,6 +298,7 @@ static void test_kpackfs_session_mounts_and_unmounts(void** state) {
   kt_assert_contains(script, "fusermount3 -u");
   run_in_session(script);
   free(script);
+  mount_fstab_lines();
 }
 
 static void test_library_snippet_compiles_against_installed_headers(

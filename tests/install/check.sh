@@ -9,8 +9,9 @@
 # -l:librocm_kpack.so.0 run against the installed tree. Then the tree is
 # moved, and pkg-config (--define-prefix) and CMake still find it. Also
 # checks the installed layout, the soname, that the library exports only
-# kpack_* symbols, the CMake version rules and the man pages, and that
-# `make uninstall` removes every file `make install` wrote.
+# kpack_* symbols, the CMake version rules and the man pages, that
+# `make uninstall` removes every file `make install` wrote, and that the
+# README's install block does what it says.
 #
 # Environment: BUILD (default build), MAKE (default make), CC (default cc).
 # One line per check; each failure shows its log. Exits 1 on any failure.
@@ -162,6 +163,39 @@ uninstall() { # PREFIX [DESTDIR]
     [ ! -e "${2:-}$1/lib/cmake/rocm-kpack" ]
 }
 
+# The README's install block, line by line as written but for two
+# changes that keep the machine's own directories out of a test: `sudo`
+# goes (install-check runs as whoever may write the scratch tree), and
+# every `make install`/`uninstall` gets DESTDIR=$work/readme (a DESTDIR on
+# the line becomes that one). Then: the multiarch LIBDIR install and the
+# staged PREFIX=/usr one are there, and the uninstall left nothing of the
+# default /usr/local one.
+readme_install() {
+  into=$work/readme
+  rm -rf "$into"
+  block=$(awk '/^## Install/ { on = 1 } on && /^```sh/ { inside = 1; next }
+    inside && /^```/ { exit } inside { print }' "$root/README.md")
+  [ -n "$block" ] || { echo "README.md: no install block"; return 1; }
+  echo "$block" | grep -q '^sudo make uninstall' ||
+    { echo "README.md: the install block has no uninstall"; return 1; }
+  echo "$block" | while IFS= read -r line; do
+    cmd=${line%%#*}
+    cmd=$(echo "$cmd" | sed -e 's/^sudo //' -e 's/DESTDIR=[^ ]*//')
+    case $cmd in
+      make\ install* | make\ uninstall*) cmd="$cmd DESTDIR=$into" ;;
+    esac
+    echo "+ $cmd"
+    (cd "$root" && eval "$cmd --no-print-directory") || return 1
+  done &&
+    for f in opt/rocm-kpack/lib/x86_64-linux-gnu/librocm_kpack.so.0.1.0 \
+      opt/rocm-kpack/lib/x86_64-linux-gnu/pkgconfig/rocm_kpack.pc \
+      opt/rocm-kpack/bin/kpack usr/lib/librocm_kpack.a usr/bin/kpackfs; do
+      [ -f "$into/$f" ] || { echo "missing: $f"; return 1; }
+    done &&
+    left=$(find "$into/usr/local" -type f -o -type l 2>/dev/null) &&
+    { [ -z "$left" ] || { echo "left behind: $left"; false; }; }
+}
+
 cmake_version() { # accept|refuse VERSION [EXACT]
   dir="$work/cmake-version-$(printf '%s' "$2$*" | tr -c 'a-zA-Z0-9' _)"
   cmake -S "$root/tests/install/cmake-version" -B "$dir" \
@@ -234,6 +268,8 @@ check "make uninstall PREFIX=... removes every installed file" \
   uninstall "$work/un"
 check "make uninstall DESTDIR=... PREFIX=/opt/rocm-kpack" \
   uninstall /opt/rocm-kpack "$work/unstage"
+check "README's install block (make, make install, LIBDIR, DESTDIR, uninstall)" \
+  readme_install
 
 echo "install-check: $passed passed, $failed failed"
 [ "$failed" = 0 ]
