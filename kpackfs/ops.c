@@ -172,6 +172,8 @@ static int text_size(kfs_fs* fs, const kfs_node* n) {
   if ((n->kind != KFS_KERNELS && n->kind != KFS_METADATA) ||
       kfs_render_size(&fs->renders, n, &size))
     return 0;
+  /* A stat walk: the kernels after this one come next. */
+  kfs_render_ahead(&fs->renders, &fs->tree, n->render);
   kpack_error_t err = kfs_render_acquire(&fs->renders, &fs->tree, n, &r);
   if (err != KPACK_SUCCESS)
     return kfs_errno(err);

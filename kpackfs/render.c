@@ -39,6 +39,7 @@ int kfs_renders_init(kfs_renders* rs, size_t count, uint64_t budget) {
   rs->budget = budget;
   pthread_mutex_init(&rs->lock, NULL);
   pthread_cond_init(&rs->done, NULL);
+  pthread_cond_init(&rs->queued, NULL);
   return 0;
 }
 
@@ -52,6 +53,12 @@ static void free_render(kfs_render* r) {
 void kfs_renders_free(kfs_renders* rs) {
   if (rs->slots == NULL)
     return; /* never initialised */
+  pthread_mutex_lock(&rs->lock);
+  rs->stopping = true;
+  pthread_cond_broadcast(&rs->queued);
+  pthread_mutex_unlock(&rs->lock);
+  for (size_t i = 0; i < rs->worker_count; i++)
+    pthread_join(rs->workers[i], NULL);
   for (size_t i = 0; i < rs->map_size; i++) {
     for (kfs_render *r = rs->map[i], *next; r != NULL; r = next) {
       next = r->map_next;
@@ -62,6 +69,7 @@ void kfs_renders_free(kfs_renders* rs) {
   free(rs->slots);
   pthread_mutex_destroy(&rs->lock);
   pthread_cond_destroy(&rs->done);
+  pthread_cond_destroy(&rs->queued);
   memset(rs, 0, sizeof(*rs));
 }
 
@@ -178,8 +186,9 @@ static uint32_t stored_size(uint64_t size) {
   return size < UINT32_MAX ? (uint32_t)size + 1 : 0;
 }
 
-kpack_error_t kfs_render_acquire(kfs_renders* rs, const kfs_tree* tree,
-                                 const kfs_node* n, kfs_render** out) {
+/* kfs_render_acquire(); `ahead` counts a render built in renders_ahead. */
+static kpack_error_t acquire(kfs_renders* rs, const kfs_tree* tree,
+                             const kfs_node* n, kfs_render** out, bool ahead) {
   *out = NULL;
 
   pthread_mutex_lock(&rs->lock);
@@ -224,11 +233,17 @@ kpack_error_t kfs_render_acquire(kfs_renders* rs, const kfs_tree* tree,
     slot->json_size = stored_size(r->text.metadata_json_size);
     rs->bytes += r->bytes;
     rs->renders++;
+    rs->ahead += ahead;
     evict_over_budget(rs);
     *out = r;
   }
   pthread_mutex_unlock(&rs->lock);
   return err;
+}
+
+kpack_error_t kfs_render_acquire(kfs_renders* rs, const kfs_tree* tree,
+                                 const kfs_node* n, kfs_render** out) {
+  return acquire(rs, tree, n, out, false);
 }
 
 void kfs_render_release(kfs_renders* rs, kfs_render* r) {
@@ -239,6 +254,83 @@ void kfs_render_release(kfs_renders* rs, kfs_render* r) {
     lru_push_front(rs, r);
     evict_over_budget(rs);
   }
+  pthread_mutex_unlock(&rs->lock);
+}
+
+/* ---- rendering ahead ----------------------------------------------------- */
+
+/* Whether slot `slot`'s sizes are known, or its render is held or being
+ * built (under the lock). */
+static bool known_or_held(const kfs_renders* rs, uint32_t slot) {
+  const kfs_render_slot* s = &rs->slots[slot];
+  return (s->kernels_size != 0 && s->json_size != 0) ||
+         map_find(rs, slot) != NULL;
+}
+
+static bool is_queued(const kfs_renders* rs, uint32_t slot) {
+  size_t cap = sizeof(rs->queue) / sizeof(rs->queue[0]);
+  for (size_t i = 0; i < rs->queue_count; i++)
+    if (rs->queue[(rs->queue_head + i) % cap] == slot)
+      return true;
+  return false;
+}
+
+/* A worker: renders queued slots, and keeps only their sizes' and texts'
+ * place in the budget (each render is released at once). */
+static void* render_worker(void* arg) {
+  kfs_renders* rs = arg;
+  size_t cap = sizeof(rs->queue) / sizeof(rs->queue[0]);
+  pthread_mutex_lock(&rs->lock);
+  for (;;) {
+    while (rs->queue_count == 0 && !rs->stopping)
+      pthread_cond_wait(&rs->queued, &rs->lock);
+    if (rs->stopping)
+      break;
+    uint32_t slot = rs->queue[rs->queue_head];
+    rs->queue_head = (rs->queue_head + 1) % cap;
+    rs->queue_count--;
+    bool wanted = !known_or_held(rs, slot);
+    pthread_mutex_unlock(&rs->lock);
+    kfs_node n;
+    kfs_render* r = NULL;
+    if (wanted && kfs_tree_text_node(rs->tree, slot, &n) &&
+        acquire(rs, rs->tree, &n, &r, true) == KPACK_SUCCESS)
+      kfs_render_release(rs, r);
+    pthread_mutex_lock(&rs->lock);
+  }
+  pthread_mutex_unlock(&rs->lock);
+  return NULL;
+}
+
+void kfs_render_ahead(kfs_renders* rs, const kfs_tree* tree, uint32_t slot) {
+  size_t cap = sizeof(rs->queue) / sizeof(rs->queue[0]);
+  pthread_mutex_lock(&rs->lock);
+  /* One text file read (cat kernels) is no walk: the second miss is. */
+  if (++rs->misses < 2) {
+    pthread_mutex_unlock(&rs->lock);
+    return;
+  }
+  if (rs->worker_count == 0 && !rs->stopping) {
+    rs->tree = tree;
+    /* Without workers (no thread to be had) nothing is rendered ahead. */
+    while (rs->worker_count < KFS_RENDER_WORKERS &&
+           pthread_create(&rs->workers[rs->worker_count], NULL, render_worker,
+                          rs) == 0)
+      rs->worker_count++;
+  }
+  size_t added = 0;
+  for (uint64_t s = (uint64_t)slot + 1;
+       s < rs->count && added < KFS_RENDER_AHEAD && rs->queue_count < cap &&
+       rs->worker_count > 0;
+       s++) {
+    if (known_or_held(rs, (uint32_t)s) || is_queued(rs, (uint32_t)s))
+      continue;
+    rs->queue[(rs->queue_head + rs->queue_count) % cap] = (uint32_t)s;
+    rs->queue_count++;
+    added++;
+  }
+  if (added > 0)
+    pthread_cond_broadcast(&rs->queued);
   pthread_mutex_unlock(&rs->lock);
 }
 
@@ -258,11 +350,11 @@ bool kfs_render_size(kfs_renders* rs, const kfs_node* n, uint64_t* size) {
 int kfs_render_stats(kfs_renders* rs, char** text) {
   pthread_mutex_lock(&rs->lock);
   uint64_t renders = rs->renders, failures = rs->failures, bytes = rs->bytes;
-  uint64_t decoded = rs->decoded;
+  uint64_t decoded = rs->decoded, ahead = rs->ahead;
   pthread_mutex_unlock(&rs->lock);
   return asprintf(text,
                   "renders=%" PRIu64 "\nrender_failures=%" PRIu64
                   "\nrender_bytes=%" PRIu64 "\nrender_decoded_bytes=%" PRIu64
-                  "\n",
-                  renders, failures, bytes, decoded);
+                  "\nrenders_ahead=%" PRIu64 "\n",
+                  renders, failures, bytes, decoded, ahead);
 }

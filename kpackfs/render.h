@@ -40,9 +40,26 @@ typedef struct kfs_render_slot kfs_render_slot;
  * Sizes, once known, are remembered for good in 8 bytes a kernel, so
  * `stat` renders a kernel at most once; the renders held, a few thousand
  * at most, are found through a map by slot. */
+/* Renders ahead: the kernels a stat walk will ask about next, rendered
+ * on worker threads (see kfs_render_ahead()). */
+#define KFS_RENDER_AHEAD 32
+#define KFS_RENDER_WORKERS 4
+
 typedef struct kfs_renders {
   pthread_mutex_t lock; /* protects everything below and each slot */
   pthread_cond_t done;  /* a render finished (single flight per kernel) */
+  /* Rendering ahead: render slots queued for the workers, started on the
+   * first need (after the daemon has forked) and joined by
+   * kfs_renders_free(). */
+  const kfs_tree* tree;
+  pthread_cond_t queued;
+  uint32_t queue[4 * KFS_RENDER_AHEAD];
+  size_t queue_head, queue_count;
+  pthread_t workers[KFS_RENDER_WORKERS];
+  size_t worker_count;
+  bool stopping;
+  uint64_t misses; /* sizes asked for before they were known */
+  uint64_t ahead;  /* renders built ahead */
   kfs_render_slot* slots;
   size_t count;
   kfs_render** map; /* held and building renders, chained by slot */
@@ -78,6 +95,18 @@ bool kfs_render_size(kfs_renders* renders, const kfs_node* n, uint64_t* size);
 kpack_error_t kfs_render_acquire(kfs_renders* renders, const kfs_tree* tree,
                                  const kfs_node* n, kfs_render** render);
 void kfs_render_release(kfs_renders* renders, kfs_render* render);
+
+/* A stat walk (du, ls -lR, rsync, tar) asks the size of each text file in
+ * turn, and the first ask of a kernel's decodes a prefix of it, read from
+ * the archive: called when such a size is missing for render slot `slot`,
+ * this queues the next KFS_RENDER_AHEAD kernels of the sources whose sizes
+ * are unknown, for worker threads to render while the walk goes on. The
+ * first miss of a mount starts nothing (one file read is no walk); a
+ * listing asks no size and so starts nothing either. The renders count
+ * against the same budget; sizes are kept for good, so none is rendered
+ * twice. */
+void kfs_render_ahead(kfs_renders* renders, const kfs_tree* tree,
+                      uint32_t slot);
 
 /* Appends "renders=N\nrender_bytes=N\n" style lines for .kpackfs/stats. */
 int kfs_render_stats(kfs_renders* renders, char** text);

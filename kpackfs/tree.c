@@ -1313,6 +1313,10 @@ bool kfs_tree_node(const kfs_tree* t, fuse_ino_t ino, kfs_node* n) {
   return true;
 }
 
+bool kfs_tree_text_node(const kfs_tree* t, uint32_t slot, kfs_node* n) {
+  return kfs_tree_node(t, kernel_ino(t, slot, SLOT_KERNELS), n);
+}
+
 static fuse_ino_t entry_ino(const kfs_tree* t, const kfs_listing_entry* e) {
   return e->what == ENTRY_DIR    ? dir_ino(e->id)
          : e->what == ENTRY_FILE ? kernel_ino(t, e->id, e->slot)

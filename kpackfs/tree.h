@@ -116,6 +116,11 @@ void kfs_tree_free(kfs_tree* tree);
 /* The inode `ino`: true with *node filled, false if there is none. */
 bool kfs_tree_node(const kfs_tree* tree, fuse_ino_t ino, kfs_node* node);
 
+/* The `kernels` file of render slot `slot` (a kernel of the sources):
+ * true with *node filled, false when that kernel shows none (its name is
+ * skipped or shadowed, or it is no code object). */
+bool kfs_tree_text_node(const kfs_tree* tree, uint32_t slot, kfs_node* node);
+
 /* The child of directory `parent` called `name`: 0 with *ino set (0 if
  * there is none), -ENOTDIR, or -ENOMEM (a directory's entries could not be
  * made). */

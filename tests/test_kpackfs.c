@@ -2087,11 +2087,26 @@ static void test_find_by_name_renders_and_decompresses_nothing(void** state) {
   assert_int_equal(stat_value(m, "decompressions"), 0);
   assert_int_equal(stat_value(m, "renders"), 0);
   assert_int_equal(stat_value(m, "render_decoded_bytes"), 0);
-  /* A stat then renders from a prefix, sized exactly. */
+  /* A stat then renders from a prefix, sized exactly, and only that. */
   char* want = expected_kernels(gemm_gfx90a, 2);
   assert_int_equal(size_of(m, GEMM90 "kernels"), strlen(want));
   free(want);
   assert_int_equal(stat_value(m, "renders"), 1);
+  assert_int_equal(stat_value(m, "renders_ahead"), 0);
+  /* A second is a stat walk: the kernels after it (both of path_co_odd)
+   * are rendered ahead by the workers, once each. */
+  want = expected_kernels(gemm_gfx942, 3);
+  assert_int_equal(size_of(m, GEMM942 "kernels"), strlen(want));
+  free(want);
+  for (long waited = 0;
+       stat_value(m, "renders_ahead") < 2 && waited < patience() * 1000L;
+       waited += 10)
+    usleep(10000);
+  assert_int_equal(stat_value(m, "renders_ahead"), 2);
+  assert_int_equal(stat_value(m, "renders"), 4);
+  assert_true(size_of(m, "lib/libodd.so#0/gfx1100/metadata.json") > 0);
+  assert_int_equal(size_of(m, "lib/libodd.so#0/gfx90a/kernels"), 0);
+  assert_int_equal(stat_value(m, "renders"), 4);
   assert_int_equal(stat_value(m, "decompressions"), 0);
   assert_true(stat_value(m, "render_decoded_bytes") > 0);
   free(log);
