@@ -1138,8 +1138,13 @@ static bool transform_all(sp_state* s) {
     if (ok) {
       kpack_error_t err =
           kpack_transform_write(f->src, fd, &o, &f->result, &msg);
-      if (err == KPACK_ERROR_IO_ERROR && cli_is_write_errno(errno)) {
-        cli_output_error(f->dst, err, errno); /* the output, not the input */
+      /* The output's failure (whatever errno, EIO too), not the input's. */
+      bool output_failed = err == KPACK_ERROR_IO_ERROR &&
+                           (cli_is_write_errno(errno) ||
+                            strncmp(msg.text, KPACK_TRANSFORM_WRITE_FAILED,
+                                    strlen(KPACK_TRANSFORM_WRITE_FAILED)) == 0);
+      if (output_failed) {
+        cli_output_error(f->dst, err, errno);
         close(fd);
         ok = false;
       } else if (err != KPACK_SUCCESS) {

@@ -10,6 +10,7 @@
  * input untouched.
  */
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -569,6 +570,22 @@ static void test_bad_input_is_refused_and_left_untouched(void** s) {
                    KPACK_ERROR_INVALID_ARGUMENT);
   assert_non_null(strstr(msg.text, "already kpack-ified"));
   free(twice);
+
+  /* A write to the output that fails is told from a read of the input by
+   * its message (kpack split then names the output, whatever the errno). */
+  int ro = open(so.in, O_RDONLY);
+  assert_true(ro >= 0);
+  const char* paths[] = {PATTERN};
+  kpack_transform_options_t o = {
+      .kernel_name = so.name, .search_paths = paths, .search_path_count = 1};
+  kpack_transform_result_t result;
+  assert_int_equal(kpack_transform_write(so.in, ro, &o, &result, &msg),
+                   KPACK_ERROR_IO_ERROR);
+  assert_int_equal(errno, EBADF);
+  assert_int_equal(strncmp(msg.text, KPACK_TRANSFORM_WRITE_FAILED,
+                           strlen(KPACK_TRANSFORM_WRITE_FAILED)),
+                   0);
+  close(ro);
 
   free(eb);
   free(b);

@@ -42,6 +42,10 @@ typedef struct kpack_transform_message {
   char text[256];
 } kpack_transform_message_t;
 
+/* How the message of an IO_ERROR starts when the write to the output
+ * failed (rather than a read of the input): "write failed: REASON". */
+#define KPACK_TRANSFORM_WRITE_FAILED "write failed"
+
 /* Classifies the file at `path` from its ELF header, section table and
  * .hipFatBinSegment records (no device code is read).
  *   INVALID_ARGUMENT  a pointer is NULL
@@ -89,7 +93,9 @@ typedef struct kpack_transform_result {
  *   FILE_NOT_FOUND    no file at input_path
  *   IO_ERROR          a read or write failed; errno then holds the
  *                     system's reason (ENOSPC, EROFS... for a write to
- *                     output_fd; 0 when the input came up short)
+ *                     output_fd; 0 when the input came up short). A
+ *                     failed write to output_fd is the one whose message
+ *                     starts with KPACK_TRANSFORM_WRITE_FAILED.
  *   INVALID_FORMAT    the ELF cannot be transformed: truncated or malformed,
  *                     an unsupported class, byte order or e_machine, a
  *                     record pointer outside .hip_fatbin, a pointer with no

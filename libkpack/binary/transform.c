@@ -786,11 +786,18 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
 
 /* ---- writing ------------------------------------------------------------- */
 
+/* A failed write is the output's, not the input's: its message does not
+ * start with the input's path (kpack_transform.h). errno is kept. */
 static kpack_error_t write_at(tf_state* st, int fd, uint64_t at,
                               const void* data, size_t size) {
-  if (kp_pwrite_all(fd, data, size, at) != KPACK_SUCCESS)
-    return tf_fail(st, KPACK_ERROR_IO_ERROR, "write failed: %s",
-                   errno != 0 ? strerror(errno) : "no progress");
+  if (kp_pwrite_all(fd, data, size, at) != KPACK_SUCCESS) {
+    int sys = errno;
+    snprintf(st->msg->text, sizeof(st->msg->text),
+             KPACK_TRANSFORM_WRITE_FAILED ": %s",
+             sys != 0 ? strerror(sys) : "no progress");
+    errno = sys;
+    return KPACK_ERROR_IO_ERROR;
+  }
   return KPACK_SUCCESS;
 }
 
