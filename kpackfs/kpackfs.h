@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "rocm_kpack/kpack_ext.h"
 
@@ -57,6 +58,14 @@ static inline void kfs_sort(void* base, size_t count, size_t size,
       return;
     }
   }
+}
+
+/* CLOCK_MONOTONIC in nanoseconds: the mount's phases in .kpackfs/stats,
+ * comparable with any other process's clock on the machine. */
+static inline uint64_t kfs_clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 #endif /* KPACKFS_H */

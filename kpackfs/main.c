@@ -312,13 +312,14 @@ static void raise_fd_limit(void) {
 /* Mounts the session `se` (made before any source was opened, so that an
  * option libfuse does not know is a usage error found at once) and serves
  * it until unmounted. */
-static int run_session(struct fuse_session* se,
-                       const struct fuse_cmdline_opts* opts) {
+static int run_session(kfs_fs* fs, const struct fuse_cmdline_opts* opts) {
+  struct fuse_session* se = fs->session;
   int rc = 1;
   if (fuse_set_signal_handlers(se) != 0)
     return 1;
   if (fuse_session_mount(se, opts->mountpoint) != 0)
     goto remove_handlers;
+  fs->mounted_ns = kfs_clock_ns();
   fuse_daemonize(opts->foreground);
   int ret;
   if (opts->singlethread) {
@@ -372,6 +373,7 @@ int main(int argc, char* argv[]) {
 
   memset(&opts, 0, sizeof(opts));
   memset(&fs, 0, sizeof(fs));
+  fs.started_ns = kfs_clock_ns();
   pthread_mutex_init(&fs.handles_lock, NULL);
   /* A bad command line exits 2, as kpack's does. */
   rc = 2;
@@ -431,7 +433,7 @@ int main(int argc, char* argv[]) {
   }
   fs.uid = cfg.uid;
   fs.gid = cfg.gid;
-  rc = run_session(fs.session, &opts);
+  rc = run_session(&fs, &opts);
   kfs_close_open_files(&fs);
 
 out:

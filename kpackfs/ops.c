@@ -78,13 +78,17 @@ static char* render_stats(kfs_fs* fs, size_t* size) {
       "\nmisses=%" PRIu64 "\nwaits=%" PRIu64 "\nevictions=%" PRIu64
       "\ndecompressions=%" PRIu64 "\nbytes_decompressed=%" PRIu64
       "\nfailures=%" PRIu64 "\nrecycled=%" PRIu64 "\nopens=%" PRIu64
-      "\nread_errors=%" PRIu64 "\nread_requests=%" PRIu64 "\n",
+      "\nread_errors=%" PRIu64 "\nread_requests=%" PRIu64
+      "\nstarted_ns=%" PRIu64 "\nsources_opened_ns=%" PRIu64
+      "\ntree_built_ns=%" PRIu64 "\nmounted_ns=%" PRIu64 "\ninit_ns=%" PRIu64
+      "\n",
       t->source_count, t->binaries, t->kernels, t->skipped, t->shadowed,
       c.capacity, c.bytes, c.entries, c.pinned, c.hits, c.misses, c.waits,
       c.evictions, c.decompressions, c.bytes_decompressed, c.failures,
       c.recycled, (uint64_t)atomic_load(&fs->opens),
       (uint64_t)atomic_load(&fs->read_errors),
-      (uint64_t)atomic_load(&fs->read_requests));
+      (uint64_t)atomic_load(&fs->read_requests), fs->started_ns, t->opened_ns,
+      t->built_ns, fs->mounted_ns, (uint64_t)atomic_load(&fs->init_ns));
   if (n < 0)
     return NULL;
   /* The renders' counters follow (render.c). */
@@ -188,6 +192,7 @@ static int text_size(kfs_fs* fs, const kfs_node* n) {
  * default without opendir), so a second `find` costs none. */
 static void kfs_init(void* userdata, struct fuse_conn_info* conn) {
   kfs_fs* fs = userdata;
+  atomic_store(&fs->init_ns, kfs_clock_ns());
   /* Contents never change: no need to re-validate cached pages when
    * attributes are refreshed. */
   conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;

@@ -36,6 +36,10 @@ typedef struct kfs_fs {
   atomic_uint_fast64_t opens;   /* kernel files opened */
   atomic_uint_fast64_t read_requests; /* kernel reads the daemon served */
   atomic_uint_fast64_t read_errors;   /* first reads refused (EIO...) */
+  /* The mount's phases, kfs_clock_ns(): main() entered, mount(2) done (set
+   * before the session loop starts), INIT answered. */
+  uint64_t started_ns, mounted_ns;
+  atomic_uint_fast64_t init_ns;
 } kfs_fs;
 
 extern const struct fuse_lowlevel_ops kfs_ops;

@@ -618,7 +618,9 @@ static int number_kernels(kfs_tree* t) {
 }
 
 /* Checks every kernel's names, in mount order, warning about each one
- * skipped; notes what counting needs in facts[global number]. */
+ * skipped; notes what counting needs in facts[global number], when the
+ * nesting of binary paths needs them (facts is NULL otherwise: counting
+ * then asks the archives, cheaper than touching a large array). */
 static void check_kernels(kfs_tree* t, kernel_facts* facts) {
   for (uint32_t s = 0; s < t->source_count; s++) {
     kfs_source* src = &t->sources[s];
@@ -642,21 +644,42 @@ static void check_kernels(kfs_tree* t, kernel_facts* facts) {
           continue;
         }
         t->shown[g / 8] |= (uint8_t)(1u << (g % 8));
-        facts[g] = (kernel_facts){e.arch, e.info.size,
-                                  strcmp(e.info.type, "hsaco") == 0,
-                                  e.metadata != NULL};
+        if (facts != NULL)
+          facts[g] = (kernel_facts){e.arch, e.info.size,
+                                    strcmp(e.info.type, "hsaco") == 0,
+                                    e.metadata != NULL};
       }
     }
   }
 }
 
-static void tally_kernel(kfs_tree* t, const kernel_facts* facts, uint32_t g) {
-  const kernel_facts* f = &facts[g];
+static void tally(kfs_tree* t, uint32_t g, uint64_t size, bool code_object,
+                  bool map) {
   t->kernels++;
-  t->kernel_bytes += f->size;
-  t->inodes += 2 + (f->code_object ? 2 : 0) + f->map;
+  t->kernel_bytes += size;
+  t->inodes += 2 + (code_object ? 2 : 0) + map;
   for (unsigned slot = SLOT_KERNELS; t->omitted != NULL && slot < SLOTS; slot++)
     t->inodes -= (t->omitted[g] >> slot) & 1;
+}
+
+/* Counts kernel g, shown: from facts when there are any, else from its
+ * archive, at binary i of source s when the caller knows them (s NULL:
+ * found from g). */
+static void tally_kernel(kfs_tree* t, const kernel_facts* facts,
+                         const kfs_source* s, size_t i, uint32_t g) {
+  kpack_kernel_entry_t e;
+  kernel_ref k;
+  if (facts != NULL) {
+    const kernel_facts* f = &facts[g];
+    tally(t, g, f->size, f->code_object, f->map);
+  } else if (s != NULL &&
+             kpack_get_kernel_entry(s->archive, i, g - s->binary_kernel[i],
+                                    &e) == KPACK_SUCCESS) {
+    tally(t, g, e.info.size, strcmp(e.info.type, "hsaco") == 0,
+          e.metadata != NULL);
+  } else if (s == NULL && kernel_at(t, g, &k)) {
+    tally(t, g, k.info.size, is_code_object(&k), k.map != NULL);
+  }
 }
 
 /* ---- binary paths through other binaries' directories -------------------- */
@@ -843,7 +866,7 @@ static int count_shown(kfs_tree* t, const kernel_facts* facts) {
       for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++)
         if (is_shown(t, g)) {
           b->arches++;
-          tally_kernel(t, facts, g);
+          tally_kernel(t, facts, s, i, g);
         }
     } else {
       kfs_listing* l;
@@ -853,8 +876,21 @@ static int count_shown(kfs_tree* t, const kernel_facts* facts) {
         return rc;
       b->arches = (uint32_t)l->count;
       t->shadowed += shadowed;
-      for (size_t i = 0; i < l->count; i++)
-        tally_kernel(t, facts, l->entries[i].id);
+      if (facts != NULL || shadowed > 0) {
+        for (size_t i = 0; i < l->count; i++)
+          tally_kernel(t, facts, NULL, 0, l->entries[i].id);
+      } else {
+        /* Every kernel shown is listed: counted where its archive is. */
+        for (uint32_t c = 0; c < b->count; c++) {
+          const kfs_source* s =
+              &t->sources[t->contributors[2 * (b->first + c)]];
+          size_t i = t->contributors[2 * (b->first + c) + 1];
+          for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1];
+               g++)
+            if (is_shown(t, g))
+              tally_kernel(t, NULL, s, i, g);
+        }
+      }
       free(l);
     }
     t->binaries += b->arches > 0;
@@ -1051,9 +1087,9 @@ static int build_derived(kfs_tree* t) {
   if ((rc = number_kernels(t)) != 0 || (rc = merge_binaries(t)) != 0)
     return rc;
   bool nested = binaries_nest(t);
-  kernel_facts* facts =
-      calloc(t->kernel_total ? t->kernel_total : 1, sizeof(*facts));
-  if (facts == NULL)
+  kernel_facts* facts = NULL;
+  if (nested && (facts = calloc(t->kernel_total ? t->kernel_total : 1,
+                                sizeof(*facts))) == NULL)
     return -ENOMEM;
   check_kernels(t, facts);
   if (nested) {
@@ -1240,8 +1276,10 @@ int kfs_tree_build(kfs_tree* t, const kfs_paths* paths) {
   *t = (kfs_tree){0};
   if ((rc = open_sources(t, paths)) != 0 || (rc = render_archives(t)) != 0)
     goto fail;
+  t->opened_ns = kfs_clock_ns();
   if ((rc = build_derived(t)) != 0)
     goto fail;
+  t->built_ns = kfs_clock_ns();
   return 0;
 
 fail:

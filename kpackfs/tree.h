@@ -85,6 +85,8 @@ typedef struct kfs_tree {
   size_t skipped;      /* unsafe or conflicting names */
   size_t shadowed;     /* hidden by an earlier source (first source wins) */
   size_t render_slots; /* kfs_node.render is below this */
+  uint64_t opened_ns;  /* kfs_clock_ns() when every TOC was read and checked */
+  uint64_t built_ns;   /* and when the tree was built */
 
   /* The tree is derived from the sources (tree.c): */
   kfs_tree_binary* unique; /* binary paths, in path order ('/' first) */

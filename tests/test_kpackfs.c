@@ -811,6 +811,22 @@ static void test_archives_and_stats_describe_the_mount(void** state) {
                                "decompressions", "bytes_decompressed"};
   for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
     (void)stat_value(&main_mount, keys[i]); /* present */
+  /* The mount's phases, on the monotonic clock, in the order they ran;
+   * INIT is answered before any request, so before this read. */
+  static const char* phases[] = {"started_ns", "sources_opened_ns",
+                                 "tree_built_ns", "mounted_ns", "init_ns"};
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  uint64_t before = 1;
+  for (size_t i = 0; i < sizeof(phases) / sizeof(phases[0]); i++) {
+    uint64_t at = stat_value(&main_mount, phases[i]);
+    if (at < before || at == UINT64_MAX)
+      fail_msg("stats: %s=%llu is before the phase that precedes it", phases[i],
+               (unsigned long long)at);
+    before = at;
+  }
+  assert_true(before <=
+              (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec);
 }
 
 static void test_unsafe_toc_names_are_skipped_with_a_warning(void** state) {

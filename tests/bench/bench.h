@@ -87,11 +87,25 @@ bool bn_have(const char* program);
 typedef struct bn_daemon {
   pid_t pid;
   const char* dir;
+  double started; /* bn_now() just before the fork */
 } bn_daemon;
 /* Starts a FUSE daemon in the foreground (argv); returns the seconds until
  * the mount appears on `dir`. Its output goes to `log`, or nowhere. */
 double bn_daemon_start(bn_daemon* m, char* const argv[], const char* dir,
                        const char* log);
+/* Where a kpackfs mount's time went, in seconds, from the phases its
+ * .kpackfs/stats records (CLOCK_MONOTONIC, as bn_now()): the process start
+ * (fork to main), opening and validating every TOC, building the tree,
+ * mount(2), INIT, and the mount showing up on the directory. False when
+ * the stats lack them. */
+enum { BN_START, BN_TOCS, BN_TREE, BN_MOUNT, BN_INIT, BN_SEEN, BN_PHASES };
+bool bn_mount_phases(const bn_daemon* m, double mounted, double* phases);
+/* "start 1.0 + TOCs ... = N ms" for a row, from medians of `reps` runs. */
+void bn_phases_text(char* out, size_t cap, double (*phases)[BN_PHASES],
+                    int reps);
+/* A row that informs, without a target. */
+void bn_row_info(const char* name, const char* measured, const char* note);
+
 /* Unmounts (fusermount3 -u, SIGTERM if that fails) and reaps the daemon. */
 void bn_daemon_stop(bn_daemon* m);
 /* readdir + lstat of everything below `path`, as find(1) does; returns the

@@ -62,6 +62,12 @@ void bn_row(const char* name, const char* measured, const char* target,
   fflush(stdout);
 }
 
+void bn_row_info(const char* name, const char* measured, const char* note) {
+  printf("| %-*s | %-*s | %-*s | %-4s |\n", NAME_WIDTH, name, VALUE_WIDTH,
+         measured, TARGET_WIDTH, note, "info");
+  fflush(stdout);
+}
+
 void bn_row_not_run(const char* name, const char* target, const char* why) {
   char value[128];
   snprintf(value, sizeof(value), "not run: %s", why);
@@ -226,6 +232,7 @@ double bn_daemon_start(bn_daemon* m, char* const argv[], const char* dir,
     bn_die("%s: cannot stat", dir);
   m->dir = dir;
   double t = bn_now();
+  m->started = t;
   m->pid = fork();
   if (m->pid == 0) {
     int out = open(log ? log : "/dev/null", O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -241,6 +248,53 @@ double bn_daemon_start(bn_daemon* m, char* const argv[], const char* dir,
       bn_die("%s did not mount %s", argv[0], dir);
     usleep(200);
   }
+}
+
+bool bn_mount_phases(const bn_daemon* m, double mounted, double* phases) {
+  static const char* const keys[] = {"started_ns", "sources_opened_ns",
+                                     "tree_built_ns", "mounted_ns", "init_ns"};
+  double at[5] = {0};
+  char path[4096], line[256];
+  snprintf(path, sizeof(path), "%s/.kpackfs/stats", m->dir);
+  FILE* f = fopen(path, "r");
+  if (f == NULL)
+    return false;
+  size_t found = 0;
+  while (fgets(line, sizeof(line), f) != NULL)
+    for (size_t k = 0; k < 5; k++) {
+      size_t n = strlen(keys[k]);
+      if (strncmp(line, keys[k], n) == 0 && line[n] == '=') {
+        at[k] = (double)strtoull(line + n + 1, NULL, 10) * 1e-9;
+        found++;
+      }
+    }
+  fclose(f);
+  if (found != 5)
+    return false;
+  phases[BN_START] = at[0] - m->started;
+  for (size_t k = 1; k < 5; k++)
+    phases[k] = at[k] - at[k - 1];
+  phases[BN_SEEN] = m->started + mounted - at[4];
+  return true;
+}
+
+void bn_phases_text(char* out, size_t cap, double (*phases)[BN_PHASES],
+                    int reps) {
+  static const char* const names[BN_PHASES] = {"start", "TOCs", "tree",
+                                               "mount", "INIT", "seen"};
+  double total = 0;
+  size_t used = 0;
+  for (int p = 0; p < BN_PHASES; p++) {
+    double v[64];
+    for (int r = 0; r < reps && r < 64; r++)
+      v[r] = phases[r][p];
+    double ms = bn_median(v, reps) * 1e3;
+    total += ms;
+    used += (size_t)snprintf(out + used, used < cap ? cap - used : 0,
+                             "%s%s %.1f", p ? " + " : "", names[p], ms);
+  }
+  if (used < cap)
+    snprintf(out + used, cap - used, " = %.1f ms", total);
 }
 
 void bn_daemon_stop(bn_daemon* m) {

@@ -213,8 +213,10 @@ static void list_all(const bench_data* d, const install* in) {
 
 typedef struct install_run {
   double mount[MOUNT_REPS], walk[REPS];
-  double rss_mounted[REPS]; /* MiB, VmRSS right after the mount */
-  double hwm_walked[REPS];  /* MiB, VmHWM after the walk */
+  double rss_mounted[REPS];             /* MiB, VmRSS right after the mount */
+  double hwm_walked[REPS];              /* MiB, VmHWM after the walk */
+  double phases[MOUNT_REPS][BN_PHASES]; /* kpackfs: where the time went */
+  bool have_phases;
   size_t entries;
 } install_run;
 
@@ -239,6 +241,8 @@ static void run_mounts(char* const argv[], const char* dir, const install* in,
     bn_daemon m;
     evict_all(in, image);
     out->mount[r] = bn_daemon_start(&m, argv, dir, NULL);
+    if (!image)
+      out->have_phases &= bn_mount_phases(&m, out->mount[r], out->phases[r]);
     if (r < REPS) {
       out->rss_mounted[r] = proc_mib(m.pid, "VmRSS:");
       size_t dirs = 0;
@@ -275,7 +279,7 @@ static void mounts(const bench_data* d, const install* in) {
   snprintf(qdir, sizeof(qdir), "%s/mnt-install-squashfuse", d->dir);
   char* kargv[] = {kpackfs, "-f", (char*)in->kpack, kdir, NULL};
   char* qargv[] = {"squashfuse_ll", "-f", (char*)in->image, qdir, NULL};
-  install_run k = {0}, q = {0};
+  install_run k = {.have_phases = true}, q = {0};
   run_mounts(kargv, kdir, in, false, &k);
   if (d->have_squashfuse)
     run_mounts(qargv, qdir, in, true, &q);
@@ -290,6 +294,11 @@ static void mounts(const bench_data* d, const install* in) {
            d->have_squashfuse ? bn_median(q.mount, MOUNT_REPS) * 1e3 : 0.0);
   bn_row("install: kpackfs mount of 420 archives vs kpack info of them", value,
          "<= 1.50x", km / ki <= 1.5);
+  if (k.have_phases) {
+    bn_phases_text(value, sizeof(value), k.phases, MOUNT_REPS);
+    bn_row_info("install: kpackfs mount, its phases", value,
+                "where the time goes");
+  }
 
   double rss = bn_median(k.rss_mounted, REPS);
   snprintf(value, sizeof(value), "%.1f MiB", rss);
