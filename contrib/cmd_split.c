@@ -1887,6 +1887,18 @@ static bool note_directories(sp_state* s, const char* root, const char* dir) {
  * failed run can take back what it made (undo_outputs), then makes the
  * directories. The archives and their directory are noted first, the tree
  * in walk order after: a directory is always noted before what it holds. */
+/* Whether kernel i is the first of its group and arch, which names an
+ * archive. Kernels are in listing order: a few of each group and arch, so
+ * the scan back to an earlier one stops soon. */
+static bool first_of_archive(const sp_state* s, size_t i) {
+  const sp_kernel* k = &s->kernels[i];
+  for (size_t j = i; j-- > 0;)
+    if (s->kernels[j].group == k->group &&
+        strcmp(s->kernels[j].arch, k->arch) == 0)
+      return false;
+  return true;
+}
+
 static bool note_outputs(sp_state* s) {
   for (size_t i = 0; i < s->tree_count; i++)
     if (!fr_outputs_note_parents(&s->outputs, s->trees[i].out_root))
@@ -1897,15 +1909,8 @@ static bool note_outputs(sp_state* s) {
     const sp_kernel* k = &s->kernels[i];
     const sp_group* g = &s->groups[k->group];
     char *dir = NULL, *path = NULL;
-    /* Kernels are in listing order here: an archive is noted at the first
-     * kernel of its group and arch (a few of each, so a scan back to an
-     * earlier one stops soon). */
-    bool noted = false;
-    for (size_t j = i; !noted && j-- > 0;)
-      noted = s->kernels[j].group == k->group &&
-              strcmp(s->kernels[j].arch, k->arch) == 0;
-    if (noted)
-      continue;
+    if (!first_of_archive(s, i))
+      continue; /* its archive is noted */
     dir = archive_dir_of(s, g, k->arch);
     path = archive_path(s, g, k->arch);
     bool ok = path != NULL && dir != NULL &&
@@ -2343,12 +2348,9 @@ static void print_plan(const sp_state* s, bool json) {
     } else if (i < s->file_count + s->kernel_count) {
       const sp_kernel* k = &s->kernels[i - s->file_count];
       const sp_group* g = &s->groups[k->group];
-      bool first = true;
-      for (size_t j = i - s->file_count; first && j-- > 0;)
-        first = s->kernels[j].group != k->group ||
-                strcmp(s->kernels[j].arch, k->arch) != 0;
-      if (!first || asprintf(&archive, "%s/%s_%s.kpack", s->archive_dir,
-                             g->prefix, k->arch) < 0)
+      if (!first_of_archive(s, i - s->file_count) ||
+          asprintf(&archive, "%s/%s_%s.kpack", s->archive_dir, g->prefix,
+                   k->arch) < 0)
         continue;
       tree = tree_of_arch(s, k->arch);
       kind = "archive";
