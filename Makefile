@@ -229,18 +229,31 @@ FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(filter-out tests/fuzz/fuzz_dr
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 FUZZ_LIB     := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_DRIVERS := $(FUZZ_BUILD)/tests/fuzz/fuzz_drivers.o
+# fuzz_rules tests the tool's rule files (contrib/arch_rules.h): its driver
+# and the tool's sources it needs (cli.c for messages), in that harness only.
+RULES_FUZZ_SRCS := tests/fuzz/rules_driver.c contrib/arch_rules.c contrib/cli.c
 
-# Only the library carries coverage feedback; the drivers are just checked.
+# Only the code under test (the library, the tool's sources) carries
+# coverage feedback; the drivers are just checked.
 $(FUZZ_BUILD)/libkpack/%.o: libkpack/%.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(FUZZ_CC) $(CPPFLAGS) $(LIB_CPPFLAGS) $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_BUILD)/contrib/%.o: contrib/%.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $(DEPFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_BUILD)/tests/fuzz/%.o: tests/fuzz/%.c
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(FUZZ_CC) $(CPPFLAGS) $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_DRIVERS) $(FUZZ_LIB)
-	$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(DEPS_LIBS)
+	$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(DEPS_LIBS) -ldl
+
+# The rules driver includes the tool's header; cli.o loads libstdc++ for
+# demangling (-ldl above).
+$(FUZZ_BUILD)/fuzz_rules: $(RULES_FUZZ_SRCS:%.c=$(FUZZ_BUILD)/%.o)
+$(FUZZ_BUILD)/tests/fuzz/rules_driver.o $(BUILD)/tests/fuzz/rules_driver.o: CPPFLAGS += -Icontrib
 
 .PHONY: fuzz fuzz-build fuzz-corpus fuzz-coverage
 fuzz-build: $(FUZZ_BINS)
@@ -261,8 +274,9 @@ fuzz: $(FUZZ_BINS)
 
 # make check replays the committed seeds and past crashes through the same
 # drivers (tests/test_fuzz_replay.c), with whatever SANITIZE/VALGRIND is set.
-$(BUILD)/tests/test_fuzz_replay: $(BUILD)/tests/test_fuzz_replay.o $(BUILD)/tests/fuzz/fuzz_drivers.o $(TEST_SUPPORT) $(LIB_A)
-	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS)
+$(BUILD)/tests/test_fuzz_replay: $(BUILD)/tests/test_fuzz_replay.o $(BUILD)/tests/fuzz/fuzz_drivers.o \
+    $(RULES_FUZZ_SRCS:%.c=$(BUILD)/%.o) $(TEST_SUPPORT) $(LIB_A)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -ldl
 
 # Seeds come from the project's writer; regenerate after a format change.
 MAKE_CORPUS := $(BUILD)/tests/fuzz/make_corpus
@@ -275,9 +289,9 @@ fuzz-corpus: $(MAKE_CORPUS)
 	$(MAKE_CORPUS) tests/fuzz/corpus
 	@du -sh tests/fuzz/corpus
 
-# Line coverage of the library by the seeds plus whatever `make fuzz` found:
-# each harness replays both corpora once (-runs=0) with clang source-based
-# coverage. Needs llvm-14 (llvm-profdata-14, llvm-cov-14).
+# Line coverage of the library and the rule parser by the seeds plus what
+# `make fuzz` found: each harness replays both corpora once (-runs=0) with
+# clang source-based coverage. Needs llvm-14 (llvm-profdata-14, llvm-cov-14).
 LLVM_PROFDATA ?= llvm-profdata-14
 LLVM_COV      ?= llvm-cov-14
 COV_BUILD     := build-fuzz-coverage
@@ -286,8 +300,8 @@ COV_FLAGS     := -std=c11 -g -O0 $(WARN) -pthread $(DEPS_CFLAGS) -fprofile-instr
 fuzz-coverage:
 	@rm -rf $(COV_BUILD) && mkdir -p $(COV_BUILD)
 	@for n in $(FUZZ_NAMES); do \
-	  $(FUZZ_CC) $(CPPFLAGS) $(LIB_CPPFLAGS) $(COV_FLAGS) -fsanitize=fuzzer \
-	    -o $(COV_BUILD)/fuzz_$$n tests/fuzz/fuzz_$$n.c tests/fuzz/fuzz_drivers.c $(LIB_SRCS) $(DEPS_LIBS) || exit 1; \
+	  $(FUZZ_CC) $(CPPFLAGS) $(LIB_CPPFLAGS) -Icontrib $(COV_FLAGS) -fsanitize=fuzzer \
+	    -o $(COV_BUILD)/fuzz_$$n tests/fuzz/fuzz_$$n.c tests/fuzz/fuzz_drivers.c $(RULES_FUZZ_SRCS) $(LIB_SRCS) $(DEPS_LIBS) -ldl || exit 1; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
 	  LLVM_PROFILE_FILE=$(COV_BUILD)/$$n.profraw $(COV_BUILD)/fuzz_$$n -runs=0 \
 	    $(FUZZ_BUILD)/corpus/$$n tests/fuzz/corpus/$$n >$(COV_BUILD)/$$n.log 2>&1 || exit 1; \
@@ -295,7 +309,7 @@ fuzz-coverage:
 	$(LLVM_PROFDATA) merge -o $(COV_BUILD)/all.profdata $(COV_BUILD)/*.profraw
 	$(LLVM_COV) report $(COV_BUILD)/fuzz_$(firstword $(FUZZ_NAMES)) \
 	  $(foreach n,$(wordlist 2,99,$(FUZZ_NAMES)),-object $(COV_BUILD)/fuzz_$(n)) \
-	  -instr-profile=$(COV_BUILD)/all.profdata $(LIB_SRCS)
+	  -instr-profile=$(COV_BUILD)/all.profdata $(LIB_SRCS) contrib/arch_rules.c
 
 # ---- install ----------------------------------------------------------------
 # PREFIX/LIBDIR say where the tree will live, DESTDIR where it is written.

@@ -6,6 +6,7 @@
 #include "arch_rules.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,11 @@
 #define AR_ARCH "<arch>"
 #define AR_ARCH_LEN 6
 #define AR_MAX_PROCESSOR 24
+/* Wildcards ("*", "**", "{...}", <arch>) a pattern may hold: each costs the
+ * matcher a bit per character of a path. */
+#define AR_MAX_WILDCARDS 16
+#define AR_STRING(x) #x
+#define AR_NUMBER(x) AR_STRING(x)
 
 /* The end of the "{...}" group that opens at `p`, at its "}"; NULL when
  * it is not closed or nests. */
@@ -28,70 +34,149 @@ static const char* group_end(const char* p) {
   return NULL;
 }
 
-static bool match_at(const char* p, const char* s, const char** arch_at,
-                     size_t* arch_len) {
+/* A match remembers where the rest of the pattern failed, so that each
+ * wildcard is tried at each place of the path once: without it,
+ * "*a*a*a*a*a*b" against a long name of a's backtracks exponentially.
+ * Failures only: whether the pattern matches on from a wildcard at a place
+ * does not depend on how the match got there, and a success ends it. */
+typedef struct ar_matcher {
+  const char* rel;
+  size_t stride; /* bits a wildcard has: one per place, strlen(rel) + 1 */
+  const char* wildcards[AR_MAX_WILDCARDS]; /* in the order first reached */
+  size_t wildcard_count;
+  unsigned char* failed; /* stride bits a wildcard; NULL until one is met */
+  bool no_memory;        /* then the match goes on without remembering */
+  const char** arch_at;
+  size_t* arch_len;
+} ar_matcher;
+
+/* The wildcard at `p`'s row of m->failed, or SIZE_MAX when there is none
+ * to keep (more wildcards than a loaded pattern may hold, no memory). */
+static size_t wildcard_row(ar_matcher* m, const char* p) {
+  for (size_t i = 0; i < m->wildcard_count; i++)
+    if (m->wildcards[i] == p)
+      return i;
+  if (m->wildcard_count == AR_MAX_WILDCARDS || m->no_memory)
+    return SIZE_MAX;
+  if (m->failed == NULL) {
+    m->failed = calloc((AR_MAX_WILDCARDS * m->stride + 7) / 8, 1);
+    if (m->failed == NULL) {
+      m->no_memory = true;
+      return SIZE_MAX;
+    }
+  }
+  m->wildcards[m->wildcard_count] = p;
+  return m->wildcard_count++;
+}
+
+static bool known_failed(const ar_matcher* m, size_t row, const char* s) {
+  if (row == SIZE_MAX)
+    return false;
+  size_t bit = row * m->stride + (size_t)(s - m->rel);
+  return (m->failed[bit / 8] >> (bit % 8)) & 1;
+}
+
+static void remember_failed(ar_matcher* m, size_t row, const char* s) {
+  if (row == SIZE_MAX)
+    return;
+  size_t bit = row * m->stride + (size_t)(s - m->rel);
+  m->failed[bit / 8] |= (unsigned char)(1u << (bit % 8));
+}
+
+/* One character of the pattern against one of the path: "?" is any but
+ * "/"; the end of the path matches nothing. */
+static bool char_matches(char p, char s) {
+  if (s == '\0' || s == '/')
+    return p == s;
+  return p == '?' || p == s;
+}
+
+static bool match_at(ar_matcher* m, const char* p, const char* s);
+
+/* "*" (or "**" when `any`) at `p`, `rest` after it, from `s` on: the rest
+ * at each place the wildcard can stop at, the nearest first. The places
+ * from `s` up to where it stops all fail together: from a later one the
+ * wildcard reaches no other place. */
+static bool match_star(ar_matcher* m, const char* p, const char* rest, bool any,
+                       const char* s) {
+  size_t row = wildcard_row(m, p);
+  const char* t = s;
+  for (;; t++) {
+    if (known_failed(m, row, t))
+      break;
+    if (match_at(m, rest, t))
+      return true;
+    if (*t == '\0' || (!any && *t == '/'))
+      break;
+  }
+  for (const char* u = s; u <= t; u++)
+    remember_failed(m, row, u);
+  return false;
+}
+
+/* "{a,b,}" at `p` from `s`: each alternative (plain characters and "?",
+ * as the loader allows), followed by what comes after the group. */
+static bool match_group(ar_matcher* m, const char* p, const char* s) {
+  const char* end = group_end(p);
+  if (end == NULL)
+    return false;
+  size_t row = wildcard_row(m, p);
+  if (known_failed(m, row, s))
+    return false;
+  for (const char* alt = p + 1; alt <= end;) {
+    size_t n = strcspn(alt, ",}");
+    size_t same = 0;
+    while (same < n && char_matches(alt[same], s[same]))
+      same++;
+    if (same == n && match_at(m, end + 1, s + n))
+      return true;
+    alt += n + 1;
+  }
+  remember_failed(m, row, s);
+  return false;
+}
+
+/* "<arch>" at `p` from `s`: the longest known processor that lets the
+ * rest match. */
+static bool match_arch(ar_matcher* m, const char* p, const char* s) {
+  size_t row = wildcard_row(m, p);
+  if (known_failed(m, row, s))
+    return false;
+  size_t max = strcspn(s, "/._:");
+  if (max > AR_MAX_PROCESSOR)
+    max = AR_MAX_PROCESSOR;
+  for (size_t n = max; n >= 4; n--) {
+    if (!kpack_processor_is_known(s, n))
+      continue;
+    if (match_at(m, p + AR_ARCH_LEN, s + n)) {
+      if (m->arch_at != NULL) {
+        *m->arch_at = s;
+        *m->arch_len = n;
+      }
+      return true;
+    }
+  }
+  remember_failed(m, row, s);
+  return false;
+}
+
+static bool match_at(ar_matcher* m, const char* p, const char* s) {
   for (;;) {
     if (*p == '\0')
       return *s == '\0';
-    if (p[0] == '*' && p[1] == '*') {
-      const char* rest = p + 2;
-      /* "**" + "/": no directory at all is also a match. */
-      if (*rest == '/' && match_at(rest + 1, s, arch_at, arch_len))
-        return true;
-      for (const char* t = s;; t++) {
-        if (match_at(rest, t, arch_at, arch_len))
-          return true;
-        if (*t == '\0')
-          return false;
-      }
-    }
     if (*p == '*') {
-      for (const char* t = s;; t++) {
-        if (match_at(p + 1, t, arch_at, arch_len))
-          return true;
-        if (*t == '\0' || *t == '/')
-          return false;
-      }
+      bool any = p[1] == '*';
+      const char* rest = p + (any ? 2 : 1);
+      /* "**" + "/": no directory at all is also a match. */
+      if (any && *rest == '/' && match_at(m, rest + 1, s))
+        return true;
+      return match_star(m, p, rest, any, s);
     }
-    if (*p == '{') {
-      const char* end = group_end(p);
-      if (end == NULL)
-        return false;
-      /* Each alternative, followed by what comes after the group. */
-      for (const char* alt = p + 1; alt <= end;) {
-        size_t n = strcspn(alt, ",}");
-        size_t len = n + strlen(end + 1);
-        char* joined = malloc(len + 1);
-        if (joined == NULL)
-          return false;
-        memcpy(joined, alt, n);
-        strcpy(joined + n, end + 1);
-        bool ok = match_at(joined, s, arch_at, arch_len);
-        free(joined);
-        if (ok)
-          return true;
-        alt += n + 1;
-      }
-      return false;
-    }
-    if (strncmp(p, AR_ARCH, AR_ARCH_LEN) == 0) {
-      size_t max = strcspn(s, "/._:");
-      if (max > AR_MAX_PROCESSOR)
-        max = AR_MAX_PROCESSOR;
-      for (size_t n = max; n >= 4; n--) {
-        if (!kpack_processor_is_known(s, n))
-          continue;
-        if (match_at(p + AR_ARCH_LEN, s + n, arch_at, arch_len)) {
-          if (arch_at != NULL) {
-            *arch_at = s;
-            *arch_len = n;
-          }
-          return true;
-        }
-      }
-      return false;
-    }
-    if (*s == '\0' || *s == '/' ? *p != *s : (*p != '?' && *p != *s))
+    if (*p == '{')
+      return match_group(m, p, s);
+    if (strncmp(p, AR_ARCH, AR_ARCH_LEN) == 0)
+      return match_arch(m, p, s);
+    if (!char_matches(*p, *s))
       return false;
     p++;
     s++;
@@ -100,16 +185,25 @@ static bool match_at(const char* p, const char* s, const char** arch_at,
 
 bool ar_pattern_match(const char* pattern, const char* rel,
                       const char** arch_at, size_t* arch_len) {
-  return match_at(pattern, rel, arch_at, arch_len);
+  ar_matcher m = {.rel = rel,
+                  .stride = strlen(rel) + 1,
+                  .arch_at = arch_at,
+                  .arch_len = arch_len};
+  bool ok = match_at(&m, pattern, rel);
+  free(m.failed);
+  return ok;
 }
 
 /* A syntax problem of `pattern`, or NULL. `captures` gets its <arch>
  * count. */
 static const char* pattern_problem(const char* pattern, size_t* captures) {
+  size_t wildcards = 0;
   *captures = 0;
   if (pattern[0] == '/')
     return "a pattern is relative to the tree's root (no leading '/')";
   for (const char* p = pattern; *p; p++) {
+    if (*p == '{' || *p == '<' || *p == '*')
+      wildcards++;
     if (*p == '{') {
       const char* end = group_end(p);
       if (end == NULL)
@@ -125,10 +219,15 @@ static const char* pattern_problem(const char* pattern, size_t* captures) {
         return "'<' opens nothing but <arch>";
       ++*captures;
       p += AR_ARCH_LEN - 1;
-    } else if (p[0] == '*' && p[1] == '*' && p[2] == '*') {
-      return "'***' means nothing";
+    } else if (p[0] == '*' && p[1] == '*') {
+      if (p[2] == '*')
+        return "'***' means nothing";
+      p++;
     }
   }
+  if (wildcards > AR_MAX_WILDCARDS)
+    return "more than " AR_NUMBER(
+        AR_MAX_WILDCARDS) " wildcards ('*', '**', '{...}' and <arch>)";
   return NULL;
 }
 
@@ -228,7 +327,7 @@ const ar_rule* ar_rules_match(const ar_rules* rules, const char* rel,
     const ar_rule* r = &rules->items[i];
     const char* at = NULL;
     size_t len = 0;
-    if (!match_at(r->pattern, rel, &at, &len))
+    if (!ar_pattern_match(r->pattern, rel, &at, &len))
       continue;
     if (r->arch != NULL)
       snprintf(processor, size, "%s", r->arch);

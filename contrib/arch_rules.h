@@ -30,8 +30,10 @@ typedef struct ar_rules {
  *   KIND PATTERN
  * KIND: "arch" (PATTERN holds one <arch>, which names the processor),
  * "generic" (the file stays generic), or a processor ("gfx90a").
- * False, after a message naming FILE:LINE, on a syntax error, an unknown
- * KIND or processor, or a file that cannot be read. */
+ * False, after a message naming FILE:LINE, on a syntax error, a pattern
+ * of more than 16 wildcards ("*", "**", "{...}", <arch>), an unknown KIND
+ * or processor, or a file that cannot be read; the rules before that line
+ * stay in `rules`. */
 bool ar_rules_load(ar_rules* rules, const char* path);
 
 /* The first rule that matches `rel` (a path below a tree's root), or
@@ -44,9 +46,12 @@ void ar_rules_free(ar_rules* rules);
 
 /* Whether PATTERN `pattern` matches `rel`: "*" any characters but "/",
  * "**" any characters, "**" followed by "/" also no directory at all,
- * "?" one character but "/", "{a,b,}" one of the alternatives, "<arch>"
- * a known processor (the longest that lets the rest match first); its
- * place in `rel` goes to *arch_at and *arch_len. */
+ * "?" one character but "/", "{a,b,}" one of the alternatives (plain
+ * characters and "?"), "<arch>" a known processor (the longest that lets
+ * the rest match first); its place in `rel` goes to *arch_at and
+ * *arch_len. Each wildcard is tried at each place of `rel` at most once
+ * (for the first 16), so the time grows with the lengths, not
+ * exponentially. */
 bool ar_pattern_match(const char* pattern, const char* rel,
                       const char** arch_at, size_t* arch_len);
 

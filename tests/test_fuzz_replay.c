@@ -153,6 +153,37 @@ static void test_code_object_seeds_and_past_crashes_replay_cleanly(
   replay("code_object", kf_code_object_input, true);
 }
 
+static void test_rules_seeds_and_past_crashes_replay_cleanly(void** state) {
+  (void)state;
+  replay("rules", kf_rules_input, true);
+}
+
+/* The shipped rules' seed is contrib/split-rules.conf as it is now (a
+ * change to it needs `make fuzz-corpus`), and they place every path the
+ * seed lists: the fuzzer starts from the rules kpack ships, matching. */
+static void test_rules_shipped_seed_places_every_path_it_lists(void** state) {
+  (void)state;
+  size_t size, shipped_size;
+  uint8_t* seed = kt_read_file("tests/fuzz/corpus/rules/shipped.rules", &size);
+  void* shipped = kt_read_file("contrib/split-rules.conf", &shipped_size);
+  assert_non_null(seed);
+  assert_non_null(shipped);
+  assert_true(size > shipped_size);
+  assert_memory_equal(seed, shipped, shipped_size);
+  assert_int_equal(seed[shipped_size], '\0');
+  size_t listed = 0;
+  for (size_t i = shipped_size + 1; i < size; i++)
+    listed += seed[i] == '\n';
+  assert_int_equal(listed, 17);
+  /* The rules alone place the driver's fixed paths: all but its three
+   * misses. */
+  size_t fixed = kf_rules_input(seed, shipped_size);
+  assert_int_equal(fixed, 10);
+  assert_int_equal(kf_rules_input(seed, size), fixed + listed);
+  free(shipped);
+  free(seed);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_archive_seeds_and_past_crashes_replay_cleanly),
@@ -168,6 +199,8 @@ int main(void) {
       cmocka_unit_test(test_code_object_seeds_and_past_crashes_replay_cleanly),
       cmocka_unit_test(test_transform_seeds_and_past_crashes_replay_cleanly),
       cmocka_unit_test(test_transform_seeds_transform_every_record),
+      cmocka_unit_test(test_rules_seeds_and_past_crashes_replay_cleanly),
+      cmocka_unit_test(test_rules_shipped_seed_places_every_path_it_lists),
   };
   return cmocka_run_group_tests_name("fuzz replay", tests, NULL, NULL);
 }

@@ -499,6 +499,8 @@ static void test_per_arch_bad_rules_and_groups_are_refused(void** state) {
       {"# mine\narch **/x/{a,b.dat\n", "bad.rules:2: a '{' without its '}'"},
       {"\ngfx9999 **/x/*.dat\n", "bad.rules:2: 'gfx9999' is not a GPU"},
       {"arch **/x/*.dat\n", "bad.rules:1: an arch rule's pattern holds one"},
+      {"gfx90a {a,b}{a,b}{a,b}{a,b}{a,b}{a,b}*/*/*/*/*/*/*/*/*/*/<arch>\n",
+       "bad.rules:1: more than 16 wildcards ('*', '**', '{...}' and <arch>)"},
   };
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char* err;
@@ -535,6 +537,46 @@ static void test_per_arch_bad_rules_and_groups_are_refused(void** state) {
   free(rules);
   free(in);
   free(out);
+}
+
+/* Wildcards that could stop at many places of a long name are each tried
+ * at a place once: a name of 60 a's that the rule does not match (no "b")
+ * is placed at once, and one that it matches goes to the rule's tree. */
+static void test_per_arch_rules_with_many_wildcards_place_long_names(
+    void** state) {
+  (void)state;
+  char* in = kt_path(kt_tmp, "long-in");
+  char* out = kt_path(kt_tmp, "long-out");
+  char* rules = kt_path(kt_tmp, "long.rules");
+  char a60[61];
+  memset(a60, 'a', 60);
+  a60[60] = '\0';
+  char miss[96], hit[96];
+  snprintf(miss, sizeof(miss), "lib/%s.dat", a60);
+  snprintf(hit, sizeof(hit), "lib/%sb.dat", a60);
+  place_text(in, miss, "x");
+  place_text(in, hit, "x");
+  const char* text =
+      "gfx1100 lib/*a*a*a*a*a*a*a*a*a*a*a*a*b.dat\n"
+      "gfx90a  **a**a**a**a**a**a**a**a**a**a**a**a**b.dat\n"
+      "gfx942  lib/{a,aa,}{a,aa,}{a,aa,}{a,aa,}{a,aa,}{a,aa,}"
+      "{a,aa,}{a,aa,}{a,aa,}{a,aa,}{a,aa,}{a,aa,}{a,aa,}"
+      "{a,aa,}{a,aa,}{a,aa,}c.dat\n";
+  kt_write_file(rules, text, strlen(text));
+  const char* args[] = {"split", "--per-arch", "--rules", rules,
+                        "-o",    out,          in,        NULL};
+  char* err;
+  assert_int_equal(kt_run_args(tool, args, 60, NULL, &err), 0);
+  char* placed = kt_path("gfx1100", hit);
+  assert_true(exists_in(out, placed));
+  free(placed);
+  placed = kt_path("generic", miss);
+  assert_true(exists_in(out, placed));
+  free(placed);
+  free(err);
+  free(rules);
+  free(out);
+  free(in);
 }
 
 /* ---- the Debian example of docs/split.md --------------------------------- */
@@ -663,6 +705,9 @@ int main(void) {
                                       teardown),
       cmocka_unit_test_setup_teardown(
           test_per_arch_bad_rules_and_groups_are_refused, setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_per_arch_rules_with_many_wildcards_place_long_names, setup,
+          teardown),
       cmocka_unit_test_setup_teardown(
           test_debian_example_packages_install_and_verify, setup, teardown),
   };

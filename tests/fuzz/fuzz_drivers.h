@@ -69,4 +69,16 @@ size_t kf_code_object_input(const uint8_t* data, size_t size);
  * many records were transformed. */
 size_t kf_transform_input(const uint8_t* data, size_t size);
 
+/* Rule file entry point of `kpack split --per-arch` (contrib/arch_rules.h,
+ * in tests/fuzz/rules_driver.c with the tool's sources): the bytes before
+ * the first NUL are a rule file, loaded from a memfd as /proc/self/fd/N (a
+ * refused file keeps the rules before its bad line); the bytes after it
+ * are paths, one a line (the first KF_RULES_MAX_PATHS), placed by the rules
+ * after a fixed set of paths the shipped rules are written for. Each
+ * placement must be the first rule ar_pattern_match() accepts, with a known
+ * processor that fits its buffer and, for <arch>, is the part of the path
+ * it matched. Returns how many paths, fixed or given, a rule matched. */
+#define KF_RULES_MAX_PATHS 32 /* matching is fuzzed, not a tree's walk */
+size_t kf_rules_input(const uint8_t* data, size_t size);
+
 #endif /* KPACK_FUZZ_DRIVERS_H */

@@ -5,8 +5,10 @@
  * the loader fixture of fuzz_drivers.h, and offload bundles, CCOB envelopes
  * and host ELF images from the fixture builder the test suites use
  * (tests/fixture_fatbin.h), and AMDGPU code objects from theirs
- * (tests/fixture_code_object.h). Output is deterministic; every seed is a
- * few KB.
+ * (tests/fixture_code_object.h), and rule files of `kpack split --per-arch`
+ * (the shipped contrib/split-rules.conf, read from the current directory,
+ * and small ones of each pattern feature). Output is deterministic; every
+ * seed is a few KB.
  */
 #include <errno.h>
 #include <msgpack.h>
@@ -606,6 +608,116 @@ static void transform_seeds(void) {
   fx_free(&bundles[1]);
 }
 
+/* ---- rule files of kpack split --per-arch ------------------------------ */
+
+/* A rules_driver.c input: the rule file, a NUL, then one path a line. */
+static void rules_seed(const char* name, const char* rules, size_t rules_size,
+                       const char* const* paths, size_t count) {
+  size_t size = rules_size + 1;
+  for (size_t i = 0; i < count; i++)
+    size += strlen(paths[i]) + 1;
+  char* seed = malloc(size);
+  if (seed == NULL)
+    die("out of memory");
+  memcpy(seed, rules, rules_size);
+  char* p = seed + rules_size;
+  *p++ = '\0';
+  for (size_t i = 0; i < count; i++) {
+    size_t len = strlen(paths[i]);
+    memcpy(p, paths[i], len);
+    p[len] = '\n';
+    p += len + 1;
+  }
+  save("rules", name, seed, size);
+  free(seed);
+}
+
+#define RULES_SEED(name, rules, paths)          \
+  rules_seed(name, rules, strlen(rules), paths, \
+             sizeof(paths) / sizeof(paths[0]))
+
+static void rules_seeds(void) {
+  /* The shipped rules and a path of each kind of file they place
+   * (docs/split.md, "Rules"): test_fuzz_replay.c checks that every one
+   * matches. */
+  static const char* const shipped_paths[] = {
+      "lib/rocblas/library/TensileLibrary_lazy_gfx90a.dat",
+      "lib/rocblas/library/Kernels.so-000-gfx942-xnack-.hsaco",
+      "lib/hipblaslt/library/TensileLibrary_HH_Ailk_Bljk_Cijk_gfx1100.co",
+      "lib/rocblas/library/TensileLibrary_Type_HH_fallback.dat",
+      "lib/hipsparselt/library/gfx950/extop_gfx950.co",
+      "lib/aotriton.images/amd-gfx942/flash/attn_fwd/FONLY__^bf16@16.aks2",
+      "lib/aotriton/kernels/gfx90a/flash/attn_fwd.hsaco",
+      "share/miopen/db/gfx90a68.kdb",
+      "share/miopen/db/gfx1030_36.HIP.fdb.txt",
+      "share/miopen/db/gfx942130.model",
+      "share/miopen/db/gfx908_120.db.txt",
+      "lib/libMIOpenCK_convfwd_gfx942.so.1",
+      "lib/MIOpenCK_gfx90a.so",
+      "lib/libdevice_conv_operations_gfx90a_xnackp.a",
+      "lib/libdevice_conv_operations_gfx1100.a",
+      "share/hipkernelprovider/engines/arch_content/conv/gfx942/k.bin",
+      "share/hipkernelprovider/engines/test_arch_content/gemm/x/gfx1201/k",
+  };
+  size_t shipped_size;
+  char* shipped = load("contrib/split-rules.conf", &shipped_size);
+  rules_seed("shipped.rules", shipped, shipped_size, shipped_paths,
+             sizeof(shipped_paths) / sizeof(shipped_paths[0]));
+  free(shipped);
+
+  /* Every pattern feature and each KIND; "**" + "/" also matching no
+   * folder, the empty alternative of a group, a comment after a rule. */
+  static const char* const feature_paths[] = {
+      "opt/keep/x_gfx90a_fallback.dat",
+      "data/ab/fixed.bin",
+      "data/ab/fixed.",
+      "x/kernels/gfx942/y/z.co",
+      "kernels/gfx9-generic/k",
+      "lib/libfoo_gfx1030_bar.co",
+      "deep/er/x/y",
+      "nothing/here",
+  };
+  RULES_SEED("features.rules",
+             "# each feature\n"
+             "\n"
+             "generic **/keep/*_fallback.dat\n"
+             "gfx90a\tdata/?\?/fixed.{bin,dat,}   # a comment\n"
+             "arch    **/kernels/<arch>/**\n"
+             "  arch lib/*<arch>*.co\n"
+             "gfx1100 **/x/**\n",
+             feature_paths);
+
+  /* The first rule that matches decides, generic or not. */
+  static const char* const order_paths[] = {
+      "lib/x_gfx90a_fallback.dat",
+      "lib/x_gfx90a.dat",
+      "lib/gfx942/y.dat",
+  };
+  RULES_SEED("first-match.rules",
+             "generic **/*_fallback.dat\n"
+             "arch **/*<arch>*.dat\n"
+             "gfx1100 **/*.dat\n",
+             order_paths);
+
+  /* Refused files: the rules before the bad line are kept (and match
+   * the paths), each of the loader's errors once. */
+  static const char* const refused_paths[] = {"a/z"};
+  static const struct {
+    const char* name;
+    const char* text;
+  } refused[] = {
+      {"refused-group.rules", "gfx90a a/*\narch b/{x,y\n"},
+      {"refused-processor.rules", "gfx90a a/*\ngfx9999 b/*\n"},
+      {"refused-no-arch.rules", "gfx90a a/*\narch b/*\n"},
+      {"refused-two-arches.rules", "gfx90a a/*\narch <arch>/<arch>\n"},
+      {"refused-extra-text.rules", "gfx90a a/*\ngeneric b/* c\n"},
+      {"refused-absolute.rules", "gfx90a a/*\ngeneric /b\n"},
+      {"refused-wildcard-in-group.rules", "gfx90a a/*\ngeneric {*,b}\n"},
+  };
+  for (size_t i = 0; i < sizeof(refused) / sizeof(refused[0]); i++)
+    RULES_SEED(refused[i].name, refused[i].text, refused_paths);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: make_corpus OUTPUT_DIR\n");
@@ -620,5 +732,6 @@ int main(int argc, char** argv) {
   code_object_seeds();
   host_seeds();
   transform_seeds();
+  rules_seeds();
   return 0;
 }
