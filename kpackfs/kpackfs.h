@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <pthread.h>
+#include <signal.h>
 #include <time.h>
 
 #include "rocm_kpack/kpack_ext.h"
@@ -58,6 +60,20 @@ static inline void kfs_sort(void* base, size_t count, size_t size,
       return;
     }
   }
+}
+
+/* pthread_create() of a worker that takes no signal: SIGTERM and SIGINT
+ * must reach the thread reading requests, whose read() they interrupt to
+ * unmount, not a worker asleep on a condition (libfuse's own workers block
+ * them the same way). 0 or an errno. */
+static inline int kfs_start_worker(pthread_t* thread, void* (*run)(void*),
+                                   void* arg) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, &old);
+  int rc = pthread_create(thread, NULL, run, arg);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return rc;
 }
 
 /* CLOCK_MONOTONIC in nanoseconds: the mount's phases in .kpackfs/stats,

@@ -314,8 +314,8 @@ void kfs_render_ahead(kfs_renders* rs, const kfs_tree* tree, uint32_t slot) {
     rs->tree = tree;
     /* Without workers (no thread to be had) nothing is rendered ahead. */
     while (rs->worker_count < KFS_RENDER_WORKERS &&
-           pthread_create(&rs->workers[rs->worker_count], NULL, render_worker,
-                          rs) == 0)
+           kfs_start_worker(&rs->workers[rs->worker_count], render_worker,
+                            rs) == 0)
       rs->worker_count++;
   }
   size_t added = 0;
