@@ -1883,10 +1883,6 @@ static bool note_directories(sp_state* s, const char* root, const char* dir) {
   return ok;
 }
 
-/* Mirror: notes every path the run may write as it is now, so that a
- * failed run can take back what it made (undo_outputs), then makes the
- * directories. The archives and their directory are noted first, the tree
- * in walk order after: a directory is always noted before what it holds. */
 /* Whether kernel i is the first of its group and arch, which names an
  * archive. Kernels are in listing order: a few of each group and arch, so
  * the scan back to an earlier one stops soon. */
@@ -1899,6 +1895,10 @@ static bool first_of_archive(const sp_state* s, size_t i) {
   return true;
 }
 
+/* Mirror: notes every path the run may write as it is now, so that a
+ * failed run can take back what it made (undo_outputs), then makes the
+ * directories. The archives and their directory are noted first, the tree
+ * in walk order after: a directory is always noted before what it holds. */
 static bool note_outputs(sp_state* s) {
   for (size_t i = 0; i < s->tree_count; i++)
     if (!fr_outputs_note_parents(&s->outputs, s->trees[i].out_root))

@@ -34,17 +34,17 @@ typedef struct kfs_render {
 
 typedef struct kfs_render_slot kfs_render_slot;
 
+/* Renders ahead: the kernels a stat walk will ask about next, rendered
+ * on worker threads (see kfs_render_ahead()). */
+#define KFS_RENDER_AHEAD 32
+#define KFS_RENDER_WORKERS 4
+
 /* The renders of every kernel, kept within a byte budget: released ones
  * stay in LRU order until the budget is exceeded (the page cache keeps what
  * was read anyway; this bridges closes, xattr lookups and evicted pages).
  * Sizes, once known, are remembered for good in 8 bytes a kernel, so
  * `stat` renders a kernel at most once; the renders held, a few thousand
  * at most, are found through a map by slot. */
-/* Renders ahead: the kernels a stat walk will ask about next, rendered
- * on worker threads (see kfs_render_ahead()). */
-#define KFS_RENDER_AHEAD 32
-#define KFS_RENDER_WORKERS 4
-
 typedef struct kfs_renders {
   pthread_mutex_t lock; /* protects everything below and each slot */
   pthread_cond_t done;  /* a render finished (single flight per kernel) */
