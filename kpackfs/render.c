@@ -181,6 +181,11 @@ static kpack_error_t build(const kfs_tree* tree, const kfs_node* n,
   return KPACK_SUCCESS;
 }
 
+/* Both sizes are remembered or neither (under the lock). */
+static bool sizes_known(const kfs_render_slot* slot) {
+  return slot->kernels_size != 0 && slot->json_size != 0;
+}
+
 /* Size + 1, or 0 when it does not fit (not remembered). */
 static uint32_t stored_size(uint64_t size) {
   return size < UINT32_MAX ? (uint32_t)size + 1 : 0;
@@ -262,9 +267,7 @@ void kfs_render_release(kfs_renders* rs, kfs_render* r) {
 /* Whether slot `slot`'s sizes are known, or its render is held or being
  * built (under the lock). */
 static bool known_or_held(const kfs_renders* rs, uint32_t slot) {
-  const kfs_render_slot* s = &rs->slots[slot];
-  return (s->kernels_size != 0 && s->json_size != 0) ||
-         map_find(rs, slot) != NULL;
+  return sizes_known(&rs->slots[slot]) || map_find(rs, slot) != NULL;
 }
 
 static bool is_queued(const kfs_renders* rs, uint32_t slot) {
@@ -339,8 +342,7 @@ bool kfs_render_size(kfs_renders* rs, const kfs_node* n, uint64_t* size) {
   const kfs_render_slot* slot = &rs->slots[n->render];
   uint32_t stored =
       n->kind == KFS_METADATA ? slot->json_size : slot->kernels_size;
-  /* Both sizes are remembered or neither. */
-  bool known = slot->kernels_size != 0 && slot->json_size != 0;
+  bool known = sizes_known(slot);
   if (known)
     *size = stored - 1;
   pthread_mutex_unlock(&rs->lock);

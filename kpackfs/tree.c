@@ -856,18 +856,29 @@ static int settle_nesting(kfs_tree* t, const kernel_facts* facts, int pass) {
 
 /* What each binary shows: its arch directories (counted, not kept), the
  * kernels and their files, the first source with a kernel shown. */
+/* Counts every kernel shown of binary b, where its archive is: the
+ * number counted. */
+static uint32_t tally_contributors(kfs_tree* t, const kfs_tree_binary* b,
+                                   const kernel_facts* facts) {
+  uint32_t counted = 0;
+  for (uint32_t c = 0; c < b->count; c++) {
+    const kfs_source* s = &t->sources[t->contributors[2 * (b->first + c)]];
+    size_t i = t->contributors[2 * (b->first + c) + 1];
+    for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++)
+      if (is_shown(t, g)) {
+        tally_kernel(t, facts, s, i, g);
+        counted++;
+      }
+  }
+  return counted;
+}
+
 static int count_shown(kfs_tree* t, const kernel_facts* facts) {
   for (uint32_t u = 0; u < t->unique_count; u++) {
     kfs_tree_binary* b = &t->unique[u];
     if (b->count == 1) {
       /* One archive's arches are sorted and distinct: nothing to merge. */
-      const kfs_source* s = &t->sources[t->contributors[2 * b->first]];
-      size_t i = t->contributors[2 * b->first + 1];
-      for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1]; g++)
-        if (is_shown(t, g)) {
-          b->arches++;
-          tally_kernel(t, facts, s, i, g);
-        }
+      b->arches = tally_contributors(t, b, facts);
     } else {
       kfs_listing* l;
       size_t shadowed;
@@ -881,15 +892,7 @@ static int count_shown(kfs_tree* t, const kernel_facts* facts) {
           tally_kernel(t, facts, NULL, 0, l->entries[i].id);
       } else {
         /* Every kernel shown is listed: counted where its archive is. */
-        for (uint32_t c = 0; c < b->count; c++) {
-          const kfs_source* s =
-              &t->sources[t->contributors[2 * (b->first + c)]];
-          size_t i = t->contributors[2 * (b->first + c) + 1];
-          for (uint32_t g = s->binary_kernel[i]; g < s->binary_kernel[i + 1];
-               g++)
-            if (is_shown(t, g))
-              tally_kernel(t, NULL, s, i, g);
-        }
+        (void)tally_contributors(t, b, NULL);
       }
       free(l);
     }
