@@ -1,10 +1,9 @@
 /* SPDX-License-Identifier: MIT
  *
  * Progress of the long kpack commands (extract, verify, verify --binary,
- * create, diff): a
- * line drawn over itself on a terminal, here a pseudo-terminal made by
- * script(1), erased before the command's own output; nothing of it when
- * standard error is no terminal.
+ * create, diff): a line drawn over itself on a terminal, here a
+ * pseudo-terminal made by script(1), erased before the command's own
+ * output; nothing of it when standard error is no terminal.
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -6,7 +6,8 @@
  * lines, shared and static, and its CMake lines, both targets); every `kpack`
  * example in it runs and succeeds, from a directory holding Debian's librocrand
  * as the README says, and each command has one; its kpackfs session mounts and
- * unmounts, and so does each of its fstab lines, through mount(8).
+ * unmounts, and so does each of its fstab lines, through mount.fuse3 (the
+ * helper mount(8) runs for them).
  */
 #include <stdio.h>
 #include <stdlib.h>
