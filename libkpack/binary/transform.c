@@ -496,11 +496,15 @@ static kpack_error_t scan_relocations(tf_state* st) {
 typedef struct tf_layout {
   size_t load; /* the PT_LOAD that holds .hip_fatbin */
   /* When bytes leave the file, that PT_LOAD is split: a head (what
-   * precedes .hip_fatbin, then .hip_fatbin as memory only) and, unless
-   * .hip_fatbin ends it, a tail (what follows), each with the flags its
-   * sections need. Otherwise it stays whole, .hip_fatbin's bytes zeroed. */
-  bool split, tail;
+   * precedes .hip_fatbin), .hip_fatbin's memory, and unless .hip_fatbin
+   * ends it, a tail (what follows), each with the flags its sections need.
+   * A page-aligned .hip_fatbin is a piece of its own without file bytes
+   * (`fat_piece`), at a file offset past every other segment's bytes;
+   * otherwise the head holds it as memory only. When nothing leaves the
+   * file the segment stays whole, .hip_fatbin's bytes zeroed. */
+  bool split, tail, fat_piece;
   uint64_t head_filesz;
+  uint64_t fat_off; /* the p_offset of .hip_fatbin's piece */
   uint32_t head_flags, tail_flags;
   uint64_t unit;     /* the removal unit: the largest PT_LOAD p_align, at least
                         the machine's page */
@@ -563,6 +567,29 @@ static uint32_t piece_flags(const tf_state* st, const elf_segment* s,
       flags |= TF_PF_X;
   }
   return flags & s->flags;
+}
+
+/* The file offset of .hip_fatbin's piece, which has no file bytes. Tools
+ * that check a layout assign a section to the first segment whose
+ * [p_offset, p_offset + p_memsz) holds the section's offset, and ROCm's
+ * verifier rejects a segment without file bytes at another's p_offset or
+ * inside its bytes: the piece goes past the file bytes of every segment,
+ * the new one included, and past every NOBITS section's offset, congruent
+ * to its address modulo its alignment. It may lie past the end of the
+ * file; no loader reads there, as the piece has no file bytes. */
+static uint64_t fat_piece_offset(const tf_state* st, const tf_layout* L) {
+  const elf_file* elf = &st->elf;
+  const elf_segment* ld = &elf->segments[L->load];
+  uint64_t low = L->block + L->block_size;
+  for (size_t i = 1; i < elf->section_count; i++) {
+    const elf_section* s = &elf->sections[i];
+    if (i != st->fat && s->type == ELF_SHT_NOBITS &&
+        (s->flags & ELF_SHF_ALLOC) != 0 && tf_out(st, s->offset) >= low)
+      low = tf_out(st, s->offset) + 1;
+  }
+  uint64_t a = ld->align > st->mach->page ? ld->align : st->mach->page;
+  uint64_t fa = elf->sections[st->fat].addr;
+  return low + (fa % a + a - low % a) % a;
 }
 
 static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
@@ -648,13 +675,16 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
    * pages between, whole removal units leave the file, so that every later
    * segment keeps p_offset == p_vaddr modulo its own p_align. */
   uint64_t keep_head = align_up(fa, P) - fa, keep_tail = (fa + fs) % P;
-  if (L->load != SIZE_MAX && fo == elf->segments[L->load].offset) {
-    /* .hip_fatbin starts its segment: the head keeps file bytes (zeros to
-     * the next page boundary) rather than be a PT_LOAD without any. */
-    keep_head = align_up(fa + 1, P) - fa;
-    L->head_filesz = keep_head < fs ? keep_head : fs;
-  } else if (L->load != SIZE_MAX) {
-    L->head_filesz = fo - elf->segments[L->load].offset;
+  if (L->load != SIZE_MAX) {
+    const elf_segment* ld = &elf->segments[L->load];
+    L->head_filesz = fo - ld->offset;
+    if (fo == ld->offset && keep_head != 0) {
+      /* A .hip_fatbin that starts its segment off a page boundary shares
+       * that page with nothing of its own segment: the head keeps its
+       * bytes there (zeros) rather than be a PT_LOAD without any that
+       * starts inside a page, which kernels before 6.7 do not map. */
+      L->head_filesz = keep_head < fs ? keep_head : fs;
+    }
   }
   if (keep_head > fs)
     keep_head = fs;
@@ -664,6 +694,7 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
   /* Whole pages between head and tail: neither maps a page of the other,
    * so each can have flags of its own. */
   L->split = L->load != SIZE_MAX && st->removed > 0;
+  L->fat_piece = L->split && keep_head == 0;
   if (!L->split)
     L->tail = false;
 
@@ -694,6 +725,8 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
 
   L->phnum = elf->segment_count + 1;
   if (L->tail)
+    L->phnum++;
+  if (L->fat_piece && L->head_filesz > 0)
     L->phnum++;
   /* Outside an executable the table no longer lies at the load base plus
    * its offset, which patchelf takes PT_PHDR to say; no loader needs
@@ -741,6 +774,8 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
     L->vaddr = top + (end % U + U - top % U) % U;
   }
   st->meta_addr = L->vaddr + L->meta_off;
+  if (L->fat_piece)
+    L->fat_off = fat_piece_offset(st, L);
   L->names_off = L->block + L->block_size;
   L->names_size = elf->sections[elf->names].size + sizeof(TF_PHDR_NAME) +
                   sizeof(TF_NEW_NAME);
@@ -835,9 +870,19 @@ static void build_phdrs(tf_state* st, const tf_layout* L, uint8_t* out) {
       put_phdr(p, s->type, s->flags, L->block + L->ph_off, L->vaddr + L->ph_off,
                L->vaddr + L->ph_off, size, size, s->align);
     } else if (i == L->load && L->split) {
-      uint64_t skip = f->offset - s->offset + f->size;
-      put_phdr(p, s->type, L->head_flags, s->offset, s->vaddr, s->paddr,
-               L->head_filesz, skip, s->align);
+      uint64_t lead = f->addr - s->vaddr, skip = lead + f->size;
+      if (!L->fat_piece) {
+        put_phdr(p, s->type, L->head_flags, s->offset, s->vaddr, s->paddr,
+                 L->head_filesz, skip, s->align);
+      } else {
+        if (L->head_filesz > 0) {
+          put_phdr(p, s->type, L->head_flags, s->offset, s->vaddr, s->paddr,
+                   L->head_filesz, lead, s->align);
+          p = out + n++ * ELF_PHDR_SIZE;
+        }
+        put_phdr(p, s->type, TF_PF_R & s->flags, L->fat_off, f->addr,
+                 s->paddr + lead, 0, f->size, s->align);
+      }
       if (L->tail)
         put_phdr(out + n++ * ELF_PHDR_SIZE, s->type, L->tail_flags,
                  tf_out(st, s->offset + skip), s->vaddr + skip, s->paddr + skip,
@@ -881,7 +926,8 @@ static kpack_error_t build_shdrs(tf_state* st, const tf_layout* L,
     uint8_t* p = out + i * es;
     if (i == st->fat) {
       kp_store_le(p + 4, ELF_SHT_NOBITS, 4);
-      kp_store_le(p + 24, elf->sections[i].offset, 8);
+      kp_store_le(p + 24, L->fat_piece ? L->fat_off : elf->sections[i].offset,
+                  8);
     } else if (i == elf->names) {
       kp_store_le(p + 24, L->names_off, 8);
       kp_store_le(p + 32, L->names_size, 8);
