@@ -569,27 +569,45 @@ static uint32_t piece_flags(const tf_state* st, const elf_segment* s,
   return flags & s->flags;
 }
 
-/* The file offset of .hip_fatbin's piece, which has no file bytes. Tools
- * that check a layout assign a section to the first segment whose
- * [p_offset, p_offset + p_memsz) holds the section's offset, and ROCm's
- * verifier rejects a segment without file bytes at another's p_offset or
- * inside its bytes: the piece goes past the file bytes of every segment,
- * the new one included, and past every NOBITS section's offset, congruent
- * to its address modulo its alignment. It may lie past the end of the
- * file; no loader reads there, as the piece has no file bytes. */
-static uint64_t fat_piece_offset(const tf_state* st, const tf_layout* L) {
+/* Places .hip_fatbin's piece, which has no file bytes, and moves the block
+ * up to suit it. Each tool has a rule for such a segment's p_offset:
+ * - ROCm's verifier: not another PT_LOAD's p_offset, nor inside its file
+ *   bytes;
+ * - eu-elflint, which gives a section to the first segment whose
+ *   [p_offset, p_offset + p_memsz) holds the section's offset: past every
+ *   other NOBITS section's offset, or the piece would claim it;
+ * - valgrind, which reads symbols only when each PT_LOAD's p_offset lies in
+ *   a page the loader mapped from the file with the segment's permissions:
+ *   inside a read-only segment's pages.
+ * The piece goes past every segment's file bytes and every NOBITS offset,
+ * congruent to its address modulo its alignment, in the first page of the
+ * block's read-only segment, which starts a little above it. The block and
+ * its address move up together, by less than the piece's alignment. */
+static void place_fat_piece(const tf_state* st, tf_layout* L) {
   const elf_file* elf = &st->elf;
   const elf_segment* ld = &elf->segments[L->load];
-  uint64_t low = L->block + L->block_size;
+  uint64_t P = st->mach->page;
+  uint64_t low = L->block >= P ? L->block - P + 1 : 0;
+  for (size_t i = 0; i < elf->segment_count; i++) {
+    const elf_segment* s = &elf->segments[i];
+    if (s->type == ELF_PT_LOAD && s->filesz > 0 &&
+        tf_out(st, s->offset + s->filesz) > low)
+      low = tf_out(st, s->offset + s->filesz);
+  }
   for (size_t i = 1; i < elf->section_count; i++) {
     const elf_section* s = &elf->sections[i];
     if (i != st->fat && s->type == ELF_SHT_NOBITS &&
         (s->flags & ELF_SHF_ALLOC) != 0 && tf_out(st, s->offset) >= low)
       low = tf_out(st, s->offset) + 1;
   }
-  uint64_t a = ld->align > st->mach->page ? ld->align : st->mach->page;
+  uint64_t a = ld->align > P ? ld->align : P;
   uint64_t fa = elf->sections[st->fat].addr;
-  return low + (fa % a + a - low % a) % a;
+  L->fat_off = low + (fa % a + a - low % a) % a;
+  if (L->block < L->fat_off + 8) {
+    uint64_t up = L->fat_off + 8 - L->block;
+    L->block += up;
+    L->vaddr += up;
+  }
 }
 
 static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
@@ -773,9 +791,9 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
     L->block = end;
     L->vaddr = top + (end % U + U - top % U) % U;
   }
-  st->meta_addr = L->vaddr + L->meta_off;
   if (L->fat_piece)
-    L->fat_off = fat_piece_offset(st, L);
+    place_fat_piece(st, L);
+  st->meta_addr = L->vaddr + L->meta_off;
   L->names_off = L->block + L->block_size;
   L->names_size = elf->sections[elf->names].size + sizeof(TF_PHDR_NAME) +
                   sizeof(TF_NEW_NAME);
