@@ -267,6 +267,8 @@ bool ar_rules_load(ar_rules* rules, const char* path) {
     snprintf(where, sizeof(where), "%s:%zu", path, number);
     if (n > 0 && line[n - 1] == '\n')
       line[--n] = '\0';
+    if (n > 0 && line[n - 1] == '\r') /* a file saved with CRLF endings */
+      line[--n] = '\0';
     char* p = line + strspn(line, " \t");
     if (*p == '\0' || *p == '#')
       continue;

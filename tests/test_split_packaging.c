@@ -524,8 +524,9 @@ static void test_per_arch_bad_rules_and_groups_are_refused(void** state) {
   kt_assert_contains(err, "'gfx90z' is not a GPU processor");
   free(err);
   assert_false(exists(out));
-  /* A packager's rule comes before the shipped ones. */
-  const char* mine = "gfx1100 **/x/*.dat\n";
+  /* A packager's rule comes before the shipped ones, in a file saved with
+   * CRLF line endings too. */
+  const char* mine = "# mine\r\ngfx1100 **/x/*.dat\r\n";
   kt_write_file(rules, mine, strlen(mine));
   char* text;
   assert_int_equal(
