@@ -48,6 +48,19 @@ int kt_tmp_teardown(void** state) {
   return 0;
 }
 
+char* kt_kpack;
+
+int kt_kpack_setup(void** state) {
+  kt_kpack = kt_program("kpack");
+  return kt_tmp_setup(state);
+}
+
+int kt_kpack_teardown(void** state) {
+  free(kt_kpack);
+  kt_kpack = NULL;
+  return kt_tmp_teardown(state);
+}
+
 static int remove_entry(const char* path, const struct stat* st, int flag,
                         struct FTW* ftw) {
   (void)st;
@@ -65,6 +78,44 @@ char* kt_path(const char* dir, const char* name) {
   char* path;
   assert_true(asprintf(&path, "%s/%s", dir, name) > 0);
   return path;
+}
+
+char* kt_in_tmp(const char* name) {
+  return kt_path(kt_tmp, name);
+}
+
+void kt_mkdirs(const char* path) {
+  char* copy = strdup(path);
+  assert_non_null(copy);
+  for (char* p = copy + 1; *p; p++)
+    if (*p == '/') {
+      *p = '\0';
+      mkdir(copy, 0755);
+      *p = '/';
+    }
+  mkdir(copy, 0755);
+  free(copy);
+}
+
+char* kt_tree_path(const char* tree, const char* rel) {
+  const char* slash = strrchr(rel, '/');
+  int n = slash != NULL ? (int)(slash - rel) : 0;
+  char* dir;
+  assert_true(asprintf(&dir, "%s%s%.*s", tree, n > 0 ? "/" : "", n, rel) > 0);
+  kt_mkdirs(dir);
+  free(dir);
+  return kt_path(tree, rel);
+}
+
+void kt_copy_file(const char* from, const char* to) {
+  size_t n;
+  void* data = kt_read_file(from, &n);
+  assert_non_null(data);
+  kt_write_file(to, data, n);
+  free(data);
+  struct stat st;
+  assert_int_equal(stat(from, &st), 0);
+  assert_int_equal(chmod(to, st.st_mode & 07777), 0);
 }
 
 void* kt_pattern(size_t size, uint32_t seed) {
@@ -361,4 +412,12 @@ char* kt_elflint(const char* path) {
 void kt_assert_contains(const char* text, const char* needle) {
   if (strstr(text, needle) == NULL)
     fail_msg("expected \"%s\" in:\n%s", needle, text);
+}
+
+void kt_assert_same_tree(const char* a, const char* b) {
+  char* out = NULL;
+  char* argv[] = {"diff", "-r", "--no-dereference", (char*)a, (char*)b, NULL};
+  if (kt_run(argv, 60, &out, NULL) != 0)
+    fail_msg("%s and %s differ:\n%s", a, b, out);
+  free(out);
 }

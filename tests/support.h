@@ -35,6 +35,15 @@ int kt_tmp_teardown(void** state);
 void kt_rmtree(const char* path);
 /* dir + "/" + name; free() the result. */
 char* kt_path(const char* dir, const char* name);
+/* kt_path(kt_tmp, name). */
+char* kt_in_tmp(const char* name);
+/* mkdir -p. */
+void kt_mkdirs(const char* path);
+/* tree + "/" + rel, with the directories it names made; free() the
+ * result. */
+char* kt_tree_path(const char* tree, const char* rel);
+/* cp -p of one file's bytes and permission bits. */
+void kt_copy_file(const char* from, const char* to);
 /* `size` deterministic bytes for `seed`: compressible but not trivially
  * (fx_fill_pattern of fixture_fatbin.h). */
 void* kt_pattern(size_t size, uint32_t seed);
@@ -91,6 +100,16 @@ char* kt_program(const char* name);
 int kt_run_args(const char* program, const char* const* args, double seconds,
                 char** out, char** err);
 
+/* Group setup/teardown for suites that run the kpack tool: kt_kpack is its
+ * path, kt_tmp a scratch directory (kt_tmp_setup()). */
+extern char* kt_kpack;
+int kt_kpack_setup(void** state);
+int kt_kpack_teardown(void** state);
+/* Runs kt_kpack with the arguments, for 300 s at most: its exit status,
+ * and its stdout and stderr when out / err are not NULL. */
+#define KT_KPACK(out, err, ...) \
+  kt_run_args(kt_kpack, (const char* const[]){__VA_ARGS__, NULL}, 300, out, err)
+
 /* dlopen()s `path` in a child process, as a program linking it would, and
  * looks up `symbol` there: true when both work. What the object's
  * constructors do (e.g. the HIP runtime registering librocrand's records)
@@ -106,6 +125,9 @@ char* kt_elflint(const char* path);
 
 /* Fails the test unless `needle` occurs in `text`, showing the text. */
 void kt_assert_contains(const char* text, const char* needle);
+/* Fails unless `diff -r` finds the trees identical (symbolic links
+ * compared as links). */
+void kt_assert_same_tree(const char* a, const char* b);
 
 /* FNV-1a, for checksumming kernels read through a mount. */
 #define KT_FNV_START 1469598103934665603ull

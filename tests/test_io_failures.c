@@ -21,16 +21,9 @@
 #include "fixture_program.h"
 #include "support.h"
 
-static char* tool;
-
 /* The filesystems a test mounted, unmounted by its teardown. */
 static char* mounts[4];
 static size_t mount_count;
-
-static int setup(void** state) {
-  tool = kt_program("kpack");
-  return kt_tmp_setup(state);
-}
 
 static int teardown(void** state) {
   while (mount_count > 0) {
@@ -38,27 +31,7 @@ static int teardown(void** state) {
     umount2(dir, MNT_DETACH);
     free(dir);
   }
-  free(tool);
-  return kt_tmp_teardown(state);
-}
-
-#define KP(out, err, ...) \
-  kt_run_args(tool, (const char* const[]){__VA_ARGS__, NULL}, 300, out, err)
-
-static char* path_in(const char* name) {
-  return kt_path(kt_tmp, name);
-}
-
-static void mkdirs(const char* path) {
-  char* copy = strdup(path);
-  for (char* p = copy + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(copy, 0755);
-      *p = '/';
-    }
-  mkdir(copy, 0755);
-  free(copy);
+  return kt_kpack_teardown(state);
 }
 
 /* A tmpfs at scratch directory `name` (created): `size` bytes, so that a
@@ -66,9 +39,9 @@ static void mkdirs(const char* path) {
 static char* mount_tmpfs(const char* name, const char* size, bool read_only) {
   if (geteuid() != 0)
     skip(); /* mounting needs root */
-  char* dir = path_in(name);
+  char* dir = kt_in_tmp(name);
   char options[64];
-  mkdirs(dir);
+  kt_mkdirs(dir);
   snprintf(options, sizeof(options), "size=%s,mode=0755", size);
   assert_true(mount_count < sizeof(mounts) / sizeof(mounts[0]));
   if (mount("tmpfs", dir, "tmpfs", read_only ? MS_RDONLY : 0, options) != 0)
@@ -116,8 +89,8 @@ static void write_fat(const char* path, size_t size, size_t small) {
                   {"hipv4-amdgcn-amd-amdhsa--gfx90a", big, size},
                   {"hipv4-amdgcn-amd-amdhsa--gfx1100", little, small}};
   fx_buf bundle = fx_bundle(e, small ? 3 : 2);
-  char* dir = path_in("build");
-  mkdirs(dir);
+  char* dir = kt_in_tmp("build");
+  kt_mkdirs(dir);
   fx_program_opts o = {
       .kind = FX_PROGRAM_SHARED, .bundles = &bundle, .bundle_count = 1};
   assert_true(fx_build_program(dir, &o, path));
@@ -131,15 +104,15 @@ static void write_fat(const char* path, size_t size, size_t small) {
 /* in/lib/libfat.so.1 (its gfx90a code object `size` bytes), in/share/sub
  * (mode 0750) with a small file, in/share/data of `data` bytes. */
 static char* write_tree(size_t size, size_t data) {
-  char* in = path_in("in");
+  char* in = kt_in_tmp("in");
   char* lib = kt_path(in, "lib/libfat.so.1");
   char* sub = kt_path(in, "share/sub");
   char* note = kt_path(in, "share/sub/note.txt");
   char* big = kt_path(in, "share/data");
-  mkdirs(sub);
+  kt_mkdirs(sub);
   assert_int_equal(chmod(sub, 0750), 0);
   char* lib_dir = kt_path(in, "lib");
-  mkdirs(lib_dir);
+  kt_mkdirs(lib_dir);
   write_fat(lib, size, 3000);
   kt_write_file(note, "note\n", 5);
   void* bytes = noise(data, 9);
@@ -175,8 +148,8 @@ test_split_to_a_full_disk_names_the_archive_and_takes_back_its_output(
   char* out = kt_path(full, "out");
   char* before = describe(in);
   char *stdout_text, *err, *expected;
-  int rc = KP(&stdout_text, &err, "split", "-q", "--no-compress", "-o", out,
-              "--prefix", "fat", in);
+  int rc = KT_KPACK(&stdout_text, &err, "split", "-q", "--no-compress", "-o",
+                    out, "--prefix", "fat", in);
   assert_int_equal(rc, 1);
   assert_true(asprintf(&expected,
                        "kpack: %s/.kpack/fat_gfx90a.kpack: cannot write: No "
@@ -206,7 +179,7 @@ static void test_split_to_a_full_disk_names_the_binary_being_written(
   char* full = mount_tmpfs("full", "8k", false);
   char* out = kt_path(full, "out");
   char *err, *expected;
-  assert_int_equal(KP(NULL, &err, "split", "-q", "-o", out, in), 1);
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "-q", "-o", out, in), 1);
   assert_true(asprintf(&expected,
                        "kpack: %s/lib/libfat.so.1: cannot write: No space "
                        "left on device\n"
@@ -233,12 +206,12 @@ static void test_split_to_a_full_disk_reports_what_it_replaced(void** state) {
   char* kpack_dir = kt_path(out, ".kpack");
   char* old_archive = kt_path(out, ".kpack/fat_gfx1100.kpack");
   char* keep = kt_path(out, "keep.txt");
-  mkdirs(kpack_dir);
+  kt_mkdirs(kpack_dir);
   kt_write_file(old_archive, "old", 3);
   kt_write_file(keep, "keep", 4);
   char *stdout_text, *err, *expected;
-  int rc =
-      KP(&stdout_text, &err, "split", "-q", "-o", out, "--prefix", "fat", in);
+  int rc = KT_KPACK(&stdout_text, &err, "split", "-q", "-o", out, "--prefix",
+                    "fat", in);
   assert_int_equal(rc, 1);
   assert_true(asprintf(&expected,
                        "kpack: %s/share/data: cannot write: No space left on "
@@ -274,7 +247,7 @@ static void test_split_to_a_full_disk_reports_what_it_replaced(void** state) {
 static void run_killed_at_first_step(const char* const* args) {
   char* argv[16];
   size_t n = 0;
-  argv[n++] = tool;
+  argv[n++] = kt_kpack;
   for (const char* const* a = args; *a != NULL; a++)
     argv[n++] = (char*)*a;
   argv[n] = NULL;
@@ -285,7 +258,7 @@ static void run_killed_at_first_step(const char* const* args) {
     dup2(null, 1);
     dup2(null, 2);
     setenv("KPACK_SPLIT_KILL_AFTER", "1", 1);
-    execv(tool, argv);
+    execv(kt_kpack, argv);
     _exit(127);
   }
   int status;
@@ -302,7 +275,7 @@ static void test_split_directories_have_their_modes_from_the_start(
   char* in = write_tree(2000, 10);
   char* sub = kt_path(in, "share/sub");
   char* share = kt_path(in, "share");
-  char* out = path_in("out");
+  char* out = kt_in_tmp("out");
   assert_int_equal(chmod(share, 0711), 0);
   assert_int_equal(chmod(in, 0750), 0);
   run_killed_at_first_step(
@@ -338,7 +311,7 @@ static void test_create_to_a_full_disk_blames_the_output(void** state) {
   void* k1 = noise(200 << 10, 2);
   kt_kernel kernels[] = {{"lib/x.so#0", "gfx90a", k0, 200 << 10},
                          {"lib/x.so#1", "gfx90a", k1, 200 << 10}};
-  char* input = path_in("in.kpack");
+  char* input = kt_in_tmp("in.kpack");
   kt_write_archive(input, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, kernels,
                    2);
   char* full = mount_tmpfs("full", "256k", false);
@@ -347,8 +320,8 @@ static void test_create_to_a_full_disk_blames_the_output(void** state) {
       {"-j", "1"}, {"--no-compress", "-q"}, {"-j", "4"}};
   for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
     char *err, *expected;
-    int rc = KP(NULL, &err, "create", "-q", modes[m][0], modes[m][1], "-o", out,
-                input);
+    int rc = KT_KPACK(NULL, &err, "create", "-q", modes[m][0], modes[m][1],
+                      "-o", out, input);
     assert_int_equal(rc, 1);
     assert_true(asprintf(&expected,
                          "kpack: %s: cannot write: No space left on device\n",
@@ -371,13 +344,13 @@ static void test_create_to_a_read_only_filesystem_says_so(void** state) {
   (void)state;
   void* k = noise(1000, 3);
   kt_kernel kernels[] = {{"lib/x.so#0", "gfx90a", k, 1000}};
-  char* input = path_in("in.kpack");
+  char* input = kt_in_tmp("in.kpack");
   kt_write_archive(input, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, kernels,
                    1);
   char* ro = mount_tmpfs("ro", "256k", true);
   char* out = kt_path(ro, "out.kpack");
   char *err, *expected;
-  assert_int_equal(KP(NULL, &err, "create", "-q", "-o", out, input), 1);
+  assert_int_equal(KT_KPACK(NULL, &err, "create", "-q", "-o", out, input), 1);
   assert_true(asprintf(&expected,
                        "kpack: %s: cannot write: Read-only file system\n",
                        out) > 0);
@@ -394,8 +367,8 @@ static void test_create_to_a_read_only_filesystem_says_so(void** state) {
  * exit status, its stderr in *err. */
 static int run_as_nobody(const char* const* args, char** err) {
   char* argv[16] = {
-      "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-      tool};
+      "setpriv", "--reuid=65534", "--regid=65534", "--clear-groups",
+      "--",      kt_kpack};
   size_t n = 6;
   for (; *args != NULL; args++) {
     assert_true(n < 15);
@@ -413,8 +386,8 @@ static void test_create_from_an_unreadable_input_says_why(void** state) {
     skip(); /* runs the tool as nobody */
   void* k = noise(1000, 4);
   kt_kernel kernels[] = {{"lib/x.so#0", "gfx90a", k, 1000}};
-  char* input = path_in("in.kpack");
-  char* out = path_in("out.kpack");
+  char* input = kt_in_tmp("in.kpack");
+  char* out = kt_in_tmp("out.kpack");
   kt_write_archive(input, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, kernels,
                    1);
   assert_int_equal(chmod(input, 0600), 0);
@@ -448,11 +421,11 @@ static void test_create_from_an_unreadable_input_says_why(void** state) {
  * what it is, not a directory. */
 static void test_extract_of_a_fifo_says_it_is_no_regular_file(void** state) {
   (void)state;
-  char* fifo = path_in("fifo.kpack");
-  char* dir = path_in("tree");
+  char* fifo = kt_in_tmp("fifo.kpack");
+  char* dir = kt_in_tmp("tree");
   assert_int_equal(mkfifo(fifo, 0644), 0);
   char *err, *expected;
-  assert_int_equal(KP(NULL, &err, "extract", "-C", dir, fifo), 1);
+  assert_int_equal(KT_KPACK(NULL, &err, "extract", "-C", dir, fifo), 1);
   assert_true(asprintf(&expected,
                        "kpack: %s: KPACK_ERROR_IO_ERROR (not a regular file)\n",
                        fifo) > 0);
@@ -475,7 +448,7 @@ static char* write_many(void) {
     data[i] = noise(EXTRACT_SIZE, (uint32_t)i + 10);
     kernels[i] = (kt_kernel){names[i], "gfx90a", data[i], EXTRACT_SIZE};
   }
-  char* archive = path_in("many.kpack");
+  char* archive = kt_in_tmp("many.kpack");
   kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, kernels,
                    EXTRACT_KERNELS);
   for (size_t i = 0; i < EXTRACT_KERNELS; i++)
@@ -497,7 +470,8 @@ static void test_extract_to_a_full_disk_stops_at_the_first_failure(
   char* full = mount_tmpfs("full", "256k", false);
   char* dir = kt_path(full, "tree");
   char *err, *expected;
-  assert_int_equal(KP(NULL, &err, "extract", "-B", "-C", dir, archive), 1);
+  assert_int_equal(KT_KPACK(NULL, &err, "extract", "-B", "-C", dir, archive),
+                   1);
   /* Kernels go out in byte order of their names. */
   char names[EXTRACT_KERNELS][32];
   const char* order[EXTRACT_KERNELS];
@@ -541,7 +515,7 @@ static void test_extract_to_a_read_only_filesystem_stops_at_once(void** state) {
   char* archive = write_many();
   char* ro = mount_tmpfs("ro", "256k", true);
   char *err, *expected;
-  assert_int_equal(KP(NULL, &err, "extract", "-C", ro, archive), 1);
+  assert_int_equal(KT_KPACK(NULL, &err, "extract", "-C", ro, archive), 1);
   assert_true(asprintf(&expected,
                        "kpack: %s/lib/x.so#0/gfx90a: cannot create: Read-only "
                        "file system\n"
@@ -559,28 +533,33 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
           test_split_to_a_full_disk_names_the_archive_and_takes_back_its_output,
-          setup, teardown),
+          kt_kpack_setup, teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_to_a_full_disk_names_the_binary_being_written, setup,
+          test_split_to_a_full_disk_names_the_binary_being_written,
+          kt_kpack_setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_to_a_full_disk_reports_what_it_replaced, kt_kpack_setup,
           teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_to_a_full_disk_reports_what_it_replaced, setup, teardown),
+          test_split_directories_have_their_modes_from_the_start,
+          kt_kpack_setup, teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_directories_have_their_modes_from_the_start, setup,
+          test_create_to_a_full_disk_blames_the_output, kt_kpack_setup,
           teardown),
       cmocka_unit_test_setup_teardown(
-          test_create_to_a_full_disk_blames_the_output, setup, teardown),
-      cmocka_unit_test_setup_teardown(
-          test_create_to_a_read_only_filesystem_says_so, setup, teardown),
-      cmocka_unit_test_setup_teardown(
-          test_create_from_an_unreadable_input_says_why, setup, teardown),
-      cmocka_unit_test_setup_teardown(
-          test_extract_of_a_fifo_says_it_is_no_regular_file, setup, teardown),
-      cmocka_unit_test_setup_teardown(
-          test_extract_to_a_full_disk_stops_at_the_first_failure, setup,
+          test_create_to_a_read_only_filesystem_says_so, kt_kpack_setup,
           teardown),
       cmocka_unit_test_setup_teardown(
-          test_extract_to_a_read_only_filesystem_stops_at_once, setup,
+          test_create_from_an_unreadable_input_says_why, kt_kpack_setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_extract_of_a_fifo_says_it_is_no_regular_file, kt_kpack_setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_extract_to_a_full_disk_stops_at_the_first_failure,
+          kt_kpack_setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_extract_to_a_read_only_filesystem_stops_at_once, kt_kpack_setup,
           teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -23,27 +23,6 @@
 #include "fixture_program.h"
 #include "support.h"
 
-static char* tool;
-
-static int setup(void** state) {
-  tool = kt_program("kpack");
-  return kt_tmp_setup(state);
-}
-
-static int teardown(void** state) {
-  free(tool);
-  return kt_tmp_teardown(state);
-}
-
-/* Runs the tool with the arguments; its exit status, and its stdout and
- * stderr when out / err are not NULL. */
-#define KP(out, err, ...) \
-  kt_run_args(tool, (const char* const[]){__VA_ARGS__, NULL}, 300, out, err)
-
-static char* path_in(const char* name) {
-  return kt_path(kt_tmp, name);
-}
-
 /* A shared object whose .hip_fatbin holds one bundle of these entries, its
  * one HIPF record pointing at it from the file. */
 static fx_buf one_bundle_elf(const fx_entry* e, size_t n) {
@@ -69,12 +48,12 @@ static void test_create_fatbin_takes_an_empty_first_code_object(void** state) {
                   {"hipv4-amdgcn-amd-amdhsa--gfx1100", "", 0},
                   {"hipv4-amdgcn-amd-amdhsa--gfx90a", k, 3000}};
   fx_buf elf = one_bundle_elf(e, 3);
-  char* path = path_in("libempty.so");
-  char* archive = path_in("empty.kpack");
+  char* path = kt_in_tmp("libempty.so");
+  char* archive = kt_in_tmp("empty.kpack");
   kt_write_file(path, elf.data, elf.size);
   char *out, *err;
-  assert_int_equal(KP(&out, &err, "create", "-o", archive, "--fatbin", path),
-                   0);
+  assert_int_equal(
+      KT_KPACK(&out, &err, "create", "-o", archive, "--fatbin", path), 0);
   kt_assert_contains(out, "2 kernels");
   free(out);
   free(err);
@@ -106,12 +85,12 @@ static void test_create_fatbin_with_only_host_code_is_a_clear_error(
   (void)state;
   fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0}};
   fx_buf elf = one_bundle_elf(e, 1);
-  char* path = path_in("libhost.so");
-  char* archive = path_in("host.kpack");
+  char* path = kt_in_tmp("libhost.so");
+  char* archive = kt_in_tmp("host.kpack");
   kt_write_file(path, elf.data, elf.size);
   char* err;
-  assert_int_equal(KP(NULL, &err, "create", "-o", archive, "--fatbin", path),
-                   1);
+  assert_int_equal(
+      KT_KPACK(NULL, &err, "create", "-o", archive, "--fatbin", path), 1);
   kt_assert_contains(err, "no kernels found");
   assert_int_equal(access(archive, F_OK), -1);
   free(err);
@@ -129,7 +108,7 @@ extern char** environ;
 static int run_killed(unsigned kill_after, const char* const* args) {
   char* argv[64];
   size_t n = 0;
-  argv[n++] = tool;
+  argv[n++] = kt_kpack;
   for (const char* const* a = args; *a != NULL; a++)
     argv[n++] = (char*)*a;
   argv[n] = NULL;
@@ -143,33 +122,12 @@ static int run_killed(unsigned kill_after, const char* const* args) {
     dup2(null, 2);
     if (kill_after > 0)
       setenv("KPACK_SPLIT_KILL_AFTER", value, 1);
-    execv(tool, argv);
+    execv(kt_kpack, argv);
     _exit(127);
   }
   int status;
   assert_int_equal(waitpid(pid, &status, 0), pid);
   return status;
-}
-
-static void mkdirs(const char* path) {
-  char* copy = strdup(path);
-  for (char* p = copy + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(copy, 0755);
-      *p = '/';
-    }
-  mkdir(copy, 0755);
-  free(copy);
-}
-
-static char* tree_path(const char* tree, const char* rel) {
-  char* p = kt_path(tree, rel);
-  char* slash = strrchr(p, '/');
-  *slash = '\0';
-  mkdirs(p);
-  *slash = '/';
-  return p;
 }
 
 /* The bytes of section `name` of an ELF file (malloc'ed); NULL if absent. */
@@ -256,17 +214,6 @@ static size_t assert_round_trip(const char* original, const char* transformed,
   return checked;
 }
 
-static void copy_file(const char* from, const char* to) {
-  size_t n;
-  void* data = kt_read_file(from, &n);
-  assert_non_null(data);
-  kt_write_file(to, data, n);
-  free(data);
-  struct stat st;
-  assert_int_equal(stat(from, &st), 0);
-  assert_int_equal(chmod(to, st.st_mode & 07777), 0);
-}
-
 /* Fixture fat binaries of the shapes the fixture builder makes. */
 typedef enum fat_shape { ONE_WRAPPER, MANY_WRAPPERS, CCOB_BUNDLES } fat_shape;
 
@@ -286,7 +233,7 @@ static void write_program_for(const char* path, fx_program_kind kind,
   char name[96];
   snprintf(name, sizeof(name), "programs/%d-%d-%u-%zu", (int)kind, (int)shape,
            seed, arches);
-  char* built = path_in(name);
+  char* built = kt_in_tmp(name);
   if (access(built, F_OK) != 0) {
     fx_buf bundles[N];
     void* k[N][3];
@@ -310,8 +257,8 @@ static void write_program_for(const char* path, fx_program_kind kind,
         bundles[i] = plain;
       }
     }
-    char* dir = path_in("programs/build");
-    mkdirs(dir);
+    char* dir = kt_in_tmp("programs/build");
+    kt_mkdirs(dir);
     fx_program_opts o = {
         .kind = kind, .bundles = bundles, .bundle_count = count};
     assert_true(fx_build_program(dir, &o, built));
@@ -323,7 +270,7 @@ static void write_program_for(const char* path, fx_program_kind kind,
         free(k[i][a]);
     }
   }
-  copy_file(built, path);
+  kt_copy_file(built, path);
   free(built);
 }
 
@@ -345,27 +292,18 @@ static bool holds(const char* path, const void* data, size_t size) {
   return same;
 }
 
-/* `diff -r` finds the trees identical (symbolic links compared as links). */
-static void assert_same_tree(const char* a, const char* b) {
-  char* out = NULL;
-  char* argv[] = {"diff", "-r", "--no-dereference", (char*)a, (char*)b, NULL};
-  if (kt_run(argv, 60, &out, NULL) != 0)
-    fail_msg("%s and %s differ:\n%s", a, b, out);
-  free(out);
-}
-
 /* ---- kpack split --------------------------------------------------------- */
 
 /* create --arch keeps what split --arch keeps: gfx90a names every gfx90a
  * code object, and keeps something, so no warning. */
 static void test_create_arch_follows_the_loaders_target_rules(void** state) {
   (void)state;
-  char* lib = path_in("libfat.so");
-  char* archive = path_in("fat.kpack");
+  char* lib = kt_in_tmp("libfat.so");
+  char* archive = kt_in_tmp("fat.kpack");
   write_fat(lib, MANY_WRAPPERS, 44);
   char *out, *err;
-  assert_int_equal(KP(&out, &err, "create", "-o", archive, "--arch", "gfx90a",
-                      "--fatbin", lib),
+  assert_int_equal(KT_KPACK(&out, &err, "create", "-o", archive, "--arch",
+                            "gfx90a", "--fatbin", lib),
                    0);
   kt_assert_contains(out, "4 kernels");
   if (strstr(err, "warning") != NULL)
@@ -394,14 +332,14 @@ static void test_split_round_trip_on_fixture_fat_binaries(void** state) {
     for (fat_shape shape = ONE_WRAPPER; shape <= CCOB_BUNDLES; shape++) {
       char name[64];
       snprintf(name, sizeof(name), "in%d-%d", (int)kind, (int)shape);
-      char* in = path_in(name);
+      char* in = kt_in_tmp(name);
       snprintf(name, sizeof(name), "out%d-%d", (int)kind, (int)shape);
-      char* out = path_in(name);
-      char* lib = tree_path(in, "lib/libfat.so.1");
+      char* out = kt_in_tmp(name);
+      char* lib = kt_tree_path(in, "lib/libfat.so.1");
       write_program(lib, kind, shape, 100 * (uint32_t)shape);
       char *stdout_text, *err;
-      int rc =
-          KP(&stdout_text, &err, "split", "-o", out, "--prefix", "fat", in);
+      int rc = KT_KPACK(&stdout_text, &err, "split", "-o", out, "--prefix",
+                        "fat", in);
       if (rc != 0)
         fail_msg("%s, %s: exit %d\n%s", kind_names[kind], shape_names[shape],
                  rc, err);
@@ -424,7 +362,8 @@ static void test_split_round_trip_on_fixture_fat_binaries(void** state) {
       assert_string_equal(arch, "gfx942:sramecc+:xnack-");
       kpack_close(a);
       /* verify --binary agrees. */
-      assert_int_equal(KP(NULL, NULL, "verify", "--binary", split_lib), 0);
+      assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", split_lib),
+                       0);
       free(archive);
       free(split_lib);
       free(stdout_text);
@@ -443,14 +382,14 @@ static void set_mtime(const char* path, time_t t) {
 
 static void test_split_mirrors_links_symlinks_modes_and_times(void** state) {
   (void)state;
-  char* in = path_in("in");
-  char* out = path_in("out");
-  char* tool_bin = tree_path(in, "bin/tool");
-  char* lib = tree_path(in, "lib/libfat.so.1");
-  char* alias = tree_path(in, "lib/sub/alias.so.1");
-  char* data = tree_path(in, "share/data.txt");
-  char* copy = tree_path(in, "share/copy.txt");
-  char* empty = tree_path(in, "share/empty/x");
+  char* in = kt_in_tmp("in");
+  char* out = kt_in_tmp("out");
+  char* tool_bin = kt_tree_path(in, "bin/tool");
+  char* lib = kt_tree_path(in, "lib/libfat.so.1");
+  char* alias = kt_tree_path(in, "lib/sub/alias.so.1");
+  char* data = kt_tree_path(in, "share/data.txt");
+  char* copy = kt_tree_path(in, "share/copy.txt");
+  char* empty = kt_tree_path(in, "share/empty/x");
   write_fat(tool_bin, MANY_WRAPPERS, 7);
   write_fat(lib, ONE_WRAPPER, 9);
   assert_int_equal(link(lib, alias), 0);
@@ -470,11 +409,11 @@ static void test_split_mirrors_links_symlinks_modes_and_times(void** state) {
   set_mtime(empty, 1300000000);
 
   /* A separate debug file: its .hip_fatbin is NOBITS. */
-  char* debug = tree_path(in, "lib/debug/libfat.so.1.debug");
+  char* debug = kt_tree_path(in, "lib/debug/libfat.so.1.debug");
   char* objcopy[] = {"objcopy", "--only-keep-debug", lib, debug, NULL};
   assert_int_equal(kt_run(objcopy, 60, NULL, NULL), 0);
   char* text;
-  assert_int_equal(KP(&text, NULL, "split", "-o", out, in), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "split", "-o", out, in), 0);
   kt_assert_contains(text, "2 binaries transformed");
   kt_assert_contains(text,
                      "1 left alone (0 already kpack-ified, 1 debug only)");
@@ -528,8 +467,8 @@ static void test_split_mirrors_links_symlinks_modes_and_times(void** state) {
   assert_int_equal(assert_round_trip(lib, o_lib, "lib/libfat.so.1"), 3);
   assert_int_equal(assert_round_trip(lib, o_alias, "lib/libfat.so.1"), 3);
   assert_int_equal(assert_round_trip(tool_bin, o_tool, "bin/tool"), 12);
-  assert_int_equal(KP(NULL, NULL, "verify", "--binary", o_lib, o_alias, o_tool),
-                   0);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "verify", "--binary", o_lib, o_alias, o_tool), 0);
 
   free(o_lib);
   free(o_alias);
@@ -573,12 +512,13 @@ static char* describe_tree(const char* dir) {
 
 static void test_split_json_summary_counts_what_the_text_does(void** state) {
   (void)state;
-  char* in = path_in("json-in");
-  char* out = path_in("json-out");
-  char* lib = tree_path(in, "lib/libfat.so.1");
+  char* in = kt_in_tmp("json-in");
+  char* out = kt_in_tmp("json-out");
+  char* lib = kt_tree_path(in, "lib/libfat.so.1");
   write_fat(lib, CCOB_BUNDLES, 5);
   char* text;
-  assert_int_equal(KP(&text, NULL, "split", "--json", "-j1", "-o", out, in), 0);
+  assert_int_equal(
+      KT_KPACK(&text, NULL, "split", "--json", "-j1", "-o", out, in), 0);
   /* One object, nothing else on standard output. */
   assert_int_equal(text[0], '{');
   assert_string_equal(text + strlen(text) - 2, "}\n");
@@ -588,8 +528,8 @@ static void test_split_json_summary_counts_what_the_text_does(void** state) {
   kt_assert_contains(text, "  \"archives\": 3,\n  \"code_objects\": 12,\n");
   free(text);
   /* The text summary of the same split says the same. */
-  char* again = path_in("json-again");
-  assert_int_equal(KP(&text, NULL, "split", "-o", again, in), 0);
+  char* again = kt_in_tmp("json-again");
+  assert_int_equal(KT_KPACK(&text, NULL, "split", "-o", again, in), 0);
   kt_assert_contains(text, "split: 3 archives written: 12 code objects");
   free(text);
   kt_rmtree(again);
@@ -603,31 +543,31 @@ static void test_split_json_summary_counts_what_the_text_does(void** state) {
 
 static void test_split_of_its_own_output_changes_nothing(void** state) {
   (void)state;
-  char* in = path_in("in");
-  char* out = path_in("out");
-  char* again = path_in("again");
-  char* lib = tree_path(in, "lib/libfat.so.1");
+  char* in = kt_in_tmp("in");
+  char* out = kt_in_tmp("out");
+  char* again = kt_in_tmp("again");
+  char* lib = kt_tree_path(in, "lib/libfat.so.1");
   write_fat(lib, CCOB_BUNDLES, 3);
   char* text;
-  assert_int_equal(KP(NULL, NULL, "split", "-o", out, in), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", out, in), 0);
   char* before = describe_tree(out);
   /* Into a new directory: the same tree, byte for byte and time for time,
    * and no archive written. */
-  assert_int_equal(KP(&text, NULL, "split", "-o", again, out), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "split", "-o", again, out), 0);
   kt_assert_contains(text, "0 binaries transformed");
   kt_assert_contains(text, "already kpack-ified, left alone");
   kt_assert_contains(text, "0 archives written");
   free(text);
-  assert_same_tree(out, again);
+  kt_assert_same_tree(out, again);
   char* copy = describe_tree(again);
   assert_string_equal(before, copy);
   /* In place: nothing changes. */
-  assert_int_equal(KP(&text, NULL, "split", "--in-place", out), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "split", "--in-place", out), 0);
   kt_assert_contains(text, "0 binaries transformed");
   free(text);
   char* after = describe_tree(out);
   assert_string_equal(before, after);
-  assert_same_tree(out, again);
+  kt_assert_same_tree(out, again);
   free(before);
   free(copy);
   free(after);
@@ -639,16 +579,16 @@ static void test_split_of_its_own_output_changes_nothing(void** state) {
 
 static void test_split_output_is_deterministic_whatever_the_jobs(void** state) {
   (void)state;
-  char* in = path_in("in");
-  char* one = path_in("one");
-  char* two = path_in("two");
-  char* a = tree_path(in, "lib/liba.so.1");
-  char* b = tree_path(in, "bin/b");
+  char* in = kt_in_tmp("in");
+  char* one = kt_in_tmp("one");
+  char* two = kt_in_tmp("two");
+  char* a = kt_tree_path(in, "lib/liba.so.1");
+  char* b = kt_tree_path(in, "bin/b");
   write_fat(a, MANY_WRAPPERS, 71);
   write_program(b, FX_PROGRAM_PIE, CCOB_BUNDLES, 72);
-  assert_int_equal(KP(NULL, NULL, "split", "-j1", "-o", one, in), 0);
-  assert_int_equal(KP(NULL, NULL, "split", "-j3", "-o", two, in), 0);
-  assert_same_tree(one, two); /* byte for byte */
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-j1", "-o", one, in), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-j3", "-o", two, in), 0);
+  kt_assert_same_tree(one, two); /* byte for byte */
   free(a);
   free(b);
   free(in);
@@ -658,21 +598,21 @@ static void test_split_output_is_deterministic_whatever_the_jobs(void** state) {
 
 static void test_split_in_place_keeps_hard_links(void** state) {
   (void)state;
-  char* in = path_in("in");
-  char* lib = tree_path(in, "lib/libfat.so.1");
-  char* other = tree_path(in, "lib/libother.so.1");
-  char* twin = tree_path(in, "lib64/libfat.so.1");
-  char* outside = path_in("outside.so");
-  char* original = path_in("original.so");
+  char* in = kt_in_tmp("in");
+  char* lib = kt_tree_path(in, "lib/libfat.so.1");
+  char* other = kt_tree_path(in, "lib/libother.so.1");
+  char* twin = kt_tree_path(in, "lib64/libfat.so.1");
+  char* outside = kt_in_tmp("outside.so");
+  char* original = kt_in_tmp("original.so");
   write_fat(lib, MANY_WRAPPERS, 21);
   write_fat(other, ONE_WRAPPER, 22);
-  copy_file(lib, original);
+  kt_copy_file(lib, original);
   assert_int_equal(link(lib, twin), 0);
   assert_int_equal(link(lib, outside), 0);
   struct stat before, after, st;
   assert_int_equal(stat(lib, &before), 0);
   assert_int_equal(before.st_nlink, 3);
-  assert_int_equal(KP(NULL, NULL, "split", "--in-place", in), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--in-place", in), 0);
   assert_int_equal(stat(lib, &after), 0);
   assert_int_equal(after.st_ino, before.st_ino);
   assert_int_equal(after.st_nlink, 3);
@@ -684,7 +624,8 @@ static void test_split_in_place_keeps_hard_links(void** state) {
   assert_true(after.st_size < before.st_size);
   assert_int_equal(assert_round_trip(original, lib, "lib/libfat.so.1"), 12);
   assert_int_equal(assert_round_trip(original, twin, "lib/libfat.so.1"), 12);
-  assert_int_equal(KP(NULL, NULL, "verify", "--binary", lib, twin, other), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", lib, twin, other),
+                   0);
   /* Nothing of ours is left beside the files. */
   char* dir = kt_path(in, "lib");
   char* argv[] = {"sh", "-c", "ls -a \"$0\" | grep -c kpack-split", dir, NULL};
@@ -707,17 +648,18 @@ static void test_split_in_place_keeps_hard_links(void** state) {
 static void test_split_in_place_through_a_symlink_rewrites_its_target(
     void** state) {
   (void)state;
-  char* dir = path_in("soname");
-  char* real = tree_path(dir, "lib/libx.so.1.2");
+  char* dir = kt_in_tmp("soname");
+  char* real = kt_tree_path(dir, "lib/libx.so.1.2");
   char* link1 = kt_path(dir, "lib/libx.so.1");
   char* link0 = kt_path(dir, "lib/libx.so");
   write_fat(real, MANY_WRAPPERS, 47);
   assert_int_equal(symlink("libx.so.1.2", link1), 0);
   assert_int_equal(symlink("libx.so.1", link0), 0);
-  char* fat = path_in("libx.so.1.2.orig");
-  copy_file(real, fat);
+  char* fat = kt_in_tmp("libx.so.1.2.orig");
+  kt_copy_file(real, fat);
   assert_int_equal(
-      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "x", link0), 0);
+      KT_KPACK(NULL, NULL, "split", "--in-place", "-q", "--prefix", "x", link0),
+      0);
   /* The links are as they were. */
   char target[64];
   ssize_t n = readlink(link0, target, sizeof(target) - 1);
@@ -740,7 +682,7 @@ static void test_split_in_place_through_a_symlink_rewrites_its_target(
   char* archive = kt_path(dir, "lib/.kpack/x_gfx1100.kpack");
   assert_int_equal(access(archive, F_OK), 0);
   assert_int_equal(assert_round_trip(fat, link0, "libx.so.1.2"), 12);
-  assert_int_equal(KP(NULL, NULL, "verify", "--binary", link0), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", link0), 0);
   free(archive);
   free(fat);
   free(link0);
@@ -753,7 +695,7 @@ static void test_split_in_place_through_a_symlink_rewrites_its_target(
 static void assert_same_archives(const char* a, const char* b) {
   char* da = kt_path(a, ".kpack");
   char* db = kt_path(b, ".kpack");
-  assert_same_tree(da, db);
+  kt_assert_same_tree(da, db);
   free(da);
   free(db);
 }
@@ -765,9 +707,9 @@ static void assert_same_archives(const char* a, const char* b) {
  * place and with -o over an earlier output alike. */
 static void test_split_twice_ends_as_one_split_of_the_last_build(void** state) {
   (void)state;
-  char* a3 = path_in("liba3.so"); /* gfx90a, gfx942, gfx1100 */
-  char* a2 = path_in("liba2.so"); /* gfx90a, gfx942: the same code objects */
-  char* b3 = path_in("libb3.so");
+  char* a3 = kt_in_tmp("liba3.so"); /* gfx90a, gfx942, gfx1100 */
+  char* a2 = kt_in_tmp("liba2.so"); /* gfx90a, gfx942: the same code objects */
+  char* b3 = kt_in_tmp("libb3.so");
   write_program_for(a3, FX_PROGRAM_SHARED, MANY_WRAPPERS, 61, 3);
   write_program_for(a2, FX_PROGRAM_SHARED, MANY_WRAPPERS, 61, 2);
   write_program_for(b3, FX_PROGRAM_SHARED, ONE_WRAPPER, 62, 3);
@@ -778,81 +720,90 @@ static void test_split_twice_ends_as_one_split_of_the_last_build(void** state) {
   char* t[N];
   char *la[N], *lb[N];
   for (size_t i = 0; i < N; i++) {
-    t[i] = path_in(names[i]);
-    la[i] = tree_path(t[i], "lib/liba.so");
-    lb[i] = tree_path(t[i], "lib/libb.so");
+    t[i] = kt_in_tmp(names[i]);
+    la[i] = kt_tree_path(t[i], "lib/liba.so");
+    lb[i] = kt_tree_path(t[i], "lib/libb.so");
   }
   enum { REF, INPLACE, DROPPED, IN, OUT, REFO, IN1, OUT1, REF1, ONE, ONE_REF };
   /* One run over the last build. */
-  copy_file(a2, la[REF]);
-  copy_file(b3, lb[REF]);
-  assert_int_equal(
-      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t", t[REF]), 0);
+  kt_copy_file(a2, la[REF]);
+  kt_copy_file(b3, lb[REF]);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--in-place", "-q", "--prefix",
+                            "t", t[REF]),
+                   0);
   /* In place: liba rebuilt for fewer arches, then split again. libb,
    * kpack-ified by the first run, is left alone: its keys carry over. */
-  copy_file(a3, la[INPLACE]);
-  copy_file(b3, lb[INPLACE]);
-  assert_int_equal(
-      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t", t[INPLACE]),
-      0);
-  copy_file(a2, la[INPLACE]);
+  kt_copy_file(a3, la[INPLACE]);
+  kt_copy_file(b3, lb[INPLACE]);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--in-place", "-q", "--prefix",
+                            "t", t[INPLACE]),
+                   0);
+  kt_copy_file(a2, la[INPLACE]);
   char* text;
   assert_int_equal(
-      KP(&text, NULL, "split", "--in-place", "--prefix", "t", t[INPLACE]), 0);
+      KT_KPACK(&text, NULL, "split", "--in-place", "--prefix", "t", t[INPLACE]),
+      0);
   kt_assert_contains(text, "4 code objects of earlier builds removed");
   free(text);
-  assert_same_tree(t[INPLACE], t[REF]);
+  kt_assert_same_tree(t[INPLACE], t[REF]);
   /* In place, the same build split again with --arch dropping gfx1100. */
-  copy_file(a3, la[DROPPED]);
-  copy_file(b3, lb[DROPPED]);
-  assert_int_equal(
-      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t", t[DROPPED]),
-      0);
-  copy_file(a3, la[DROPPED]);
-  assert_int_equal(KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t",
-                      "--arch", "gfx90a", "--arch", "gfx942", t[DROPPED]),
+  kt_copy_file(a3, la[DROPPED]);
+  kt_copy_file(b3, lb[DROPPED]);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--in-place", "-q", "--prefix",
+                            "t", t[DROPPED]),
                    0);
+  kt_copy_file(a3, la[DROPPED]);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t",
+               "--arch", "gfx90a", "--arch", "gfx942", t[DROPPED]),
+      0);
   assert_same_archives(t[DROPPED], t[REF]);
   /* -o over the output of an earlier run of the same tree. */
-  copy_file(a3, la[IN]);
-  copy_file(b3, lb[IN]);
+  kt_copy_file(a3, la[IN]);
+  kt_copy_file(b3, lb[IN]);
   assert_int_equal(
-      KP(NULL, NULL, "split", "-o", t[OUT], "-q", "--prefix", "t", t[IN]), 0);
-  copy_file(a2, la[IN]);
+      KT_KPACK(NULL, NULL, "split", "-o", t[OUT], "-q", "--prefix", "t", t[IN]),
+      0);
+  kt_copy_file(a2, la[IN]);
   assert_int_equal(
-      KP(NULL, NULL, "split", "-o", t[OUT], "-q", "--prefix", "t", t[IN]), 0);
-  assert_int_equal(
-      KP(NULL, NULL, "split", "-o", t[REFO], "-q", "--prefix", "t", t[IN]), 0);
-  assert_same_tree(t[OUT], t[REFO]);
+      KT_KPACK(NULL, NULL, "split", "-o", t[OUT], "-q", "--prefix", "t", t[IN]),
+      0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", t[REFO], "-q",
+                            "--prefix", "t", t[IN]),
+                   0);
+  kt_assert_same_tree(t[OUT], t[REFO]);
   assert_same_archives(t[OUT], t[REF]);
   /* -o again with --arch: archives left empty are deleted. */
-  copy_file(a3, la[IN1]);
+  kt_copy_file(a3, la[IN1]);
   unlink(lb[IN1]);
-  assert_int_equal(
-      KP(NULL, NULL, "split", "-o", t[OUT1], "-q", "--prefix", "t", t[IN1]), 0);
-  assert_int_equal(KP(&text, NULL, "split", "-o", t[OUT1], "--prefix", "t",
-                      "--arch", "gfx90a", t[IN1]),
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", t[OUT1], "-q",
+                            "--prefix", "t", t[IN1]),
+                   0);
+  assert_int_equal(KT_KPACK(&text, NULL, "split", "-o", t[OUT1], "--prefix",
+                            "t", "--arch", "gfx90a", t[IN1]),
                    0);
   kt_assert_contains(text, "2 archives left empty deleted");
   free(text);
-  assert_int_equal(KP(NULL, NULL, "split", "-o", t[REF1], "-q", "--prefix", "t",
-                      "--arch", "gfx90a", t[IN1]),
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", t[REF1], "-q",
+                            "--prefix", "t", "--arch", "gfx90a", t[IN1]),
                    0);
-  assert_same_tree(t[OUT1], t[REF1]);
+  kt_assert_same_tree(t[OUT1], t[REF1]);
   char* only = kt_path(t[OUT1], ".kpack/t_gfx90a:xnack-.kpack");
   assert_int_equal(access(only, F_OK), 0);
   free(only);
   /* A single file in place: its directory's archives are its group's. */
-  copy_file(a3, la[ONE]);
-  assert_int_equal(
-      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t", la[ONE]), 0);
-  copy_file(a2, la[ONE]);
-  assert_int_equal(
-      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t", la[ONE]), 0);
-  copy_file(a2, la[ONE_REF]);
-  assert_int_equal(
-      KP(NULL, NULL, "split", "--in-place", "-q", "--prefix", "t", la[ONE_REF]),
-      0);
+  kt_copy_file(a3, la[ONE]);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--in-place", "-q", "--prefix",
+                            "t", la[ONE]),
+                   0);
+  kt_copy_file(a2, la[ONE]);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--in-place", "-q", "--prefix",
+                            "t", la[ONE]),
+                   0);
+  kt_copy_file(a2, la[ONE_REF]);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--in-place", "-q", "--prefix",
+                            "t", la[ONE_REF]),
+                   0);
   char* again_lib = kt_path(t[ONE], "lib");
   char* ref_lib = kt_path(t[ONE_REF], "lib");
   assert_same_archives(again_lib, ref_lib);
@@ -871,11 +822,11 @@ static void test_split_twice_ends_as_one_split_of_the_last_build(void** state) {
 /* The tree of the kill test: a single-link binary, a hard-linked pair, a
  * CCOB binary and a plain file. */
 static void write_kill_tree(const char* root) {
-  char* a = tree_path(root, "lib/liba.so.1");
-  char* b = tree_path(root, "lib/libb.so.1");
-  char* b2 = tree_path(root, "lib/libb2.so.1");
-  char* c = tree_path(root, "bin/c");
-  char* x = tree_path(root, "share/x.txt");
+  char* a = kt_tree_path(root, "lib/liba.so.1");
+  char* b = kt_tree_path(root, "lib/libb.so.1");
+  char* b2 = kt_tree_path(root, "lib/libb2.so.1");
+  char* c = kt_tree_path(root, "bin/c");
+  char* x = kt_tree_path(root, "share/x.txt");
   write_fat(a, ONE_WRAPPER, 31);
   write_fat(b, MANY_WRAPPERS, 32);
   assert_int_equal(link(b, b2), 0);
@@ -892,17 +843,17 @@ static void test_killed_in_place_run_leaves_no_half_written_file(void** state) {
   (void)state;
   static const char* const files[] = {"lib/liba.so.1", "lib/libb.so.1", "bin/c",
                                       "share/x.txt"};
-  char* orig = path_in("orig");
-  char* ref = path_in("ref");
+  char* orig = kt_in_tmp("orig");
+  char* ref = kt_in_tmp("ref");
   write_kill_tree(orig);
   write_kill_tree(ref);
-  assert_int_equal(KP(NULL, NULL, "split", "--in-place", "--prefix", "k", ref),
-                   0);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "k", ref), 0);
   unsigned kills = 0, midway = 0;
   for (unsigned step = 1; step < 100; step++) {
     char name[32];
     snprintf(name, sizeof(name), "run%u", step);
-    char* run = path_in(name);
+    char* run = kt_in_tmp(name);
     write_kill_tree(run);
     int status =
         run_killed(step, (const char* const[]){"split", "--in-place",
@@ -938,9 +889,9 @@ static void test_killed_in_place_run_leaves_no_half_written_file(void** state) {
     if (!finished) {
       kills++;
       assert_int_equal(
-          KP(NULL, NULL, "split", "--in-place", "--prefix", "k", run), 0);
+          KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "k", run), 0);
     }
-    assert_same_tree(run, ref);
+    kt_assert_same_tree(run, ref);
     struct stat b, b2;
     char* pb = kt_path(run, "lib/libb.so.1");
     char* pb2 = kt_path(run, "lib/libb2.so.1");
@@ -962,13 +913,13 @@ static void test_killed_in_place_run_leaves_no_half_written_file(void** state) {
 
 static void test_split_arch_keeps_only_the_listed_arches(void** state) {
   (void)state;
-  char* in = path_in("in");
-  char* out = path_in("out");
-  char* lib = tree_path(in, "lib/libfat.so.1");
+  char* in = kt_in_tmp("in");
+  char* out = kt_in_tmp("out");
+  char* lib = kt_tree_path(in, "lib/libfat.so.1");
   write_fat(lib, MANY_WRAPPERS, 41);
   char* text;
-  assert_int_equal(KP(&text, NULL, "split", "-o", out, "--arch", "gfx1100",
-                      "--prefix", "p", in),
+  assert_int_equal(KT_KPACK(&text, NULL, "split", "-o", out, "--arch",
+                            "gfx1100", "--prefix", "p", in),
                    0);
   kt_assert_contains(text, "1 archive written: 4 code objects");
   kt_assert_contains(text, "dropped by --arch: gfx90a:xnack- (4 code objects)");
@@ -980,7 +931,7 @@ static void test_split_arch_keeps_only_the_listed_arches(void** state) {
   assert_int_equal(access(kept, F_OK), 0);
   assert_int_equal(access(dropped, F_OK), -1);
   char* o_lib = kt_path(out, "lib/libfat.so.1");
-  assert_int_equal(KP(NULL, NULL, "verify", "--binary", o_lib), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", o_lib), 0);
   free(o_lib);
   free(kept);
   free(dropped);
@@ -996,8 +947,8 @@ static void test_split_arch_keeps_only_the_listed_arches(void** state) {
  * error before anything is written. */
 static void test_split_arch_follows_the_loaders_target_rules(void** state) {
   (void)state;
-  char* in = path_in("in");
-  char* lib = tree_path(in, "lib/libfat.so.1");
+  char* in = kt_in_tmp("in");
+  char* lib = kt_tree_path(in, "lib/libfat.so.1");
   write_fat(lib, MANY_WRAPPERS, 43);
   static const struct {
     const char* arch;
@@ -1012,10 +963,10 @@ static void test_split_arch_follows_the_loaders_target_rules(void** state) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char name[32];
     snprintf(name, sizeof(name), "out%zu", i);
-    char* out = path_in(name);
+    char* out = kt_in_tmp(name);
     char* text;
-    assert_int_equal(KP(&text, NULL, "split", "-o", out, "--arch",
-                        cases[i].arch, "--prefix", "p", in),
+    assert_int_equal(KT_KPACK(&text, NULL, "split", "-o", out, "--arch",
+                              cases[i].arch, "--prefix", "p", in),
                      0);
     kt_assert_contains(text, "1 archive written: 4 code objects");
     free(text);
@@ -1025,23 +976,24 @@ static void test_split_arch_follows_the_loaders_target_rules(void** state) {
     if (access(kept, F_OK) != 0)
       fail_msg("--arch %s: no %s", cases[i].arch, archive);
     char* o_lib = kt_path(out, "lib/libfat.so.1");
-    assert_int_equal(KP(NULL, NULL, "verify", "--binary", o_lib), 0);
+    assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", o_lib), 0);
     free(o_lib);
     free(kept);
     free(out);
   }
   /* Keeping nothing: named, exit 1, nothing written, also in place and
    * quiet. */
-  char* out = path_in("none");
+  char* out = kt_in_tmp("none");
   char* before = describe(in, true);
   char* err;
   assert_int_equal(
-      KP(NULL, &err, "split", "-o", out, "--arch", "gfx90a:xnack+", in), 1);
+      KT_KPACK(NULL, &err, "split", "-o", out, "--arch", "gfx90a:xnack+", in),
+      1);
   kt_assert_contains(err, "--arch gfx90a:xnack+ matches no code object");
   free(err);
   assert_int_equal(access(out, F_OK), -1);
-  assert_int_equal(KP(NULL, &err, "split", "--in-place", "-q", "--arch",
-                      "gfx90a", "--arch", "gfx1030", in),
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "--in-place", "-q", "--arch",
+                            "gfx90a", "--arch", "gfx1030", in),
                    1);
   kt_assert_contains(err, "--arch gfx1030 matches no code object");
   free(err);
@@ -1058,7 +1010,8 @@ static void test_split_arch_follows_the_loaders_target_rules(void** state) {
   free(before);
   before = describe(in, true);
   assert_int_equal(
-      KP(NULL, &err, "split", "--in-place", "-q", "--arch", "gfx90a", in), 1);
+      KT_KPACK(NULL, &err, "split", "--in-place", "-q", "--arch", "gfx90a", in),
+      1);
   kt_assert_contains(err, only1100);
   kt_assert_contains(err, "keeps none of its code objects (gfx1100)");
   free(err);
@@ -1077,14 +1030,14 @@ static void test_split_arch_follows_the_loaders_target_rules(void** state) {
 static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
     void** state) {
   (void)state;
-  char* in = path_in("in");
-  char* good = tree_path(in, "lib/libgood.so.1");
+  char* in = kt_in_tmp("in");
+  char* good = kt_tree_path(in, "lib/libgood.so.1");
   char* inside = kt_path(in, "lib/out");
   write_fat(good, ONE_WRAPPER, 51);
   char* before = describe(in, true);
   char* err;
   /* An output directory inside the input. */
-  assert_int_equal(KP(NULL, &err, "split", "-o", inside, in), 1);
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "-o", inside, in), 1);
   kt_assert_contains(err, in);
   kt_assert_contains(err, "inside");
   free(err);
@@ -1093,11 +1046,11 @@ static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
   void* k = kt_pattern(500, 1);
   fx_entry e[] = {{"hipv4-amdgcn-amd-amdhsa--gfx1100", k, 500}};
   fx_buf elf = one_bundle_elf(e, 1);
-  char* bad = tree_path(in, "lib/libbad.so.1");
+  char* bad = kt_tree_path(in, "lib/libbad.so.1");
   kt_write_file(bad, elf.data, elf.size);
   free(before);
   before = describe(in, true);
-  assert_int_equal(KP(NULL, &err, "split", "--in-place", in), 1);
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "--in-place", in), 1);
   kt_assert_contains(err, bad);
   free(err);
   char* after = describe(in, true);
@@ -1107,19 +1060,20 @@ static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
   kt_write_file(bad, elf.data, 100);
   free(before);
   before = describe(in, true);
-  char* out = path_in("out");
-  assert_int_equal(KP(NULL, &err, "split", "-o", out, in), 1);
+  char* out = kt_in_tmp("out");
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "-o", out, in), 1);
   kt_assert_contains(err, bad);
   free(err);
   after = describe(in, true);
   assert_string_equal(before, after);
   free(after);
   /* Command lines. */
-  assert_int_equal(KP(NULL, NULL, "split", in), 2);
-  assert_int_equal(KP(NULL, NULL, "split", "-o", out, "--in-place", in), 2);
-  assert_int_equal(KP(NULL, NULL, "split", "-o", out), 2);
-  assert_int_equal(KP(NULL, NULL, "split", "-o", out, "--prefix", "a/b", in),
-                   1);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", in), 2);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", out, "--in-place", in),
+                   2);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", out), 2);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-o", out, "--prefix", "a/b", in), 1);
   fx_free(&elf);
   free(k);
   free(out);
@@ -1132,14 +1086,15 @@ static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
 
 static void test_verify_binary_names_binary_record_and_arch(void** state) {
   (void)state;
-  char* in = path_in("in");
-  char* out = path_in("out");
-  char* lib = tree_path(in, "lib/libfat.so.1");
+  char* in = kt_in_tmp("in");
+  char* out = kt_in_tmp("out");
+  char* lib = kt_tree_path(in, "lib/libfat.so.1");
   write_fat(lib, ONE_WRAPPER, 61);
-  assert_int_equal(KP(NULL, NULL, "split", "-o", out, "--prefix", "v", in), 0);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-o", out, "--prefix", "v", in), 0);
   char* o_lib = kt_path(out, "lib/libfat.so.1");
   char* text;
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", o_lib), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", o_lib), 0);
   kt_assert_contains(text, "OK, 1 record, 3 loads");
   free(text);
   /* An archive that declares gfx1100 but lacks this binary's code object. */
@@ -1148,7 +1103,7 @@ static void test_verify_binary_names_binary_record_and_arch(void** state) {
   kt_kernel other = {"lib/other.so#0", "gfx1100", "abc", 3};
   kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, arches, 1,
                    &other, 1);
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", o_lib), 1);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", o_lib), 1);
   char* line;
   assert_true(asprintf(&line,
                        "%s: record 0 (lib/libfat.so.1#0) gfx1100: "
@@ -1160,14 +1115,14 @@ static void test_verify_binary_names_binary_record_and_arch(void** state) {
   /* No archive at all. */
   char* kpack_dir = kt_path(out, ".kpack");
   kt_rmtree(kpack_dir);
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", o_lib), 1);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", o_lib), 1);
   kt_assert_contains(text,
                      "record 0 (lib/libfat.so.1#0) gfx1100: "
                      "KPACK_ERROR_ARCHIVE_NOT_FOUND: no archive for "
                      "this arch is installed");
   free(text);
   /* A fat binary is reported and skipped. */
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", lib), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", lib), 0);
   kt_assert_contains(text, "not kpack-ified");
   free(text);
   free(kpack_dir);
@@ -1181,17 +1136,17 @@ static void test_verify_binary_names_binary_record_and_arch(void** state) {
 static void test_split_real_librocrand(void** state) {
   (void)state;
   char* rocrand = kt_librocrand();
-  char* in = path_in("rocrand");
-  char* out = path_in("out");
-  char* again = path_in("again");
-  char* lib = tree_path(in, "lib/librocrand.so.1.1");
+  char* in = kt_in_tmp("rocrand");
+  char* out = kt_in_tmp("out");
+  char* again = kt_in_tmp("again");
+  char* lib = kt_tree_path(in, "lib/librocrand.so.1.1");
   char* link1 = kt_path(in, "lib/librocrand.so.1");
-  copy_file(rocrand, lib);
+  kt_copy_file(rocrand, lib);
   assert_int_equal(symlink("librocrand.so.1.1", link1), 0);
   char* text;
-  assert_int_equal(
-      KP(&text, NULL, "split", "-j2", "-o", out, "--prefix", "rand_lib", in),
-      0);
+  assert_int_equal(KT_KPACK(&text, NULL, "split", "-j2", "-o", out, "--prefix",
+                            "rand_lib", in),
+                   0);
   kt_assert_contains(text, "1 binary transformed");
   kt_assert_contains(text, "7 archives written");
   free(text);
@@ -1216,15 +1171,15 @@ static void test_split_real_librocrand(void** state) {
   assert_int_equal(stat(lib, &a), 0);
   assert_int_equal(stat(o_lib, &b), 0);
   assert_true((uint64_t)(a.st_size - b.st_size) >= info.fatbin_size / 100 * 95);
-  assert_int_equal(KP(NULL, NULL, "verify", "--binary", o_lib), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", o_lib), 0);
   /* A real HIP runtime loads the split library as it loads the original. */
   if (!kt_loads_in_child(lib, "rocrand_create_generator"))
     fail_msg(
         "the original librocrand does not load: is libamdhip64-5 "
         "installed? (make check installs it)");
   assert_true(kt_loads_in_child(o_lib, "rocrand_create_generator"));
-  assert_int_equal(KP(NULL, NULL, "split", "-o", again, out), 0);
-  assert_same_tree(out, again);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", again, out), 0);
+  kt_assert_same_tree(out, again);
   free(o_lib);
   free(o_link);
   free(link1);
@@ -1238,45 +1193,54 @@ static void test_split_real_librocrand(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
-          test_create_fatbin_takes_an_empty_first_code_object, setup, teardown),
+          test_create_fatbin_takes_an_empty_first_code_object, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_create_fatbin_with_only_host_code_is_a_clear_error, setup,
-          teardown),
+          test_create_fatbin_with_only_host_code_is_a_clear_error,
+          kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_create_arch_follows_the_loaders_target_rules, setup, teardown),
+          test_create_arch_follows_the_loaders_target_rules, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_round_trip_on_fixture_fat_binaries, setup, teardown),
+          test_split_round_trip_on_fixture_fat_binaries, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_mirrors_links_symlinks_modes_and_times, setup, teardown),
+          test_split_mirrors_links_symlinks_modes_and_times, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_of_its_own_output_changes_nothing, setup, teardown),
+          test_split_of_its_own_output_changes_nothing, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_json_summary_counts_what_the_text_does, setup, teardown),
+          test_split_json_summary_counts_what_the_text_does, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_output_is_deterministic_whatever_the_jobs, setup,
-          teardown),
+          test_split_output_is_deterministic_whatever_the_jobs, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(test_split_in_place_keeps_hard_links,
-                                      setup, teardown),
+                                      kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_in_place_through_a_symlink_rewrites_its_target, setup,
-          teardown),
+          test_split_in_place_through_a_symlink_rewrites_its_target,
+          kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_twice_ends_as_one_split_of_the_last_build, setup,
-          teardown),
+          test_split_twice_ends_as_one_split_of_the_last_build, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_killed_in_place_run_leaves_no_half_written_file, setup,
-          teardown),
+          test_killed_in_place_run_leaves_no_half_written_file, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_arch_keeps_only_the_listed_arches, setup, teardown),
+          test_split_arch_keeps_only_the_listed_arches, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_arch_follows_the_loaders_target_rules, setup, teardown),
+          test_split_arch_follows_the_loaders_target_rules, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_split_bad_inputs_are_refused_and_leave_inputs_alone, setup,
-          teardown),
+          test_split_bad_inputs_are_refused_and_leave_inputs_alone,
+          kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_verify_binary_names_binary_record_and_arch, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_split_real_librocrand, setup,
-                                      teardown),
+          test_verify_binary_names_binary_record_and_arch, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(test_split_real_librocrand,
+                                      kt_kpack_setup, kt_kpack_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -17,57 +17,12 @@
 #include "fixture_fatbin.h"
 #include "support.h"
 
-static char* tool;
-
-static int setup(void** state) {
-  tool = kt_program("kpack");
-  return kt_tmp_setup(state);
-}
-
-static int teardown(void** state) {
-  free(tool);
-  return kt_tmp_teardown(state);
-}
-
-#define KP(out, err, ...) \
-  kt_run_args(tool, (const char* const[]){__VA_ARGS__, NULL}, 300, out, err)
-
-static void mkdirs(const char* path) {
-  char* copy = strdup(path);
-  for (char* p = copy + 1; *p; p++)
-    if (*p == '/') {
-      *p = '\0';
-      mkdir(copy, 0755);
-      *p = '/';
-    }
-  mkdir(copy, 0755);
-  free(copy);
-}
-
-/* tree/rel, its directories made. */
-static char* tree_path(const char* tree, const char* rel) {
-  char* p = kt_path(tree, rel);
-  char* slash = strrchr(p, '/');
-  *slash = '\0';
-  mkdirs(p);
-  *slash = '/';
-  return p;
-}
-
-static void copy_file(const char* from, const char* to) {
-  size_t n;
-  void* data = kt_read_file(from, &n);
-  assert_non_null(data);
-  kt_write_file(to, data, n);
-  free(data);
-  assert_int_equal(chmod(to, 0755), 0);
-}
-
 /* Puts the real librocrand at tree/rel. */
 static void place_rocrand(const char* tree, const char* rel) {
   char* rocrand = kt_librocrand();
-  char* lib = tree_path(tree, rel);
-  copy_file(rocrand, lib);
+  char* lib = kt_tree_path(tree, rel);
+  kt_copy_file(rocrand, lib);
+  assert_int_equal(chmod(lib, 0755), 0);
   free(lib);
   free(rocrand);
 }
@@ -94,8 +49,8 @@ static void test_archive_dir_places_archives_and_search_paths(void** state) {
   char* out = kt_path(kt_tmp, "ad-out");
   place_rocrand(in, "lib/librocrand.so.1.1");
   char *text, *err;
-  int rc = KP(&text, &err, "split", "--no-compress", "--prefix", "rand", "-o",
-              out, "--archive-dir", "share/kpack/gpu", in);
+  int rc = KT_KPACK(&text, &err, "split", "--no-compress", "--prefix", "rand",
+                    "-o", out, "--archive-dir", "share/kpack/gpu", in);
   if (rc != 0)
     fail_msg("exit %d: %s", rc, err);
   assert_true(exists_in(out, "share/kpack/gpu/rand_gfx90a:xnack-.kpack"));
@@ -110,9 +65,10 @@ static void test_archive_dir_places_archives_and_search_paths(void** state) {
   assert_string_equal(w.search_paths[0],
                       "../share/kpack/gpu/rand_@GFXARCH@.kpack");
   kpack_host_close(host);
-  assert_int_equal(KP(NULL, NULL, "verify", "--binary", lib), 0);
-  assert_int_equal(
-      KP(NULL, NULL, "verify", "--binary", "--arch", "gfx90a:xnack-", lib), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", lib), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", "--arch",
+                            "gfx90a:xnack-", lib),
+                   0);
   free(lib);
   free(in);
   free(out);
@@ -129,7 +85,8 @@ static void test_archive_dir_must_stay_below_the_root(void** state) {
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char* err;
     assert_int_equal(
-        KP(NULL, &err, "split", "-o", out, "--archive-dir", bad[i], in), 2);
+        KT_KPACK(NULL, &err, "split", "-o", out, "--archive-dir", bad[i], in),
+        2);
     kt_assert_contains(err, "must be a relative path");
     free(err);
     assert_false(exists(out));
@@ -148,13 +105,13 @@ static void test_system_root_needs_archive_dir_and_names_the_library(
   char* out = kt_path(kt_tmp, "root-out");
   place_rocrand(in, "usr/lib/x86_64-linux-gnu/librocrand.so.1.1");
   char *text, *err;
-  assert_int_equal(KP(NULL, &err, "split", "-o", out, in), 2);
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "-o", out, in), 2);
   kt_assert_contains(err, "--archive-dir");
   kt_assert_contains(err, "/.kpack");
   free(err);
   assert_false(exists(out));
-  int rc = KP(&text, &err, "split", "--no-compress", "-o", out, "--archive-dir",
-              "usr/lib/x86_64-linux-gnu/kpack", in);
+  int rc = KT_KPACK(&text, &err, "split", "--no-compress", "-o", out,
+                    "--archive-dir", "usr/lib/x86_64-linux-gnu/kpack", in);
   if (rc != 0)
     fail_msg("exit %d: %s", rc, err);
   assert_true(exists_in(
@@ -177,13 +134,13 @@ static void test_system_prefix_of_two_libraries_asks_for_a_prefix(
   place_rocrand(in, "lib/librocrand.so.1.1");
   place_rocrand(in, "lib/libhiprand.so.1.1");
   char* err;
-  assert_int_equal(KP(NULL, &err, "split", "-o", out, in), 2);
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "-o", out, in), 2);
   kt_assert_contains(err, "--prefix");
   kt_assert_contains(err, "hiprand, rocrand");
   free(err);
   assert_false(exists(out));
-  assert_int_equal(KP(NULL, NULL, "split", "--no-compress", "--prefix", "rand",
-                      "-o", out, in),
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--no-compress", "--prefix",
+                            "rand", "-o", out, in),
                    0);
   assert_true(exists_in(out, ".kpack/rand_gfx90a:xnack-.kpack"));
   free(in);
@@ -212,7 +169,7 @@ static void place_code_object(const char* tree, const char* rel,
                        KPACK_SUCCESS);
       if (entry.arch == NULL || strcmp(entry.arch, target) != 0)
         continue;
-      char* path = tree_path(tree, rel);
+      char* path = kt_tree_path(tree, rel);
       kt_write_file(path, entry.data, (size_t)entry.size);
       free(path);
       found = true;
@@ -226,7 +183,7 @@ static void place_code_object(const char* tree, const char* rel,
 }
 
 static void place_text(const char* tree, const char* rel, const char* text) {
-  char* path = tree_path(tree, rel);
+  char* path = kt_tree_path(tree, rel);
   kt_write_file(path, text, strlen(text));
   free(path);
 }
@@ -253,7 +210,7 @@ static void make_rocm_tree(const char* in) {
   fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
                   {"hipv4-amdgcn-amd-amdhsa--gfx1030", "device code", 11}};
   fx_buf bundle = fx_bundle(e, 2);
-  char* path = tree_path(in, "lib/hipblaslt/library/extop_kernels.bin");
+  char* path = kt_tree_path(in, "lib/hipblaslt/library/extop_kernels.bin");
   kt_write_file(path, bundle.data, bundle.size);
   free(path);
   fx_free(&bundle);
@@ -262,7 +219,7 @@ static void make_rocm_tree(const char* in) {
                       {"hipv4-amdgcn-amd-amdhsa--gfx1100", "device code", 11}};
   fx_buf plain = fx_bundle(e1100, 2);
   fx_buf ccob = fx_ccob(3, FX_ZSTD, &plain);
-  path = tree_path(in, "lib/rocblas/library/TensileLibrary_gfx942.hsaco");
+  path = kt_tree_path(in, "lib/rocblas/library/TensileLibrary_gfx942.hsaco");
   kt_write_file(path, ccob.data, ccob.size);
   free(path);
   fx_free(&ccob);
@@ -288,7 +245,7 @@ static void make_rocm_tree(const char* in) {
 /* Copies every tree of OUTDIR in `trees` (NULL: all) into `into`. */
 static void merge_trees(const char* outdir, const char* const* trees,
                         size_t count, const char* into) {
-  mkdirs(into);
+  kt_mkdirs(into);
   DIR* d = opendir(outdir);
   assert_non_null(d);
   for (struct dirent* e; (e = readdir(d)) != NULL;) {
@@ -320,14 +277,6 @@ static size_t count_files(const char* dir) {
   return n;
 }
 
-static void assert_same_tree(const char* a, const char* b) {
-  char* out = NULL;
-  char* argv[] = {"diff", "-r", "--no-dereference", (char*)a, (char*)b, NULL};
-  if (kt_run(argv, 60, &out, NULL) != 0)
-    fail_msg("%s and %s differ:\n%s", a, b, out);
-  free(out);
-}
-
 /* Each file lands in one tree by its content or the rules; the union of
  * the trees is a plain split, byte for byte; generic plus one processor's
  * tree is an install that serves that processor's agents and reports the
@@ -341,13 +290,14 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
   char* some = kt_path(kt_tmp, "rocm-gfx90a");
   make_rocm_tree(in);
   char *text, *err;
-  int rc = KP(&text, &err, "split", "-j2", "--prefix", "rocm", "-o", plain, in);
+  int rc = KT_KPACK(&text, &err, "split", "-j2", "--prefix", "rocm", "-o",
+                    plain, in);
   if (rc != 0)
     fail_msg("plain: exit %d: %s", rc, err);
   free(text);
   free(err);
-  rc = KP(&text, &err, "split", "-j2", "--per-arch", "--prefix", "rocm", "-o",
-          pa, in);
+  rc = KT_KPACK(&text, &err, "split", "-j2", "--per-arch", "--prefix", "rocm",
+                "-o", pa, in);
   if (rc != 0)
     fail_msg("per-arch: exit %d: %s", rc, err);
   /* The code object whose name says gfx1030 is gfx908's: it goes by its
@@ -397,24 +347,27 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
   /* Every file in exactly one tree, and together they are the plain split. */
   assert_int_equal(count_files(pa), count_files(plain));
   merge_trees(pa, NULL, 0, all);
-  assert_same_tree(all, plain);
+  kt_assert_same_tree(all, plain);
   /* generic + gfx90a: served for gfx90a agents, not for gfx908 ones. */
   const char* const chosen[] = {"generic", "gfx90a"};
   merge_trees(pa, chosen, 2, some);
   char* lib = kt_path(some, "lib/librocrand.so.1.1");
-  assert_int_equal(
-      KP(NULL, NULL, "verify", "--binary", "--arch", "gfx90a:xnack-", lib), 0);
-  assert_int_equal(
-      KP(NULL, NULL, "verify", "--binary", "--arch", "gfx90a:xnack+", lib), 0);
-  assert_int_equal(
-      KP(&text, &err, "verify", "--binary", "--arch", "gfx908:xnack-", lib), 1);
+  assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", "--arch",
+                            "gfx90a:xnack-", lib),
+                   0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", "--arch",
+                            "gfx90a:xnack+", lib),
+                   0);
+  assert_int_equal(KT_KPACK(&text, &err, "verify", "--binary", "--arch",
+                            "gfx908:xnack-", lib),
+                   1);
   kt_assert_contains(text, "rocm_gfx908:xnack-.kpack");
   free(text);
   free(err);
   /* Split again for gfx90a only: the other processors' archives, in their
    * own trees, are the group's too, and go. */
-  rc = KP(&text, &err, "split", "--per-arch", "--arch", "gfx90a", "--prefix",
-          "rocm", "-o", pa, in);
+  rc = KT_KPACK(&text, &err, "split", "--per-arch", "--arch", "gfx90a",
+                "--prefix", "rocm", "-o", pa, in);
   if (rc != 0)
     fail_msg("again: exit %d: %s", rc, err);
   assert_false(exists_in(pa, "gfx1030/.kpack/rocm_gfx1030.kpack"));
@@ -438,9 +391,9 @@ static void test_per_arch_group_and_dry_run(void** state) {
   char* pa = kt_path(kt_tmp, "rocm-group");
   make_rocm_tree(in);
   char *text, *err;
-  int rc =
-      KP(&text, &err, "split", "--per-arch", "--dry-run", "--group",
-         "gfx90X-dcgpu=gfx906,gfx908,gfx90a", "--prefix", "rocm", "-o", pa, in);
+  int rc = KT_KPACK(&text, &err, "split", "--per-arch", "--dry-run", "--group",
+                    "gfx90X-dcgpu=gfx906,gfx908,gfx90a", "--prefix", "rocm",
+                    "-o", pa, in);
   if (rc != 0)
     fail_msg("exit %d: %s", rc, err);
   assert_false(exists(pa));
@@ -457,9 +410,9 @@ static void test_per_arch_group_and_dry_run(void** state) {
                      ".kpack/rocm_gfx1030.kpack");
   free(text);
   free(err);
-  rc =
-      KP(&text, &err, "split", "--per-arch", "--dry-run", "--json", "--group",
-         "gfx90X-dcgpu=gfx906,gfx908,gfx90a", "--prefix", "rocm", "-o", pa, in);
+  rc = KT_KPACK(&text, &err, "split", "--per-arch", "--dry-run", "--json",
+                "--group", "gfx90X-dcgpu=gfx906,gfx908,gfx90a", "--prefix",
+                "rocm", "-o", pa, in);
   assert_int_equal(rc, 0);
   kt_assert_contains(text,
                      "\"path\": \"share/miopen/db/gfx90a68.kdb\",\n"
@@ -467,9 +420,9 @@ static void test_per_arch_group_and_dry_run(void** state) {
                      "    \"tree\": \"gfx90X-dcgpu\"");
   free(text);
   free(err);
-  rc =
-      KP(&text, &err, "split", "--per-arch", "--group",
-         "gfx90X-dcgpu=gfx906,gfx908,gfx90a", "--prefix", "rocm", "-o", pa, in);
+  rc = KT_KPACK(&text, &err, "split", "--per-arch", "--group",
+                "gfx90X-dcgpu=gfx906,gfx908,gfx90a", "--prefix", "rocm", "-o",
+                pa, in);
   if (rc != 0)
     fail_msg("exit %d: %s", rc, err);
   assert_true(exists_in(pa, "gfx90X-dcgpu/.kpack/rocm_gfx906:xnack-.kpack"));
@@ -505,21 +458,22 @@ static void test_per_arch_bad_rules_and_groups_are_refused(void** state) {
   for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
     char* err;
     kt_write_file(rules, cases[i].text, strlen(cases[i].text));
-    assert_int_equal(
-        KP(NULL, &err, "split", "--per-arch", "--rules", rules, "-o", out, in),
-        2);
+    assert_int_equal(KT_KPACK(NULL, &err, "split", "--per-arch", "--rules",
+                              rules, "-o", out, in),
+                     2);
     kt_assert_contains(err, cases[i].message);
     free(err);
     assert_false(exists(out));
   }
   char* err;
-  assert_int_equal(KP(NULL, &err, "split", "--per-arch", "--group",
-                      "a=gfx906,gfx90a", "--group", "b=gfx90a", "-o", out, in),
-                   2);
+  assert_int_equal(
+      KT_KPACK(NULL, &err, "split", "--per-arch", "--group", "a=gfx906,gfx90a",
+               "--group", "b=gfx90a", "-o", out, in),
+      2);
   kt_assert_contains(err, "--group 'b=gfx90a': gfx90a is named twice");
   free(err);
-  assert_int_equal(KP(NULL, &err, "split", "--per-arch", "--group", "a=gfx90z",
-                      "-o", out, in),
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "--per-arch", "--group",
+                            "a=gfx90z", "-o", out, in),
                    2);
   kt_assert_contains(err, "'gfx90z' is not a GPU processor");
   free(err);
@@ -529,9 +483,9 @@ static void test_per_arch_bad_rules_and_groups_are_refused(void** state) {
   const char* mine = "# mine\r\ngfx1100 **/x/*.dat\r\n";
   kt_write_file(rules, mine, strlen(mine));
   char* text;
-  assert_int_equal(
-      KP(&text, &err, "split", "--per-arch", "--rules", rules, "-o", out, in),
-      0);
+  assert_int_equal(KT_KPACK(&text, &err, "split", "--per-arch", "--rules",
+                            rules, "-o", out, in),
+                   0);
   assert_true(exists_in(out, "gfx1100/lib/x/gfx90a.dat"));
   free(text);
   free(err);
@@ -567,7 +521,7 @@ static void test_per_arch_rules_with_many_wildcards_place_long_names(
   const char* args[] = {"split", "--per-arch", "--rules", rules,
                         "-o",    out,          in,        NULL};
   char* err;
-  assert_int_equal(kt_run_args(tool, args, 60, NULL, &err), 0);
+  assert_int_equal(kt_run_args(kt_kpack, args, 60, NULL, &err), 0);
   char* placed = kt_path("gfx1100", hit);
   assert_true(exists_in(out, placed));
   free(placed);
@@ -597,7 +551,7 @@ static char* build_deb(const char* outdir, const char* tree, const char* pkg,
   char* from = kt_path(outdir, tree);
   char* argv_cp[] = {"cp", "-a", from, (char*)pkg, NULL};
   run_ok(argv_cp);
-  char* file = tree_path(pkg, "DEBIAN/control");
+  char* file = kt_tree_path(pkg, "DEBIAN/control");
   kt_write_file(file, control, strlen(control));
   char* deb = NULL;
   assert_true(asprintf(&deb, "%s.deb", pkg) > 0);
@@ -635,8 +589,8 @@ static void test_debian_example_packages_install_and_verify(void** state) {
   assert_int_equal(symlink("librocrand.so.1.1", link), 0);
   place_text(staged, "usr/share/doc/librocrand1/copyright", "MIT\n");
   char *text, *err;
-  int rc = KP(&text, &err, "split", "--per-arch", "--archive-dir",
-              "usr/lib/x86_64-linux-gnu/kpack", "-o", out, staged);
+  int rc = KT_KPACK(&text, &err, "split", "--per-arch", "--archive-dir",
+                    "usr/lib/x86_64-linux-gnu/kpack", "-o", out, staged);
   if (rc != 0)
     fail_msg("exit %d: %s", rc, err);
   free(text);
@@ -668,12 +622,14 @@ static void test_debian_example_packages_install_and_verify(void** state) {
   assert_false(exists_in(dir, "kpack/rocrand_gfx1030.kpack"));
   if (!loads_with_the_hip_runtime(lib))
     fail_msg("%s does not load: is libamdhip64-5 installed?", lib);
+  assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", "--arch",
+                            "gfx90a:xnack-", lib),
+                   0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", "--arch",
+                            "gfx90a:xnack+", lib),
+                   0);
   assert_int_equal(
-      KP(NULL, NULL, "verify", "--binary", "--arch", "gfx90a:xnack-", lib), 0);
-  assert_int_equal(
-      KP(NULL, NULL, "verify", "--binary", "--arch", "gfx90a:xnack+", lib), 0);
-  assert_int_equal(
-      KP(&text, NULL, "verify", "--binary", "--arch", "gfx1030", lib), 1);
+      KT_KPACK(&text, NULL, "verify", "--binary", "--arch", "gfx1030", lib), 1);
   kt_assert_contains(text, "rocrand_gfx1030.kpack");
   free(text);
   free(lib);
@@ -691,26 +647,30 @@ static void test_debian_example_packages_install_and_verify(void** state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
-          test_archive_dir_places_archives_and_search_paths, setup, teardown),
+          test_archive_dir_places_archives_and_search_paths, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(test_archive_dir_must_stay_below_the_root,
-                                      setup, teardown),
+                                      kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_system_root_needs_archive_dir_and_names_the_library, setup,
-          teardown),
+          test_system_root_needs_archive_dir_and_names_the_library,
+          kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_system_prefix_of_two_libraries_asks_for_a_prefix, setup,
-          teardown),
+          test_system_prefix_of_two_libraries_asks_for_a_prefix, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_per_arch_trees_union_is_a_plain_split, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_per_arch_group_and_dry_run, setup,
-                                      teardown),
+          test_per_arch_trees_union_is_a_plain_split, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(test_per_arch_group_and_dry_run,
+                                      kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_per_arch_bad_rules_and_groups_are_refused, setup, teardown),
+          test_per_arch_bad_rules_and_groups_are_refused, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_per_arch_rules_with_many_wildcards_place_long_names, setup,
-          teardown),
+          test_per_arch_rules_with_many_wildcards_place_long_names,
+          kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_debian_example_packages_install_and_verify, setup, teardown),
+          test_debian_example_packages_install_and_verify, kt_kpack_setup,
+          kt_kpack_teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

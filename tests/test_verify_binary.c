@@ -17,37 +17,9 @@
 #include "fixture_program.h"
 #include "support.h"
 
-static char* tool;
-
-static int setup(void** state) {
-  tool = kt_program("kpack");
-  return kt_tmp_setup(state);
-}
-
-static int teardown(void** state) {
-  free(tool);
-  return kt_tmp_teardown(state);
-}
-
-/* Runs the tool with the arguments; its exit status, and its stdout and
- * stderr when out / err are not NULL. */
-#define KP(out, err, ...) \
-  kt_run_args(tool, (const char* const[]){__VA_ARGS__, NULL}, 300, out, err)
-
 /* The arches of every code object of the fixture binaries. */
 static const char* const fat_arches[] = {"gfx1100", "gfx90a:xnack-",
                                          "gfx942:sramecc+:xnack-"};
-
-/* dir/rel, its parent directories made. */
-static char* tree_path(const char* dir, const char* rel) {
-  char* p = kt_path(dir, rel);
-  for (char* s = p + 1; (s = strchr(s, '/')) != NULL; s++) {
-    *s = '\0';
-    mkdir(p, 0755);
-    *s = '/';
-  }
-  return p;
-}
 
 /* A HIP-like shared object (fixture_program.h) at `path` whose one bundle
  * holds a code object for each of fat_arches. */
@@ -81,10 +53,10 @@ static void write_fat(const char* path, uint32_t seed) {
 static char* split_one(void) {
   char* in = kt_path(kt_tmp, "in");
   char* out = kt_path(kt_tmp, "out");
-  char* lib = tree_path(in, "lib/libfat.so.1");
+  char* lib = kt_tree_path(in, "lib/libfat.so.1");
   write_fat(lib, 7);
   assert_int_equal(
-      KP(NULL, NULL, "split", "-q", "-o", out, "--prefix", "p", in), 0);
+      KT_KPACK(NULL, NULL, "split", "-q", "-o", out, "--prefix", "p", in), 0);
   char* o_lib = kt_path(out, "lib/libfat.so.1");
   free(lib);
   free(in);
@@ -118,13 +90,13 @@ static void test_missing_archive_is_caught_without_arch(void** state) {
   (void)state;
   char* lib = split_one();
   char* text;
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", lib), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", lib), 0);
   kt_assert_contains(text, "OK, 1 record, 3 loads");
   free(text);
   char* archive = archive_of("gfx90a:xnack-");
   char* moved = kt_path(kt_tmp, "moved.kpack");
   assert_int_equal(rename(archive, moved), 0);
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", lib), 1);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", lib), 1);
   char* why;
   /* The loader looks for the arch, then for the bare processor. */
   assert_true(asprintf(&why,
@@ -148,7 +120,7 @@ static void test_an_arch_the_split_never_had_is_no_missing_install(
   char* lib = split_one();
   char* text;
   assert_int_equal(
-      KP(&text, NULL, "verify", "--binary", "--arch", "gfx1030", lib), 1);
+      KT_KPACK(&text, NULL, "verify", "--binary", "--arch", "gfx1030", lib), 1);
   assert_failure_line(text, lib, "gfx1030", "KPACK_ERROR_ARCHIVE_NOT_FOUND",
                       "no code for this GPU in this build: the split "
                       "recorded gfx1100, gfx90a:xnack-, "
@@ -169,7 +141,7 @@ static void test_unreadable_archive_is_named_with_its_error(void** state) {
   assert_non_null(bytes);
   kt_write_file(archive, bytes, size / 2);
   char* text;
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", lib), 1);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", lib), 1);
   char* why;
   assert_true(asprintf(&why, "archive unreadable: %s: KPACK_ERROR_", archive) >
               0);
@@ -181,7 +153,7 @@ static void test_unreadable_archive_is_named_with_its_error(void** state) {
   kt_write_file(archive, bytes, size);
   assert_int_equal(chmod(archive, 0), 0);
   int rc =
-      kt_run_as_user((char* const[]){tool, "verify", "--binary", lib, NULL},
+      kt_run_as_user((char* const[]){kt_kpack, "verify", "--binary", lib, NULL},
                      30.0, &text, NULL);
   if (rc < 0) {
     print_message(
@@ -211,7 +183,7 @@ static void test_archive_declaring_other_arches_is_told_apart(void** state) {
   kt_kernel k = {"lib/libfat.so.1#0", "gfx906", "abc", 3};
   kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, other, 1, &k, 1);
   char* text;
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", lib), 1);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", lib), 1);
   char* why;
   assert_true(asprintf(&why,
                        "the archives found do not declare this arch (%s "
@@ -233,16 +205,16 @@ static void test_arch_takes_agent_targets_as_the_runtime_names_them(
   char* text;
   /* Features more specific than the archive's, and a full triple; both
    * the repeated and the comma-separated form. */
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", "--arch",
-                      "gfx90a:sramecc+:xnack-,amdgcn-amd-amdhsa--gfx1100",
-                      "--arch", "gfx942:sramecc+:xnack-", lib),
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", "--arch",
+                            "gfx90a:sramecc+:xnack-,amdgcn-amd-amdhsa--gfx1100",
+                            "--arch", "gfx942:sramecc+:xnack-", lib),
                    0);
   kt_assert_contains(text, "OK, 1 record, 3 loads (the --arch agents)");
   free(text);
   /* An agent whose arch has no archive at all, and one whose xnack
    * setting no archive serves. */
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", "--arch",
-                      "gfx1151,gfx90a:xnack+", lib),
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", "--arch",
+                            "gfx1151,gfx90a:xnack+", lib),
                    1);
   char* why;
   char* missing = archive_of("gfx1151");
@@ -273,13 +245,13 @@ static void test_arch_takes_agent_targets_as_the_runtime_names_them(
   for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
     char* err;
     assert_int_equal(
-        KP(NULL, &err, "verify", "--binary", "--arch", bad[i], lib), 2);
+        KT_KPACK(NULL, &err, "verify", "--binary", "--arch", bad[i], lib), 2);
     kt_assert_contains(err, "not a GPU target");
     free(err);
   }
   char* err;
-  assert_int_equal(KP(NULL, &err, "verify", "--binary", "--arch", "sm_80", lib),
-                   2);
+  assert_int_equal(
+      KT_KPACK(NULL, &err, "verify", "--binary", "--arch", "sm_80", lib), 2);
   kt_assert_contains(err, "'sm_80'");
   free(err);
   free(lib);
@@ -294,23 +266,23 @@ static void test_directory_checks_every_split_binary_under_it(void** state) {
   (void)state;
   char* in = kt_path(kt_tmp, "in");
   char* out = kt_path(kt_tmp, "out");
-  char* lib = tree_path(in, "lib/libfat.so.1");
-  char* other = tree_path(in, "lib/sub/libother.so");
-  char* note = tree_path(in, "share/note.txt");
+  char* lib = kt_tree_path(in, "lib/libfat.so.1");
+  char* other = kt_tree_path(in, "lib/sub/libother.so");
+  char* note = kt_tree_path(in, "share/note.txt");
   write_fat(lib, 11);
   write_fat(other, 21);
   kt_write_file(note, "not a binary\n", 13);
   assert_int_equal(
-      KP(NULL, NULL, "split", "-q", "-o", out, "--prefix", "p", in), 0);
+      KT_KPACK(NULL, NULL, "split", "-q", "-o", out, "--prefix", "p", in), 0);
   /* Outside the split tree: a fat binary, and a link to its directory. */
-  char* fat = tree_path(out, "opt/libstill-fat.so");
+  char* fat = kt_tree_path(out, "opt/libstill-fat.so");
   write_fat(fat, 31);
   char* link = kt_path(out, "lib/elsewhere");
   assert_int_equal(symlink(in, link), 0);
   char* o_lib = kt_path(out, "lib/libfat.so.1");
   char* o_other = kt_path(out, "lib/sub/libother.so");
   char* text;
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", out), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", out), 0);
   char* expected;
   assert_true(asprintf(&expected,
                        "%s: OK, 1 record, 3 loads (the arches recorded by the "
@@ -323,7 +295,7 @@ static void test_directory_checks_every_split_binary_under_it(void** state) {
   /* A missing archive fails both binaries. */
   char* archive = archive_of("gfx942:sramecc+:xnack-");
   assert_int_equal(unlink(archive), 0);
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", "-q", out), 1);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", "-q", out), 1);
   assert_failure_line(text, o_lib, "gfx942:sramecc+:xnack-",
                       "KPACK_ERROR_ARCHIVE_NOT_FOUND",
                       "no archive for this arch is installed");
@@ -331,21 +303,21 @@ static void test_directory_checks_every_split_binary_under_it(void** state) {
   free(text);
   /* Named, the fat binary is reported and skipped; a text file is no
    * binary. */
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", fat), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", fat), 0);
   kt_assert_contains(text, "not kpack-ified");
   free(text);
   char* o_note = kt_path(out, "share/note.txt");
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", o_note), 1);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", o_note), 1);
   kt_assert_contains(text, "KPACK_ERROR_INVALID_FORMAT");
   free(text);
   /* A tree without any is no failure, but says so. */
   char* share = kt_path(out, "share");
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", share), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", share), 0);
   kt_assert_contains(text, "no kpack-ified binary in it");
   free(text);
   char* empty = kt_path(kt_tmp, "empty");
   assert_int_equal(mkdir(empty, 0755), 0);
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", empty), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", empty), 0);
   kt_assert_contains(text, "no kpack-ified binary in it");
   free(text);
   free(empty);
@@ -382,7 +354,8 @@ static void test_json_gives_every_binary_record_and_agent(void** state) {
   char* moved = kt_path(kt_tmp, "moved.kpack");
   assert_int_equal(rename(archive, moved), 0);
   char* text;
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", "--json", lib), 1);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", "--json", lib),
+                   1);
   if (!jq_true(text, "."))
     fail_msg("not JSON:\n%s", text);
   static const char* const checks[] = {
@@ -408,8 +381,8 @@ static void test_json_gives_every_binary_record_and_agent(void** state) {
   free(text);
   /* All good, with --arch, and a fat binary skipped: exit 0. */
   char* fat = kt_path(kt_tmp, "in/lib/libfat.so.1");
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", "--json", "--arch",
-                      "gfx90a:sramecc-:xnack-", lib, fat),
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", "--json",
+                            "--arch", "gfx90a:sramecc-:xnack-", lib, fat),
                    0);
   static const char* const good[] = {
       ".summary.ok and .summary.loads == 1 and .summary.skipped == 1",
@@ -435,7 +408,7 @@ static void test_split_records_the_arches_it_wrote(void** state) {
   (void)state;
   char* lib = split_one();
   char* text;
-  assert_int_equal(KP(&text, NULL, "info", lib), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "info", lib), 0);
   kt_assert_contains(text,
                      "split for:    gfx1100 gfx90a:xnack- "
                      "gfx942:sramecc+:xnack- (kpack_arches)\n");
@@ -443,13 +416,14 @@ static void test_split_records_the_arches_it_wrote(void** state) {
   char* in = kt_path(kt_tmp, "in");
   char* out = kt_path(kt_tmp, "out-1100");
   assert_int_equal(
-      KP(NULL, NULL, "split", "-q", "-o", out, "--arch", "gfx1100", in), 0);
+      KT_KPACK(NULL, NULL, "split", "-q", "-o", out, "--arch", "gfx1100", in),
+      0);
   char* o_lib = kt_path(out, "lib/libfat.so.1");
-  assert_int_equal(KP(&text, NULL, "info", "--json", o_lib), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "info", "--json", o_lib), 0);
   if (!jq_true(text, ".[0].records[0].recorded_arches == [\"gfx1100\"]"))
     fail_msg("recorded_arches is not [gfx1100] in:\n%s", text);
   free(text);
-  assert_int_equal(KP(&text, NULL, "verify", "--binary", o_lib), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", o_lib), 0);
   kt_assert_contains(text, "OK, 1 record, 1 load (the arches recorded");
   free(text);
   free(o_lib);
@@ -459,7 +433,8 @@ static void test_split_records_the_arches_it_wrote(void** state) {
 }
 
 int main(void) {
-#define T(name) cmocka_unit_test_setup_teardown(name, setup, teardown)
+#define T(name) \
+  cmocka_unit_test_setup_teardown(name, kt_kpack_setup, kt_kpack_teardown)
   const struct CMUnitTest tests[] = {
       T(test_missing_archive_is_caught_without_arch),
       T(test_an_arch_the_split_never_had_is_no_missing_install),
