@@ -38,6 +38,9 @@
 /* The most an executable's file may grow by a hole before its program
  * header table (see plan()). */
 #define TF_MAX_HOLE ((uint64_t)256 << 20)
+/* The smallest page a loader maps (a machine's page may be any multiple of
+ * it at run time: AArch64 kernels use 4, 16 or 64 KiB). */
+#define TF_MIN_PAGE 4096u
 
 /* What the transform needs to know of a machine. */
 typedef struct tf_machine {
@@ -499,9 +502,10 @@ typedef struct tf_layout {
    * precedes .hip_fatbin), .hip_fatbin's memory, and unless .hip_fatbin
    * ends it, a tail (what follows), each with the flags its sections need.
    * A page-aligned .hip_fatbin is a piece of its own without file bytes
-   * (`fat_piece`), at a file offset past every other segment's bytes;
-   * otherwise the head holds it as memory only. When nothing leaves the
-   * file the segment stays whole, .hip_fatbin's bytes zeroed. */
+   * (`fat_piece`), its file offset in the first page of the new segment
+   * (place_fat_piece()); otherwise the head holds it as memory only. When
+   * nothing leaves the file the segment stays whole, .hip_fatbin's bytes
+   * zeroed. */
   bool split, tail, fat_piece;
   uint64_t head_filesz;
   uint64_t fat_off; /* the p_offset of .hip_fatbin's piece */
@@ -581,13 +585,14 @@ static uint32_t piece_flags(const tf_state* st, const elf_segment* s,
  *   inside a read-only segment's pages.
  * The piece goes past every segment's file bytes and every NOBITS offset,
  * congruent to its address modulo its alignment, in the first page of the
- * block's read-only segment, which starts a little above it. The block and
- * its address move up together, by less than the piece's alignment. */
+ * block's read-only segment (the smallest page, whatever the machine runs
+ * with), which starts a little above it. The block and its address move up
+ * together, by less than the piece's alignment. */
 static void place_fat_piece(const tf_state* st, tf_layout* L) {
   const elf_file* elf = &st->elf;
   const elf_segment* ld = &elf->segments[L->load];
   uint64_t P = st->mach->page;
-  uint64_t low = L->block >= P ? L->block - P + 1 : 0;
+  uint64_t low = L->block >= TF_MIN_PAGE ? L->block - TF_MIN_PAGE + 1 : 0;
   for (size_t i = 0; i < elf->segment_count; i++) {
     const elf_segment* s = &elf->segments[i];
     if (s->type == ELF_PT_LOAD && s->filesz > 0 &&
@@ -603,6 +608,7 @@ static void place_fat_piece(const tf_state* st, tf_layout* L) {
   uint64_t a = ld->align > P ? ld->align : P;
   uint64_t fa = elf->sections[st->fat].addr;
   L->fat_off = low + (fa % a + a - low % a) % a;
+  /* The block stays 8-aligned, at least 8 bytes above the piece. */
   if (L->block < L->fat_off + 8) {
     uint64_t up = L->fat_off + 8 - L->block;
     L->block += up;
