@@ -854,8 +854,6 @@ static int settle_nesting(kfs_tree* t, const kernel_facts* facts, int pass) {
   return rc;
 }
 
-/* What each binary shows: its arch directories (counted, not kept), the
- * kernels and their files, the first source with a kernel shown. */
 /* Counts every kernel shown of binary b, where its archive is: the
  * number counted. */
 static uint32_t tally_contributors(kfs_tree* t, const kfs_tree_binary* b,
@@ -873,6 +871,8 @@ static uint32_t tally_contributors(kfs_tree* t, const kfs_tree_binary* b,
   return counted;
 }
 
+/* What each binary shows: its arch directories (counted, not kept), the
+ * kernels and their files, the first source with a kernel shown. */
 static int count_shown(kfs_tree* t, const kernel_facts* facts) {
   for (uint32_t u = 0; u < t->unique_count; u++) {
     kfs_tree_binary* b = &t->unique[u];
