@@ -321,18 +321,19 @@ static int run_session(kfs_fs* fs, const struct fuse_cmdline_opts* opts) {
     goto remove_handlers;
   fs->mounted_ns = kfs_clock_ns();
   fuse_daemonize(opts->foreground);
-  int ret;
-  if (opts->singlethread) {
-    ret = fuse_session_loop(se);
-  } else {
-    struct fuse_loop_config loop = {
-        .clone_fd = opts->clone_fd,
-        /* libfuse 3.14 reports "unset" as UINT_MAX and then rejects it
-         * with a warning; 10 is its historical default. */
-        .max_idle_threads =
-            opts->max_idle_threads == UINT_MAX ? 10 : opts->max_idle_threads,
-    };
-    ret = fuse_session_loop_mt(se, &loop);
+  /* One thread reads and answers the requests; those that wait go to the
+   * pool (ops.c), one worker per CPU. With -s, or without threads, every
+   * request is answered where it is read. After the daemon has forked:
+   * threads do not survive a fork. */
+  kfs_pool pool;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  size_t workers = cpus < 2 ? 2 : cpus > 16 ? 16 : (size_t)cpus;
+  if (!opts->singlethread && kfs_pool_start(&pool, workers) == 0)
+    fs->pool = &pool;
+  int ret = fuse_session_loop(se);
+  if (fs->pool != NULL) {
+    kfs_pool_stop(&pool); /* runs what is queued: every request replied */
+    fs->pool = NULL;
   }
   /* A positive value is the signal that ended the loop: a clean exit. So
    * is ECONNABORTED: the kernel answers a read with it when the connection

@@ -31,13 +31,27 @@
  * A kernel is taken from the cache (and pinned until release) by the first
  * READ, not by open: when the page cache already holds the file, no READ
  * comes and re-reading costs no decompression at all. */
+/* A read of a file whose first pin is under way on the pool. */
+typedef struct kfs_waiting {
+  struct kfs_waiting* next;
+  fuse_req_t req;
+  size_t size;
+  off_t off;
+} kfs_waiting;
+
 typedef struct kfs_handle {
   struct kfs_handle* prev; /* the open-files list of kfs_fs */
   struct kfs_handle* next;
   atomic_uint refs;
   const kfs_node* node; /* kernels and text files: &view */
   kfs_node view;
-  pthread_mutex_t pin_lock;    /* serialises the first pin of `entry` */
+  pthread_mutex_t pin_lock; /* serialises the first pin of `entry` */
+  atomic_bool pinned;       /* the first pin is done (or failed): reads need not
+                               wait; read without pin_lock by the loop thread */
+  /* Under pin_lock: a pool job is pinning, and the reads that came in
+   * meanwhile, which that job answers once it has (see kfs_read). */
+  bool pinning;
+  struct kfs_waiting* waiting;
   kpack_kcache_entry_t* entry; /* set once pinned; then `data` is valid */
   kfs_render* render;          /* text files: the pinned render, likewise */
   int pin_error;               /* a failed pin is not retried per READ */
@@ -215,7 +229,100 @@ static const kfs_node* node_of(kfs_fs* fs, fuse_ino_t ino, kfs_node* view) {
   return kfs_tree_node(&fs->tree, ino, view) ? view : NULL;
 }
 
-static void kfs_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+/* ---- requests that wait ------------------------------------------------- */
+
+/* One thread reads the requests and answers every one it can from memory
+ * (libfuse's own worker threads, handed each request in turn, made a
+ * cached re-read of many small files a third slower than one thread
+ * does). A request that must wait for the archive (a kernel's first read
+ * past KFS_INLINE_BYTES, a text file's render for its size or bytes, a
+ * code object attribute) is handed to the pool with what it needs, and its
+ * handler runs again there, where it may wait. */
+
+/* Kernels up to this size are decompressed where their first read comes
+ * in: less time than handing the request over. */
+#define KFS_INLINE_BYTES (64u << 10)
+
+enum { DEFER_LOOKUP, DEFER_GETATTR, DEFER_READ, DEFER_GETXATTR };
+
+typedef struct kfs_deferred {
+  kfs_job job;
+  int op;
+  fuse_req_t req;
+  fuse_ino_t ino;          /* lookup: the parent */
+  struct kfs_handle* open; /* read: the handle, one reference held */
+  size_t size;
+  off_t off;
+  char name[]; /* lookup, getxattr */
+} kfs_deferred;
+
+static void run_deferred(kfs_job* job);
+
+/* Hands the request to the pool, when there is one: true when it did (the
+ * pool replies). A request that cannot be queued is answered here. */
+static bool defer(kfs_fs* fs, fuse_req_t req, int op, fuse_ino_t ino,
+                  struct kfs_handle* open, const char* name, size_t size,
+                  off_t off) {
+  if (fs->pool == NULL)
+    return false;
+  size_t len = name != NULL ? strlen(name) + 1 : 0;
+  kfs_deferred* d = malloc(sizeof(*d) + len);
+  if (d == NULL)
+    return false;
+  *d = (kfs_deferred){.job = {.run = run_deferred},
+                      .op = op,
+                      .req = req,
+                      .ino = ino,
+                      .open = open,
+                      .size = size,
+                      .off = off};
+  if (len > 0)
+    memcpy(d->name, name, len);
+  kfs_pool_submit(fs->pool, &d->job);
+  return true;
+}
+
+/* A text file whose size is not known yet: its lookup or stat renders. */
+static bool size_waits(kfs_fs* fs, const kfs_node* n) {
+  uint64_t size;
+  return (n->kind == KFS_KERNELS || n->kind == KFS_METADATA) &&
+         !kfs_render_size(&fs->renders, n, &size);
+}
+
+static void lookup(fuse_req_t req, fuse_ino_t parent, const char* name,
+                   bool may_defer);
+static void getattr(fuse_req_t req, fuse_ino_t ino, bool may_defer);
+static void read_reply(kfs_fs* fs, fuse_req_t req, struct kfs_handle* h,
+                       size_t size, off_t off);
+static void answer_waiting(kfs_fs* fs, struct kfs_handle* h);
+static void release_handle(kfs_fs* fs, struct kfs_handle* h);
+static void getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
+                     size_t size, bool may_defer);
+
+static void run_deferred(kfs_job* job) {
+  kfs_deferred* d = (kfs_deferred*)job;
+  kfs_fs* fs = fs_of(d->req); /* the request is gone once replied to */
+  switch (d->op) {
+    case DEFER_LOOKUP:
+      lookup(d->req, d->ino, d->name, false);
+      break;
+    case DEFER_GETATTR:
+      getattr(d->req, d->ino, false);
+      break;
+    case DEFER_READ:
+      read_reply(fs, d->req, d->open, d->size, d->off);
+      answer_waiting(fs, d->open);
+      release_handle(fs, d->open);
+      break;
+    case DEFER_GETXATTR:
+      getxattr(d->req, d->ino, d->name, d->size, false);
+      break;
+  }
+  free(d);
+}
+
+static void lookup(fuse_req_t req, fuse_ino_t parent, const char* name,
+                   bool may_defer) {
   kfs_fs* fs = fs_of(req);
   struct fuse_entry_param e;
   kfs_node view;
@@ -232,6 +339,9 @@ static void kfs_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
     return;
   }
   const kfs_node* n = e.ino != 0 ? node_of(fs, e.ino, &view) : NULL;
+  if (n != NULL && may_defer && size_waits(fs, n) &&
+      defer(fs, req, DEFER_LOOKUP, parent, NULL, name, 0, 0))
+    return;
   if (n == NULL) {
     e.ino = 0;
   } else {
@@ -261,17 +371,22 @@ static void kfs_forget_multi(fuse_req_t req, size_t count,
   fuse_reply_none(req);
 }
 
-static void kfs_getattr(fuse_req_t req, fuse_ino_t ino,
-                        struct fuse_file_info* fi) {
+static void kfs_lookup(fuse_req_t req, fuse_ino_t parent, const char* name) {
+  lookup(req, parent, name, true);
+}
+
+static void getattr(fuse_req_t req, fuse_ino_t ino, bool may_defer) {
   kfs_fs* fs = fs_of(req);
   struct stat st;
   kfs_node view;
-  (void)fi;
   const kfs_node* n = node_of(fs, ino, &view);
   if (n == NULL) {
     fuse_reply_err(req, ENOENT);
     return;
   }
+  if (may_defer && size_waits(fs, n) &&
+      defer(fs, req, DEFER_GETATTR, ino, NULL, NULL, 0, 0))
+    return;
   int err = text_size(fs, n);
   if (err != 0) {
     fuse_reply_err(req, err);
@@ -279,6 +394,12 @@ static void kfs_getattr(fuse_req_t req, fuse_ino_t ino,
   }
   fill_stat(fs, ino, n, &st);
   fuse_reply_attr(req, &st, attr_timeout(n));
+}
+
+static void kfs_getattr(fuse_req_t req, fuse_ino_t ino,
+                        struct fuse_file_info* fi) {
+  (void)fi;
+  getattr(req, ino, true);
 }
 
 static void kfs_opendir(fuse_req_t req, fuse_ino_t ino,
@@ -439,6 +560,7 @@ static int pin_kernel(kfs_fs* fs, kfs_handle* h) {
       atomic_fetch_add(&fs->read_errors, 1);
       h->pin_error = kfs_errno(kerr);
     }
+    atomic_store(&h->pinned, true);
   }
   err = h->pin_error;
   pthread_mutex_unlock(&h->pin_lock);
@@ -460,6 +582,7 @@ static int pin_text(kfs_fs* fs, kfs_handle* h) {
     } else {
       h->pin_error = kfs_errno(kerr);
     }
+    atomic_store(&h->pinned, true);
   }
   err = h->pin_error;
   pthread_mutex_unlock(&h->pin_lock);
@@ -488,6 +611,7 @@ static void kfs_open(fuse_req_t req, fuse_ino_t ino,
     goto fail;
   }
   atomic_init(&h->refs, 1);
+  atomic_init(&h->pinned, false);
   pthread_mutex_init(&h->pin_lock, NULL);
   track_handle(fs, h);
   h->view = *n;
@@ -537,12 +661,10 @@ fail:
   fuse_reply_err(req, err);
 }
 
-static void kfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-                     struct fuse_file_info* fi) {
-  kfs_fs* fs = fs_of(req);
-  kfs_handle* h = (kfs_handle*)(uintptr_t)fi->fh;
-  (void)ino;
-  atomic_fetch_add(&h->refs, 1);
+/* Replies to a read of open file `h`, pinning its bytes first (which may
+ * wait: a decompression, a render). */
+static void read_reply(kfs_fs* fs, fuse_req_t req, kfs_handle* h, size_t size,
+                       off_t off) {
   int err = 0;
   if (h->node != NULL && h->node->kind == KFS_KERNEL) {
     err = pin_kernel(fs, h);
@@ -558,6 +680,74 @@ static void kfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     size_t left = h->size - (size_t)off;
     fuse_reply_buf(req, h->data + off, size < left ? size : left);
   }
+}
+
+/* Whether the first read of `h` must wait for the archive. */
+static bool read_waits(const kfs_handle* h) {
+  if (h->node == NULL || atomic_load(&h->pinned))
+    return false;
+  return h->node->kind != KFS_KERNEL || h->node->size > KFS_INLINE_BYTES;
+}
+
+/* After the pool's job has pinned `h`: answers the reads that came in
+ * meanwhile (the kernel's readahead sends several at once), here rather
+ * than each on a worker of its own. */
+static void answer_waiting(kfs_fs* fs, kfs_handle* h) {
+  pthread_mutex_lock(&h->pin_lock);
+  kfs_waiting* w = h->waiting;
+  h->waiting = NULL;
+  h->pinning = false;
+  pthread_mutex_unlock(&h->pin_lock);
+  while (w != NULL) {
+    kfs_waiting* next = w->next;
+    read_reply(fs, w->req, h, w->size, w->off);
+    release_handle(fs, h);
+    free(w);
+    w = next;
+  }
+}
+
+/* Hands a read that must wait to the pool: the first to the pool itself,
+ * the others to the job that pins. True when it did. */
+static bool defer_read(kfs_fs* fs, fuse_req_t req, kfs_handle* h, size_t size,
+                       off_t off) {
+  if (fs->pool == NULL)
+    return false;
+  bool first = false, queued = false;
+  pthread_mutex_lock(&h->pin_lock);
+  if (!atomic_load(&h->pinned)) {
+    if (!h->pinning) {
+      h->pinning = first = true;
+    } else {
+      kfs_waiting* w = malloc(sizeof(*w));
+      if (w != NULL) {
+        *w = (kfs_waiting){
+            .next = h->waiting, .req = req, .size = size, .off = off};
+        h->waiting = w;
+        queued = true;
+      }
+    }
+  }
+  pthread_mutex_unlock(&h->pin_lock);
+  if (first) {
+    if (defer(fs, req, DEFER_READ, 0, h, NULL, size, off))
+      return true;
+    pthread_mutex_lock(&h->pin_lock);
+    h->pinning = false; /* answered here instead */
+    pthread_mutex_unlock(&h->pin_lock);
+  }
+  return queued; /* else answered here, waiting on the pin if need be */
+}
+
+static void kfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                     struct fuse_file_info* fi) {
+  kfs_fs* fs = fs_of(req);
+  kfs_handle* h = (kfs_handle*)(uintptr_t)fi->fh;
+  (void)ino;
+  atomic_fetch_add(&h->refs, 1); /* for this read, wherever it runs */
+  if (read_waits(h) && defer_read(fs, req, h, size, off))
+    return;
+  read_reply(fs, req, h, size, off);
   release_handle(fs, h);
 }
 
@@ -683,8 +873,8 @@ static void reply_code_object_xattr(fuse_req_t req, kfs_fs* fs,
   kfs_render_release(&fs->renders, r);
 }
 
-static void kfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
-                         size_t size) {
+static void getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
+                     size_t size, bool may_defer) {
   kfs_fs* fs = fs_of(req);
   kfs_node view;
   const kfs_node* n = node_of(fs, ino, &view);
@@ -694,6 +884,9 @@ static void kfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
   }
   for (size_t i = 0; i < CODE_OBJECT_XATTR_COUNT; i++) {
     if (strcmp(name, code_object_xattrs[i]) == 0 && is_code_object(fs, n)) {
+      /* Rendered from the code object: may wait for the archive. */
+      if (may_defer && defer(fs, req, DEFER_GETXATTR, ino, NULL, name, size, 0))
+        return;
       reply_code_object_xattr(req, fs, n, i, size);
       return;
     }
@@ -713,6 +906,11 @@ static void kfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
     }
   }
   fuse_reply_err(req, ENODATA);
+}
+
+static void kfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char* name,
+                         size_t size) {
+  getxattr(req, ino, name, size, true);
 }
 
 static void kfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size) {

@@ -4,7 +4,8 @@
  * holds the immutable tree and, beside it, everything that changes while
  * mounted: the shared kernel cache (its own lock, libkpack), the renders
  * (render.h, its own lock), the list of open files (handles_lock) and the
- * request counters (atomics).
+ * request counters (atomics). One thread reads the requests; what waits
+ * runs on the pool's workers.
  */
 #ifndef KPACKFS_OPS_H
 #define KPACKFS_OPS_H
@@ -15,6 +16,7 @@
 #include <sys/types.h>
 
 #include "kpackfs.h"
+#include "pool.h"
 #include "render.h"
 #include "tree.h"
 
@@ -33,7 +35,11 @@ typedef struct kfs_fs {
   gid_t gid;
   struct fuse_session* session; /* for invalidations; set before mounting */
   bool no_opendir;              /* set once by init: the kernel skips OPENDIR */
-  atomic_uint_fast64_t opens;   /* kernel files opened */
+  /* Workers for the requests that wait (ops.c, "Requests that wait"), so
+   * that the one thread reading requests answers the others at once; NULL
+   * (-s) answers every request where it is read. */
+  kfs_pool* pool;
+  atomic_uint_fast64_t opens;         /* kernel files opened */
   atomic_uint_fast64_t read_requests; /* kernel reads the daemon served */
   atomic_uint_fast64_t read_errors;   /* first reads refused (EIO...) */
   /* The mount's phases, kfs_clock_ns(): main() entered, mount(2) done (set
