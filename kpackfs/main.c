@@ -11,6 +11,9 @@
 #ifdef __GLIBC__
 #include <malloc.h>
 #endif
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -309,9 +312,137 @@ static void raise_fd_limit(void) {
   }
 }
 
-/* Mounts the session `se` (made before any source was opened, so that an
+/* ---- the request loop ------------------------------------------------- */
+
+/* How SIGTERM, SIGINT and SIGHUP end the request loop. They are blocked in
+ * every thread and taken by one thread of their own with sigwait(), which
+ * records the signal and then interrupts the loop's blocking read with
+ * SIGUSR2 every KFS_WAKE_MS until the loop has ended. libfuse's loop relies
+ * on the termination signal itself interrupting that read, and a signal
+ * that lands between its check and the read is lost until the next request
+ * (valgrind, which delivers signals at its own points, makes that common);
+ * here the interruption is repeated, so it cannot be lost, and a request
+ * still costs one read and one write. */
+#define KFS_WAKE_MS 20
+
+typedef struct kfs_stop {
+  sigset_t ends;   /* SIGTERM, SIGINT, SIGHUP */
+  pthread_t loop;  /* the thread reading requests */
+  atomic_int signal; /* the termination signal taken; 0 while none */
+  pthread_mutex_t lock;
+  pthread_cond_t changed;
+  bool ended; /* under lock: the loop has returned */
+} kfs_stop;
+
+static void on_wake(int sig) {
+  (void)sig; /* only for the EINTR it gives the loop's read() */
+}
+
+static void* take_signals(void* arg) {
+  kfs_stop* s = arg;
+  int sig = 0;
+  while (sigwait(&s->ends, &sig) != 0)
+    ;
+  pthread_mutex_lock(&s->lock);
+  if (!s->ended)
+    atomic_store(&s->signal, sig);
+  while (!s->ended) {
+    pthread_kill(s->loop, SIGUSR2);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_nsec += KFS_WAKE_MS * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    pthread_cond_timedwait(&s->changed, &s->lock, &until);
+  }
+  pthread_mutex_unlock(&s->lock);
+  return NULL;
+}
+
+/* Reads and answers requests until the mount goes away or a termination
+ * signal is taken: 0 when unmounted, the signal's number, or a negative
+ * errno. */
+static int serve(struct fuse_session* se, kfs_stop* s) {
+  struct fuse_buf buf = {.mem = NULL};
+  int res = 0;
+  while (!fuse_session_exited(se) && atomic_load(&s->signal) == 0) {
+    int n = fuse_session_receive_buf(se, &buf);
+    if (n == -EINTR)
+      continue;
+    if (n <= 0) {
+      res = n == -ENODEV ? 0 : n; /* -ENODEV: unmounted */
+      break;
+    }
+    fuse_session_process_buf(se, &buf);
+  }
+  free(buf.mem);
+  fuse_session_reset(se);
+  int sig = atomic_load(&s->signal);
+  return res == 0 && sig != 0 ? sig : res;
+}
+
+/* Pool workers: one per CPU, at least 2, at most 16. */
+static size_t workers(void) {
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus < 2 ? 2 : cpus > 16 ? 16 : (size_t)cpus;
+}
+
+/* What serve_with_threads() returns when it could start no thread. */
+#define KFS_NO_THREADS INT_MIN
+
+/* Serves the mounted session from this thread, with a thread taking the
+ * termination signals (kfs_stop) and, unless `pool` is NULL, the pool
+ * taking the requests that wait. What serve() returns, or
+ * KFS_NO_THREADS. */
+static int serve_with_threads(kfs_fs* fs, kfs_pool* pool) {
+  kfs_stop s = {.loop = pthread_self()};
+  sigemptyset(&s.ends);
+  sigaddset(&s.ends, SIGTERM);
+  sigaddset(&s.ends, SIGINT);
+  sigaddset(&s.ends, SIGHUP);
+  pthread_mutex_init(&s.lock, NULL);
+  pthread_cond_init(&s.changed, NULL);
+  struct sigaction wake = {.sa_handler = on_wake}, old_wake;
+  sigemptyset(&wake.sa_mask); /* no SA_RESTART: the read must return */
+  sigaction(SIGUSR2, &wake, &old_wake);
+  sigset_t old_mask, usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  pthread_sigmask(SIG_BLOCK, &s.ends, &old_mask);
+  pthread_sigmask(SIG_UNBLOCK, &usr2, NULL);
+
+  pthread_t taker;
+  int ret = KFS_NO_THREADS;
+  if (kfs_start_worker(&taker, take_signals, &s) == 0) {
+    if (pool != NULL && kfs_pool_start(pool, workers()) == 0)
+      fs->pool = pool;
+    ret = serve(fs->session, &s);
+    if (fs->pool != NULL) {
+      kfs_pool_stop(pool); /* runs what is queued: every request replied */
+      fs->pool = NULL;
+    }
+    pthread_mutex_lock(&s.lock);
+    s.ended = true;
+    pthread_cond_signal(&s.changed);
+    pthread_mutex_unlock(&s.lock);
+    pthread_kill(taker, SIGTERM); /* out of sigwait(), if still there */
+    pthread_join(taker, NULL);
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask, NULL);
+  sigaction(SIGUSR2, &old_wake, NULL);
+  pthread_cond_destroy(&s.changed);
+  pthread_mutex_destroy(&s.lock);
+  return ret;
+}
+
+/* Mounts the session (made before any source was opened, so that an
  * option libfuse does not know is a usage error found at once) and serves
- * it until unmounted. */
+ * it until unmounted. One thread reads and answers the requests; those
+ * that wait go to the pool (ops.c), one worker per CPU. With -s every
+ * request is answered where it is read. The threads start after the daemon
+ * has forked: threads do not survive a fork. */
 static int run_session(kfs_fs* fs, const struct fuse_cmdline_opts* opts) {
   struct fuse_session* se = fs->session;
   int rc = 1;
@@ -321,20 +452,10 @@ static int run_session(kfs_fs* fs, const struct fuse_cmdline_opts* opts) {
     goto remove_handlers;
   fs->mounted_ns = kfs_clock_ns();
   fuse_daemonize(opts->foreground);
-  /* One thread reads and answers the requests; those that wait go to the
-   * pool (ops.c), one worker per CPU. With -s, or without threads, every
-   * request is answered where it is read. After the daemon has forked:
-   * threads do not survive a fork. */
   kfs_pool pool;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  size_t workers = cpus < 2 ? 2 : cpus > 16 ? 16 : (size_t)cpus;
-  if (!opts->singlethread && kfs_pool_start(&pool, workers) == 0)
-    fs->pool = &pool;
-  int ret = fuse_session_loop(se);
-  if (fs->pool != NULL) {
-    kfs_pool_stop(&pool); /* runs what is queued: every request replied */
-    fs->pool = NULL;
-  }
+  int ret = serve_with_threads(fs, opts->singlethread ? NULL : &pool);
+  if (ret == KFS_NO_THREADS)
+    ret = fuse_session_loop(se); /* no thread: libfuse's loop, then */
   /* A positive value is the signal that ended the loop: a clean exit. So
    * is ECONNABORTED: the kernel answers a read with it when the connection
    * went away between handing a request over and copying it out, which an

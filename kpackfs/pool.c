@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 
+#include "kpackfs.h"
 #include "pool.h"
 
 static void* work(void* arg) {
@@ -34,7 +35,7 @@ int kfs_pool_start(kfs_pool* pool, size_t threads) {
   pthread_mutex_init(&pool->lock, NULL);
   pthread_cond_init(&pool->ready, NULL);
   while (pool->count < threads &&
-         pthread_create(&pool->threads[pool->count], NULL, work, pool) == 0)
+         kfs_start_worker(&pool->threads[pool->count], work, pool) == 0)
     pool->count++;
   if (pool->count == 0) {
     pthread_mutex_destroy(&pool->lock);
