@@ -62,10 +62,10 @@ static inline void kfs_sort(void* base, size_t count, size_t size,
   }
 }
 
-/* pthread_create() of a worker that takes no signal: SIGTERM and SIGINT
- * must reach the thread running libfuse's loop, whose wait they interrupt
- * to unmount, not a worker asleep on a condition (libfuse's own workers
- * block them the same way). 0 or an errno. */
+/* pthread_create() of a worker that takes no signal: the termination
+ * signals are the signal thread's to take (main.c, kfs_stop), and the
+ * SIGUSR2 that interrupts a read is meant for the request thread. 0 or an
+ * errno. */
 static inline int kfs_start_worker(pthread_t* thread, void* (*run)(void*),
                                    void* arg) {
   sigset_t all, old;

@@ -130,6 +130,11 @@ static void usage(void) {
       "    noauto, user, nofail, _netdev, x-*...) are accepted; the mount is\n"
       "    read-only whatever they say.\n"
       "\n"
+      "    One thread answers the requests; decompressions and renders go to\n"
+      "    a pool of one worker per CPU (2 to 16). -s answers every request\n"
+      "    on the one thread. libfuse's clone_fd, max_idle_threads and\n"
+      "    max_threads are accepted and have no effect.\n"
+      "\n"
       "FUSE OPTIONS\n",
       stdout);
   // clang-format on
@@ -326,8 +331,8 @@ static void raise_fd_limit(void) {
 #define KFS_WAKE_MS 20
 
 typedef struct kfs_stop {
-  sigset_t ends;   /* SIGTERM, SIGINT, SIGHUP */
-  pthread_t loop;  /* the thread reading requests */
+  sigset_t ends;     /* SIGTERM, SIGINT, SIGHUP */
+  pthread_t loop;    /* the thread reading requests */
   atomic_int signal; /* the termination signal taken; 0 while none */
   pthread_mutex_t lock;
   pthread_cond_t changed;

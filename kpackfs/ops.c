@@ -21,6 +21,14 @@
  * attributes and negative lookups for as long as it likes. */
 #define KFS_TIMEOUT 86400.0
 
+/* A read of a file whose first pin is under way on the pool. */
+typedef struct kfs_waiting {
+  struct kfs_waiting* next;
+  fuse_req_t req;
+  size_t size;
+  off_t off;
+} kfs_waiting;
+
 /* An open file: a kernel, one of its text files, the archives list, or a
  * stats snapshot.
  * The open holds one reference and each read in progress another. The
@@ -31,14 +39,6 @@
  * A kernel is taken from the cache (and pinned until release) by the first
  * READ, not by open: when the page cache already holds the file, no READ
  * comes and re-reading costs no decompression at all. */
-/* A read of a file whose first pin is under way on the pool. */
-typedef struct kfs_waiting {
-  struct kfs_waiting* next;
-  fuse_req_t req;
-  size_t size;
-  off_t off;
-} kfs_waiting;
-
 typedef struct kfs_handle {
   struct kfs_handle* prev; /* the open-files list of kfs_fs */
   struct kfs_handle* next;
@@ -46,8 +46,9 @@ typedef struct kfs_handle {
   const kfs_node* node; /* kernels and text files: &view */
   kfs_node view;
   pthread_mutex_t pin_lock; /* serialises the first pin of `entry` */
-  atomic_bool pinned;       /* the first pin is done (or failed): reads need not
-                               wait; read without pin_lock by the loop thread */
+  /* The first pin is done (or failed): reads need not wait. Read without
+   * pin_lock by the request thread. */
+  atomic_bool pinned;
   /* Under pin_lock: a pool job is pinning, and the reads that came in
    * meanwhile, which that job answers once it has (see kfs_read). */
   bool pinning;
