@@ -431,15 +431,6 @@ static int listing(const kfs_tree* t, uint32_t d, const kfs_listing** out) {
 
 /* ---- building ------------------------------------------------------------ */
 
-/* Names of every archive's binaries, merged: unique[] sorted by name, each
- * with its contributors in source order. Binaries whose path is unsafe are
- * left out (their kernels are skipped). */
-typedef struct seen {
-  uint32_t unique; /* index in first-seen order */
-  uint32_t source;
-  uint32_t binary;
-} seen;
-
 static size_t hash_name(const char* s) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (const unsigned char* p = (const unsigned char*)s; *p; p++)
@@ -455,6 +446,25 @@ static size_t probe(const uint32_t* slots, size_t cap,
   while (slots[h] != 0 && strcmp(unique[slots[h] - 1].name, name) != 0)
     h = (h + 1) & (cap - 1);
   return h;
+}
+
+/* A table of 1 + index for unique[0, n), at most a quarter full (so it
+ * takes as many names again before the next), in place of *slots. 0 or
+ * -ENOMEM, *slots unchanged then. */
+static int rehash(uint32_t** slots, size_t* cap, const kfs_tree_binary* unique,
+                  size_t n) {
+  size_t grown = 64;
+  while (grown < 4 * (n + 1))
+    grown *= 2;
+  uint32_t* table = calloc(grown, sizeof(*table));
+  if (table == NULL)
+    return -ENOMEM;
+  for (uint32_t k = 0; k < n; k++)
+    table[probe(table, grown, unique, unique[k].name)] = k + 1;
+  free(*slots);
+  *slots = table;
+  *cap = grown;
+  return 0;
 }
 
 /* Path order: byte-wise with '/' below every other byte, which is the
@@ -478,23 +488,25 @@ static int by_unique_name(const void* a, const void* b, void* unused) {
   return path_cmp(x, strlen(x), y, strlen(y));
 }
 
+/* Names of every archive's binaries, merged: unique[] sorted by name, each
+ * with its contributors in source order. Binaries whose path is unsafe are
+ * left out (their kernels are skipped). */
 static int merge_binaries(kfs_tree* t) {
   int rc = -ENOMEM;
   size_t total = 0;
   for (size_t s = 0; s < t->source_count; s++)
     total += t->sources[s].binary_count;
-  size_t cap = 64;
-  while (cap < 2 * total)
-    cap *= 2;
-  uint32_t* slots = calloc(cap, sizeof(*slots)); /* 1 + first-seen index */
-  seen* order = malloc((total ? total : 1) * sizeof(*order));
+  /* 1 + first-seen index, at most half full: sized by the names that go
+   * in, not by all the sources list (an install's 252,000 are 9,000). */
+  size_t cap = 0;
+  uint32_t* slots = NULL;
   kfs_tree_binary* unique = calloc(total ? total : 1, sizeof(*unique));
   size_t n = 0, count = 0;
   /* Names go into the hash table only once a source does not simply repeat
    * the binaries of the one before it: a single archive never needs it,
    * an install from its second component on. */
   bool hashed = false;
-  if (slots == NULL || order == NULL || unique == NULL)
+  if (unique == NULL)
     goto out;
   for (uint32_t s = 0; s < t->source_count; s++) {
     kfs_source* src = &t->sources[s];
@@ -516,10 +528,11 @@ static int merge_binaries(kfs_tree* t) {
       } else {
         if (kpack_layout_binary_problem(name) != NULL)
           continue;
-        if (!hashed && s > 0) {
-          /* The first source that does not repeat the one before. */
-          for (uint32_t k = 0; k < n; k++)
-            slots[probe(slots, cap, unique, unique[k].name)] = k + 1;
+        if ((!hashed && s > 0) || (hashed && 2 * (n + 1) > cap)) {
+          /* The first source that does not repeat the one before, or a
+           * table past half full. */
+          if (rehash(&slots, &cap, unique, n) != 0)
+            goto out;
           hashed = true;
         }
         size_t h = hashed ? probe(slots, cap, unique, name) : 0;
@@ -534,10 +547,11 @@ static int merge_binaries(kfs_tree* t) {
       }
       src->binary_unique[i] = u;
       unique[u].count++;
-      order[count++] = (seen){u, s, i};
+      count++;
     }
   }
-  /* Contributors grouped by binary, in source order (counting sort). */
+  /* Contributors grouped by binary, in source order (a counting sort over
+   * what each source's binary_unique says). */
   uint32_t next = 0;
   for (size_t u = 0; u < n; u++) {
     unique[u].first = next;
@@ -547,11 +561,16 @@ static int merge_binaries(kfs_tree* t) {
   t->contributors = malloc((count ? count : 1) * 2 * sizeof(uint32_t));
   if (t->contributors == NULL)
     goto out;
-  for (size_t k = 0; k < count; k++) {
-    kfs_tree_binary* b = &unique[order[k].unique];
-    uint32_t at = b->first + b->count++;
-    t->contributors[2 * at] = order[k].source;
-    t->contributors[2 * at + 1] = order[k].binary;
+  for (uint32_t s = 0; s < t->source_count; s++) {
+    const kfs_source* src = &t->sources[s];
+    for (uint32_t i = 0; i < src->binary_count; i++) {
+      if (src->binary_unique[i] == NONE)
+        continue; /* left out above */
+      kfs_tree_binary* b = &unique[src->binary_unique[i]];
+      uint32_t at = b->first + b->count++;
+      t->contributors[2 * at] = s;
+      t->contributors[2 * at + 1] = i;
+    }
   }
   /* Sorted in path order; each source's binary learns its place. Archives
    * list their binaries sorted byte-wise, and a single archive or an
@@ -570,7 +589,6 @@ static int merge_binaries(kfs_tree* t) {
   rc = 0;
 out:
   free(slots);
-  free(order);
   free(unique);
   return rc;
 }
