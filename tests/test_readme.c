@@ -40,7 +40,8 @@ static int teardown(void** state) {
 /* ---- README blocks ---------------------------------------------------- */
 
 /* Calls fn for each line of each fenced block whose info string is one of
- * `kinds` (space-separated), with the block's number. */
+ * `kinds` (space-separated; "plain" names a fence without one), with the
+ * block's number. */
 typedef void (*line_fn)(const char* line, size_t block, void* user);
 
 static void for_each_block_line(const char* kinds, line_fn fn, void* user) {
@@ -53,10 +54,10 @@ static void for_each_block_line(const char* kinds, line_fn fn, void* user) {
     if (strncmp(line, "```", 3) == 0) {
       if (!inside) {
         char kind[32];
-        snprintf(kind, sizeof(kind), " %s ", line + 3);
+        snprintf(kind, sizeof(kind), " %s ", line[3] ? line + 3 : "plain");
         char* list;
         assert_true(asprintf(&list, " %s ", kinds) > 0);
-        wanted = line[3] != '\0' && strstr(list, kind) != NULL;
+        wanted = strstr(list, kind) != NULL;
         free(list);
         block++;
       }
@@ -72,7 +73,9 @@ static void for_each_block_line(const char* kinds, line_fn fn, void* user) {
 typedef struct lines {
   char* items[64];
   size_t count;
-  size_t block; /* collect_mount_block: the block of the first kpackfs line */
+  /* collect_all: the block of the first kpackfs line; collect_fstab: the
+   * fstab block's. */
+  size_t block;
 } lines;
 
 static void collect_kpack(const char* line, size_t block, void* user) {
@@ -169,23 +172,15 @@ static size_t tool_commands(char names[32][32]) {
   return n;
 }
 
-/* The README's fstab block (the fenced block without a language that
- * starts "# <source>"), its lines one string each. */
-static void fstab_lines(lines* l) {
-  bool inside = false, fstab = false;
-  for (const char* p = readme; *p;) {
-    const char* end = strchr(p, '\n');
-    size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
-    if (strncmp(p, "```", 3) == 0) {
-      inside = !inside;
-      fstab = false;
-      if (inside && len == 3 && strncmp(end + 1, "# <source>", 10) == 0)
-        fstab = true;
-    } else if (fstab && *p != '#') {
-      assert_true(l->count < 64);
-      l->items[l->count++] = strndup(p, len);
-    }
-    p += len + (end != NULL);
+/* The README's fstab block (the plain fenced block that starts
+ * "# <source>"), its lines but the comments, one string each. */
+static void collect_fstab(const char* line, size_t block, void* user) {
+  lines* l = user;
+  if (l->block == 0 && strncmp(line, "# <source>", 10) == 0)
+    l->block = block;
+  if (block == l->block && line[0] != '#') {
+    assert_true(l->count < 64);
+    l->items[l->count++] = strdup(line);
   }
 }
 
@@ -206,7 +201,7 @@ static const char* const fstab_sources[][2] = {
  * mount.fuse3 SOURCE DIR -o OPTIONS -t fuse.kpackfs. */
 static void mount_fstab_lines(void) {
   lines l = {.count = 0};
-  fstab_lines(&l);
+  for_each_block_line("plain", collect_fstab, &l);
   assert_true(l.count >= 3);
   char* script = NULL;
   size_t size = 0;
