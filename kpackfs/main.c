@@ -317,7 +317,7 @@ static void raise_fd_limit(void) {
   }
 }
 
-/* ---- the request loop ------------------------------------------------- */
+/* ---- the request loop ---------------------------------------------------- */
 
 /* How SIGTERM, SIGINT and SIGHUP end the request loop. They are blocked in
  * every thread and taken by one thread of their own with sigwait(), which

@@ -230,7 +230,7 @@ static const kfs_node* node_of(kfs_fs* fs, fuse_ino_t ino, kfs_node* view) {
   return kfs_tree_node(&fs->tree, ino, view) ? view : NULL;
 }
 
-/* ---- requests that wait ------------------------------------------------- */
+/* ---- requests that wait -------------------------------------------------- */
 
 /* One thread reads the requests and answers every one it can from memory
  * (libfuse's own worker threads, handed each request in turn, made a
