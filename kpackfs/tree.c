@@ -493,21 +493,16 @@ static int by_unique_name(const void* a, const void* b, void* unused) {
  * left out (their kernels are skipped). */
 static int merge_binaries(kfs_tree* t) {
   int rc = -ENOMEM;
-  size_t total = 0;
-  for (size_t s = 0; s < t->source_count; s++)
-    total += t->sources[s].binary_count;
   /* 1 + first-seen index, at most half full: sized by the names that go
    * in, not by all the sources list (an install's 252,000 are 9,000). */
   size_t cap = 0;
   uint32_t* slots = NULL;
-  kfs_tree_binary* unique = calloc(total ? total : 1, sizeof(*unique));
-  size_t n = 0, count = 0;
+  kfs_tree_binary* unique = NULL; /* grown as names come */
+  size_t n = 0, unique_cap = 0, count = 0;
   /* Names go into the hash table only once a source does not simply repeat
    * the binaries of the one before it: a single archive never needs it,
    * an install from its second component on. */
   bool hashed = false;
-  if (unique == NULL)
-    goto out;
   for (uint32_t s = 0; s < t->source_count; s++) {
     kfs_source* src = &t->sources[s];
     /* An install's archives of one component, one per arch, list the same
@@ -538,6 +533,11 @@ static int merge_binaries(kfs_tree* t) {
         size_t h = hashed ? probe(slots, cap, unique, name) : 0;
         if (!hashed || slots[h] == 0) {
           /* New (one archive names each binary once). */
+          kfs_tree_binary* grown =
+              kfs_grow(unique, n, &unique_cap, sizeof(*unique), 64);
+          if (grown == NULL)
+            goto out;
+          unique = grown;
           unique[n] = (kfs_tree_binary){.name = name, .source = NONE};
           n++;
           if (hashed)
