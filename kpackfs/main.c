@@ -492,8 +492,11 @@ static void prepare_heap(size_t sources) {
   if (sources < KFS_HUGE_HEAP_SOURCES)
     return;
   mallopt(M_ARENA_MAX, 1);
-  /* Kept whole: allocated from the heap, not mapped, and not trimmed. */
-  mallopt(M_MMAP_THRESHOLD, (int)(2 * KFS_HUGE_HEAP));
+  /* Kept whole: allocated from the heap, not mapped, and not trimmed (a
+   * malloc that refuses so high a threshold would map the block, and the
+   * hint would go with it). */
+  if (mallopt(M_MMAP_THRESHOLD, (int)(2 * KFS_HUGE_HEAP)) == 0)
+    return;
   mallopt(M_TRIM_THRESHOLD, (int)(4 * KFS_HUGE_HEAP));
   char* grown = malloc(KFS_HUGE_HEAP);
   if (grown == NULL)
