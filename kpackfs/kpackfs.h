@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT
  *
  * What every kpackfs module shares: the FUSE API version, the version
- * string, the growing array and the sort. Each module has its own header saying
- * which state it owns: sources.h (SOURCE arguments to archive paths),
- * tree.h (the inode tree,
- * immutable once built), render.h (the `kernels` and `metadata.json` texts
- * and their cache), ops.h (the filesystem: everything the FUSE request
- * handlers share and change). main.c parses options and runs the session.
+ * string, the growing array, the sort and the worker start. Each module has
+ * its own header saying which state it owns: sources.h (SOURCE arguments to
+ * archive paths), tree.h (the inode tree, immutable once built), render.h
+ * (the `kernels` and `metadata.json` texts and their cache), pool.h (the
+ * workers for requests that wait), ops.h (the filesystem: everything the
+ * FUSE request handlers share and change). main.c parses options and runs
+ * the session: one thread reading requests, one taking the signals.
  */
 #ifndef KPACKFS_H
 #define KPACKFS_H
