@@ -809,37 +809,57 @@ static bool below(const char* rel, const char* dir) {
   return n == 0 || (strncmp(rel, dir, n) == 0 && rel[n] == '/');
 }
 
+/* The tree of item i of the files, then the code objects (a file's dest,
+ * its archive's tree); NULL for generic. */
+static const char* tree_at(const sp_state* s, size_t i) {
+  return i < s->file_count
+             ? s->files[i].dest
+             : sp_tree_of_arch(s, s->kernels[i - s->file_count].arch);
+}
+
+void sp_free_trees(char** trees, size_t count) {
+  for (size_t t = 0; t < count; t++)
+    free(trees[t]);
+  free(trees);
+}
+
+bool sp_distinct_trees(const sp_state* s, char*** trees, size_t* count) {
+  size_t cap = 0;
+  *trees = NULL;
+  *count = 0;
+  for (size_t i = 0; i < s->file_count + s->kernel_count; i++) {
+    const char* t = tree_at(s, i);
+    bool seen = t == NULL;
+    for (size_t j = 0; !seen && j < *count; j++)
+      seen = strcmp((*trees)[j], t) == 0;
+    if (seen)
+      continue;
+    char** grown = cli_grow(*trees, *count, &cap, sizeof(*grown), 8);
+    char* copy = strdup(t);
+    if (grown != NULL)
+      *trees = grown;
+    if (grown == NULL || copy == NULL) {
+      free(copy);
+      sp_free_trees(*trees, *count);
+      *trees = NULL;
+      *count = 0;
+      cli_error("out of memory");
+      return false;
+    }
+    (*trees)[(*count)++] = copy;
+  }
+  return true;
+}
+
 /* Per-arch trees: every directory goes to generic, and to each other tree
  * that holds something below it (a file, or its archives): appended as
  * one more directory entry per tree, in walk order, so parents come
  * first. */
 static bool place_directories(sp_state* s) {
   size_t count = s->file_count;
-  const char** trees = NULL;
-  size_t tree_count = 0, tree_cap = 0;
-  bool ok = true;
-  /* The trees besides generic: those of files, then those of archives. */
-  for (size_t i = 0; ok && i < count + s->kernel_count; i++) {
-    const char* t = i < count ? s->files[i].dest
-                              : sp_tree_of_arch(s, s->kernels[i - count].arch);
-    bool seen = t == NULL;
-    for (size_t j = 0; !seen && j < tree_count; j++)
-      seen = strcmp(trees[j], t) == 0;
-    if (seen)
-      continue;
-    const char** grown =
-        cli_grow(trees, tree_count, &tree_cap, sizeof(*grown), 8);
-    char* copy = strdup(t);
-    if (grown != NULL)
-      trees = grown;
-    if (grown == NULL || copy == NULL) {
-      free(copy);
-      cli_error("out of memory");
-      ok = false;
-      break;
-    }
-    trees[tree_count++] = copy;
-  }
+  char** trees;
+  size_t tree_count;
+  bool ok = sp_distinct_trees(s, &trees, &tree_count);
   /* Per file its tree's index (tree_count: generic); per tree whether
    * it has archives, and per directory which trees hold something below
    * it. A directory's content follows it in walk order, so each
@@ -852,8 +872,7 @@ static bool place_directories(sp_state* s) {
     ok = false;
   }
   for (size_t i = 0; ok && i < count + s->kernel_count; i++) {
-    const char* t = i < count ? s->files[i].dest
-                              : sp_tree_of_arch(s, s->kernels[i - count].arch);
+    const char* t = tree_at(s, i);
     size_t n = 0;
     while (t != NULL && n < tree_count && strcmp(trees[n], t) != 0)
       n++;
@@ -918,9 +937,7 @@ static bool place_directories(sp_state* s) {
   free(index);
   free(archives);
   free(wanted);
-  for (size_t t = 0; t < tree_count; t++)
-    free((char*)trees[t]);
-  free(trees);
+  sp_free_trees(trees, tree_count);
   return ok;
 }
 

@@ -801,34 +801,19 @@ bool sp_install_in_place(sp_state* s) {
  * of a file or an archive (a single-file input has no directory entry to
  * make its tree's). */
 static bool make_tree_roots(sp_state* s) {
-  const char** made = NULL;
-  size_t made_count = 0, made_cap = 0;
+  char** trees;
+  size_t count;
+  if (!sp_distinct_trees(s, &trees, &count))
+    return false;
   bool ok = true;
-  for (size_t i = 0; ok && i <= s->file_count + s->kernel_count; i++) {
-    const char* t =
-        i == 0 ? "generic"
-        : i <= s->file_count
-            ? s->files[i - 1].dest
-            : sp_tree_of_arch(s, s->kernels[i - 1 - s->file_count].arch);
-    bool seen = t == NULL;
-    for (size_t j = 0; !seen && j < made_count; j++)
-      seen = strcmp(made[j], t) == 0;
-    if (seen)
-      continue;
-    const char** grown =
-        cli_grow(made, made_count, &made_cap, sizeof(*grown), 8);
-    char* copy = strdup(t);
+  for (size_t i = 0; ok && i <= count; i++) {
+    const char* t = i == 0 ? "generic" : trees[i - 1];
     char* path = NULL;
-    if (grown != NULL)
-      made = grown;
-    if (grown == NULL || copy == NULL ||
-        asprintf(&path, "%s/%s", s->outdir, t) < 0) {
-      free(copy);
+    if (asprintf(&path, "%s/%s", s->outdir, t) < 0) {
       cli_error("out of memory");
       ok = false;
       break;
     }
-    made[made_count++] = copy;
     ok = fr_outputs_note(&s->outputs, path);
     if (ok && !cli_mkdirs(path, 0755)) {
       cli_error("%s: cannot create: %s", path, strerror(errno));
@@ -836,9 +821,7 @@ static bool make_tree_roots(sp_state* s) {
     }
     free(path);
   }
-  for (size_t j = 0; j < made_count; j++)
-    free((char*)made[j]);
-  free(made);
+  sp_free_trees(trees, count);
   return ok;
 }
 

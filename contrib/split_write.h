@@ -139,6 +139,12 @@ bool sp_is_writer_temp(const char* name, bool* stale);
  * static (valid until the next call). */
 const char* sp_tree_of_arch(const sp_state* s, const char* arch);
 
+/* --per-arch: the trees besides generic, those of files then those of
+ * archives, each once in first-seen order, copied into *trees (free with
+ * sp_free_trees()). False (reported, nothing kept) when out of memory. */
+bool sp_distinct_trees(const sp_state* s, char*** trees, size_t* count);
+void sp_free_trees(char** trees, size_t count);
+
 /* ---- writing (split_write.c) --------------------------------------------- */
 
 /* Writes each fat binary, transformed, to a temporary file beside where it
