@@ -178,6 +178,16 @@ static uint64_t stat_value(const fs* m, const char* key) {
   return value;
 }
 
+/* close() returns before the kernel sends the daemon its RELEASE, so a
+ * kernel just read may still be pinned: wait until none is before looking
+ * at what the cache keeps once nothing is open. */
+static void await_releases(const fs* m) {
+  for (double end = now() + PATIENCE; stat_value(m, "cache_pinned") != 0;
+       kt_sleep_ms(10))
+    if (now() > end)
+      fail_msg("kernels still pinned %d s after their last close", PATIENCE);
+}
+
 /* ---- fixtures ------------------------------------------------------------ */
 
 typedef struct kernel_def {
@@ -608,6 +618,7 @@ static void test_sixteen_readers_checksum_every_file(void** state) {
   }
   assert_true(reads >= N_ALL); /* a read of every file is all but certain */
   assert_daemon_up(m);
+  await_releases(m);
   assert_true(stat_value(m, "cache_bytes") <= 512u << 10);
   assert_true(stat_value(m, "evictions") > 0);
   fs_stop_clean(m);
@@ -631,6 +642,7 @@ static void test_cache_budget_smaller_than_any_kernel(void** state) {
   }
   assert_daemon_up(m);
   /* Nothing is open any more, so nothing above the budget is held. */
+  await_releases(m);
   assert_true(stat_value(m, "cache_bytes") <= 1024);
   assert_true(stat_value(m, "decompressions") >= N_ALL);
   fs_stop_clean(m);
