@@ -5,7 +5,11 @@
 # valgrind, when given) and tests/layers.sh, shows their output as it
 # comes, and ends with one line totalling them: "check: N passed, N failed".
 # A suite that dies before cmocka's summary (a crash, a valgrind error)
-# counts as one failure. Exits 1 when anything failed.
+# counts as one failure. A test writes only inside its temporary directory
+# or the build tree: when the source tree, as git sees it (ignored files
+# included, build*/ and .cache/ left out), differs after the suites from
+# before, that is one failure more, and the runner says what appeared or
+# changed. Exits 1 when anything failed.
 # Usage: tests/run_suites.sh "WRAP" CC "CPPFLAGS CFLAGS" SUITE...
 set -u
 wrap=$1
@@ -30,6 +34,14 @@ count() {
   failed=$((failed + ${f:-0}))
 }
 
+# The source tree as git sees it, but for the build trees and .cache/;
+# nothing when this is no git checkout.
+tree_state() {
+  git status --porcelain --ignored 2>/dev/null |
+    grep -v -e '^.. build/' -e '^.. build-[^/]*/' -e '^.. \.cache/'
+}
+tree_state >"$tmp/tree-before"
+
 cmocka_passed='^\[  PASSED  \] \([0-9]*\) test(s)\..*'
 cmocka_failed='^\[  FAILED  \] \([0-9]*\) test(s), listed below:.*'
 for suite in "$@"; do
@@ -44,6 +56,13 @@ echo "== tests/layers.sh"
 count "$tmp/log" "$(cat "$tmp/status")" \
   '^layers: \([0-9]*\) passed, [0-9]* failed$' \
   '^layers: [0-9]* passed, \([0-9]*\) failed$'
+
+tree_state >"$tmp/tree-after"
+if ! cmp -s "$tmp/tree-before" "$tmp/tree-after"; then
+  echo "== source tree: written outside the temporary directories and the build tree:"
+  diff "$tmp/tree-before" "$tmp/tree-after" | sed -n 's/^[<>] /  /p'
+  failed=$((failed + 1))
+fi
 
 [ "$skipped" -eq 0 ] || echo "check: $skipped skipped"
 echo "check: $passed passed, $failed failed"
