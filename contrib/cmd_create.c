@@ -70,8 +70,11 @@ static const char create_manual[] =
     "    different ones are an error naming both inputs. Kernels are added in\n"
     "    byte-wise (binary, arch) order, so the same inputs give the same\n"
     "    archive, byte for byte, whatever their order or -j. The archive\n"
-    "    declares the architectures of --arch, in that order, or else every\n"
-    "    architecture present or declared by an input archive, sorted. OUT is\n"
+    "    declares, sorted, every architecture it holds a kernel for and those\n"
+    "    the input archives declare (with --arch, those an ARCH agent could\n"
+    "    be served): the loader tries an archive only for the architectures\n"
+    "    it declares, so an architecture declared without a kernel would end\n"
+    "    an agent's search with KPACK_ERROR_KERNEL_NOT_FOUND. OUT is\n"
     "    written to a temporary file in its directory and renamed into place\n"
     "    (then the directory is synced): on an error or an interrupt (Ctrl-C)\n"
     "    no partial archive is left behind. If OUT is a symbolic link, the\n"
@@ -89,8 +92,8 @@ static const char create_manual[] =
     "        --arch ARCH       pack only kernels an ARCH agent could be served\n"
     "                          (gfx90a: gfx90a, gfx90a:xnack-, gfx90a:xnack+...;\n"
     "                          gfx90a:xnack-: not gfx90a:xnack+; gfx906: also\n"
-    "                          gfx9-generic; the rule of kpack split --arch) and\n"
-    "                          declare these architectures in this order\n"
+    "                          gfx9-generic; the rule of kpack split --arch);\n"
+    "                          ARCH is a GPU target, e.g. gfx90a:xnack-\n"
     "                          (repeatable)\n"
     "        --fatbin ELF[=BINARY_NAME]\n"
     "                          read the code objects of a HIP host binary\n"
@@ -611,13 +614,12 @@ static bool settle_items(cr_state* s) {
   return ok;
 }
 
-/* --arch, or every arch present or declared by an input archive, sorted.
+/* Every arch of a kernel kept, and every arch an input archive declares
+ * that --arch keeps, sorted: never an --arch as given, which may name no
+ * kernel (a bare gfx90a beside gfx90a:xnack- objects would make the loader
+ * try this archive for a bare gfx90a agent and stop at KERNEL_NOT_FOUND).
  * The strings belong to the items and the archives. */
 static const char** declared_arches(const cr_state* s, size_t* count) {
-  if (s->only_count > 0) {
-    *count = s->only_count;
-    return s->only_arches;
-  }
   size_t total = s->count;
   for (size_t i = 0; i < s->source_count; i++) {
     size_t n = 0;
@@ -637,7 +639,8 @@ static const char** declared_arches(const cr_state* s, size_t* count) {
     if (a != NULL)
       kpack_get_architecture_count(a, &declared);
     for (size_t j = 0; j < declared && n < total; j++)
-      if (kpack_get_architecture(a, j, &arches[n]) == KPACK_SUCCESS)
+      if (kpack_get_architecture(a, j, &arches[n]) == KPACK_SUCCESS &&
+          cli_arch_listed(s->only_arches, s->only_count, arches[n], NULL))
         n++;
   }
   qsort(arches, n, sizeof(*arches), compare_strings);
@@ -927,11 +930,8 @@ static int create_run(int argc, char** argv) {
         bool seen = false;
         for (size_t i = 0; i < s.only_count; i++)
           seen = seen || strcmp(s.only_arches[i], optarg) == 0;
-        if (kpack_layout_arch_problem(optarg) != NULL) {
-          status = cli_usage_error(cmd,
-                                   "--arch '%s' cannot be a directory "
-                                   "name",
-                                   optarg);
+        if (!cli_check_target(cmd, "--arch", optarg)) {
+          status = CLI_USAGE;
           goto done;
         }
         if (!seen)
@@ -1002,8 +1002,10 @@ static int create_run(int argc, char** argv) {
     for (size_t j = 0; !used && j < s.count; j++)
       used = cli_arch_listed(&s.only_arches[i], 1, s.items[j].arch, NULL);
     if (!used)
-      cli_error("warning: no kernel for --arch %s; declared anyway",
-                s.only_arches[i]);
+      cli_error(
+          "warning: --arch %s: no kernel in the input could be served to "
+          "such an agent; the archive does not declare it",
+          s.only_arches[i]);
   }
   if ((arches = declared_arches(&s, &wo.gfx_arch_count)) == NULL) {
     cli_error("out of memory");
@@ -1064,8 +1066,7 @@ interrupted:
   status = CLI_INTERRUPTED;
 done:
   kpack_writer_abort(writer);
-  if (arches != s.only_arches)
-    free(arches);
+  free(arches);
   free_state(&s);
   return status;
 }
