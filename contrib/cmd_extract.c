@@ -62,7 +62,11 @@ static const char extract_manual[] =
     "    -b, --binary BINARY  only this binary (as listed, with #N); when it\n"
     "                         names no kernel, the status is 1 and the message\n"
     "                         says what was likely meant (the #0, the arches)\n"
-    "    -a, --arch ARCH      only this architecture (as listed)\n"
+    "    -a, --arch ARCH      only this architecture, exactly as listed (e.g.\n"
+    "                         gfx90a:xnack-); ARCH is a GPU target or an arch\n"
+    "                         an archive has. When -a or -b keeps no kernel,\n"
+    "                         the status is 1, the message names the arches\n"
+    "                         there, and nothing is written\n"
     "    -B, --bytes-only     write only what `kpack create` reads back, the\n"
     "                         kernels and " KPACK_ENTRY_METADATA_FILE
     ", without\n"
@@ -85,8 +89,9 @@ static const char extract_manual[] =
     "\n"
     "EXIT STATUS\n"
     "    0 every kernel was written; 1 an archive could not be opened, a\n"
-    "    kernel could not be read, a name was unsafe (the run goes on), or a\n"
-    "    file could not be written (the run stops); 2 bad command line; 130\n"
+    "    kernel could not be read, a name was unsafe (the run goes on), a\n"
+    "    file could not be written (the run stops), or -a or -b keeps no\n"
+    "    kernel; 2 bad command line (an -a that is no GPU target); 130\n"
     "    interrupted.\n";
 // clang-format on
 
@@ -104,7 +109,7 @@ typedef struct extract_state {
   bool bytes_only;  /* no kernels and metadata.json beside code objects */
   bool demangle;    /* names in `kernels` as c++filt shows them */
   const char* path; /* archive being extracted */
-  kpack_archive_t* earlier; /* archives named before it */
+  kpack_archive_t* earlier; /* archives named before it (NULL: unopened) */
   size_t earlier_count;
   size_t written;
   cli_progress progress; /* on a terminal, without -v */
@@ -216,8 +221,9 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
       (s->only_arch && strcmp(arch, s->only_arch) != 0))
     return true;
   for (size_t i = 0; i < s->earlier_count; i++)
-    if (kpack_get_kernel_info(s->earlier[i], binary, arch, &other) ==
-        KPACK_SUCCESS)
+    if (s->earlier[i] != NULL && /* NULL: it did not open */
+        kpack_get_kernel_info(s->earlier[i], binary, arch, &other) ==
+            KPACK_SUCCESS)
       return true; /* an earlier archive already provided it */
   /* The names a mount skips, extract skips: one rule for both trees. */
   const char* why = kpack_layout_entry_problem(binary, arch, info->type);
@@ -323,53 +329,152 @@ static int extract_run(int argc, char** argv) {
   return status;
 }
 
-/* The walk over the ARCHIVE operands (directories expanded), with the
- * options extract_run() parsed into `s`. */
-static int extract_archives(extract_state s, int argc, char** argv) {
-  cli_catch_signals();
-  s.progress.enabled = !s.verbose && isatty(STDERR_FILENO);
-  if (!cli_mkdirs(s.dir, 0755)) {
-    cli_error("%s: %s", s.dir, strerror(errno));
+/* What the archives hold, read from their TOCs before anything is written:
+ * how many kernels -b and -a keep, and every arch (strings owned by the
+ * archives), so that a filter that keeps nothing is an error naming what
+ * there is, with no directory made. */
+typedef struct extract_scan {
+  const extract_state* s;
+  size_t kept;
+  const char** arches;
+  size_t arch_count, arch_cap;
+  bool failed; /* out of memory */
+} extract_scan;
+
+static bool scan_kernel(kpack_archive_t archive, const char* binary,
+                        const char* arch, const kpack_kernel_info_t* info,
+                        void* user) {
+  extract_scan* scan = user;
+  (void)archive;
+  (void)info;
+  if ((scan->s->only_binary == NULL ||
+       strcmp(binary, scan->s->only_binary) == 0) &&
+      (scan->s->only_arch == NULL || strcmp(arch, scan->s->only_arch) == 0))
+    scan->kept++;
+  for (size_t i = 0; i < scan->arch_count; i++)
+    if (strcmp(scan->arches[i], arch) == 0)
+      return true;
+  const char** grown = cli_grow(scan->arches, scan->arch_count, &scan->arch_cap,
+                                sizeof(*grown), 16);
+  if (grown == NULL) {
+    scan->failed = true;
+    return false;
+  }
+  scan->arches = grown;
+  scan->arches[scan->arch_count++] = arch;
+  return true;
+}
+
+static int compare_names(const void* a, const void* b) {
+  return strcmp(*(const char* const*)a, *(const char* const*)b);
+}
+
+/* -b or -a keeps no kernel of the archives (all opened): the message, and
+ * the status. An -a that is neither a GPU target nor an arch of an archive
+ * is a bad command line, in the words of every command's --arch. */
+static int report_nothing_kept(const extract_state* s, extract_scan* scan,
+                               const char* first) {
+  bool known = false;
+  for (size_t i = 0; s->only_arch != NULL && i < scan->arch_count; i++)
+    known = known || strcmp(scan->arches[i], s->only_arch) == 0;
+  if (s->only_arch != NULL && !known &&
+      !cli_check_target(&cli_extract_command, "-a", s->only_arch))
+    return CLI_USAGE;
+  if (s->only_binary != NULL) {
+    char* hint = cli_kernel_hint(s->earlier, s->earlier_count, s->only_binary);
+    cli_error("%s: no kernel of %s%s%s%s%s", first, s->only_binary,
+              s->only_arch != NULL ? " for " : "",
+              s->only_arch != NULL ? s->only_arch : "",
+              hint != NULL ? "; " : "", hint != NULL ? hint : "");
+    free(hint);
     return CLI_FAIL;
   }
+  qsort(scan->arches, scan->arch_count, sizeof(*scan->arches), compare_names);
+  char* list = NULL;
+  size_t size = 0;
+  FILE* f = open_memstream(&list, &size);
+  if (f == NULL) {
+    cli_error("out of memory");
+    return CLI_FAIL;
+  }
+  for (size_t i = 0; i < scan->arch_count; i++)
+    fprintf(f, "%s%s", i ? ", " : "", scan->arches[i]);
+  fclose(f);
+  if (s->earlier_count == 1)
+    cli_error("%s: no kernel for %s; its arches: %s", first, s->only_arch,
+              scan->arch_count ? list : "none");
+  else
+    cli_error("no kernel for %s in the %zu archives; their arches: %s",
+              s->only_arch, s->earlier_count, scan->arch_count ? list : "none");
+  free(list);
+  return CLI_FAIL;
+}
+
+/* The walk over the ARCHIVE operands (directories expanded), with the
+ * options extract_run() parsed into `s`: every archive opened and its TOC
+ * read first, then its kernels written, each archive's shadowing those of
+ * the archives after it. */
+static int extract_archives(extract_state s, int argc, char** argv) {
+  extract_scan scan = {.s = &s};
+  int status = CLI_OK;
+  cli_catch_signals();
+  s.progress.enabled = !s.verbose && isatty(STDERR_FILENO);
   s.earlier = calloc((size_t)(argc - optind), sizeof(*s.earlier));
   if (s.earlier == NULL) {
     cli_error("out of memory");
     return CLI_FAIL;
   }
-  for (int i = optind; i < argc && !cli_interrupted() && !s.stopped; i++) {
+  size_t opened = 0;
+  for (int i = optind; i < argc; i++) {
     kpack_archive_t archive;
+    if (cli_walk_archive(argv[i], scan_kernel, &scan, &archive) != CLI_WALKED)
+      s.status = CLI_FAIL;
+    if (scan.failed) {
+      kpack_close(archive);
+      cli_error("out of memory");
+      status = CLI_FAIL;
+      goto done;
+    }
+    s.earlier[i - optind] = archive; /* NULL when it did not open */
+    opened += archive != NULL;
+  }
+  s.earlier_count = opened;
+  if ((s.only_binary != NULL || s.only_arch != NULL) && scan.kept == 0 &&
+      s.status == CLI_OK && opened > 0) {
+    status = report_nothing_kept(&s, &scan, argv[optind]);
+    goto done;
+  }
+  if (!cli_mkdirs(s.dir, 0755)) {
+    cli_error("%s: %s", s.dir, strerror(errno));
+    status = CLI_FAIL;
+    goto done;
+  }
+  for (int i = optind; i < argc && !cli_interrupted() && !s.stopped; i++) {
+    kpack_archive_t archive = s.earlier[i - optind];
+    if (archive == NULL)
+      continue;
     s.path = argv[i];
+    s.earlier_count = (size_t)(i - optind); /* those named before it */
     cli_progress_show(&s.progress, false, "kpack: extract: %zu kernels, %s",
                       s.written, argv[i]);
-    if (cli_walk_archive(argv[i], extract_kernel, &s, &archive) != CLI_WALKED)
-      s.status = CLI_FAIL;
-    if (archive != NULL) /* what it provides shadows later archives */
-      s.earlier[s.earlier_count++] = archive;
+    (void)cli_for_each_kernel(archive, extract_kernel, &s); /* reported */
   }
   cli_progress_end(&s.progress);
-  /* -b names nothing: say what it likely meant, from every archive. */
-  if (s.only_binary != NULL && s.written == 0 && s.status == CLI_OK &&
-      !cli_interrupted() && s.earlier_count > 0) {
-    char* hint = cli_kernel_hint(s.earlier, s.earlier_count, s.only_binary);
-    cli_error("%s: no kernel of %s%s%s%s%s", argv[optind], s.only_binary,
-              s.only_arch != NULL ? " for " : "",
-              s.only_arch != NULL ? s.only_arch : "", hint != NULL ? "; " : "",
-              hint != NULL ? hint : "");
-    free(hint);
-    s.status = CLI_FAIL;
-  }
-  for (size_t i = 0; i < s.earlier_count; i++)
-    kpack_close(s.earlier[i]);
-  free(s.earlier);
   if (cli_interrupted()) {
     cli_error("extract: interrupted after %zu kernels", s.written);
-    return CLI_INTERRUPTED;
+    status = CLI_INTERRUPTED;
+    goto done;
   }
   if (s.stopped)
     cli_error(
         "extract: stopped; %s holds the %zu kernel%s written before, "
         "each whole",
         s.dir, s.written, s.written == 1 ? "" : "s");
-  return s.status;
+  status = s.status;
+done:
+  for (int i = optind; i < argc; i++)
+    kpack_close(s.earlier[i - optind]);
+  free(s.earlier);
+  free(scan.arches);
+  return status;
 }

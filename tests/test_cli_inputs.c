@@ -108,10 +108,56 @@ static void test_create_arch_refuses_what_is_no_gpu_target(void** state) {
   free(out);
 }
 
+/* ---- extract -a ---------------------------------------------------------- */
+
+/* -a takes a GPU target (or an arch an archive has); one that keeps
+ * nothing is an error, and no directory is made. */
+static void test_extract_arch_that_keeps_nothing_is_an_error(void** state) {
+  (void)state;
+  char* dir = kt_path(kt_tmp, "extracted");
+  char *out, *err, *expected;
+  assert_int_equal(KP(&out, &err, "extract", "-C", dir, "-a", "gfx90", archive),
+                   2);
+  assert_string_equal(out, "");
+  assert_string_equal(
+      err,
+      "kpack extract: -a 'gfx90': not a GPU target: 'gfx90' is "
+      "not a GPU processor kpack knows (such as gfx90a, gfx942, "
+      "gfx1100 or gfx9-generic)\n"
+      "Try 'kpack help extract'.\n");
+  assert_int_equal(access(dir, F_OK), -1);
+  free(out);
+  free(err);
+  /* A real target the archive has no kernel for: it says which it has. */
+  assert_int_equal(
+      KP(&out, &err, "extract", "-C", dir, "-a", "gfx90a", archive), 1);
+  assert_true(asprintf(&expected,
+                       "kpack: %s: no kernel for gfx90a; its arches: gfx1100, "
+                       "gfx90a:xnack+, gfx90a:xnack-\n",
+                       archive) > 0);
+  assert_string_equal(err, expected);
+  assert_int_equal(access(dir, F_OK), -1);
+  free(expected);
+  free(out);
+  free(err);
+  /* An arch as listed extracts it alone. */
+  assert_int_equal(
+      KP(NULL, NULL, "extract", "-C", dir, "-a", "gfx90a:xnack-", archive), 0);
+  char* kernel = kt_path(dir, "lib/libx.so#0/gfx90a:xnack-/kernel.hsaco");
+  char* other = kt_path(dir, "lib/libx.so#0/gfx1100");
+  assert_int_equal(access(kernel, F_OK), 0);
+  assert_int_equal(access(other, F_OK), -1);
+  free(kernel);
+  free(other);
+  kt_rmtree(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_arch_declares_only_arches_holding_kernels),
       cmocka_unit_test(test_create_arch_refuses_what_is_no_gpu_target),
+      cmocka_unit_test(test_extract_arch_that_keeps_nothing_is_an_error),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
 }
