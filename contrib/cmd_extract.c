@@ -49,7 +49,10 @@ static const char extract_manual[] =
     "    same binary and arch, the first one named wins, as in kpackfs (a\n"
     "    directory DIR stands for the *.kpack below it, in name order). A\n"
     "    name that cannot be a relative path (empty, '.' or '..' components,\n"
-    "    a leading '/', a '/' inside an arch) is skipped with a message.\n"
+    "    a leading '/', a '/' inside an arch) is skipped with a message, and\n"
+    "    so is a kernel whose path would run through a file of another\n"
+    "    (lib/x#0/gfx906/kernels/y#0 beside lib/x#0's gfx906 kernel): kpackfs\n"
+    "    settles such names by the same rule, so the trees stay one.\n"
     "\n"
     "    A file or directory that cannot be written (a full disk, a read-only\n"
     "    filesystem) stops the run at once: one message names it with the\n"
@@ -89,9 +92,9 @@ static const char extract_manual[] =
     "\n"
     "EXIT STATUS\n"
     "    0 every kernel was written; 1 an archive could not be opened, a\n"
-    "    kernel could not be read, a name was unsafe (the run goes on), a\n"
-    "    file could not be written (the run stops), or -a or -b keeps no\n"
-    "    kernel; 2 bad command line (an -a that is no GPU target); 130\n"
+    "    kernel could not be read or was skipped for its name (the run goes\n"
+    "    on), a file could not be written (the run stops), or -a or -b keeps\n"
+    "    no kernel; 2 bad command line (an -a that is no GPU target); 130\n"
     "    interrupted.\n";
 // clang-format on
 
@@ -111,6 +114,10 @@ typedef struct extract_state {
   const char* path; /* archive being extracted */
   kpack_archive_t* earlier; /* archives named before it (NULL: unopened) */
   size_t earlier_count;
+  size_t archive_count;          /* every ARCHIVE operand, in `earlier` */
+  char* const* archive_paths;    /* their paths */
+  struct extract_clash* clashes; /* kernels kpack_layout_file_stays() cut */
+  size_t clash_count, clash_cap;
   size_t written;
   cli_progress progress; /* on a terminal, without -v */
   int status;
@@ -118,6 +125,285 @@ typedef struct extract_state {
    * later write be; the run stops rather than repeat the message. */
   bool stopped;
 } extract_state;
+
+/* Whether -b and -a keep kernel (binary, arch). */
+static bool wanted(const extract_state* s, const char* binary,
+                   const char* arch) {
+  return (s->only_binary == NULL || strcmp(binary, s->only_binary) == 0) &&
+         (s->only_arch == NULL || strcmp(arch, s->only_arch) == 0);
+}
+
+/* ---- a file and a directory on one path ---------------------------------
+ *
+ * A hostile TOC can name a binary whose path runs through a file of
+ * another kernel, or give a binary an arch named like such a file. The
+ * mount settles each such name by kpack_layout_file_stays() and so does
+ * extract, over its ARCHIVE operands in order, before writing anything:
+ * the same kernels and files are left out, with the mount's reasons. */
+
+/* A kernel the rule cut: left out, or some of its files left out. */
+typedef struct extract_clash {
+  size_t source; /* its archive's place among the operands */
+  char* binary;
+  char* arch;
+  bool skipped;
+  unsigned omitted; /* 1 << kpack_layout_file_t, for each file left out */
+} extract_clash;
+
+static extract_clash* find_clash(const extract_state* s, size_t source,
+                                 const char* binary, const char* arch) {
+  for (size_t i = 0; i < s->clash_count; i++)
+    if (s->clashes[i].source == source &&
+        strcmp(s->clashes[i].binary, binary) == 0 &&
+        strcmp(s->clashes[i].arch, arch) == 0)
+      return &s->clashes[i];
+  return NULL;
+}
+
+/* The record of a kernel, made when it has none; NULL when out of
+ * memory. */
+static extract_clash* add_clash(extract_state* s, size_t source,
+                                const char* binary, const char* arch) {
+  extract_clash* c = find_clash(s, source, binary, arch);
+  if (c != NULL)
+    return c;
+  extract_clash* grown =
+      cli_grow(s->clashes, s->clash_count, &s->clash_cap, sizeof(*grown), 4);
+  if (grown == NULL)
+    return NULL;
+  s->clashes = grown;
+  c = &s->clashes[s->clash_count];
+  *c = (extract_clash){
+      .source = source, .binary = strdup(binary), .arch = strdup(arch)};
+  if (c->binary == NULL || c->arch == NULL) {
+    free(c->binary);
+    free(c->arch);
+    return NULL;
+  }
+  s->clash_count++;
+  return c;
+}
+
+/* Whether archive `source`'s kernel (binary, arch) of `type` is in the
+ * tree: its names can be paths and the rule did not cut it. */
+static bool kernel_shown(const extract_state* s, size_t source,
+                         const char* binary, const char* arch,
+                         const char* type) {
+  const extract_clash* c = find_clash(s, source, binary, arch);
+  return kpack_layout_entry_problem(binary, arch, type) == NULL &&
+         (c == NULL || !c->skipped);
+}
+
+/* The first archive whose kernel (binary, arch) is shown, with its type
+ * and whether it has a metadata map; false when none is. */
+static bool first_shown(const extract_state* s, const char* binary,
+                        const char* arch, size_t* source,
+                        kpack_kernel_info_t* info, bool* has_map) {
+  for (size_t i = 0; i < s->archive_count; i++) {
+    const void* map = NULL;
+    size_t map_size = 0;
+    if (s->earlier[i] == NULL ||
+        kpack_get_kernel_info(s->earlier[i], binary, arch, info) !=
+            KPACK_SUCCESS ||
+        !kernel_shown(s, i, binary, arch, info->type))
+      continue;
+    kpack_get_entry_metadata(s->earlier[i], binary, arch, &map, &map_size);
+    *source = i;
+    *has_map = map != NULL;
+    return true;
+  }
+  return false;
+}
+
+/* The first archive with a kernel of `binary` shown, or false. */
+static bool first_with_binary(const extract_state* s, const char* binary,
+                              size_t* source) {
+  for (size_t i = 0; i < s->archive_count; i++) {
+    size_t count = 0;
+    if (s->earlier[i] == NULL ||
+        kpack_get_binary_arch_count(s->earlier[i], binary, &count) !=
+            KPACK_SUCCESS)
+      continue;
+    for (size_t k = 0; k < count; k++) {
+      const char* arch;
+      kpack_kernel_info_t info;
+      if (kpack_get_binary_arch(s->earlier[i], binary, k, &arch) ==
+              KPACK_SUCCESS &&
+          kpack_get_kernel_info(s->earlier[i], binary, arch, &info) ==
+              KPACK_SUCCESS &&
+          kernel_shown(s, i, binary, arch, info.type)) {
+        *source = i;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/* Leaves out every shown kernel of `binary` (of `arch` only, when not
+ * NULL), in every archive, saying so. False when out of memory. */
+static bool skip_binary(extract_state* s, const char* binary,
+                        const char* arch) {
+  for (size_t i = 0; i < s->archive_count; i++) {
+    size_t count = 0;
+    if (s->earlier[i] == NULL ||
+        kpack_get_binary_arch_count(s->earlier[i], binary, &count) !=
+            KPACK_SUCCESS)
+      continue;
+    for (size_t k = 0; k < count; k++) {
+      const char* a;
+      kpack_kernel_info_t info;
+      extract_clash* c;
+      if (kpack_get_binary_arch(s->earlier[i], binary, k, &a) !=
+              KPACK_SUCCESS ||
+          (arch != NULL && strcmp(a, arch) != 0) ||
+          kpack_get_kernel_info(s->earlier[i], binary, a, &info) !=
+              KPACK_SUCCESS ||
+          !kernel_shown(s, i, binary, a, info.type))
+        continue;
+      if ((c = add_clash(s, i, binary, a)) == NULL)
+        return false;
+      c->skipped = true;
+      if (!wanted(s, binary, a))
+        continue;
+      cli_error(
+          "%s: %s for %s: a file and a directory would share a path; "
+          "skipped",
+          s->archive_paths[i], binary, a);
+      s->status = CLI_FAIL;
+    }
+  }
+  return true;
+}
+
+/* File `file` of kernel (p, a) of archive `file_source` and the directory
+ * that `binary` (its arch `arch`, when not NULL) needs, first given by
+ * archive `dir_source`, share a path. Pass 0 leaves out the files that
+ * lose, pass 1 the kernels that lose to the files that stay, as the mount
+ * does. False when out of memory. */
+static bool settle(extract_state* s, int pass, size_t file_source,
+                   const char* p, const char* a, int file, size_t dir_source,
+                   const char* binary, const char* arch) {
+  static const char* const names[] = {
+      [KPACK_LAYOUT_FILE_KERNELS] = KPACK_LAYOUT_KERNELS_FILE,
+      [KPACK_LAYOUT_FILE_METADATA] = KPACK_LAYOUT_METADATA_FILE,
+      [KPACK_LAYOUT_FILE_TOC_METADATA] = KPACK_LAYOUT_TOC_METADATA_FILE};
+  if (kpack_layout_file_stays(file_source, dir_source))
+    return pass != 1 || skip_binary(s, binary, arch);
+  if (pass != 0)
+    return true;
+  extract_clash* c = add_clash(s, file_source, p, a);
+  if (c == NULL)
+    return false;
+  if (c->omitted & (1u << file))
+    return true;
+  c->omitted |= 1u << file;
+  if (!wanted(s, p, a)) {
+    c->skipped = c->skipped || file == KPACK_LAYOUT_FILE_KERNEL;
+  } else if (file == KPACK_LAYOUT_FILE_KERNEL) {
+    c->skipped = true;
+    cli_error(
+        "%s: %s for %s: a file and a directory would share a path; "
+        "skipped",
+        s->archive_paths[file_source], p, a);
+    s->status = CLI_FAIL;
+  } else {
+    cli_error("warning: %s: %s for %s: no '%s' file, the name is taken",
+              s->archive_paths[file_source], p, a, names[file]);
+  }
+  return true;
+}
+
+/* Compares a binary name with the key name[0, len) of known_binary(). */
+typedef struct name_key {
+  const char* name;
+  size_t len;
+} name_key;
+
+static int compare_key(const void* key, const void* item) {
+  const name_key* k = key;
+  const char* name = *(const char* const*)item;
+  int c = strncmp(k->name, name, k->len);
+  return c != 0 ? c : name[k->len] == '\0' ? 0 : -1;
+}
+
+/* Settles, for `pass`, every path through binary B's directory that meets
+ * one of archive `source`'s binaries: the archives' binary names are
+ * `binaries` (sorted, distinct), so that only a path with a binary's name
+ * before one of its '/' is looked at. False when out of memory. */
+static bool settle_archive(extract_state* s, int pass, size_t source,
+                           const char* const* binaries, size_t binary_count) {
+  kpack_archive_t archive = s->earlier[source];
+  size_t count = 0;
+  bool ok = true;
+  kpack_get_binary_count(archive, &count);
+  for (size_t b = 0; ok && b < count; b++) {
+    const char* binary;
+    if (kpack_get_binary(archive, b, &binary) != KPACK_SUCCESS ||
+        kpack_layout_binary_problem(binary) != NULL)
+      continue;
+    for (const char* slash = strchr(binary, '/'); ok && slash != NULL;
+         slash = strchr(slash + 1, '/')) {
+      name_key key = {binary, (size_t)(slash - binary)};
+      if (bsearch(&key, binaries, binary_count, sizeof(*binaries),
+                  compare_key) == NULL)
+        continue;
+      const char* rest = slash + 1;
+      size_t arch_len = strcspn(rest, "/");
+      char* p = strndup(binary, key.len);
+      char* a = strndup(rest, arch_len);
+      size_t file_source, dir_source;
+      kpack_kernel_info_t info;
+      bool map;
+      if (p == NULL || a == NULL) {
+        ok = false;
+      } else if (!first_shown(s, p, a, &file_source, &info, &map)) {
+        /* no kernel of p for a: directories merge */
+      } else if (rest[arch_len] == '/') {
+        /* The path runs on through one of the files of p's arch a. */
+        const char* f = rest + arch_len + 1;
+        int file = kpack_layout_file_named(info.type, map, f, strcspn(f, "/"));
+        const extract_clash* c = find_clash(s, file_source, p, a);
+        if (file >= 0 && !(c != NULL && (c->omitted >> file) & 1) &&
+            first_with_binary(s, binary, &dir_source))
+          ok = settle(s, pass, file_source, p, a, file, dir_source, binary,
+                      NULL);
+      } else {
+        /* This binary's directory is p's arch a: its arches meet a's
+         * files. */
+        size_t arches = 0;
+        kpack_get_binary_arch_count(archive, binary, &arches);
+        for (size_t k = 0; ok && k < arches; k++) {
+          const char* x;
+          kpack_kernel_info_t xinfo;
+          bool xmap;
+          if (kpack_get_binary_arch(archive, binary, k, &x) != KPACK_SUCCESS)
+            continue;
+          int file = kpack_layout_file_named(info.type, map, x, strlen(x));
+          const extract_clash* c = find_clash(s, file_source, p, a);
+          if (file >= 0 && !(c != NULL && (c->omitted >> file) & 1) &&
+              first_shown(s, binary, x, &dir_source, &xinfo, &xmap) &&
+              dir_source == source)
+            ok = settle(s, pass, file_source, p, a, file, source, binary, x);
+        }
+      }
+      free(p);
+      free(a);
+    }
+  }
+  return ok;
+}
+
+/* Both passes over every archive. False when out of memory. */
+static bool settle_paths(extract_state* s, const char* const* binaries,
+                         size_t binary_count) {
+  for (int pass = 0; pass < 2; pass++)
+    for (size_t i = 0; i < s->archive_count; i++)
+      if (s->earlier[i] != NULL &&
+          !settle_archive(s, pass, i, binaries, binary_count))
+        return false;
+  return true;
+}
 
 /* Writes `path` whole; on failure removes what it began (it replaced the
  * file anyway), so no kernel or file beside it is left half written. */
@@ -178,7 +464,8 @@ static bool put_file(extract_state* s, const char* dir, const char* name,
  * code object render as empty files there too. */
 static bool write_beside(extract_state* s, kpack_archive_t archive,
                          const char* binary, const char* arch, const char* type,
-                         const char* dir, const void* data, size_t size) {
+                         const char* dir, const void* data, size_t size,
+                         unsigned omitted) {
   const void* map = NULL;
   size_t map_size = 0;
   kpack_co_render_t r = {0};
@@ -193,12 +480,16 @@ static bool write_beside(extract_state* s, kpack_archive_t archive,
     cli_error("out of memory");
     return false;
   }
-  bool ok = put_file(s, dir, KPACK_LAYOUT_TOC_METADATA_FILE, map, map_size) &&
-            put_file(s, dir, KPACK_LAYOUT_KERNELS_FILE,
-                     demangled != NULL ? demangled : r.kernels,
-                     demangled != NULL ? demangled_size : r.kernels_size) &&
-            put_file(s, dir, KPACK_LAYOUT_METADATA_FILE, r.metadata_json,
-                     r.metadata_json_size);
+  /* A file the rule left out has a directory in its place: left alone. */
+  bool ok = ((omitted >> KPACK_LAYOUT_FILE_TOC_METADATA) & 1 ||
+             put_file(s, dir, KPACK_LAYOUT_TOC_METADATA_FILE, map, map_size)) &&
+            ((omitted >> KPACK_LAYOUT_FILE_KERNELS) & 1 ||
+             put_file(s, dir, KPACK_LAYOUT_KERNELS_FILE,
+                      demangled != NULL ? demangled : r.kernels,
+                      demangled != NULL ? demangled_size : r.kernels_size)) &&
+            ((omitted >> KPACK_LAYOUT_FILE_METADATA) & 1 ||
+             put_file(s, dir, KPACK_LAYOUT_METADATA_FILE, r.metadata_json,
+                      r.metadata_json_size));
   free(demangled);
   kpack_co_render_free(&r);
   return ok;
@@ -217,13 +508,18 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
 
   if (cli_interrupted())
     return false;
-  if ((s->only_binary && strcmp(binary, s->only_binary) != 0) ||
-      (s->only_arch && strcmp(arch, s->only_arch) != 0))
+  if (!wanted(s, binary, arch))
     return true;
-  for (size_t i = 0; i < s->earlier_count; i++)
+  size_t source = s->earlier_count; /* this archive's place */
+  const extract_clash* clash = find_clash(s, source, binary, arch);
+  if (clash != NULL && clash->skipped)
+    return true; /* a file and a directory: reported */
+  for (size_t i = 0; i < source; i++)
     if (s->earlier[i] != NULL && /* NULL: it did not open */
         kpack_get_kernel_info(s->earlier[i], binary, arch, &other) ==
-            KPACK_SUCCESS)
+            KPACK_SUCCESS &&
+        (kpack_layout_entry_problem(binary, arch, other.type) != NULL ||
+         kernel_shown(s, i, binary, arch, other.type)))
       return true; /* an earlier archive already provided it */
   /* The names a mount skips, extract skips: one rule for both trees. */
   const char* why = kpack_layout_entry_problem(binary, arch, info->type);
@@ -253,7 +549,7 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
   } else if (!put_file(s, dir, name, data != NULL ? data : "", size)) {
     s->status = CLI_FAIL;
   } else if (!write_beside(s, archive, binary, arch, info->type, dir, data,
-                           size)) {
+                           size, clash != NULL ? clash->omitted : 0u)) {
     /* Only whole kernels stay: one without its files is taken back. */
     const char* const files[] = {name, KPACK_LAYOUT_TOC_METADATA_FILE,
                                  KPACK_LAYOUT_KERNELS_FILE,
@@ -338,6 +634,8 @@ typedef struct extract_scan {
   size_t kept;
   const char** arches;
   size_t arch_count, arch_cap;
+  const char** binaries; /* sorted and made distinct after the scan */
+  size_t binary_count, binary_cap;
   bool failed; /* out of memory */
 } extract_scan;
 
@@ -347,10 +645,20 @@ static bool scan_kernel(kpack_archive_t archive, const char* binary,
   extract_scan* scan = user;
   (void)archive;
   (void)info;
-  if ((scan->s->only_binary == NULL ||
-       strcmp(binary, scan->s->only_binary) == 0) &&
-      (scan->s->only_arch == NULL || strcmp(arch, scan->s->only_arch) == 0))
+  if (wanted(scan->s, binary, arch))
     scan->kept++;
+  /* A binary's kernels come one after another, its name by one pointer. */
+  if (scan->binary_count == 0 ||
+      scan->binaries[scan->binary_count - 1] != binary) {
+    const char** grown = cli_grow(scan->binaries, scan->binary_count,
+                                  &scan->binary_cap, sizeof(*grown), 64);
+    if (grown == NULL) {
+      scan->failed = true;
+      return false;
+    }
+    scan->binaries = grown;
+    scan->binaries[scan->binary_count++] = binary;
+  }
   for (size_t i = 0; i < scan->arch_count; i++)
     if (strcmp(scan->arches[i], arch) == 0)
       return true;
@@ -444,6 +752,22 @@ static int extract_archives(extract_state s, int argc, char** argv) {
     status = report_nothing_kept(&s, &scan, argv[optind]);
     goto done;
   }
+  /* The names a file and a directory would share, settled as the mount
+   * settles them. */
+  s.archive_count = (size_t)(argc - optind);
+  s.archive_paths = argv + optind;
+  qsort(scan.binaries, scan.binary_count, sizeof(*scan.binaries),
+        compare_names);
+  size_t distinct = 0;
+  for (size_t i = 0; i < scan.binary_count; i++)
+    if (distinct == 0 ||
+        strcmp(scan.binaries[distinct - 1], scan.binaries[i]) != 0)
+      scan.binaries[distinct++] = scan.binaries[i];
+  if (!settle_paths(&s, scan.binaries, distinct)) {
+    cli_error("out of memory");
+    status = CLI_FAIL;
+    goto done;
+  }
   if (!cli_mkdirs(s.dir, 0755)) {
     cli_error("%s: %s", s.dir, strerror(errno));
     status = CLI_FAIL;
@@ -476,5 +800,11 @@ done:
     kpack_close(s.earlier[i - optind]);
   free(s.earlier);
   free(scan.arches);
+  free(scan.binaries);
+  for (size_t i = 0; i < s.clash_count; i++) {
+    free(s.clashes[i].binary);
+    free(s.clashes[i].arch);
+  }
+  free(s.clashes);
   return status;
 }

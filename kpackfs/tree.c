@@ -730,21 +730,15 @@ static uint32_t find_unique(const kfs_tree* t, const char* name, size_t n) {
   return NONE;
 }
 
-/* Which of kernel k's files is called name[0, n), or -1. */
+/* Which of kernel k's files is called name[0, n), or -1 (the names by
+ * kpack_layout_file_named(), which `kpack extract` asks too). */
 static int file_slot(const kfs_tree* t, uint32_t g, const kernel_ref* k,
                      const char* name, size_t n) {
-  char buf[KPACK_LAYOUT_NAME_MAX + 1];
-  static const char* const names[] = {NULL, NULL, KPACK_LAYOUT_KERNELS_FILE,
-                                      KPACK_LAYOUT_METADATA_FILE,
-                                      KPACK_LAYOUT_TOC_METADATA_FILE};
-  for (unsigned slot = SLOT_KERNEL; slot < SLOTS; slot++) {
-    const char* file = slot == SLOT_KERNEL
-                           ? kernel_file_name(k, buf, sizeof(buf))
-                           : names[slot];
-    if (strlen(file) == n && memcmp(file, name, n) == 0)
-      return has_slot(t, g, k, slot) ? (int)slot : -1;
-  }
-  return -1;
+  int file = kpack_layout_file_named(k->info.type, k->map != NULL, name, n);
+  if (file < 0)
+    return -1;
+  unsigned slot = SLOT_KERNEL + (unsigned)file;
+  return has_slot(t, g, k, slot) ? (int)slot : -1;
 }
 
 /* The first source with a kernel of unique binary u shown (of arch `arch`
@@ -786,7 +780,7 @@ static void settle(kfs_tree* t, int pass, uint32_t g, unsigned slot,
   kernel_ref k;
   if (!kernel_at(t, g, &k) || !has_slot(t, g, &k, slot))
     return;
-  if (source < k.source) {
+  if (!kpack_layout_file_stays(k.source, source)) {
     t->omitted[g] |= (uint8_t)(1u << slot);
     if (slot == SLOT_KERNEL) {
       warn_skip(t, k.source, k.binary, k.arch,

@@ -3041,6 +3041,80 @@ static void test_nested_binary_paths_give_mount_and_extract_one_tree(
   free(archive);
 }
 
+/* A name that would be a file of one kernel and a directory of another
+ * (a binary through x#0's gfx906/kernels, the binary x#0/gfx906 with the
+ * arch metadata.json) is settled by one rule (kpack_layout_file_stays()):
+ * in one archive the files stay and the other kernels are skipped; when a
+ * source listed first needs the directory, the file is left out. Mount
+ * and extract show one tree either way, and extract goes on past it. */
+static void test_a_file_and_a_directory_on_one_path_settle_alike(void** state) {
+  (void)state;
+  const kt_kernel shape[] = {
+      {"x#0", "gfx906", NULL, 100},
+      {"x#0/gfx906", "metadata.json", NULL, 200},
+      {"x#0/gfx906/kernels/y#0", "gfx906", NULL, 300},
+  };
+  kt_kernel* k = patterned(shape, 3, 960);
+  char* one = kt_path(tmp, "clash-one.kpack");
+  char* file = kt_path(tmp, "clash-file.kpack");
+  char* dir = kt_path(tmp, "clash-dir.kpack");
+  write_fixture(one, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, 3);
+  write_fixture(file, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, 1);
+  write_fixture(dir, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k + 2, 1);
+  free_patterned(k, 3);
+  char* kpack = kt_program("kpack");
+  char* tree = kt_path(tmp, "clash-extracted");
+  char* log = kt_path(tmp, "clash.log");
+  char* want;
+
+  /* One archive: x#0's files stay, both other kernels are skipped. */
+  char* extract_one[] = {kpack, "extract", "-C", tree, one, NULL};
+  assert_int_equal(run_logged(extract_one, log), 1);
+  char* said = slurp(log);
+  assert_true(asprintf(&want,
+                       "kpack: %s: x#0/gfx906 for metadata.json: a file and a "
+                       "directory would share a path; skipped\n"
+                       "kpack: %s: x#0/gfx906/kernels/y#0 for gfx906: a file "
+                       "and a directory would share a path; skipped\n",
+                       one, one) > 0);
+  assert_string_equal(said, want);
+  free(said);
+  free(want);
+  mnt* m = &scratch[0];
+  mnt_init(m, "clash-one");
+  const char* args_one[] = {one, NULL};
+  mnt_start(m, args_one);
+  assert_mount_is_the_extracted_tree(m, tree, 3);
+  assert_int_equal(stat_value(m, "skipped"), 2);
+  mnt_stop_clean(m);
+  kt_rmtree(tree);
+
+  /* The directory's archive first: x#0's kernels file is left out. */
+  char* extract_two[] = {kpack, "extract", "-C", tree, dir, file, NULL};
+  assert_int_equal(run_logged(extract_two, log), 0);
+  said = slurp(log);
+  assert_true(asprintf(&want,
+                       "kpack: warning: %s: x#0 for gfx906: no 'kernels' file, "
+                       "the name is taken\n",
+                       file) > 0);
+  assert_string_equal(said, want);
+  free(said);
+  free(want);
+  mnt_init(m, "clash-two");
+  const char* args_two[] = {dir, file, NULL};
+  mnt_start(m, args_two);
+  assert_mount_is_the_extracted_tree(m, tree, 5);
+  assert_int_equal(stat_value(m, "skipped"), 0);
+  mnt_stop_clean(m);
+  kt_rmtree(tree);
+  free(tree);
+  free(log);
+  free(kpack);
+  free(one);
+  free(file);
+  free(dir);
+}
+
 static void test_real_library_mount_and_extract_show_one_tree(void** state) {
   (void)state;
   const char* archive = real_archive();
@@ -3242,6 +3316,7 @@ int main(void) {
       T(test_copies_of_a_fresh_real_library_mount_are_exact),
       T(test_hostile_toc_names_give_mount_and_extract_one_tree),
       T(test_nested_binary_paths_give_mount_and_extract_one_tree),
+      T(test_a_file_and_a_directory_on_one_path_settle_alike),
 #undef T
   };
   return cmocka_run_group_tests_name("kpackfs", tests, group_setup,

@@ -104,12 +104,46 @@ static void test_kernel_file_names_go_both_ways(void** state) {
   assert_null(kpack_layout_kernel_type(NULL));
 }
 
+/* The files beside a kernel, by name (a name given by length, as a path
+ * component inside a longer path is), and which of a file and a directory
+ * on one path stays. */
+static void test_files_beside_a_kernel_are_named_by_its_type_and_map(
+    void** state) {
+  (void)state;
+  const char* path = "kernels/y#0";
+  assert_int_equal(kpack_layout_file_named("hsaco", false, path, 7),
+                   KPACK_LAYOUT_FILE_KERNELS);
+  assert_int_equal(kpack_layout_file_named("hsaco", false, "kernel.hsaco", 12),
+                   KPACK_LAYOUT_FILE_KERNEL);
+  assert_int_equal(kpack_layout_file_named("hsaco", false, "metadata.json", 13),
+                   KPACK_LAYOUT_FILE_METADATA);
+  assert_int_equal(
+      kpack_layout_file_named("hsaco", true, "toc-metadata.msgpack", 20),
+      KPACK_LAYOUT_FILE_TOC_METADATA);
+  /* What the kernel does not have is not its file. */
+  assert_int_equal(
+      kpack_layout_file_named("hsaco", false, "toc-metadata.msgpack", 20), -1);
+  assert_int_equal(kpack_layout_file_named("bin", true, "kernels", 7), -1);
+  assert_int_equal(kpack_layout_file_named("bin", true, "kernel.bin", 10),
+                   KPACK_LAYOUT_FILE_KERNEL);
+  assert_int_equal(kpack_layout_file_named("hsaco", false, "kernel.hsac", 11),
+                   -1);
+  assert_int_equal(kpack_layout_file_named("hsaco", false, "kernel.", 7), -1);
+  assert_int_equal(kpack_layout_file_named(NULL, false, "kernels", 7), -1);
+  /* The file stays unless the directory comes from a source before it. */
+  assert_true(kpack_layout_file_stays(0, 0));
+  assert_true(kpack_layout_file_stays(1, 2));
+  assert_false(kpack_layout_file_stays(2, 1));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_relative_binary_paths_are_accepted),
       cmocka_unit_test(test_binary_paths_that_leave_the_tree_are_refused),
       cmocka_unit_test(test_entries_need_an_arch_and_type_that_are_file_names),
       cmocka_unit_test(test_kernel_file_names_go_both_ways),
+      cmocka_unit_test(
+          test_files_beside_a_kernel_are_named_by_its_type_and_map),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

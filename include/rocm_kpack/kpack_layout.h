@@ -16,6 +16,7 @@
 #ifndef ROCM_KPACK_LAYOUT_H
 #define ROCM_KPACK_LAYOUT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "kpack.h"
@@ -70,6 +71,35 @@ KPACK_API kpack_error_t kpack_layout_kernel_file(const char* type, char* buf,
 /* The type of a kernel file name ("hsaco" for "kernel.hsaco", pointing
  * into `file_name`), or NULL when the name is not "kernel." and a type. */
 KPACK_API const char* kpack_layout_kernel_type(const char* file_name);
+
+/* The files of a kernel's directory <binary>/<arch>/. */
+typedef enum kpack_layout_file {
+  KPACK_LAYOUT_FILE_KERNEL,       /* kernel.<type>, always */
+  KPACK_LAYOUT_FILE_KERNELS,      /* kernels, for type "hsaco" */
+  KPACK_LAYOUT_FILE_METADATA,     /* metadata.json, for type "hsaco" */
+  KPACK_LAYOUT_FILE_TOC_METADATA, /* toc-metadata.msgpack, with a map */
+  KPACK_LAYOUT_FILE_COUNT
+} kpack_layout_file_t;
+
+/* Which file of the directory of a kernel of `type`, whose TOC entry has a
+ * metadata map when `has_map`, is called name[0, name_len): a
+ * kpack_layout_file_t, or -1 when none is (or a pointer is NULL). */
+KPACK_API int kpack_layout_file_named(const char* type, bool has_map,
+                                      const char* name, size_t name_len);
+
+/* Only a hostile TOC does it, but a binary's path may run through a file
+ * of another kernel (a binary "x#0/gfx90a/kernels/y#0" beside x#0's gfx90a
+ * code object), or a binary's arch directory may take the name of one (the
+ * binary "x#0/gfx90a" with the arch "kernels"): the file and the directory
+ * cannot both be in the tree. With sources numbered in the order given
+ * (kpackfs's SOURCE arguments, `kpack extract`'s ARCHIVE operands), the
+ * file stays, and the kernels that need the directory are left out, unless
+ * the first source needing the directory comes before the file's kernel's
+ * source: then the directory stays, and the file is left out (for
+ * kernel.<type>, its whole kernel). Within one source the file stays. True
+ * when the file stays. */
+KPACK_API bool kpack_layout_file_stays(size_t file_source,
+                                       size_t directory_source);
 
 #ifdef __cplusplus
 }

@@ -84,3 +84,31 @@ KPACK_API const char* kpack_layout_kernel_type(const char* file_name) {
     return NULL;
   return file_name + PREFIX_LEN;
 }
+
+KPACK_API int kpack_layout_file_named(const char* type, bool has_map,
+                                      const char* name, size_t name_len) {
+  if (type == NULL || name == NULL)
+    return -1;
+  size_t type_len = strlen(type);
+  if (type_len > 0 && name_len == PREFIX_LEN + type_len &&
+      memcmp(name, KPACK_LAYOUT_KERNEL_PREFIX, PREFIX_LEN) == 0 &&
+      memcmp(name + PREFIX_LEN, type, type_len) == 0)
+    return KPACK_LAYOUT_FILE_KERNEL;
+  static const char* const beside[] = {
+      [KPACK_LAYOUT_FILE_KERNELS] = KPACK_LAYOUT_KERNELS_FILE,
+      [KPACK_LAYOUT_FILE_METADATA] = KPACK_LAYOUT_METADATA_FILE,
+      [KPACK_LAYOUT_FILE_TOC_METADATA] = KPACK_LAYOUT_TOC_METADATA_FILE};
+  bool code_object = strcmp(type, "hsaco") == 0;
+  for (int f = KPACK_LAYOUT_FILE_KERNELS; f < KPACK_LAYOUT_FILE_COUNT; f++) {
+    bool present = f == KPACK_LAYOUT_FILE_TOC_METADATA ? has_map : code_object;
+    if (present && strlen(beside[f]) == name_len &&
+        memcmp(beside[f], name, name_len) == 0)
+      return f;
+  }
+  return -1;
+}
+
+KPACK_API bool kpack_layout_file_stays(size_t file_source,
+                                       size_t directory_source) {
+  return file_source <= directory_source;
+}
