@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -14,7 +15,7 @@ static const char cat_manual[] =
     "    kpack cat - write one kernel to standard output\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack cat ARCHIVE|DIR BINARY ARCH\n"
+    "    kpack cat [-f] ARCHIVE|DIR BINARY ARCH\n"
     "\n"
     "DESCRIPTION\n"
     "    Decompresses the kernel of BINARY (as `kpack list` shows it,\n"
@@ -25,16 +26,23 @@ static const char cat_manual[] =
     "    is reported with what was likely meant: the binary with its #0,\n"
     "    or the arches it has.\n"
     "\n"
+    "    The bytes are binary: when standard output is a terminal, cat\n"
+    "    refuses to write them there unless -f is given, as gzip and zstd\n"
+    "    do; redirect them to a file or a pipe. readelf and objdump read\n"
+    "    regular files only: write the kernel to one first.\n"
+    "\n"
     "OPTIONS\n"
-    "    -h, --help  print this manual\n"
+    "    -f, --force  write to standard output even when it is a terminal\n"
+    "    -h, --help   print this manual\n"
     "\n"
     "EXAMPLES\n"
-    "    kpack cat rand.kpack 'lib/librocrand.so.1#0' gfx1030 > k.hsaco\n"
-    "    kpack cat rand.kpack 'lib/librocrand.so.1#0' gfx1030 | readelf -h /dev/stdin\n"
+    "    kpack cat rand.kpack 'lib/librocrand.so.1#0' gfx1030 > k.hsaco && readelf -h k.hsaco\n"
+    "    kpack cat rand.kpack 'lib/librocrand.so.1#0' gfx1030 | sha256sum\n"
     "\n"
     "EXIT STATUS\n"
-    "    0 success; 1 the archive or kernel could not be read, or standard\n"
-    "    output could not be written; 2 bad command line.\n";
+    "    0 success; 1 the archive or kernel could not be read, standard\n"
+    "    output could not be written or is a terminal (without -f); 2 bad\n"
+    "    command line.\n";
 // clang-format on
 
 static int cat_run(int argc, char** argv);
@@ -43,20 +51,32 @@ const cli_command cli_cat_command = {
     "cat", "write one kernel's bytes to standard output", cat_manual, cat_run};
 
 static int cat_run(int argc, char** argv) {
-  static const struct option options[] = {{"help", no_argument, NULL, 'h'},
+  static const struct option options[] = {{"force", no_argument, NULL, 'f'},
+                                          {"help", no_argument, NULL, 'h'},
                                           {NULL, 0, NULL, 0}};
   int c, status = CLI_FAIL;
   void* data = NULL;
   size_t size;
-  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-    if (c == 'h')
+  bool force = false;
+  while ((c = getopt_long(argc, argv, "fh", options, NULL)) != -1) {
+    if (c == 'f')
+      force = true;
+    else if (c == 'h')
       return cli_print_manual(&cli_cat_command);
-    return cli_option_error(&cli_cat_command, argv, "h");
+    else
+      return cli_option_error(&cli_cat_command, argv, "fh");
   }
   if (argc - optind != 3)
     return cli_usage_error(&cli_cat_command,
                            "expected ARCHIVE BINARY ARCH, got %d argument%s",
                            argc - optind, argc - optind == 1 ? "" : "s");
+  if (!force && isatty(STDOUT_FILENO)) {
+    cli_error(
+        "cat: standard output is a terminal: redirect the kernel's "
+        "bytes to a file (> k.hsaco) or a pipe, or give -f to write "
+        "them to the terminal anyway");
+    return CLI_FAIL;
+  }
   const char* binary = argv[optind + 1];
   const char* arch = argv[optind + 2];
   int paths_count;

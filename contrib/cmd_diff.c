@@ -15,6 +15,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "code_object_view.h"
+#include "host_view.h"
 #include "json.h"
 
 // clang-format off
@@ -621,6 +623,24 @@ static int diff_run(int argc, char** argv) {
     const char* missing = stat(path_a, &sa) != 0 ? path_a : path_b;
     cli_input_error(missing, KPACK_ERROR_FILE_NOT_FOUND, errno);
     return DIFF_TROUBLE;
+  }
+  for (int i = 0; i < 2; i++) {
+    const char* path = i == 0 ? path_a : path_b;
+    if (cli_is_code_object(path)) {
+      cli_error(
+          "%s: an AMDGPU code object, not a kpack archive: compare two "
+          "with cmp(1), or their kernels with kpack info",
+          path);
+      return DIFF_TROUBLE;
+    }
+    if (cli_is_host_binary(path)) {
+      cli_error(
+          "%s: a HIP host binary, not a kpack archive: pack the device "
+          "code of each first (kpack create -o a.kpack --fatbin %s) and "
+          "compare the archives",
+          path, path);
+      return DIFF_TROUBLE;
+    }
   }
   if (S_ISDIR(sa.st_mode) != S_ISDIR(sb.st_mode)) {
     cli_error("%s and %s: cannot compare a directory with a file", path_a,

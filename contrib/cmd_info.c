@@ -21,7 +21,7 @@ static const char info_manual[] =
     "    what a code object or a HIP host binary holds\n"
     "\n"
     "SYNOPSIS\n"
-    "    kpack info [--json] [-v] ARCHIVE|DIR|CODE-OBJECT|HOST-BINARY...\n"
+    "    kpack info [--json] [-v] [-C] ARCHIVE|DIR|CODE-OBJECT|HOST-BINARY...\n"
     "    kpack info --metadata CODE-OBJECT\n"
     "\n"
     "DESCRIPTION\n"
@@ -46,7 +46,9 @@ static const char info_manual[] =
     "      - a fat binary (HIPF records, device code in .hip_fatbin): its\n"
     "        bundles by code object index, each with its compression (none,\n"
     "        or zlib/zstd in a CCOB envelope), stored and decompressed size\n"
-    "        and architectures; only entry tables are read;\n"
+    "        and architectures, and the count of bundles and of code\n"
+    "        objects (one per architecture of a bundle, as kpack list\n"
+    "        counts them); only entry tables are read;\n"
     "      - a kpack-ified binary (HIPK records): the arches `kpack split`\n"
     "        recorded the binary was split for (\"split for:\"), then its\n"
     "        records summed up: the kernel the loader looks up\n"
@@ -97,6 +99,9 @@ static const char info_manual[] =
     "                in metadata.json (null when there is no note)\n"
     "    -v, --verbose  for a kpack-ified binary, one row per record (its\n"
     "                kernel, each search path written and resolved)\n"
+    "    -C, --demangle  a code object's kernel names as c++filt shows them\n"
+    "                (C++ names demangled, as kpack list --kernels -C);\n"
+    "                --json keeps the mangled name and adds \"demangled\"\n"
     "    -h, --help  print this manual\n"
     "\n"
     "EXAMPLES\n"
@@ -210,26 +215,28 @@ done:
 }
 
 static int info_run(int argc, char** argv) {
-  static const struct option options[] = {{"json", no_argument, NULL, 'J'},
-                                          {"metadata", no_argument, NULL, 'M'},
-                                          {"verbose", no_argument, NULL, 'v'},
-                                          {"help", no_argument, NULL, 'h'},
-                                          {NULL, 0, NULL, 0}};
+  static const struct option options[] = {
+      {"json", no_argument, NULL, 'J'},    {"metadata", no_argument, NULL, 'M'},
+      {"verbose", no_argument, NULL, 'v'}, {"demangle", no_argument, NULL, 'C'},
+      {"help", no_argument, NULL, 'h'},    {NULL, 0, NULL, 0}};
   const cli_command* cmd = &cli_info_command;
   bool json = false, metadata = false, first = true, verbose = false;
+  bool demangle = false;
   int c, status = CLI_OK;
   cli_json w;
-  while ((c = getopt_long(argc, argv, "hv", options, NULL)) != -1) {
+  while ((c = getopt_long(argc, argv, "hvC", options, NULL)) != -1) {
     if (c == 'J')
       json = true;
     else if (c == 'v')
       verbose = true;
+    else if (c == 'C')
+      demangle = true;
     else if (c == 'M')
       metadata = true;
     else if (c == 'h')
       return cli_print_manual(cmd);
     else
-      return cli_option_error(cmd, argv, "h");
+      return cli_option_error(cmd, argv, "hvC");
   }
   if (optind >= argc)
     return cli_usage_error(cmd, "no ARCHIVE given");
@@ -274,7 +281,7 @@ static int info_run(int argc, char** argv) {
   for (int i = optind; i < argc; i++) {
     kpack_archive_t archive;
     if (cli_is_code_object(argv[i])) {
-      if (cli_code_object_info(argv[i], out, first) != CLI_OK)
+      if (cli_code_object_info(argv[i], out, first, demangle) != CLI_OK)
         status = CLI_FAIL;
       first = false;
       continue;

@@ -210,6 +210,14 @@ static int list_archives(int argc, char** argv) {
     cli_table_measure(&s.table);
   }
   for (int i = optind; i < argc; i++) {
+    if (cli_is_code_object(argv[i])) {
+      cli_error(
+          "%s: an AMDGPU code object, not a kpack archive: `kpack info "
+          "%s` shows its kernels",
+          argv[i], argv[i]);
+      status = CLI_FAIL;
+      continue;
+    }
     if (cli_is_host_binary(argv[i])) { /* its own table, printed now */
       if (cli_host_list(argv[i], s.json, &printed) != CLI_OK)
         status = CLI_FAIL;
@@ -416,14 +424,34 @@ static int list_kernels(int argc, char** argv) {
     cli_json_init(&w, stdout);
     cli_json_array(&w, 2, true);
   }
+  size_t listed = 0; /* archives opened: without any, no table */
   for (int i = optind; i < argc && !cli_interrupted(); i++) {
     s.archive_path = argv[i];
-    if (cli_walk_archive(argv[i], list_code_object, &s, NULL) != CLI_WALKED)
+    if (cli_is_code_object(argv[i])) {
+      cli_error(
+          "%s: an AMDGPU code object, not a kpack archive: `kpack info "
+          "%s` shows its kernels",
+          argv[i], argv[i]);
+      s.status = CLI_FAIL;
+      continue;
+    }
+    if (cli_is_host_binary(argv[i])) {
+      cli_error(
+          "%s: a HIP host binary, not a kpack archive: `kpack list %s` "
+          "lists its code objects; for their GPU kernels, pack them "
+          "first (kpack create -o x.kpack --fatbin %s)",
+          argv[i], argv[i], argv[i]);
+      s.status = CLI_FAIL;
+      continue;
+    }
+    cli_walk walk = cli_walk_archive(argv[i], list_code_object, &s, NULL);
+    listed += walk != CLI_WALK_UNOPENED;
+    if (walk != CLI_WALKED)
       s.status = CLI_FAIL;
   }
   if (s.json != NULL) {
     cli_json_finish(&w);
-  } else {
+  } else if (listed > 0) {
     cli_table_print(&s.table, stdout);
     printf("%zu kernel%s in %zu code object%s\n", s.kernels,
            s.kernels == 1 ? "" : "s", s.code_objects,

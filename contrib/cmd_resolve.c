@@ -4,6 +4,7 @@
  * hook, so it is the real one, environment included) and shows every path,
  * archive and target it considered, and why it ended as it did.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,9 +31,9 @@ static const char resolve_manual[] =
     "    object index N and a device whose ISA names are the --arch values in\n"
     "    priority order. ROCM_KPACK_PATH, ROCM_KPACK_PATH_PREFIX,\n"
     "    ROCM_KPACK_DISABLE and ROCM_KPACK_DEBUG apply as in the HIP runtime\n"
-    "    ('\\:' is a ':' inside a name in the path lists; a note says when\n"
-    "    an item is missing but it and its neighbour joined by ':' name a\n"
-    "    file).\n"
+    "    ('\\:' is a ':' inside a name in the path lists; when an item is\n"
+    "    missing but it and its neighbour joined by ':' name a file, a note\n"
+    "    and the why: line say so).\n"
     "    It prints:\n"
     "      - every candidate archive path, where it came from (an embedded\n"
     "        search path, ROCM_KPACK_PATH or ROCM_KPACK_PATH_PREFIX) and\n"
@@ -82,7 +83,8 @@ static const char resolve_manual[] =
     "                        alone, the binary's own HIPK records are used\n"
     "    --arch ARCH         an agent ISA name, e.g. gfx942:sramecc+:xnack-\n"
     "                        or amdgcn-amd-amdhsa--gfx1100 (repeatable, in\n"
-    "                        priority order)\n"
+    "                        priority order); a name that is no GPU target\n"
+    "                        (gfx9000, gfx90a:xnak-) is a bad command line\n"
     "    -o, --output FILE   write the code object found to FILE (with\n"
     "                        --binary alone, needs --co-index)\n"
     "    --json              print one JSON object {kernel, binary, arches,\n"
@@ -218,10 +220,13 @@ static bool write_code_object(const char* output, const void* code,
                               size_t size) {
   FILE* f = fopen(output, "wb");
   bool ok = f != NULL && fwrite(code, 1, size, f) == size;
-  if (f != NULL && fclose(f) != 0)
+  int saved = errno;
+  if (f != NULL && fclose(f) != 0 && ok) {
+    saved = errno;
     ok = false;
-  if (!ok)
-    cli_error("%s: cannot write the code object", output);
+  }
+  if (!ok) /* the system's reason: "Permission denied", "No space left..." */
+    cli_output_error(output, KPACK_ERROR_IO_ERROR, saved);
   return ok;
 }
 
@@ -306,12 +311,48 @@ static void print_section(const char* title, const cli_table* t,
     printf("%s\n", empty);
 }
 
-/* Why a search that found no archive did not (cli_why_not_found(), from
- * the candidate paths that led to no file), malloc'ed; NULL when the
- * status is another or nothing can be said. */
+/* The first archive name that ROCM_KPACK_PATH or ROCM_KPACK_PATH_PREFIX
+ * splits at a ':' (two missing items that name a file when joined, as
+ * print_agent()'s note says), malloc'ed, with the variable's name in
+ * *variable; NULL when there is none. */
+static char* split_name(const char** variable) {
+  static const char* const lists[] = {"ROCM_KPACK_PATH",
+                                      "ROCM_KPACK_PATH_PREFIX"};
+  char* joined = NULL;
+  for (size_t i = 0; joined == NULL && i < 2; i++) {
+    const char* value = getenv(lists[i]);
+    char** items = NULL;
+    size_t count = 0;
+    if (value == NULL ||
+        kpack_path_list_split(value, &items, &count) != KPACK_SUCCESS)
+      continue;
+    for (size_t k = 0; joined == NULL && k < count; k++)
+      joined = kpack_path_list_joined(items, count, k);
+    kpack_path_list_free(items, count);
+    *variable = lists[i];
+  }
+  return joined;
+}
+
+/* Why a search that found no archive did not, malloc'ed: an archive name
+ * a path list split at its ':', else cli_why_not_found() from the
+ * candidate paths that led to no file; NULL when the status is another or
+ * nothing can be said. */
 static char* why_not_found(const rs_trace* t, kpack_error_t status) {
   if (status != KPACK_ERROR_ARCHIVE_NOT_FOUND)
     return NULL;
+  const char* variable;
+  char* joined = split_name(&variable);
+  if (joined != NULL) {
+    char* why = NULL;
+    if (asprintf(&why,
+                 "'%s' is there, but %s split its name at the ':': write "
+                 "that ':' as '\\:'",
+                 joined, variable) < 0)
+      why = NULL;
+    free(joined);
+    return why;
+  }
   const char** missing = calloc(t->count ? t->count : 1, sizeof(*missing));
   size_t count = 0;
   if (missing == NULL)
@@ -404,12 +445,16 @@ static void print_search(const rs_trace* t, kpack_error_t status) {
   else
     printf(" (%s)\n", cli_error_text(status));
   char* why = why_not_found(t, status);
+  const char* variable;
+  char* joined = split_name(&variable);
   if (why != NULL)
     printf("why:     %s\n", why);
-  free(why);
-  const char* hint = hint_for(status);
+  /* The why of a split name says what to do; the hint would not. */
+  const char* hint = joined == NULL || why == NULL ? hint_for(status) : NULL;
   if (hint != NULL)
     printf("hint: %s\n", hint);
+  free(why);
+  free(joined);
   cli_table_free(&paths);
   cli_table_free(&archives);
   cli_table_free(&search);
@@ -886,6 +931,10 @@ static int resolve_run(int argc, char** argv) {
         r.binary = optarg;
         break;
       case OPT_ARCH:
+        if (!cli_check_target(cmd, "--arch", optarg)) {
+          status = CLI_USAGE;
+          goto done;
+        }
         r.arches[r.arch_count++] = optarg;
         break;
       case 'o':

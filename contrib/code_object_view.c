@@ -126,9 +126,16 @@ static kpack_error_t load_file(const char* path, kpack_code_object_t** co) {
 
 /* ---- kpack info FILE.hsaco ----------------------------------------------- */
 
+/* A kernel's name as shown: demangled (malloc'ed, in *owned) with -C. */
+static const char* shown_name(const kpack_co_kernel_t* k, bool demangle,
+                              char** owned) {
+  *owned = demangle ? cli_demangle(k->name) : NULL;
+  return *owned != NULL ? *owned : k->name;
+}
+
 static void info_json(cli_json* w, const char* path,
                       const kpack_code_object_t* co,
-                      const kpack_code_object_info_t* info) {
+                      const kpack_code_object_info_t* info, bool demangle) {
   cli_json_object(w, CLI_JSON_INLINE, false);
   cli_json_key_str(w, "file", path);
   cli_json_key_uint(w, "code_object_version", info->version);
@@ -145,6 +152,11 @@ static void info_json(cli_json* w, const char* path,
     kpack_code_object_get_kernel(co, i, &k);
     cli_json_object(w, CLI_JSON_INLINE, false);
     cli_co_json_kernel_members(w, &k);
+    if (demangle) {
+      char* owned;
+      cli_json_key_str(w, "demangled", shown_name(&k, true, &owned));
+      free(owned);
+    }
     cli_json_end(w);
   }
   cli_json_end(w);
@@ -152,7 +164,8 @@ static void info_json(cli_json* w, const char* path,
 }
 
 static void info_text(const char* path, const kpack_code_object_t* co,
-                      const kpack_code_object_info_t* info, bool first) {
+                      const kpack_code_object_info_t* info, bool first,
+                      bool demangle) {
   static const char* headers[RESOURCE_COLUMNS + 1];
   static const bool right[RESOURCE_COLUMNS + 1] = {true, true, true, true, true,
                                                    true, true, true, false};
@@ -189,23 +202,27 @@ static void info_text(const char* path, const kpack_code_object_t* co,
   for (size_t i = 0; i < info->kernel_count; i++) {
     kpack_co_kernel_t k;
     kpack_code_object_get_kernel(co, i, &k);
+    char* owned;
     cli_co_resource_cells(&k, cells, sizeof(cells));
-    cli_table_row(&t, "%s\t%s", cells, cli_table_text(&t, k.name));
+    cli_table_row(&t, "%s\t%s", cells,
+                  cli_table_text(&t, shown_name(&k, demangle, &owned)));
+    free(owned);
   }
   cli_table_print(&t, stdout);
   cli_table_free(&t);
 }
 
-int cli_code_object_info(const char* path, cli_json* json, bool first) {
+int cli_code_object_info(const char* path, cli_json* json, bool first,
+                         bool demangle) {
   kpack_code_object_t* co;
   kpack_code_object_info_t info;
   if (load_file(path, &co) != KPACK_SUCCESS)
     return CLI_FAIL;
   kpack_code_object_get_info(co, &info);
   if (json != NULL)
-    info_json(json, path, co, &info);
+    info_json(json, path, co, &info, demangle);
   else
-    info_text(path, co, &info, first);
+    info_text(path, co, &info, first, demangle);
   kpack_code_object_free(co);
   return CLI_OK;
 }

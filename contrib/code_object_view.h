@@ -19,8 +19,10 @@
 bool cli_is_code_object(const char* path);
 /* `kpack info` on a code object file: target, version and the kernel table
  * (after a blank line unless `first`), or with `json` one object of
- * info's JSON array. Returns an exit status. */
-int cli_code_object_info(const char* path, cli_json* json, bool first);
+ * info's JSON array; with `demangle` (-C), kernel names as c++filt shows
+ * them (JSON keeps "name" and adds "demangled"). Returns an exit status. */
+int cli_code_object_info(const char* path, cli_json* json, bool first,
+                         bool demangle);
 /* `kpack info --metadata FILE`: the metadata note as indented JSON and a
  * newline, as kpackfs shows it in metadata.json. Returns an exit status. */
 int cli_code_object_metadata(const char* path);

@@ -202,7 +202,9 @@ static bool info_bundle(const char* path, size_t co, const kpack_bundle_t* b,
     cli_json_end(w);
     return true;
   }
-  char* arches = cli_bundle_arches(b, NULL, 0, NULL);
+  size_t count = 0; /* its code objects, one per GPU arch */
+  char* arches = cli_bundle_arches(b, NULL, 0, &count);
+  s->code_objects += count;
   cli_table_row(&s->table, "%zu\t%s\t%llu\t%llu\t%s", co,
                 cli_bundle_compression(&info, comp),
                 (unsigned long long)info.extent,
@@ -242,7 +244,7 @@ static int info_fat(const char* path, const kpack_host_info_t* host,
         "(%s)\n",
         cli_human_size(a, info.fatbin_size));
     printf("records:      %zu in .hipFatBinSegment\n", host->wrapper_count);
-    printf("code objects: %zu, %s\n", info.bundle_count,
+    printf("bundles:      %zu, %s\n", info.bundle_count,
            info.has_wrappers ? "numbered by .hipFatBinSegment (co_index)"
                              : "in .hip_fatbin order (no wrappers)");
   }
@@ -253,8 +255,9 @@ static int info_fat(const char* path, const kpack_host_info_t* host,
     char b[32];
     putchar('\n');
     cli_table_print(&s.table, stdout);
-    printf("%zu code object%s: %s stored, %s decompressed\n", info.bundle_count,
-           info.bundle_count == 1 ? "" : "s", cli_human_size(a, s.stored),
+    printf("%zu bundle%s, %zu code object%s: %s stored, %s decompressed\n",
+           info.bundle_count, info.bundle_count == 1 ? "" : "s", s.code_objects,
+           s.code_objects == 1 ? "" : "s", cli_human_size(a, s.stored),
            cli_human_size(b, s.size));
   }
   cli_table_free(&s.table);

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -135,6 +136,59 @@ static const cli_command* find_command(const char* name) {
   return NULL;
 }
 
+/* Edits (insert, delete, replace, swap two neighbours) from a to b, when
+ * both are short; SIZE_MAX otherwise. */
+static size_t edit_distance(const char* a, const char* b) {
+  enum { MAX = 32 };
+  size_t n = strlen(a), m = strlen(b);
+  size_t d[MAX + 1][MAX + 1];
+  if (n > MAX || m > MAX)
+    return SIZE_MAX;
+  for (size_t i = 0; i <= n; i++)
+    for (size_t j = 0; j <= m; j++) {
+      if (i == 0 || j == 0) {
+        d[i][j] = i + j;
+        continue;
+      }
+      size_t best = d[i - 1][j - 1] + (a[i - 1] != b[j - 1]);
+      if (d[i - 1][j] + 1 < best)
+        best = d[i - 1][j] + 1;
+      if (d[i][j - 1] + 1 < best)
+        best = d[i][j - 1] + 1;
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+          d[i - 2][j - 2] + 1 < best)
+        best = d[i - 2][j - 2] + 1;
+      d[i][j] = best;
+    }
+  return d[n][m];
+}
+
+/* "no such command", with the command likely meant, as git says it: one
+ * that `name` begins (`kpack ext`) or that is at most two edits away and
+ * closer than any other (`kpack lst`). */
+static int no_such_command(const char* name) {
+  const cli_command* best = NULL;
+  size_t best_distance = 3, prefixed = 0;
+  for (size_t i = 0; i < COMMAND_COUNT; i++) {
+    size_t d = edit_distance(name, commands[i]->name);
+    if (strlen(name) >= 2 &&
+        strncmp(commands[i]->name, name, strlen(name)) == 0) {
+      prefixed++;
+      d = 0;
+    }
+    if (d < best_distance && d < strlen(commands[i]->name)) {
+      best = commands[i];
+      best_distance = d;
+    }
+  }
+  if (best != NULL && prefixed <= 1)
+    cli_error("no such command '%s'; did you mean '%s'? (see 'kpack help')",
+              name, best->name);
+  else
+    cli_error("no such command '%s' (see 'kpack help')", name);
+  return CLI_USAGE;
+}
+
 int main(int argc, char** argv) {
   watch_stdout();
   if (argc < 2) {
@@ -152,20 +206,16 @@ int main(int argc, char** argv) {
       strcmp(name, "help") == 0) {
     if (argc > 2 && strcmp(name, "help") == 0) {
       const cli_command* cmd = find_command(argv[2]);
-      if (cmd == NULL) {
-        cli_error("no such command '%s' (see 'kpack help')", argv[2]);
-        return CLI_USAGE;
-      }
+      if (cmd == NULL)
+        return no_such_command(argv[2]);
       return cli_print_manual(cmd);
     }
     print_overview(stdout);
     return CLI_OK;
   }
   const cli_command* cmd = find_command(name);
-  if (cmd == NULL) {
-    cli_error("no such command '%s' (see 'kpack help')", name);
-    return CLI_USAGE;
-  }
+  if (cmd == NULL)
+    return no_such_command(name);
   /* The subcommand sees itself as argv[0], as getopt expects; it reports
    * a refused option itself (cli_option_error()), once. */
   opterr = 0;
