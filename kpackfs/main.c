@@ -6,6 +6,7 @@
  * runs the FUSE session until unmount or SIGINT/SIGTERM.
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #ifdef __GLIBC__
@@ -13,6 +14,7 @@
 #endif
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -20,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ops.h"
@@ -41,10 +44,11 @@ typedef struct kfs_config {
   gid_t gid;
   bool help;
   bool version;
+  bool nonempty; /* -o nonempty: a non-empty MOUNTPOINT is meant */
   bool bad;
 } kfs_config;
 
-enum { KEY_HELP, KEY_VERSION, KEY_CACHE_SIZE, KEY_UID, KEY_GID };
+enum { KEY_HELP, KEY_VERSION, KEY_CACHE_SIZE, KEY_UID, KEY_GID, KEY_NONEMPTY };
 
 static const struct fuse_opt kfs_opts[] = {
     FUSE_OPT_KEY("-h", KEY_HELP),
@@ -54,6 +58,7 @@ static const struct fuse_opt kfs_opts[] = {
     FUSE_OPT_KEY("cache_size=%s", KEY_CACHE_SIZE),
     FUSE_OPT_KEY("uid=%s", KEY_UID),
     FUSE_OPT_KEY("gid=%s", KEY_GID),
+    FUSE_OPT_KEY("nonempty", KEY_NONEMPTY),
     /* mount(8) hands every fstab option to the helper. These mean nothing
      * to a FUSE mount, and "rw" would undo read-only, so they are dropped
      * (x-* options are dropped in kfs_opt_proc). */
@@ -116,14 +121,24 @@ static void usage(void) {
       "    open per archive; the soft RLIMIT_NOFILE is raised to the hard\n"
       "    limit at start.\n"
       "\n"
+      "    MOUNTPOINT must be a directory, and not a mount point already:\n"
+      "    kpackfs refuses a file (the MOUNTPOINT forgotten: kpackfs a.kpack\n"
+      "    b.kpack) and a second mount at one place, as mount(8) does, before\n"
+      "    opening any source; an autofs trigger (x-systemd.automount) is the\n"
+      "    one mount it goes on top of. A directory that is not empty is\n"
+      "    mounted over, as the kernel and fuse3 allow, with a warning: its\n"
+      "    files are hidden until the unmount (-o nonempty says that is meant).\n"
+      "\n"
       "    Unmount with fusermount3 -u MOUNTPOINT (or umount as root); SIGINT\n"
       "    and SIGTERM unmount cleanly too.\n"
       "\n"
       "OPTIONS\n"
       "    -o cache_size=SIZE     decompressed-kernel cache budget, with an\n"
       "                           optional K, M or G suffix (default 2M)\n"
-      "    -o uid=N,gid=N         owner of every file (default: the mounting\n"
-      "                           user)\n"
+      "    -o uid=N,gid=N         owner of every file, by number (default:\n"
+      "                           the mounting user)\n"
+      "    -o nonempty            mount over a directory that is not empty\n"
+      "                           without a warning (fuse2's option)\n"
       "    -h, --help             print this manual\n"
       "    -V, --version          print the versions of kpackfs and libfuse\n"
       "\n"
@@ -157,8 +172,9 @@ static void usage(void) {
       "\n"
       "EXIT STATUS\n"
       "    0 after a clean unmount (or for --help and --version); 1 when a\n"
-      "    source cannot be opened or the mount fails; 2 for a bad command\n"
-      "    line (an unknown option, a bad value, no MOUNTPOINT).\n"
+      "    source cannot be opened, MOUNTPOINT is missing or a mount point\n"
+      "    already, or the mount fails; 2 for a bad command line (an unknown\n"
+      "    option, a bad value, no MOUNTPOINT or a file as MOUNTPOINT).\n"
       "\n"
       "SEE ALSO\n"
       "    kpack(1), fusermount3(1), mount.fuse3(8), fstab(5)\n",
@@ -233,10 +249,18 @@ static int kfs_opt_proc(void* data, const char* arg, int key,
         cfg->bad = true;
       }
       return 0;
+    case KEY_NONEMPTY:
+      cfg->nonempty = true;
+      return 0;
     case KEY_UID:
     case KEY_GID:
       if (parse_id(value + 1, &id) != 0) {
-        fprintf(stderr, "kpackfs: bad option '%s'\n", arg);
+        /* As for vfat or ntfs: a number, not a name to look up. */
+        fprintf(stderr,
+                "kpackfs: bad option '%s': a %s is a number (%s %s gives "
+                "it)\n",
+                arg, key == KEY_UID ? "uid" : "gid",
+                key == KEY_UID ? "id -u" : "getent group", value + 1);
         cfg->bad = true;
       } else if (key == KEY_UID) {
         cfg->uid = (uid_t)id;
@@ -305,6 +329,157 @@ out:
   free(fsname);
   free(opts);
   return rc;
+}
+
+/* ---- the mount point ------------------------------------------------------
+ */
+
+/* The last (topmost) mount at `dir` (canonical) in /proc/self/mountinfo:
+ * its type and source, malloc'ed into *type and *source; false when there
+ * is none. */
+static bool mounted_at(const char* dir, char** type, char** source) {
+  FILE* f = fopen("/proc/self/mountinfo", "re");
+  char* line = NULL;
+  size_t cap = 0;
+  bool found = false;
+  *type = *source = NULL;
+  if (f == NULL)
+    return false;
+  while (getline(&line, &cap, f) > 0) {
+    /* ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - TYPE SOURCE
+     * SUPER; the mount point with spaces and such written \ooo. */
+    char point[PATH_MAX], fstype[256], from[PATH_MAX];
+    const char* dash = strstr(line, " - ");
+    if (dash == NULL || sscanf(line, "%*s %*s %*s %*s %4095s", point) != 1 ||
+        sscanf(dash + 3, "%255s %4095s", fstype, from) != 2)
+      continue;
+    char* out = point;
+    for (const char* in = point; *in; out++) {
+      if (in[0] == '\\' && in[1] >= '0' && in[1] <= '3' && in[2] >= '0' &&
+          in[2] <= '7' && in[3] >= '0' && in[3] <= '7') {
+        *out = (char)((in[1] - '0') * 64 + (in[2] - '0') * 8 + (in[3] - '0'));
+        in += 4;
+      } else {
+        *out = *in++;
+      }
+    }
+    *out = '\0';
+    if (strcmp(point, dir) != 0)
+      continue;
+    free(*type);
+    free(*source);
+    *type = strdup(fstype);
+    *source = strdup(from);
+    found = *type != NULL && *source != NULL;
+  }
+  free(line);
+  fclose(f);
+  return found;
+}
+
+/* Checks MOUNTPOINT before any source is opened: 0 to go on, else the
+ * exit status after a message. It must be a directory (the forgotten
+ * MOUNTPOINT of `kpackfs a.kpack b.kpack` would be mounted over a file)
+ * that is not already a mount point: mount(8) refuses to mount twice at
+ * one place, and a second kpackfs would hide the first. An autofs trigger
+ * (x-systemd.automount) is the one mount kpackfs is meant to go on top
+ * of; *autofs says it is one. */
+static int check_mount_point(const char* dir, bool* autofs) {
+  struct stat st;
+  char *type = NULL, *source = NULL;
+  int rc = 0;
+  *autofs = false;
+  if (stat(dir, &st) != 0) {
+    if (errno == ENOTCONN)
+      fprintf(stderr,
+              "kpackfs: %s: a mount whose daemon is gone (%s): fusermount3 "
+              "-u -z %s detaches it\n",
+              dir, strerror(errno), dir);
+    else
+      fprintf(stderr, "kpackfs: %s: mount point: %s\n", dir, strerror(errno));
+    return 1;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    fprintf(stderr,
+            "kpackfs: %s: the mount point is not a directory (MOUNTPOINT "
+            "comes last: kpackfs SOURCE... MOUNTPOINT)\n",
+            dir);
+    return 2;
+  }
+  char* real = realpath(dir, NULL);
+  if (real != NULL && mounted_at(real, &type, &source)) {
+    *autofs = strcmp(type, "autofs") == 0;
+    if (!*autofs) {
+      fprintf(stderr,
+              "kpackfs: %s: already a mount point (%s from %s): unmount it "
+              "first (fusermount3 -u %s)\n",
+              dir, type, source, dir);
+      rc = 1;
+    }
+  }
+  free(real);
+  free(type);
+  free(source);
+  return rc;
+}
+
+/* A non-empty directory is mounted over, as the kernel and fuse3 allow,
+ * with a warning unless -o nonempty says it is meant. Not asked of an
+ * autofs trigger: listing it would wait for this very mount. */
+static void warn_if_not_empty(const char* dir) {
+  DIR* d = opendir(dir);
+  size_t entries = 0;
+  for (struct dirent* e; d != NULL && (e = readdir(d)) != NULL;)
+    entries += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
+  if (d != NULL)
+    closedir(d);
+  if (entries > 0)
+    fprintf(stderr,
+            "kpackfs: warning: %s is not empty: its %zu entr%s hidden "
+            "until it is unmounted (-o nonempty: this is meant)\n",
+            dir, entries, entries == 1 ? "y stays" : "ies stay");
+}
+
+/* ---- libfuse's messages ----------------------------------------------------
+ */
+
+/* What libfuse logs while it parses its options, kept to be said in
+ * kpackfs's words (it runs before any thread). */
+static char* fuse_said;
+static size_t fuse_said_len;
+
+static void keep_fuse_log(enum fuse_log_level level, const char* fmt,
+                          va_list ap) {
+  char* text = NULL;
+  (void)level;
+  if (vasprintf(&text, fmt, ap) < 0)
+    return;
+  size_t n = strlen(text);
+  char* grown = realloc(fuse_said, fuse_said_len + n + 1);
+  if (grown != NULL) {
+    memcpy(grown + fuse_said_len, text, n + 1);
+    fuse_said = grown;
+    fuse_said_len += n;
+  }
+  free(text);
+}
+
+/* Says what libfuse logged while refusing the command line: an option
+ * neither kpackfs nor libfuse knows as one line of kpackfs's, anything
+ * else as libfuse said it. */
+static void report_fuse_refusal(void) {
+  static const char unknown[] = "fuse: unknown option(s): `";
+  const char* at = fuse_said != NULL ? strstr(fuse_said, unknown) : NULL;
+  if (at != NULL) {
+    const char* options = at + sizeof(unknown) - 1;
+    int len = (int)strcspn(options, "'");
+    fprintf(stderr,
+            "kpackfs: unknown option '%.*s': kpackfs --help lists kpackfs's "
+            "options and libfuse's (FUSE OPTIONS)\n",
+            len, options);
+  } else if (fuse_said != NULL) {
+    fputs(fuse_said, stderr);
+  }
 }
 
 /* kpackfs keeps one descriptor open per archive for the life of the mount,
@@ -570,17 +745,29 @@ int main(int argc, char* argv[]) {
   for (size_t i = 0; i < source_count; i++)
     if (kfs_paths_add_source(&paths, cfg.positional[i]) != 0)
       goto out;
+  /* Where to mount, before any source is opened. */
+  bool autofs;
+  if ((rc = check_mount_point(cfg.positional[source_count], &autofs)) != 0)
+    goto out;
+  rc = 1;
   if (fuse_opt_add_arg(&args, cfg.positional[source_count]) != 0 ||
       add_mount_options(&args, cfg.positional, source_count, &paths) != 0)
     goto out;
   /* Options for libfuse: one it rejects (it says which) is a usage error,
    * found before any archive is opened. */
   rc = 2;
-  if (fuse_parse_cmdline(&args, &opts) != 0)
+  fuse_set_log_func(keep_fuse_log);
+  if (fuse_parse_cmdline(&args, &opts) == 0)
+    fs.session = fuse_session_new(&args, &kfs_ops, sizeof(kfs_ops), &fs);
+  fuse_set_log_func(NULL); /* libfuse's own again, for the mount */
+  if (fs.session == NULL) {
+    report_fuse_refusal();
     goto out;
-  fs.session = fuse_session_new(&args, &kfs_ops, sizeof(kfs_ops), &fs);
-  if (fs.session == NULL)
-    goto out;
+  }
+  if (fuse_said != NULL)
+    fputs(fuse_said, stderr); /* accepted, but it had something to say */
+  if (!cfg.nonempty && !autofs)
+    warn_if_not_empty(cfg.positional[source_count]);
   rc = 1;
 
   /* Every source is opened before anything is mounted. */
@@ -619,5 +806,6 @@ out:
     free(cfg.positional[i]);
   free(cfg.positional);
   fuse_opt_free_args(&args);
+  free(fuse_said);
   return rc;
 }

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kpackfs.h"
 #include "rocm_kpack/kpack_paths.h"
@@ -137,4 +138,36 @@ void kfs_paths_free(kfs_paths* paths) {
     free(paths->items[i]);
   free(paths->items);
   *paths = (kfs_paths){0};
+}
+
+void kfs_report_source_error(const char* path, kpack_error_t err) {
+  char why[512] = "";
+  uint8_t head[64];
+  ssize_t n = 0;
+  FILE* f = fopen(path, "rb");
+  if (f != NULL) {
+    n = (ssize_t)fread(head, 1, sizeof(head), f);
+    fclose(f);
+  }
+  if (err == KPACK_ERROR_INVALID_FORMAT && n > 0 &&
+      kpack_is_code_object(head, (size_t)n))
+    snprintf(why, sizeof(why),
+             "an AMDGPU code object, not a kpack archive: pack it with kpack "
+             "create, from a tree DIR/<binary>#0/<arch>/kernel.hsaco");
+  else if (err == KPACK_ERROR_INVALID_FORMAT && n > 0 &&
+           kpack_is_host_binary(head, (size_t)n))
+    snprintf(why, sizeof(why),
+             "a HIP host binary, not a kpack archive: pack its device code "
+             "first, with kpack create -o x.kpack --fatbin %s, or kpack split",
+             path);
+  else if ((err == KPACK_ERROR_INVALID_FORMAT ||
+            err == KPACK_ERROR_MSGPACK_PARSE_FAILED ||
+            err == KPACK_ERROR_UNSUPPORTED_VERSION) &&
+           kpack_archive_diagnose(path, why, sizeof(why)) != err)
+    why[0] = '\0';
+  if (why[0] != '\0')
+    fprintf(stderr, "kpackfs: %s: %s (%s)\n", path, kpack_error_string(err),
+            why);
+  else
+    fprintf(stderr, "kpackfs: %s: %s\n", path, kpack_error_string(err));
 }

@@ -9,6 +9,8 @@
 
 #include <stddef.h>
 
+#include "rocm_kpack/kpack_ext.h"
+
 /* Archive paths in mount order, canonical and without duplicates. */
 typedef struct kfs_paths {
   char** items;
@@ -27,5 +29,12 @@ typedef struct kfs_paths {
  * stderr. */
 int kfs_paths_add_source(kfs_paths* paths, const char* source);
 void kfs_paths_free(kfs_paths* paths);
+
+/* Reports on stderr that archive `path` could not be opened (kpack_open()
+ * returned `err`), as the kpack tool does: the status, and in parentheses
+ * what kpack_archive_diagnose() finds wrong where (a truncated file: which
+ * structure runs past its end, and its size), or, for a HIP host binary
+ * or a code object given as a SOURCE, how to pack it into an archive. */
+void kfs_report_source_error(const char* path, kpack_error_t err);
 
 #endif /* KPACKFS_SOURCES_H */

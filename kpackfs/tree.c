@@ -1195,7 +1195,7 @@ static void report_open_failure(const char* path, kpack_error_t err, int sys,
             "(fs.file-max)\n",
             path);
   else
-    fprintf(stderr, "kpackfs: %s: %s\n", path, kpack_error_string(err));
+    kfs_report_source_error(path, err);
 }
 
 /* Opening is reading and parsing a TOC per source: a few workers overlap
