@@ -20,6 +20,17 @@ comma := ,
 BUILD ?= build$(if $(SANITIZE),-$(subst $(comma),-,$(SANITIZE)))
 
 PKGS      := libzstd msgpack zlib
+# What the build links, as pkg-config module=Debian package, checked before
+# anything is compiled (build-deps below): a missing one is named with its
+# package, not found as pages of undefined references. The suites also
+# need cmocka.
+BUILD_DEPS := libzstd=libzstd-dev msgpack=libmsgpack-dev zlib=zlib1g-dev \
+              fuse3=libfuse3-dev
+TEST_DEPS  := cmocka=libcmocka-dev
+# The Debian packages of the module=package pairs in $(1) that pkg-config
+# does not find (pkg-config itself first when it is missing).
+missing_deps = $(strip $(if $(shell command -v pkg-config),,pkg-config) \
+  $(foreach d,$(1),$(if $(shell pkg-config --exists $(word 1,$(subst =, ,$(d))) 2>/dev/null && echo y),,$(word 2,$(subst =, ,$(d))))))
 DEPS_CFLAGS := $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 DEPS_LIBS   := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 FUSE_CFLAGS := $(shell pkg-config --cflags fuse3 2>/dev/null)
@@ -65,7 +76,7 @@ LIB_A    := $(BUILD)/lib/librocm_kpack.a
 LIB_PC   := $(BUILD)/lib/rocm_kpack.pc
 HEADERS  := $(wildcard include/rocm_kpack/*.h)
 
-$(BUILD)/libkpack/%.o: libkpack/%.c
+$(BUILD)/libkpack/%.o: libkpack/%.c | build-deps
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(LIB_CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -fPIC -c $< -o $@
 
@@ -101,7 +112,7 @@ $(SPLIT_RULES): contrib/split-rules.conf
 	cp $< $@
 PROGRAMS     := $(strip $(if $(KPACKFS_SRCS),$(KPACKFS)) $(if $(TOOL_SRCS),$(TOOL)))
 
-$(BUILD)/kpackfs/%.o: kpackfs/%.c
+$(BUILD)/kpackfs/%.o: kpackfs/%.c | build-deps
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) $(FUSE_CFLAGS) -c $< -o $@
 
@@ -109,7 +120,7 @@ $(KPACKFS): $(KPACKFS_SRCS:%.c=$(BUILD)/%.o) $(LIB_A)
 	@mkdir -p $(@D)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(FUSE_LIBS)
 
-$(BUILD)/contrib/%.o: contrib/%.c
+$(BUILD)/contrib/%.o: contrib/%.c | build-deps
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(CFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -132,6 +143,19 @@ $(BUILD)/man/kpack.1: $(TOOL) contrib/manpage.sh
 $(BUILD)/man/kpackfs.8: $(KPACKFS) contrib/manpage.sh
 	@mkdir -p $(@D)
 	$(call say,GEN,$@)contrib/manpage.sh kpackfs $(KPACKFS) $(VERSION) > $@.tmp && mv $@.tmp $@
+
+# Before the first compile: every dependency there, or what to install.
+.PHONY: build-deps test-deps
+build-deps:
+	$(if $(call missing_deps,$(BUILD_DEPS)),@printf '%s\n' \
+	  'kpack: missing build dependencies (Debian packages): $(call missing_deps,$(BUILD_DEPS))' \
+	  '  install them as root: apt-get install $(call missing_deps,$(BUILD_DEPS))' \
+	  '  (make demo and make check, run as root, install what is missing)' >&2; exit 1)
+test-deps:
+	$(if $(call missing_deps,$(TEST_DEPS)),@printf '%s\n' \
+	  'kpack: missing test dependencies (Debian packages): $(call missing_deps,$(TEST_DEPS))' \
+	  '  install them as root: apt-get install $(call missing_deps,$(TEST_DEPS))' \
+	  '  (make check, run as root, installs what is missing)' >&2; exit 1)
 
 # Keep objects between runs (pattern-rule intermediates would be deleted).
 .SECONDARY:
@@ -166,7 +190,7 @@ export KPACK_SANITIZE := $(SANITIZE)
 export KPACK_VALGRIND := $(VALGRIND)
 export KPACK_SOURCE_DIR := $(CURDIR)
 
-$(BUILD)/tests/%.o: tests/%.c
+$(BUILD)/tests/%.o: tests/%.c | build-deps test-deps
 	@mkdir -p $(@D)
 	$(call say,CC,$<)$(CC) $(CPPFLAGS) $(LIB_INCLUDES) -Itests $(CFLAGS) $(DEPFLAGS) -Wno-missing-prototypes -c $< -o $@
 
