@@ -4,13 +4,15 @@
 # its own --help, so they never drift), and the binary and arch names of
 # the archives named so far on the command line (for --arch, --kernel and
 # `kpack cat ARCHIVE BINARY ARCH`). Installed as
-# share/bash-completion/completions/kpack.
+# share/bash-completion/completions/kpack, where the bash-completion
+# package's loader finds it (Debian: apt-get install bash-completion; or
+# `source` this file from ~/.bashrc).
 
 # The archives among the words typed so far: *.kpack files, and those in
 # a directory (at most 64 of them, so that a large tree stays quick).
 _kpack_archives() {
   local w
-  for w in "${COMP_WORDS[@]:2}"; do
+  for w in "${_kpack_words[@]:2}"; do
     if [[ -f $w && $w == *.kpack ]]; then
       printf '%s\n' "$w"
     elif [[ -d $w && $w != . && $w != .. ]]; then
@@ -25,46 +27,71 @@ _kpack_names() {
   mapfile -t archives < <(_kpack_archives)
   ((${#archives[@]})) || return 0
   if [[ $what == arch ]]; then
-    "${COMP_WORDS[0]}" info --json "${archives[@]}" 2>/dev/null |
+    "${_kpack_words[0]}" info --json "${archives[@]}" 2>/dev/null |
       grep -o '"gfx_arches": \[[^]]*\]' | grep -o '"[^"]*"' |
       grep -v '^"gfx_arches"$' | tr -d '"'
   else
-    "${COMP_WORDS[0]}" list --json "${archives[@]}" 2>/dev/null |
+    "${_kpack_words[0]}" list --json "${archives[@]}" 2>/dev/null |
       grep -o '"binary": "[^"]*"' | sed 's/^"binary": "//; s/"$//'
   fi | sort -u
 }
 
 # A command's options, from the OPTIONS section of its manual.
 _kpack_options() {
-  "${COMP_WORDS[0]}" "$1" --help 2>/dev/null |
+  "${_kpack_words[0]}" "$1" --help 2>/dev/null |
     sed -n '/^OPTIONS/,/^[A-Z]/s/^ \{4,8\}\(-.*\)/\1/p' |
     sed 's/   .*//' | grep -o -- '--\?[A-Za-z][-A-Za-z0-9]*' | sort -u
 }
 
+# The words typed so far into _kpack_words and the index of the one being
+# completed into _kpack_cword. With ':' in COMP_WORDBREAKS (bash's default)
+# bash hands gfx90a:xnack- over as three words, gfx90a, : and xnack-: they
+# are joined again here, as bash-completion's _get_comp_words_by_ref -n :
+# joins them, so that an arch or an archive named for one stays one word.
+_kpack_join_words() {
+  local i w joined=0
+  _kpack_words=()
+  _kpack_cword=0
+  for ((i = 0; i < ${#COMP_WORDS[@]}; i++)); do
+    w=${COMP_WORDS[i]}
+    if ((i > 0)) && [[ $w == : || $joined == 1 ]]; then
+      _kpack_words[-1]+=$w
+    else
+      _kpack_words+=("$w")
+    fi
+    [[ $w == : ]] && joined=1 || joined=0
+    ((i == COMP_CWORD)) && _kpack_cword=$((${#_kpack_words[@]} - 1))
+  done
+}
+
 _kpack() {
-  local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+  local _kpack_words _kpack_cword
+  _kpack_join_words
+  local cur=${_kpack_words[_kpack_cword]} prev=${_kpack_words[_kpack_cword-1]}
   local IFS=$'\n'
   local commands=$'list\ninfo\ncat\nextract\ncreate\nverify\nresolve\nsplit\ndiff\nhelp'
   COMPREPLY=()
-  if ((COMP_CWORD == 1)); then
+  if ((_kpack_cword == 1)); then
     mapfile -t COMPREPLY < <(compgen -W "$commands"$'\n--help\n--version' -- "$cur")
     return 0
   fi
-  local cmd=${COMP_WORDS[1]} names=
+  local cmd=${_kpack_words[1]} names=
   if [[ $cmd == help ]]; then
-    ((COMP_CWORD == 2)) &&
+    ((_kpack_cword == 2)) &&
       mapfile -t COMPREPLY < <(compgen -W "$commands" -- "$cur")
     return 0
   fi
   case $prev in
   --arch) names=arch ;;
   --kernel) [[ $cmd == list ]] || names=binary ;;
+  -a) [[ $cmd == extract ]] && names=arch ;;
+  -b | --binary) [[ $cmd == extract ]] && names=binary ;;
   esac
   if [[ -z $names && $cmd == cat && $cur != -* ]]; then
     # kpack cat ARCHIVE BINARY ARCH: the place among the operands
     local i n=0
-    for ((i = 2; i < COMP_CWORD; i++)); do
-      [[ ${COMP_WORDS[i]} == -* ]] || n=$((n + 1))
+    for ((i = 2; i < _kpack_cword; i++)); do
+      [[ ${_kpack_words[i]} == -* ]] || n=$((n + 1))
     done
     ((n == 1)) && names=binary
     ((n == 2)) && names=arch

@@ -107,6 +107,27 @@ static void test_arches_and_binaries_come_from_the_archives_named(
   expect("cat \"$ARCHIVE\" lib/librand.so#0 gfx90a:xnack", "xnack+\nxnack-\n");
 }
 
+/* With ':' in COMP_WORDBREAKS, bash's default, bash hands gfx90a:x over
+ * as the words gfx90a, : and x: still an arch to complete, not a file. */
+static void test_an_arch_split_at_its_colon_still_completes_as_an_arch(
+    void** state) {
+  (void)state;
+  expect("cat \"$ARCHIVE\" lib/librand.so#0 gfx90a : xnack",
+         "xnack+\nxnack-\n");
+  expect("verify --binary \"$ARCHIVE\" --arch gfx90a : x", "xnack+\nxnack-\n");
+  expect("verify --binary \"$ARCHIVE\" --arch gfx90a :", "xnack+\nxnack-\n");
+}
+
+/* extract -a and -b complete arches and binaries, as --arch does. */
+static void test_extract_a_and_b_complete_from_the_archives(void** state) {
+  (void)state;
+  expect("extract \"$ARCHIVE\" -C out -a ''",
+         "gfx1030\ngfx90a:xnack+\ngfx90a:xnack-\n");
+  expect("extract \"$ARCHIVE\" -a gfx1", "gfx1030\n");
+  expect("extract \"$ARCHIVE\" -b lib/librand.so#",
+         "lib/librand.so#0\nlib/librand.so#1\n");
+}
+
 static void test_operands_complete_as_files(void** state) {
   (void)state;
   char* words;
@@ -125,6 +146,9 @@ int main(void) {
       cmocka_unit_test(test_commands_complete),
       cmocka_unit_test(test_options_come_from_the_commands_manual),
       cmocka_unit_test(test_arches_and_binaries_come_from_the_archives_named),
+      cmocka_unit_test(
+          test_an_arch_split_at_its_colon_still_completes_as_an_arch),
+      cmocka_unit_test(test_extract_a_and_b_complete_from_the_archives),
       cmocka_unit_test(test_operands_complete_as_files),
   };
   return cmocka_run_group_tests(tests, setup, teardown);
