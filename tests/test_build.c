@@ -29,8 +29,7 @@ static char* modules_but(const char* left_out) {
   return dir;
 }
 
-static void test_make_names_the_missing_package_before_compiling(
-    void** state) {
+static void test_make_names_the_missing_package_before_compiling(void** state) {
   (void)state;
   const char* src = getenv("KPACK_SOURCE_DIR");
   char* pc = modules_but("msgpack");
@@ -62,8 +61,8 @@ static void test_make_names_the_missing_package_before_compiling(
   free(err);
   /* Nothing was compiled. */
   char* find;
-  assert_true(asprintf(&find, "find '%s' -name '*.o' 2>/dev/null || true", build) >
-              0);
+  assert_true(
+      asprintf(&find, "find '%s' -name '*.o' 2>/dev/null || true", build) > 0);
   const char* find_args[] = {"-c", find, NULL};
   assert_int_equal(kt_run_args("sh", find_args, 60, &out, NULL), 0);
   assert_string_equal(out, "");

@@ -40,8 +40,7 @@ static const char* const mount_points[] = {"b.kpack", "twice", "nonempty",
                                            "sources", "options"};
 
 static int teardown(void** state) {
-  for (size_t i = 0; i < sizeof(mount_points) / sizeof(mount_points[0]);
-       i++) {
+  for (size_t i = 0; i < sizeof(mount_points) / sizeof(mount_points[0]); i++) {
     char* dir = kt_path(kt_tmp, mount_points[i]);
     for (int n = 0; n < 2; n++) /* quiet when nothing is mounted there */
       kt_fusermount(dir, true, 60);
