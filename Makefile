@@ -339,14 +339,16 @@ fuzz-coverage:
 # PREFIX/LIBDIR say where the tree will live, DESTDIR where it is written.
 # rocm_kpack.pc and the CMake package (lib/cmake/rocm-kpack, ROCm's package
 # name, target rocm::rocm_kpack) locate the tree from their own place, so it
-# may be moved: the CMake files by paths relative to themselves, the .pc by
-# a ${prefix}-relative libdir for `pkg-config --define-prefix`.
+# may be moved: both by paths relative to their own directory (the .pc's
+# ${pcfiledir}), whatever LIBDIR is; prefix is not used by the others, so
+# `pkg-config --define-prefix` changes nothing.
 INCLUDEDIR := $(PREFIX)/include
 MANDIR     ?= $(PREFIX)/share/man
 COMPLETIONDIR ?= $(PREFIX)/share/bash-completion/completions
 CMAKEDIR   := $(LIBDIR)/cmake/rocm-kpack
-PC_LIBDIR  := $(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))
+PCDIR      := $(LIBDIR)/pkgconfig
 from_cmakedir = $(shell realpath -m -s --relative-to=$(CMAKEDIR) $(1))
+from_pcdir = $${pcfiledir}/$(shell realpath -m -s --relative-to=$(PCDIR) $(1))
 SIZEOF_VOID_P = $(shell printf '__SIZEOF_POINTER__\n' | $(CC) -E -P - | tail -n 1)
 CMAKE_SUBST = -e 's|@VERSION@|$(VERSION)|g' -e 's|@VERSION_MAJOR@|$(firstword $(subst ., ,$(VERSION)))|g' \
   -e 's|@SONAME@|$(SONAME)|g' -e 's|@LIBRARY_FILE@|$(LIB_REAL)|g' \
@@ -369,8 +371,10 @@ install: all
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/librocm_kpack.so
 	install -m 0644 $(LIB_A) $(DESTDIR)$(LIBDIR)/
 	install -m 0644 $(HEADERS) $(DESTDIR)$(INCLUDEDIR)/rocm_kpack/
-	sed -e 's|^prefix=.*|prefix=$(PREFIX)|' -e 's|^libdir=.*|libdir=$(PC_LIBDIR)|' \
-	  $(LIB_PC) > $(DESTDIR)$(LIBDIR)/pkgconfig/rocm_kpack.pc
+	sed -e 's|^prefix=.*|prefix=$(call from_pcdir,$(PREFIX))|' \
+	  -e 's|^libdir=.*|libdir=$(call from_pcdir,$(LIBDIR))|' \
+	  -e 's|^includedir=.*|includedir=$(call from_pcdir,$(INCLUDEDIR))|' \
+	  $(LIB_PC) > $(DESTDIR)$(PCDIR)/rocm_kpack.pc
 	sed $(CMAKE_SUBST) contrib/cmake/rocm-kpack-config.cmake.in \
 	  > $(DESTDIR)$(CMAKEDIR)/rocm-kpack-config.cmake
 	sed $(CMAKE_SUBST) contrib/cmake/rocm-kpack-config-version.cmake.in \
@@ -384,8 +388,18 @@ install: all
 	  install -m 0644 contrib/kpack.bash $(DESTDIR)$(COMPLETIONDIR)/kpack)
 
 # Removes what `make install` wrote for the same PREFIX, LIBDIR and
-# DESTDIR, and kpack's own directories (include/rocm_kpack, the CMake
-# package's) when left empty; shared ones such as bin/ stay.
+# DESTDIR, then every directory it wrote into that is left empty, up to
+# DESTDIR/PREFIX itself, but for the standard directories of /usr and
+# /usr/local (bin, lib, include, share, share/man and its sections), which
+# the system keeps even when empty.
+# Every directory make install writes into or makes, deepest first.
+INSTALL_DIRS = $(shell d="$(sort $(CMAKEDIR) $(PCDIR) $(INCLUDEDIR)/rocm_kpack \
+  $(PREFIX)/bin $(PREFIX)/share/kpack $(MANDIR)/man1 $(MANDIR)/man8 $(COMPLETIONDIR))"; \
+  for p in $$d; do while [ "$$p" != "$(PREFIX)" ] && [ "$$p" != / ]; do \
+    echo "$$p"; p=$$(dirname "$$p"); done; done | sort -u -r) $(PREFIX)
+UNINSTALL_KEEP = $(if $(and $(filter /usr /usr/local,$(PREFIX)),$(if $(DESTDIR),,y)),\
+  $(PREFIX) $(addprefix $(PREFIX)/,bin lib include share share/man \
+  $(addprefix share/man/man,1 2 3 4 5 6 7 8)))
 .PHONY: uninstall
 uninstall:
 	rm -f $(DESTDIR)$(LIBDIR)/$(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(SONAME) \
@@ -398,8 +412,11 @@ uninstall:
 	  $(DESTDIR)$(MANDIR)/man1/kpack.1 $(DESTDIR)$(MANDIR)/man8/kpackfs.8 \
 	  $(DESTDIR)$(COMPLETIONDIR)/kpack \
 	  $(DESTDIR)$(PREFIX)/share/kpack/split-rules.conf
-	rm -df $(DESTDIR)$(CMAKEDIR) $(DESTDIR)$(INCLUDEDIR)/rocm_kpack \
-	  $(DESTDIR)$(PREFIX)/share/kpack
+	$(Q)for d in $(INSTALL_DIRS); do \
+	  case " $(UNINSTALL_KEEP) " in *" $$d "*) ;; \
+	    *) [ ! -d "$(DESTDIR)$$d" ] || rmdir --ignore-fail-on-non-empty "$(DESTDIR)$$d";; \
+	  esac; \
+	done
 
 # Installs into scratch trees and links a consumer every way one can:
 # pkg-config (shared, static), CMake find_package, -l:librocm_kpack.so.0,
