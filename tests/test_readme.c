@@ -185,52 +185,101 @@ static void collect_fstab(const char* line, size_t block, void* user) {
 }
 
 /* Where the README's fstab sources stand in the session: the split's
- * archive directory, and two archives of the example session. */
+ * archive directory, two archives of the example session and one of the
+ * split's, its ':' escaped as the README says. */
 static const char* const fstab_sources[][2] = {
     {"/opt/rocm/lib/.kpack", "out/.kpack"},
     {"/srv/a/blas_gfx942.kpack", "rand.kpack"},
-    {"/srv/b/blas_gfx90a.kpack", "again.kpack"},
+    {"/srv/b/blas_gfx90a\\:xnack-.kpack",
+     "out/.kpack/rand_lib_gfx90a\\:xnack-.kpack"},
 };
+#define FSTAB_SOURCES (sizeof(fstab_sources) / sizeof(fstab_sources[0]))
+/* The program a `fuse` line names in its source (PROGRAM#SOURCE). */
+#define FSTAB_PROGRAM "/opt/rocm-kpack/bin/kpackfs"
+
+/* Writes the stand-in of one fstab source item of `len` bytes. */
+static void put_source_item(FILE* s, const char* item, size_t len) {
+  for (size_t k = 0; k < FSTAB_SOURCES; k++)
+    if (strlen(fstab_sources[k][0]) == len &&
+        strncmp(item, fstab_sources[k][0], len) == 0) {
+      fputs(fstab_sources[k][1], s);
+      return;
+    }
+  fail_msg("README fstab source '%.*s' has no stand-in here", (int)len, item);
+}
 
 /* Each fstab line mounts as mount(8) mounts it, as written but for its
- * paths: the sources are the session's archives, the mount points
- * directories of the session, the options (noauto, nofail, defaults,
- * allow_other, cache_size, x-systemd.automount) as they are. mount(8)
- * gives its helpers a PATH of its own, where the kpackfs under test is not,
- * so the test runs the helper mount(8) runs for the type fuse.kpackfs:
- * mount.fuse3 SOURCE DIR -o OPTIONS -t fuse.kpackfs. */
+ * paths: the sources are the session's archives (a list split at each ':'
+ * not escaped as '\\:'), the mount points directories of the session, the
+ * options (noauto, nofail, defaults, allow_other, cache_size,
+ * x-systemd.automount) as they are. mount(8) runs the helper mount.fuse3
+ * for them: `mount.fuse3 SOURCE DIR -o OPTIONS -t fuse.kpackfs` for the
+ * type fuse.kpackfs, which starts `kpackfs` by name (the kpackfs under test
+ * is first on PATH here, as one in /usr/local/bin is on the shell's default
+ * PATH), and `mount.fuse3 PROGRAM#SOURCE DIR -o OPTIONS` for the type fuse,
+ * run here with no environment at all, as mount(8) may: the program is
+ * the kpackfs under test by its absolute path. */
 static void mount_fstab_lines(void) {
   lines l = {.count = 0};
   for_each_block_line("plain", collect_fstab, &l);
-  assert_true(l.count >= 3);
+  assert_true(l.count >= 4);
+  char* bin = realpath(kt_bin_dir(), NULL);
+  assert_non_null(bin);
   char* script = NULL;
   size_t size = 0;
   FILE* s = open_memstream(&script, &size);
   fprintf(s, "export PATH=\"$PATH:/usr/sbin:/sbin\"\n");
+  bool program_line = false;
   for (size_t i = 0; i < l.count; i++) {
     char source[512], point[256], type[64], options[256];
     if (sscanf(l.items[i], "%511s %255s %63s %255s", source, point, type,
                options) != 4)
       fail_msg("README fstab line '%s' has not four fields", l.items[i]);
-    fprintf(s, "mkdir -p '.%s' && mount.fuse3 '", point);
-    for (char* item = strtok(source, ":"); item != NULL;
-         item = strtok(NULL, ":")) {
-      size_t k = 0;
-      while (k < 3 && strcmp(item, fstab_sources[k][0]) != 0)
-        k++;
-      if (k == 3)
-        fail_msg("README fstab source '%s' has no stand-in here", item);
-      fprintf(s, "%s%s", item == source ? "" : ":", fstab_sources[k][1]);
+    bool plain_fuse = strcmp(type, "fuse") == 0;
+    const char* items = source;
+    fprintf(s, "mkdir -p '.%s' && ", point);
+    if (plain_fuse) {
+      const char* hash = strchr(source, '#');
+      if (hash == NULL || strncmp(source, FSTAB_PROGRAM, hash - source) != 0 ||
+          (size_t)(hash - source) != strlen(FSTAB_PROGRAM))
+        fail_msg("README fstab line '%s': no %s#SOURCE", l.items[i],
+                 FSTAB_PROGRAM);
+      items = hash + 1;
+      program_line = true;
+      fprintf(s, "env -i \"$(command -v mount.fuse3)\" '%s/kpackfs#", bin);
+    } else {
+      assert_string_equal(type, "fuse.kpackfs");
+      fprintf(s, "mount.fuse3 '");
     }
+    /* the items, split at each ':' not escaped */
+    const char* start = items;
+    for (const char* p = items;; p++) {
+      if (*p == '\\' && p[1] != '\0') {
+        p++;
+        continue;
+      }
+      if (*p == ':' || *p == '\0') {
+        if (start != items)
+          fputc(':', s);
+        put_source_item(s, start, (size_t)(p - start));
+        if (*p == '\0')
+          break;
+        start = p + 1;
+      }
+    }
+    fprintf(s, "' '.%s' -o '%s'%s%s\n", point, options,
+            plain_fuse ? "" : " -t ", plain_fuse ? "" : type);
     fprintf(s,
-            "' '.%s' -o '%s' -t '%s'\n"
             "test -n \"$(ls '.%s')\" || { echo '%s: empty'; exit 1; }\n"
             "fusermount3 -u '.%s'\n",
-            point, options, type, point, point, point);
+            point, point, point);
   }
   fclose(s);
+  if (!program_line)
+    fail_msg("README fstab block has no line of the type fuse");
   run_in_session(script);
   free(script);
+  free(bin);
   free_lines(&l);
 }
 
