@@ -4,6 +4,8 @@
  * package to install before it compiles anything, instead of failing at
  * the link with pages of undefined references. pkg-config is given a
  * search path that holds every module of the machine but the one left out.
+ * And make check's own guard: a suite that writes into the source tree
+ * fails it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,9 +75,62 @@ static void test_make_names_the_missing_package_before_compiling(void** state) {
   free(pc);
 }
 
+/* make check's runner (tests/run_suites.sh) counts a suite that leaves a
+ * file in the source tree, outside the build trees, as one failure and
+ * names the file; one that writes into build/ only passes. Run here in a
+ * scratch git checkout with two stand-in suites. */
+static void test_check_fails_when_a_suite_writes_into_the_source_tree(
+    void** state) {
+  (void)state;
+  const char* env = getenv("KPACK_SOURCE_DIR");
+  char* src = realpath(env != NULL && *env ? env : ".", NULL);
+  assert_non_null(src);
+  char* repo = kt_path(kt_tmp, "checkout");
+  char* script;
+  assert_true(
+      asprintf(
+          &script,
+          "mkdir -p '%s/tests' && cd '%s' && git init -q .\n"
+          "printf 'ignored/\\n' > .gitignore\n"
+          "printf '#!/bin/sh\\necho \"layers: 1 passed, 0 failed\"\\n' "
+          "> tests/layers.sh\n"
+          "printf '#!/bin/sh\\nmkdir -p build && : > build/ok\\n"
+          "echo \"[  PASSED  ] 1 test(s).\"\\n' > clean\n"
+          "printf '#!/bin/sh\\nmkdir -p split ignored && : > split/x.kpack "
+          "&& : > ignored/y\\necho \"[  PASSED  ] 1 test(s).\"\\n' "
+          "> stray\n"
+          "chmod +x tests/layers.sh clean stray\n"
+          "git add -A && git -c user.name=t -c user.email=t@t commit -qm t\n"
+          "sh '%s/tests/run_suites.sh' '' cc '' ./clean > clean.log\n"
+          "tail -n 1 clean.log\n"
+          "rm clean.log\n"
+          "if sh '%s/tests/run_suites.sh' '' cc '' ./stray > stray.log; "
+          "then echo 'stray passed'; fi\n"
+          "grep -e '^check:' -e split/ -e ignored/ stray.log\n",
+          repo, repo, src != NULL && *src ? src : ".",
+          src != NULL && *src ? src : ".") > 0);
+  const char* args[] = {"-ec", script, NULL};
+  char *out, *err;
+  int status = kt_run_args("sh", args, 120, &out, &err);
+  if (status != 0)
+    fail_msg("exit %d\nstdout:\n%s\nstderr:\n%s", status, out, err);
+  assert_string_equal(out,
+                      "check: 2 passed, 0 failed\n"
+                      "  ?? split/\n"
+                      "  !! ignored/\n"
+                      "check: 2 passed, 1 failed\n");
+  free(out);
+  free(err);
+  free(script);
+  free(repo);
+  free(src);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_make_names_the_missing_package_before_compiling),
+      cmocka_unit_test(
+          test_check_fails_when_a_suite_writes_into_the_source_tree),
   };
   return cmocka_run_group_tests(tests, kt_tmp_setup, kt_tmp_teardown);
 }
