@@ -5,7 +5,8 @@
  * place, and links and runs as the README builds it (its pkg-config cc
  * lines, shared and static, and its CMake lines, both targets); every `kpack`
  * example in it runs and succeeds, from a directory holding Debian's librocrand
- * as the README says, and each command has one; its kpackfs session mounts and
+ * as the README says, and each command has one, and so do the examples of
+ * `kpack cat --help`; its kpackfs session mounts and
  * unmounts, and so does each of its fstab lines, through mount.fuse3 (the
  * helper mount(8) runs for them).
  */
@@ -283,6 +284,33 @@ static void mount_fstab_lines(void) {
   free_lines(&l);
 }
 
+/* The EXAMPLES of `kpack cat --help` run in the README's session, where
+ * the rand.kpack they read is (a pipe fails when any of its commands does):
+ * readelf, for one, reads regular files only. */
+static void run_cat_manual_examples(void) {
+  char *tool = kt_program("kpack"), *manual;
+  const char* args[] = {"cat", "--help", NULL};
+  assert_int_equal(kt_run_args(tool, args, 30, &manual, NULL), 0);
+  char* p = strstr(manual, "\nEXAMPLES\n");
+  assert_non_null(p);
+  p += strlen("\nEXAMPLES\n");
+  size_t n = 0;
+  while (strncmp(p, "    ", 4) == 0) {
+    char* end = strchr(p, '\n');
+    assert_non_null(end);
+    char* script;
+    assert_true(asprintf(&script, "set -o pipefail; %.*s", (int)(end - p - 4),
+                         p + 4) > 0);
+    run_in_session(script);
+    free(script);
+    n++;
+    p = end + 1;
+  }
+  assert_true(n >= 2);
+  free(manual);
+  free(tool);
+}
+
 /* ---- tests ------------------------------------------------------------ */
 
 static void test_every_kpack_example_runs(void** state) {
@@ -306,6 +334,7 @@ static void test_every_kpack_example_runs(void** state) {
   for (size_t i = 0; i < l.count; i++)
     run_in_session(l.items[i]);
   free_lines(&l);
+  run_cat_manual_examples();
 }
 
 static void test_kpackfs_session_mounts_and_unmounts(void** state) {
