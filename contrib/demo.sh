@@ -21,7 +21,7 @@ make_cmd=${MAKE:-make}
 # HIP runtime) to load a split librocrand the way a program would, rsync
 # for the mount tests that copy a fresh mount, lld-14 and patchelf for the
 # suite that links programs with lld and patches transformed ones.
-packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq libamdhip64-5 rsync lld-14 patchelf"
+packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq libamdhip64-5 rsync lld-14 patchelf git"
 # What `make bench` compares against: squashfuse_ll, mksquashfs, zstd.
 bench_packages="squashfuse squashfs-tools zstd"
 
