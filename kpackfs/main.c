@@ -337,8 +337,7 @@ out:
   return rc;
 }
 
-/* ---- the mount point ------------------------------------------------------
- */
+/* ---- the mount point ----------------------------------------------------- */
 
 /* The last (topmost) mount at `dir` (canonical) in /proc/self/mountinfo:
  * its type and source, malloc'ed into *type and *source; false when there
@@ -446,8 +445,7 @@ static void warn_if_not_empty(const char* dir) {
             dir, entries, entries == 1 ? "y stays" : "ies stay");
 }
 
-/* ---- libfuse's messages ----------------------------------------------------
- */
+/* ---- libfuse's messages -------------------------------------------------- */
 
 /* What libfuse logs while it parses its options, kept to be said in
  * kpackfs's words (it runs before any thread). */
