@@ -20,6 +20,7 @@
  *                           kpack_target_may_serve)
  *   kpack_prefix.h          a kernel's code object from a prefix of its bytes
  *   kpack_transform.h       kpack-ifying a HIP host binary
+ *   kpack_message.h         the messages of the library's long calls
  * Status values are those of kpack_types.h.
  */
 #ifndef ROCM_KPACK_EXT_H
@@ -34,6 +35,7 @@
 #include "kpack_host.h"
 #include "kpack_layout.h"
 #include "kpack_kcache.h"
+#include "kpack_message.h"
 #include "kpack_paths.h"
 #include "kpack_prefix.h"
 #include "kpack_render.h"
