@@ -13,6 +13,8 @@
  *   kpack_trace.h           the loader's search as events (kpack resolve)
  *   kpack_kcache.h          the shared decompressed-kernel cache (kpackfs)
  *   kpack_bundle.h          clang offload bundles and HIP fat binaries
+ *   kpack_fatbin_stream.h   a fat binary's code objects, streamed as
+ *                           archive entries
  *   kpack_host.h            HIP host binaries: HIPF/HIPK records
  *   kpack_code_object.h     an AMDGPU code object's target and kernels
  *   kpack_render.h          the `kernels` and `metadata.json` text of one
@@ -32,6 +34,7 @@
 #include "kpack_bundle.h"
 #include "kpack_code_object.h"
 #include "kpack_entry_metadata.h"
+#include "kpack_fatbin_stream.h"
 #include "kpack_host.h"
 #include "kpack_layout.h"
 #include "kpack_kcache.h"
