@@ -22,7 +22,9 @@
  *                           kpack_target_may_serve)
  *   kpack_prefix.h          a kernel's code object from a prefix of its bytes
  *   kpack_transform.h       kpack-ifying a HIP host binary
- *   kpack_message.h         the messages of the library's long calls
+ *   kpack_message.h         the messages of the long calls below
+ *   kpack_split.h           the producer: splitting binaries and trees
+ *   kpack_verify_binary.h   checking split binaries load
  * Status values are those of kpack_types.h.
  */
 #ifndef ROCM_KPACK_EXT_H
@@ -42,9 +44,11 @@
 #include "kpack_paths.h"
 #include "kpack_prefix.h"
 #include "kpack_render.h"
+#include "kpack_split.h"
 #include "kpack_target.h"
 #include "kpack_trace.h"
 #include "kpack_transform.h"
+#include "kpack_verify_binary.h"
 #include "kpack_writer.h"
 
 #endif /* ROCM_KPACK_EXT_H */

@@ -4,20 +4,22 @@
  * on its own (an AMDGPU code object, a clang offload bundle or a CCOB):
  * what `kpack split --per-arch` places such files by, whatever their name.
  */
-#ifndef KPACK_CONTRIB_ARCH_CONTENT_H
-#define KPACK_CONTRIB_ARCH_CONTENT_H
+#ifndef KPACK_PRODUCER_ARCH_CONTENT_H
+#define KPACK_PRODUCER_ARCH_CONTENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "common/report.h"
 
 /* True when the regular file `path` is device code for one processor:
  * `processor` (of `size` bytes) gets it ("gfx90a", features left out) and
  * *what says what the file is ("code object", "offload bundle",
  * "compressed offload bundle"). False for any other file, and for a bundle
  * of several processors. A file that cannot be read sets *failed, after a
- * message naming it. Only the headers are read (the file is mapped), but
- * for a CCOB, which is decompressed. */
+ * message naming it to `report`. Only the headers are read (the file is
+ * mapped), but for a CCOB, which is decompressed. */
 bool ac_file_processor(const char* path, char* processor, size_t size,
-                       const char** what, bool* failed);
+                       const char** what, bool* failed, kp_report* report);
 
-#endif /* KPACK_CONTRIB_ARCH_CONTENT_H */
+#endif /* KPACK_PRODUCER_ARCH_CONTENT_H */
