@@ -150,8 +150,7 @@ static void test_plan_is_data_and_writes_nothing(void** state) {
   for (size_t i = 0; i < n.code_objects; i++) {
     kpack_split_code_object_t co;
     kpack_split_archive_t a;
-    assert_int_equal(kpack_split_get_code_object(split, i, &co),
-                     KPACK_SUCCESS);
+    assert_int_equal(kpack_split_get_code_object(split, i, &co), KPACK_SUCCESS);
     assert_string_equal(co.key, "lib/libx.so.1#0");
     assert_int_equal(kpack_split_get_archive(split, co.archive, &a),
                      KPACK_SUCCESS);
@@ -229,9 +228,9 @@ static void test_execute_then_verify_every_load(void** state) {
   kpack_verify_options_t vo;
   kpack_verify_summary_t sum;
   kpack_verify_options_init(&vo, sizeof(vo));
-  assert_int_equal(kpack_verify_binaries(&vo, (const char* const*)&out, 1,
-                                         &sum),
-                   KPACK_SUCCESS);
+  assert_int_equal(
+      kpack_verify_binaries(&vo, (const char* const*)&out, 1, &sum),
+      KPACK_SUCCESS);
   assert_int_equal(sum.binaries, 1);
   assert_int_equal(sum.records, 1);
   assert_int_equal(sum.loads, 2);
@@ -286,9 +285,9 @@ static void test_verify_names_the_missing_archive(void** state) {
   vo.binary = keep_binary;
   vo.user = &v;
   char* lib = kt_path(out, "lib/libx.so.1");
-  assert_int_equal(kpack_verify_binaries(&vo, (const char* const*)&lib, 1,
-                                         &sum),
-                   KPACK_SUCCESS);
+  assert_int_equal(
+      kpack_verify_binaries(&vo, (const char* const*)&lib, 1, &sum),
+      KPACK_SUCCESS);
   assert_int_equal(sum.failures, 1);
   assert_int_equal(v.binaries, 1);
   assert_int_equal(v.kind, KPACK_VERIFY_KPACKIFIED);
@@ -306,9 +305,9 @@ static void test_verify_names_the_missing_archive(void** state) {
   /* The input is a fat binary: reported, not checked. */
   char* fat = kt_path(tree, "lib/libx.so.1");
   v = (api_verified){0};
-  assert_int_equal(kpack_verify_binaries(&vo, (const char* const*)&fat, 1,
-                                         &sum),
-                   KPACK_SUCCESS);
+  assert_int_equal(
+      kpack_verify_binaries(&vo, (const char* const*)&fat, 1, &sum),
+      KPACK_SUCCESS);
   assert_int_equal(v.kind, KPACK_VERIFY_FAT);
   assert_int_equal(sum.skipped, 1);
   free(fat);

@@ -235,24 +235,24 @@ typedef struct kpack_split_dropped {
  * only the counts of the plan: binaries left alone, dropped, placed,
  * recovered). */
 typedef struct kpack_split_result {
-  size_t transformed;      /* fat binaries written kpack-ified */
-  size_t kpackified;       /* binaries left alone: already kpack-ified */
-  size_t debug_only;       /* ... and separate debug files */
-  size_t copied;           /* files mirrored (not in place) */
-  size_t hard_links;       /* ... hard links */
-  size_t symbolic_links;   /* ... symbolic links */
-  size_t archives;         /* archives written */
-  size_t code_objects;     /* code objects packed */
-  size_t removed;          /* keys of earlier builds removed */
-  size_t deleted;          /* archives left empty, deleted */
-  size_t by_content;       /* per_arch: files placed by their content */
-  size_t by_rule;          /* ... by a rule */
-  size_t recovered;        /* rewrites an interrupted run left, finished */
-  uint64_t host_before;    /* bytes of the fat binaries */
-  uint64_t host_after;     /* ... transformed */
-  uint64_t code_bytes;     /* bytes of the code objects packed */
-  uint64_t stored_bytes;   /* bytes of the archives written */
-  unsigned threads;        /* compression threads used */
+  size_t transformed;    /* fat binaries written kpack-ified */
+  size_t kpackified;     /* binaries left alone: already kpack-ified */
+  size_t debug_only;     /* ... and separate debug files */
+  size_t copied;         /* files mirrored (not in place) */
+  size_t hard_links;     /* ... hard links */
+  size_t symbolic_links; /* ... symbolic links */
+  size_t archives;       /* archives written */
+  size_t code_objects;   /* code objects packed */
+  size_t removed;        /* keys of earlier builds removed */
+  size_t deleted;        /* archives left empty, deleted */
+  size_t by_content;     /* per_arch: files placed by their content */
+  size_t by_rule;        /* ... by a rule */
+  size_t recovered;      /* rewrites an interrupted run left, finished */
+  uint64_t host_before;  /* bytes of the fat binaries */
+  uint64_t host_after;   /* ... transformed */
+  uint64_t code_bytes;   /* bytes of the code objects packed */
+  uint64_t stored_bytes; /* bytes of the archives written */
+  unsigned threads;      /* compression threads used */
   const kpack_split_dropped_t* dropped; /* by arch, in order of first drop */
   size_t dropped_count;
 } kpack_split_result_t;

@@ -30,13 +30,13 @@ typedef enum kpack_verify_kind {
 /* Why a load failed. */
 typedef enum kpack_verify_reason {
   KPACK_VERIFY_OK = 0,
-  KPACK_VERIFY_NO_ARCHIVE = 1,          /* no archive at any path tried */
-  KPACK_VERIFY_ARCHIVE_UNREADABLE = 2,  /* an archive is there, does not open */
-  KPACK_VERIFY_NOT_DECLARED = 3,        /* archives opened; none declares a
-                                           target the agent accepts */
-  KPACK_VERIFY_KERNEL_MISSING = 4,      /* declared, but without the kernel */
-  KPACK_VERIFY_KERNEL_UNREADABLE = 5,   /* the kernel is there, does not read */
-  KPACK_VERIFY_ERROR = 6,               /* anything else (out of memory...) */
+  KPACK_VERIFY_NO_ARCHIVE = 1,         /* no archive at any path tried */
+  KPACK_VERIFY_ARCHIVE_UNREADABLE = 2, /* an archive is there, does not open */
+  KPACK_VERIFY_NOT_DECLARED = 3,       /* archives opened; none declares a
+                                          target the agent accepts */
+  KPACK_VERIFY_KERNEL_MISSING = 4,     /* declared, but without the kernel */
+  KPACK_VERIFY_KERNEL_UNREADABLE = 5,  /* the kernel is there, does not read */
+  KPACK_VERIFY_ERROR = 6,              /* anything else (out of memory...) */
 } kpack_verify_reason_t;
 
 /* "ok", "no-archive", "archive-unreadable", "not-declared",
@@ -130,7 +130,7 @@ typedef struct kpack_verify_options {
   kpack_verify_binary_fn binary; /* NULL: results are counted only */
   kpack_verify_progress_fn progress;
   kpack_verify_directory_fn directory;
-  void* user; /* for the three */
+  void* user;               /* for the three */
   kpack_message_fn message; /* failures to walk a directory; NULL: none */
   void* message_user;
   /* When not NULL, the check stops at its next record once *cancel is not

@@ -22,8 +22,7 @@ void kp_say(kp_report* r, kpack_severity_t severity, const char* file,
 }
 
 void kp_vsay(kp_report* r, kpack_severity_t severity, const char* file,
-             kpack_error_t status, int sys_errno, const char* fmt,
-             va_list ap) {
+             kpack_error_t status, int sys_errno, const char* fmt, va_list ap) {
   int saved = errno;
   char* text = NULL;
   bool failure =

@@ -27,8 +27,7 @@ void kp_say(kp_report* r, kpack_severity_t severity, const char* file,
     __attribute__((format(printf, 6, 7)));
 
 void kp_vsay(kp_report* r, kpack_severity_t severity, const char* file,
-             kpack_error_t status, int sys_errno, const char* fmt,
-             va_list ap);
+             kpack_error_t status, int sys_errno, const char* fmt, va_list ap);
 
 /* An ERROR message. */
 #define kp_error(r, file, status, sys_errno, ...) \

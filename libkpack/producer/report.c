@@ -91,18 +91,18 @@ bool pr_is_write_errno(int sys_errno) {
          sys_errno == EFBIG;
 }
 
-void pr_writer_error(pr_run* r, const kpack_writer_t* writer,
-                     kpack_error_t err, const char* out, const char* source,
-                     const char* binary, const char* arch) {
+void pr_writer_error(pr_run* r, const kpack_writer_t* writer, kpack_error_t err,
+                     const char* out, const char* source, const char* binary,
+                     const char* arch) {
   kpack_writer_failure_t why;
   kpack_writer_get_failure(writer, &why);
   if (why.side == KPACK_WRITER_SIDE_ARCHIVE)
     pr_output_error(r, out, err, why.sys_errno);
   else if (why.side == KPACK_WRITER_SIDE_SOURCE && source != NULL)
-    kp_error(&r->report, source, err, why.sys_errno, "%s: %s for %s: %s (%s)",
-             source, binary, arch, kpack_error_string(err),
-             why.sys_errno != 0 ? strerror(why.sys_errno)
-                                : kpack_error_text(err));
+    kp_error(
+        &r->report, source, err, why.sys_errno, "%s: %s for %s: %s (%s)",
+        source, binary, arch, kpack_error_string(err),
+        why.sys_errno != 0 ? strerror(why.sys_errno) : kpack_error_text(err));
   else
     kp_error(&r->report, NULL, err, 0, "%s for %s: %s (%s)", binary, arch,
              kpack_error_string(err), kpack_error_text(err));

@@ -72,9 +72,9 @@ bool pr_is_write_errno(int sys_errno);
  * kernel (binary, arch), blaming the file kpack_writer_get_failure() names:
  * the archive `out` being written, the archive `source` being copied from,
  * or none (a refused name). */
-void pr_writer_error(pr_run* r, const kpack_writer_t* writer,
-                     kpack_error_t err, const char* out, const char* source,
-                     const char* binary, const char* arch);
+void pr_writer_error(pr_run* r, const kpack_writer_t* writer, kpack_error_t err,
+                     const char* out, const char* source, const char* binary,
+                     const char* arch);
 /* A host binary that failed to open: for a malformed one, what is wrong
  * and where (kpack_host_diagnose()). */
 void pr_host_error(pr_run* r, const char* path, kpack_error_t err);

@@ -190,9 +190,9 @@ static bool take_options(sp_state* s, const kpack_split_options_t* o,
       .scheme = o->no_compress ? KPACK_COMPRESSION_NOOP
                                : KPACK_COMPRESSION_ZSTD_PER_KERNEL,
       .zstd_level = o->zstd_level,
-      .threads = o->threads > 0       ? o->threads
-                 : cpus > 0           ? (unsigned)(cpus < 1024 ? cpus : 1024)
-                                      : 1};
+      .threads = o->threads > 0 ? o->threads
+                 : cpus > 0     ? (unsigned)(cpus < 1024 ? cpus : 1024)
+                                : 1};
   s->in_place = o->in_place;
   s->per_arch = o->per_arch;
   s->verbose = o->verbose;
@@ -336,8 +336,8 @@ KPACK_API kpack_error_t kpack_split_get_counts(const kpack_split_t* s,
                                                kpack_split_counts_t* counts) {
   if (s == NULL || counts == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  *counts = (kpack_split_counts_t){s->file_count, s->kernel_count,
-                                   s->archive_count};
+  *counts =
+      (kpack_split_counts_t){s->file_count, s->kernel_count, s->archive_count};
   return KPACK_SUCCESS;
 }
 
@@ -414,9 +414,8 @@ KPACK_API kpack_error_t kpack_split_execute(kpack_split_t* s) {
   if (s->dry_run)
     return KPACK_SUCCESS;
   /* Transformed binaries (held back), archives, then into place. */
-  bool ok = !pr_cancelled(&s->run) &&
-            (s->in_place || sp_make_directories(s)) && sp_transform_all(s) &&
-            sp_write_archives(s) &&
+  bool ok = !pr_cancelled(&s->run) && (s->in_place || sp_make_directories(s)) &&
+            sp_transform_all(s) && sp_write_archives(s) &&
             (s->in_place ? sp_install_in_place(s) : sp_install_mirror(s));
   if (ok)
     return KPACK_SUCCESS;

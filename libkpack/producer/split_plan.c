@@ -308,7 +308,7 @@ static bool add_kernel(const kpack_fatbin_code_object_t* e, void* user) {
   }
   l->kept++;
   sp_kernel* kernels = kp_grow(s->kernels, s->kernel_count, &s->kernel_cap,
-                                sizeof(*kernels), 64);
+                               sizeof(*kernels), 64);
   if (kernels == NULL) {
     kp_out_of_memory(&s->run.report);
     return false;
@@ -427,8 +427,8 @@ static bool classify(sp_state* s) {
     }
     f->group = group_of(s, &s->trees[f->tree]);
     sp_listing l = {s, i, f->group, 0, 0, ""};
-    err = kpack_fatbin_list_code_objects(fatbin, f->src, f->rel, add_kernel,
-                                         &l, sp_fatbin_message, s);
+    err = kpack_fatbin_list_code_objects(fatbin, f->src, f->rel, add_kernel, &l,
+                                         sp_fatbin_message, s);
     kpack_fatbin_close(fatbin);
     if (err != KPACK_SUCCESS)
       return false;
@@ -501,11 +501,10 @@ const char* sp_tree_of_arch(const sp_state* s, const char* arch, char* buf,
 }
 
 /* Sets f->dest (NULL: generic) and f->why. */
-static bool set_dest(sp_state* s, sp_file* f, const char* tree,
-                     const char* fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-static bool set_dest(sp_state* s, sp_file* f, const char* tree,
-                     const char* fmt, ...) {
+static bool set_dest(sp_state* s, sp_file* f, const char* tree, const char* fmt,
+                     ...) __attribute__((format(printf, 4, 5)));
+static bool set_dest(sp_state* s, sp_file* f, const char* tree, const char* fmt,
+                     ...) {
   va_list ap;
   va_start(ap, fmt);
   int n = vasprintf(&f->why, fmt, ap);
@@ -566,8 +565,8 @@ static bool choose_trees(sp_state* s) {
       const char* arch = f->type == SP_FILE ? input_archive_arch(s, f) : NULL;
       if (by_content[0] != '\0') {
         if (rule != NULL && (rule->generic || strcmp(by_rule, by_content) != 0))
-          kp_say(&s->run.report, KPACK_SEVERITY_WARNING, f->src,
-                 KPACK_SUCCESS, 0,
+          kp_say(&s->run.report, KPACK_SEVERITY_WARNING, f->src, KPACK_SUCCESS,
+                 0,
                  "%s: a %s for %s, but the rule at %s says %s; placed by its "
                  "content",
                  f->src, what, by_content, rule->where,
@@ -802,7 +801,8 @@ static bool is_within(const char* a, const char* b) {
 
 /* The status of a failed system call on a path. */
 static kpack_error_t sys_status(int sys_errno) {
-  return sys_errno == ENOENT ? KPACK_ERROR_FILE_NOT_FOUND : KPACK_ERROR_IO_ERROR;
+  return sys_errno == ENOENT ? KPACK_ERROR_FILE_NOT_FOUND
+                             : KPACK_ERROR_IO_ERROR;
 }
 
 static bool add_tree(sp_state* s, const char* arg, const char* outdir,
@@ -898,7 +898,6 @@ done:
   return ok;
 }
 
-
 /* ---- the archives -------------------------------------------------------- */
 
 /* Kernels of a group in byte order of their keys (entries of one code
@@ -928,11 +927,10 @@ char* sp_archive_dir_of(const sp_state* s, const sp_group* g,
                         const char* arch) {
   char* dir;
   char buf[64];
-  int n = s->per_arch
-              ? asprintf(&dir, "%s/%s/%s", g->out_root,
-                         sp_tree_of_arch(s, arch, buf, sizeof(buf)),
-                         s->archive_dir)
-              : asprintf(&dir, "%s/%s", g->out_root, s->archive_dir);
+  int n = s->per_arch ? asprintf(&dir, "%s/%s/%s", g->out_root,
+                                 sp_tree_of_arch(s, arch, buf, sizeof(buf)),
+                                 s->archive_dir)
+                      : asprintf(&dir, "%s/%s", g->out_root, s->archive_dir);
   return n < 0 ? NULL : dir;
 }
 
@@ -1156,9 +1154,8 @@ static bool plan_group(sp_state* s, size_t g, size_t first,
         ok = false;
         break;
       }
-      bool elsewhere = pass == 0
-                           ? strcmp(s->files[input].dst, a->path) != 0
-                           : path != NULL && strcmp(path, a->path) != 0;
+      bool elsewhere = pass == 0 ? strcmp(s->files[input].dst, a->path) != 0
+                                 : path != NULL && strcmp(path, a->path) != 0;
       free(path);
       if (elsewhere) {
         if (added)
@@ -1169,10 +1166,9 @@ static bool plan_group(sp_state* s, size_t g, size_t first,
         continue; /* the input's archive of that name is mirrored over it */
       if (pass == 0)
         a->input = input;
-      if (!read_old_archive(s, a, group,
-                            pass == 0 ? s->files[input].src : a->path, written,
-                            written_count, pass == 0 && a->fresh > 0,
-                            &failed) &&
+      if (!read_old_archive(
+              s, a, group, pass == 0 ? s->files[input].src : a->path, written,
+              written_count, pass == 0 && a->fresh > 0, &failed) &&
           added && !failed) {
         /* Not an archive of this group: not ours to rewrite. */
         drop_last_archive(s);

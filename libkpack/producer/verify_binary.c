@@ -392,8 +392,8 @@ typedef struct vb_run {
 /* Keeps `p` (malloc'ed, or NULL) until the report is handed over; false,
  * with p freed, when out of memory. */
 static bool pool_keep(vb_run* r, void* p) {
-  void** grown = kp_grow(r->pool.items, r->pool.count, &r->pool.cap,
-                         sizeof(*grown), 32);
+  void** grown =
+      kp_grow(r->pool.items, r->pool.count, &r->pool.cap, sizeof(*grown), 32);
   if (grown == NULL) {
     free(p);
     r->failed = true;
@@ -452,8 +452,8 @@ static bool check_record(vb_run* r, const char* path,
                          const kpack_host_wrapper_t* w, const vb_set* agents,
                          const char* const* recorded, size_t recorded_count,
                          kpack_verify_record_t* rec, size_t* failures) {
-  kpack_verify_load_t* loads = calloc(agents->count ? agents->count : 1,
-                                      sizeof(*loads));
+  kpack_verify_load_t* loads =
+      calloc(agents->count ? agents->count : 1, sizeof(*loads));
   if (loads == NULL || !pool_keep(r, loads))
     return false;
   rec->loads = loads;
@@ -663,7 +663,8 @@ static void list_free(vb_list* l) {
 static bool looks_like_host_binary(const char* path) {
   uint8_t head[64];
   int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-  bool host = fd >= 0 && read(fd, head, sizeof(head)) == (ssize_t)sizeof(head) &&
+  bool host = fd >= 0 &&
+              read(fd, head, sizeof(head)) == (ssize_t)sizeof(head) &&
               kpack_is_host_binary(head, sizeof(head));
   if (fd >= 0)
     close(fd);
@@ -689,8 +690,8 @@ static bool walk(vb_run* r, const char* dir, bool top, unsigned depth,
     char* child = NULL;
     if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
       continue;
-    if (asprintf(&child, "%s%s%s", dir,
-                 dir[strlen(dir) - 1] == '/' ? "" : "/", e->d_name) < 0) {
+    if (asprintf(&child, "%s%s%s", dir, dir[strlen(dir) - 1] == '/' ? "" : "/",
+                 e->d_name) < 0) {
       kp_out_of_memory(&r->report);
       ok = false;
       break;
@@ -741,7 +742,8 @@ KPACK_API kpack_error_t kpack_verify_binaries(
     char why[160];
     if (!kpack_target_check(r.o.agents[i], why, sizeof(why))) {
       kp_say(&r.report, KPACK_SEVERITY_USAGE, NULL,
-             KPACK_ERROR_INVALID_ARGUMENT, 0, "--arch '%s': not a GPU target: %s",
+             KPACK_ERROR_INVALID_ARGUMENT, 0,
+             "--arch '%s': not a GPU target: %s",
              r.o.agents[i] != NULL ? r.o.agents[i] : "", why);
       return KPACK_ERROR_INVALID_ARGUMENT;
     }
@@ -789,8 +791,7 @@ KPACK_API kpack_error_t kpack_verify_binaries(
     for (size_t f = 0; go_on && f < found.count; f++) {
       go_on = verify_binary(&r, found.items[f], false);
       if (go_on && r.o.progress != NULL &&
-          !r.o.progress(r.sum.binaries, r.sum.loads, found.items[f],
-                        r.o.user))
+          !r.o.progress(r.sum.binaries, r.sum.loads, found.items[f], r.o.user))
         r.cancelled = true;
       go_on = go_on && !r.cancelled;
     }
