@@ -911,6 +911,82 @@ static void test_killed_in_place_run_leaves_no_half_written_file(void** state) {
   free(ref);
 }
 
+/* The input of a re-split over an earlier output: a binary (rebuilt for
+ * fewer arches the second time, so that an archive goes), a hard link to
+ * it, a symbolic link, a data file that changes, and a directory. */
+static void write_rerun_tree(const char* root, uint32_t seed, size_t arches,
+                             const char* data) {
+  char* lib = kt_tree_path(root, "lib/libx.so");
+  char* hard = kt_path(root, "lib/libx-hard.so");
+  char* sym = kt_path(root, "lib/libx-link.so");
+  char* text = kt_tree_path(root, "share/sub/data.txt");
+  unlink(lib);
+  unlink(hard);
+  unlink(sym);
+  write_program_for(lib, FX_PROGRAM_SHARED, MANY_WRAPPERS, seed, arches);
+  assert_int_equal(link(lib, hard), 0);
+  assert_int_equal(symlink("libx.so", sym), 0);
+  kt_write_file(text, data, strlen(data));
+  free(lib);
+  free(hard);
+  free(sym);
+  free(text);
+}
+
+/* A -o run over an earlier output that fails at any of its writes (each
+ * failed in turn through KPACK_SPLIT_FAIL_AFTER: a transformed binary,
+ * each archive, each copy and link, each file put in place, each
+ * directory's mode) leaves the earlier output exactly as it was: every
+ * file, archive, link, mode and time, directories' included; no archive
+ * of the new build beside binaries of the old one. */
+static void test_failed_rerun_leaves_the_earlier_output_as_it_was(
+    void** state) {
+  (void)state;
+  char* in = kt_in_tmp("rerun-in");
+  char* out = kt_in_tmp("rerun-out");
+  char* ref = kt_in_tmp("rerun-ref");
+  write_rerun_tree(in, 71, 3, "build 1\n");
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-q", "-o", out, "--prefix", "x", in), 0);
+  write_rerun_tree(in, 72, 2, "build 2, longer\n");
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-q", "-o", ref, "--prefix", "x", in), 0);
+  char* before = kt_tree_state(out, true);
+  unsigned failures = 0;
+  for (unsigned n = 1; n < 200; n++) {
+    char value[16], *err = NULL;
+    snprintf(value, sizeof(value), "%u", n);
+    setenv("KPACK_SPLIT_FAIL_AFTER", value, 1);
+    int rc =
+        KT_KPACK(NULL, &err, "split", "-q", "-o", out, "--prefix", "x", in);
+    unsetenv("KPACK_SPLIT_FAIL_AFTER");
+    if (rc == 0) {
+      free(err);
+      break;
+    }
+    assert_int_equal(rc, 1);
+    kt_assert_contains(err, "cannot write: Input/output error");
+    char* after = kt_tree_state(out, true);
+    if (strcmp(after, before) != 0)
+      fail_msg("failed at write %u (%s), the output changed:\n%s\nwas:\n%s", n,
+               err, after, before);
+    free(after);
+    free(err);
+    failures++;
+  }
+  /* 1 binary, 3 archives (one dropped), 3 copies and links, 6 files put
+   * in place, 6 directories. */
+  assert_true(failures >= 15);
+  kt_assert_same_tree(out, ref);
+  char* gone = kt_path(out, ".kpack/x_gfx1100.kpack");
+  assert_int_not_equal(access(gone, F_OK), 0);
+  free(gone);
+  free(before);
+  free(ref);
+  free(out);
+  free(in);
+}
+
 static void test_split_arch_keeps_only_the_listed_arches(void** state) {
   (void)state;
   char* in = kt_in_tmp("in");
@@ -1226,6 +1302,9 @@ int main(void) {
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_killed_in_place_run_leaves_no_half_written_file, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_failed_rerun_leaves_the_earlier_output_as_it_was, kt_kpack_setup,
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_split_arch_keeps_only_the_listed_arches, kt_kpack_setup,

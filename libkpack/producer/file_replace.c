@@ -33,6 +33,10 @@ static char* own_name(const char* path, const char* suffix) {
   return out;
 }
 
+char* fr_temp_name(const char* dst) {
+  return own_name(dst, ".tmp");
+}
+
 /* Syncs the directory holding `path`, so that a rename in it is durable. */
 static bool sync_parent(pr_run* r, const char* path) {
   const char* slash = strrchr(path, '/');
@@ -335,9 +339,73 @@ bool fr_outputs_note(pr_run* r, fr_outputs* o, const char* path) {
     return false;
   }
   bool existed = lstat(path, &st) == 0;
-  o->items[o->count++] = (fr_output){copy, existed, existed ? st.st_dev : 0,
-                                     existed ? st.st_ino : 0};
+  o->items[o->count++] = (fr_output){copy,
+                                     existed,
+                                     existed ? st.st_dev : 0,
+                                     existed ? st.st_ino : 0,
+                                     existed ? st.st_mode : 0,
+                                     {st.st_atim, st.st_mtim}};
   return true;
+}
+
+bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp,
+                     const char* dst) {
+  struct stat st;
+  char* kept = NULL;
+  char* path = strdup(dst);
+  fr_swap* swaps =
+      kp_grow(o->swaps, o->swap_count, &o->swap_cap, sizeof(*swaps), 64);
+  if (swaps != NULL)
+    o->swaps = swaps;
+  if (swaps == NULL || path == NULL) {
+    kp_out_of_memory(&r->report);
+    goto fail;
+  }
+  if (pr_fault(r, dst))
+    goto fail;
+  if (lstat(dst, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    if ((kept = own_name(dst, ".old")) == NULL) {
+      kp_out_of_memory(&r->report);
+      goto fail;
+    }
+    unlink(kept); /* a killed run's */
+    /* A second name keeps dst in place until the rename below replaces it
+     * (where links are refused, dst is moved aside). */
+    if ((tmp == NULL || link(dst, kept) != 0) && rename(dst, kept) != 0) {
+      kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, errno,
+               "%s: cannot keep the earlier version as %s: %s", dst, kept,
+               strerror(errno));
+      goto fail;
+    }
+  } else if (tmp == NULL) {
+    free(path);
+    return true; /* nothing to remove */
+  }
+  if (tmp != NULL && rename(tmp, dst) != 0) {
+    kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, errno,
+             "%s: cannot replace with %s: %s", dst, tmp, strerror(errno));
+    if (kept != NULL)
+      rename(kept, dst);
+    goto fail;
+  }
+  o->swaps[o->swap_count++] = (fr_swap){path, kept};
+  pr_step(r);
+  return true;
+fail:
+  free(kept);
+  free(path);
+  return false;
+}
+
+void fr_outputs_commit(pr_run* r, fr_outputs* o) {
+  for (size_t i = 0; i < o->swap_count; i++) {
+    fr_swap* x = &o->swaps[i];
+    if (x->kept != NULL && unlink(x->kept) != 0 && errno != ENOENT)
+      kp_say(&r->report, KPACK_SEVERITY_WARNING, x->kept, KPACK_SUCCESS, errno,
+             "%s: cannot remove: %s", x->kept, strerror(errno));
+    free(x->kept);
+    x->kept = NULL;
+  }
 }
 
 bool fr_outputs_note_parents(pr_run* r, fr_outputs* o, const char* path) {
@@ -366,7 +434,13 @@ static int compare_output_paths(const void* a, const void* b) {
 
 void fr_outputs_undo(pr_run* r, const fr_outputs* o, const char* where) {
   struct stat st;
-  size_t removed = 0;
+  size_t removed = 0, restored = 0;
+  /* What the run replaced, back in place (one rename each). */
+  for (size_t i = o->swap_count; i-- > 0;) {
+    const fr_swap* x = &o->swaps[i];
+    if (x->kept != NULL && rename(x->kept, x->path) == 0)
+      restored++;
+  }
   /* Newest first: what a directory holds goes before the directory. */
   for (size_t i = o->count; i-- > 0;) {
     const fr_output* x = &o->items[i];
@@ -374,6 +448,17 @@ void fr_outputs_undo(pr_run* r, const fr_outputs* o, const char* where) {
       continue;
     /* rmdir fails when something not ours is in the directory. */
     removed += (S_ISDIR(st.st_mode) ? rmdir(x->path) : unlink(x->path)) == 0;
+  }
+  /* The directories that were there: their mode, and the times that the
+   * files made and removed in them changed; deepest first. */
+  for (size_t i = o->count; i-- > 0;) {
+    const fr_output* x = &o->items[i];
+    if (!x->existed || !S_ISDIR(x->mode) || lstat(x->path, &st) != 0 ||
+        !S_ISDIR(st.st_mode) || st.st_ino != x->ino)
+      continue;
+    if ((st.st_mode & 07777) != (x->mode & 07777))
+      chmod(x->path, x->mode & 07777);
+    utimensat(AT_FDCWD, x->path, x->times, AT_SYMLINK_NOFOLLOW);
   }
   /* A path may be noted twice (directories that several inputs share):
    * each is counted once. */
@@ -402,9 +487,14 @@ void fr_outputs_undo(pr_run* r, const fr_outputs* o, const char* where) {
     }
   }
   /* Not errors of their own: what the failure reported left. */
-  if (left == 0 && replaced == 0 && removed > 0)
+  if (left == 0 && replaced == 0 && removed > 0 && restored == 0)
     kp_say(&r->report, KPACK_SEVERITY_NOTE, where, KPACK_SUCCESS, 0,
            "%s: the files and directories this run made were removed", where);
+  else if (left == 0 && replaced == 0 && restored > 0)
+    kp_say(&r->report, KPACK_SEVERITY_NOTE, where, KPACK_SUCCESS, 0,
+           "%s: the files and directories this run made were removed, the "
+           "%zu file%s it replaced put back",
+           where, restored, restored == 1 ? "" : "s");
   if (left > 0)
     kp_say(&r->report, KPACK_SEVERITY_NOTE, left_example, KPACK_SUCCESS, 0,
            "%s: %zu path%s this run made could not be removed, e.g. %s", where,
@@ -421,5 +511,10 @@ void fr_outputs_free(fr_outputs* o) {
   for (size_t i = 0; i < o->count; i++)
     free(o->items[i].path);
   free(o->items);
+  for (size_t i = 0; i < o->swap_count; i++) {
+    free(o->swaps[i].path);
+    free(o->swaps[i].kept);
+  }
+  free(o->swaps);
   *o = (fr_outputs){0};
 }

@@ -32,6 +32,10 @@ bool fr_is_own_name(const char* name);
  * *tmp is malloc'ed. Reports and returns false on failure. */
 bool fr_create_temp(pr_run* r, const char* dst, char** tmp, int* fd);
 
+/* FR_PREFIX + basename(dst) + ".tmp" beside `dst`: where a new version of
+ * `dst` is written (malloc'ed; NULL when out of memory). */
+char* fr_temp_name(const char* dst);
+
 /* Copies the whole regular file `src` into `fd` (at its current offset). */
 bool fr_copy_into(pr_run* r, const char* src, int fd,
                   const char* dst_for_messages);
@@ -75,11 +79,22 @@ typedef struct fr_output {
   bool existed; /* something was there before the run */
   dev_t dev;    /* ... and which inode, to tell a replaced file */
   ino_t ino;
+  mode_t mode;              /* ... its type and mode */
+  struct timespec times[2]; /* ... its atime and mtime */
 } fr_output;
+
+/* A file put in place by fr_outputs_swap(), and where what was there is
+ * kept meanwhile (NULL: nothing was). */
+typedef struct fr_swap {
+  char* path;
+  char* kept;
+} fr_swap;
 
 typedef struct fr_outputs {
   fr_output* items; /* in the order noted: a directory before its content */
   size_t count, cap;
+  fr_swap* swaps; /* in the order made */
+  size_t swap_count, swap_cap;
 } fr_outputs;
 
 /* Notes `path`, a file or directory the run may create or replace.
@@ -88,11 +103,22 @@ bool fr_outputs_note(pr_run* r, fr_outputs* o, const char* path);
 /* Notes `path` and each directory above it (those of a relative path
  * down from its first component), which mkdir -p may create. */
 bool fr_outputs_note_parents(pr_run* r, fr_outputs* o, const char* path);
-/* Takes back what a failed run made: every noted path that was not there
- * before is removed, newest first (a directory when it is empty). Then
+/* Puts the finished file `tmp` in place of `dst` (tmp NULL: removes
+ * dst), keeping what dst was, under FR_PREFIX + NAME + ".old" beside it,
+ * until fr_outputs_commit() drops it or fr_outputs_undo() puts it back. A
+ * reader of dst sees the old file or the new one. */
+bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp,
+                     const char* dst);
+/* The run succeeded: the files kept by fr_outputs_swap() are removed (a
+ * failure to is a warning). */
+void fr_outputs_commit(pr_run* r, fr_outputs* o);
+/* Takes back what a failed run made: each file fr_outputs_swap() replaced
+ * or removed is put back, newest first; every noted path that was not
+ * there before is removed, newest first (a directory when it is empty);
+ * the directories that were there get their mode and times back. Then
  * says in a note what is left under `where`: nothing of the run (silent
  * when it had made nothing), or the paths it made that could not be
- * removed and the files it replaced. */
+ * removed and the files it replaced that could not be put back. */
 void fr_outputs_undo(pr_run* r, const fr_outputs* o, const char* where);
 void fr_outputs_free(fr_outputs* o);
 

@@ -15,9 +15,12 @@
 void pr_init(pr_run* r, kpack_message_fn fn, void* user,
              const volatile int* cancel) {
   const char* kill_after = getenv("KPACK_SPLIT_KILL_AFTER");
+  const char* fail_after = getenv("KPACK_SPLIT_FAIL_AFTER");
   *r = (pr_run){.report = {fn, user, KPACK_SUCCESS}, .cancel = cancel};
   if (kill_after != NULL && *kill_after != '\0')
     r->kill_after = strtol(kill_after, NULL, 10);
+  if (fail_after != NULL && *fail_after != '\0')
+    r->fail_after = strtol(fail_after, NULL, 10);
 }
 
 bool pr_cancelled(pr_run* r) {
@@ -53,6 +56,14 @@ void pr_bad_options(pr_run* r, bool usage, const char* file, const char* fmt,
 void pr_step(pr_run* r) {
   if (r->kill_after > 0 && ++r->steps == (unsigned long)r->kill_after)
     raise(SIGKILL);
+}
+
+bool pr_fault(pr_run* r, const char* path) {
+  if (r->fail_after <= 0 || ++r->writes != (unsigned long)r->fail_after)
+    return false;
+  pr_output_error(r, path, KPACK_ERROR_IO_ERROR, EIO);
+  errno = EIO;
+  return true;
 }
 
 void pr_input_error(pr_run* r, const char* path, kpack_error_t err,

@@ -20,9 +20,10 @@ typedef struct pr_run {
   bool cancelled;             /* seen, or asked by a callback */
   bool bad_options;           /* the caller's options are at fault */
   /* Test hooks (docs/split.md): KPACK_SPLIT_KILL_AFTER=N kills the
-   * process with SIGKILL at the N-th step of a run. */
-  unsigned long steps;
-  long kill_after;
+   * process with SIGKILL at the N-th step of a run;
+   * KPACK_SPLIT_FAIL_AFTER=N makes its N-th write fail (pr_fault()). */
+  unsigned long steps, writes;
+  long kill_after, fail_after;
 } pr_run;
 
 /* A run reporting to `fn` (NULL: nowhere), cancelled once *cancel is
@@ -54,6 +55,12 @@ void pr_bad_options(pr_run* r, bool usage, const char* file, const char* fmt,
  * run) kill the process with SIGKILL, to show that no kill point leaves a
  * file half written. */
 void pr_step(pr_run* r);
+
+/* A write of the output `path` about to be made: true when the test hook
+ * KPACK_SPLIT_FAIL_AFTER=N makes it fail (the N-th of the run), reported
+ * as a write failure with errno EIO, so that a test can fail every write
+ * of a run in turn and see what each failure leaves. */
+bool pr_fault(pr_run* r, const char* path);
 
 /* A failure to open or read the input `path`: "PATH: KPACK_ERROR_X
  * (REASON)", REASON the system's (strerror(sys_errno)) or, for an archive

@@ -262,6 +262,9 @@ static void free_state(sp_state* s) {
     sp_archive* a = &s->archives[i];
     kpack_writer_abort(a->writer);
     kpack_close(a->old);
+    if (a->tmp != NULL)
+      unlink(a->tmp); /* never put in place */
+    free(a->tmp);
     free(a->carried);
     free(a->stale);
     free(a->arch);

@@ -100,6 +100,11 @@ typedef struct sp_archive {
   size_t fresh;   /* code objects of this run */
   size_t removed; /* stale keys no code object of this run writes again */
   kpack_writer_t* writer;
+  /* Without --in-place: the new version, written beside `path` and put
+   * in place with the rest of the tree at the end (NULL until written);
+   * `drop` when the run leaves the archive empty, to remove then. */
+  char* tmp;
+  bool drop;
 } sp_archive;
 
 /* --group NAME=ARCH,...: processors that share one output tree. */

@@ -134,7 +134,8 @@ bool sp_transform_all(sp_state* s) {
         close(fd);
         ok = false;
       } else {
-        ok = fr_finish_temp(&s->run, fd, f->dst, &f->st, true);
+        ok = fr_finish_temp(&s->run, fd, f->dst, &f->st, true) &&
+             !pr_fault(&s->run, f->dst);
       }
       if (ok)
         pr_step(&s->run);
@@ -267,7 +268,14 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
                "%s: cannot create: %s", dir, strerror(errno));
       goto done;
     }
-    kpack_error_t err = kpack_writer_create(a->path, &wo, &a->writer);
+    /* Without --in-place the new version waits beside the old one until
+     * the whole tree is ready (sp_install_mirror()). */
+    if (!s->in_place && (a->tmp = fr_temp_name(a->path)) == NULL) {
+      kp_out_of_memory(&s->run.report);
+      goto done;
+    }
+    kpack_error_t err =
+        kpack_writer_create(s->in_place ? a->path : a->tmp, &wo, &a->writer);
     if (err != KPACK_SUCCESS) {
       pr_output_error(&s->run, a->path, err,
                       err == KPACK_ERROR_IO_ERROR ? errno : 0);
@@ -281,6 +289,11 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
     if (!archive_changes(a))
       continue; /* unchanged */
     s->removed += a->removed;
+    if (a->writer == NULL && !s->in_place) {
+      a->drop = true; /* removed when the tree is put in place */
+      s->deleted++;
+      continue;
+    }
     if (a->writer == NULL) {
       /* Nothing left in it. Removed now, as other archives are rewritten
        * now: a run killed later must not leave it to the next, which
@@ -294,6 +307,8 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
       pr_step(&s->run);
       continue;
     }
+    if (pr_fault(&s->run, a->path))
+      goto done;
     kpack_error_t err = kpack_writer_finish(a->writer);
     a->writer = NULL;
     if (err != KPACK_SUCCESS) {
@@ -302,7 +317,7 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
       goto done;
     }
     struct stat st;
-    if (stat(a->path, &st) == 0)
+    if (stat(s->in_place ? a->path : a->tmp, &st) == 0)
       s->stored_bytes += (uint64_t)st.st_size;
     s->archives_written++;
     pr_step(&s->run);
@@ -347,53 +362,70 @@ bool sp_write_archives(sp_state* s) {
   return ok;
 }
 
-/* A symbolic link or a hard link made under a temporary name, then renamed
- * over dst, so an existing file there is replaced in one step. */
-static bool install_link(sp_state* s, const sp_file* f) {
-  char* tmp = NULL;
+/* A symbolic link, or a hard link to the file of f->link_of (already in
+ * place), made under f's temporary name (f->tmp). */
+static bool make_link(sp_state* s, sp_file* f) {
   int fd;
-  bool ok = false;
-  if (!fr_create_temp(&s->run, f->dst, &tmp, &fd))
+  if (!fr_create_temp(&s->run, f->dst, &f->tmp, &fd))
     return false;
   close(fd);
-  unlink(tmp);
+  unlink(f->tmp);
   if (f->type == SP_HARDLINK) {
-    if (link(s->files[f->link_of].dst, tmp) != 0) {
+    if (link(s->files[f->link_of].dst, f->tmp) != 0) {
       kp_error(&s->run.report, f->dst, KPACK_ERROR_IO_ERROR, errno,
                "%s: cannot link to %s: %s", f->dst, s->files[f->link_of].dst,
                strerror(errno));
-      goto done;
+      return false;
     }
-    s->links++;
-  } else {
-    char target[PATH_MAX];
-    ssize_t n = readlink(f->src, target, sizeof(target) - 1);
-    if (n < 0) {
-      kp_error(&s->run.report, f->src, KPACK_ERROR_IO_ERROR, errno, "%s: %s",
-               f->src, strerror(errno));
-      goto done;
-    }
-    target[n] = '\0';
-    const struct timespec times[2] = {f->st.st_atim, f->st.st_mtim};
-    if (symlink(target, tmp) != 0 ||
-        (geteuid() == 0 && lchown(tmp, f->st.st_uid, f->st.st_gid) != 0) ||
-        utimensat(AT_FDCWD, tmp, times, AT_SYMLINK_NOFOLLOW) != 0) {
-      kp_error(&s->run.report, f->dst, KPACK_ERROR_IO_ERROR, errno,
-               "%s: cannot make the symbolic link: %s", f->dst,
-               strerror(errno));
-      unlink(tmp);
-      goto done;
-    }
-    s->symlinks++;
+    return true;
   }
-  ok = fr_install(&s->run, tmp, f->dst, false);
-  if (!ok)
-    unlink(tmp);
-done:
-  free(tmp);
-  return ok;
+  char target[PATH_MAX];
+  ssize_t n = readlink(f->src, target, sizeof(target) - 1);
+  if (n < 0) {
+    kp_error(&s->run.report, f->src, KPACK_ERROR_IO_ERROR, errno, "%s: %s",
+             f->src, strerror(errno));
+    return false;
+  }
+  target[n] = '\0';
+  const struct timespec times[2] = {f->st.st_atim, f->st.st_mtim};
+  if (symlink(target, f->tmp) != 0 ||
+      (geteuid() == 0 && lchown(f->tmp, f->st.st_uid, f->st.st_gid) != 0) ||
+      utimensat(AT_FDCWD, f->tmp, times, AT_SYMLINK_NOFOLLOW) != 0) {
+    kp_error(&s->run.report, f->dst, KPACK_ERROR_IO_ERROR, errno,
+             "%s: cannot make the symbolic link: %s", f->dst, strerror(errno));
+    return false;
+  }
+  return true;
 }
 
+/* A copy of the regular file f, under its temporary name (f->tmp). */
+static bool make_copy(sp_state* s, sp_file* f) {
+  int fd;
+  if (!fr_create_temp(&s->run, f->dst, &f->tmp, &fd))
+    return false;
+  /* fr_finish_temp() closes the file, also on failure. */
+  bool ok = fr_copy_into(&s->run, f->src, fd, f->dst);
+  if (!ok)
+    close(fd);
+  return ok && fr_finish_temp(&s->run, fd, f->dst, &f->st, false);
+}
+
+/* Puts the temporary file `*tmp` in place of `dst` (NULL: removes dst),
+ * keeping what was there until the run commits. */
+static bool swap_in(sp_state* s, char** tmp, const char* dst) {
+  if (!fr_outputs_swap(&s->run, &s->outputs, *tmp, dst))
+    return false;
+  free(*tmp);
+  *tmp = NULL;
+  return true;
+}
+
+/* Without --in-place, the tree is made in two passes so that a failure at
+ * any point leaves the earlier output as it was: every new file, copy and
+ * symbolic link is first made under a temporary name beside its place;
+ * then each is renamed into place, the archives first, what it replaces
+ * kept aside (fr_outputs_swap()) until the last directory has its mode
+ * and times, when the run commits and the kept files go. */
 bool sp_install_mirror(sp_state* s) {
   for (size_t i = 0; i < s->file_count; i++) {
     sp_file* f = &s->files[i];
@@ -402,40 +434,40 @@ bool sp_install_mirror(sp_state* s) {
       return false;
     if (f->archive_rewritten) {
       /* written anew, its old kernels carried over */
-    } else if (f->type == SP_HARDLINK || f->type == SP_SYMLINK) {
-      ok = install_link(s, f);
-    } else if (f->type == SP_FILE && f->tmp != NULL) {
-      ok = fr_install(&s->run, f->tmp, f->dst, false);
-      if (ok) {
-        free(f->tmp);
-        f->tmp = NULL;
-      }
-    } else if (f->type == SP_FILE) {
-      char* tmp = NULL;
-      int fd;
-      if (fr_create_temp(&s->run, f->dst, &tmp, &fd)) {
-        /* fr_finish_temp() closes the file, also on failure. */
-        ok = fr_copy_into(&s->run, f->src, fd, f->dst);
-        if (!ok)
-          close(fd);
-        ok = ok && fr_finish_temp(&s->run, fd, f->dst, &f->st, false) &&
-             fr_install(&s->run, tmp, f->dst, false);
-        if (!ok)
-          unlink(tmp);
-      } else {
-        ok = false;
-      }
-      free(tmp);
+    } else if (f->type == SP_SYMLINK) {
+      ok = make_link(s, f) && !pr_fault(&s->run, f->dst);
+    } else if (f->type == SP_FILE && f->tmp == NULL) {
+      ok = make_copy(s, f) && !pr_fault(&s->run, f->dst);
       s->copied += ok;
     }
     if (!ok || !sp_progress(s, KPACK_SPLIT_WRITING, i + 1, s->file_count))
       return false;
+  }
+  if (pr_cancelled(&s->run))
+    return false;
+  for (size_t i = 0; i < s->archive_count; i++) {
+    sp_archive* a = &s->archives[i];
+    if ((a->tmp != NULL || a->drop) && !swap_in(s, &a->tmp, a->path))
+      return false;
+  }
+  for (size_t i = 0; i < s->file_count; i++) {
+    sp_file* f = &s->files[i];
+    if (f->archive_rewritten || f->type == SP_DIR)
+      continue;
+    if (f->type == SP_HARDLINK && !make_link(s, f))
+      return false;
+    if (f->tmp != NULL && !swap_in(s, &f->tmp, f->dst))
+      return false;
+    s->links += f->type == SP_HARDLINK;
+    s->symlinks += f->type == SP_SYMLINK;
   }
   for (size_t i = s->file_count; i-- > 0;) {
     const sp_file* f = &s->files[i];
     const struct timespec times[2] = {f->st.st_atim, f->st.st_mtim};
     if (f->type != SP_DIR)
       continue;
+    if (pr_fault(&s->run, f->dst))
+      return false;
     if ((geteuid() == 0 && lchown(f->dst, f->st.st_uid, f->st.st_gid) != 0) ||
         chmod(f->dst, f->st.st_mode & 07777) != 0 ||
         utimensat(AT_FDCWD, f->dst, times, 0) != 0) {
@@ -444,6 +476,7 @@ bool sp_install_mirror(sp_state* s) {
       return false;
     }
   }
+  fr_outputs_commit(&s->run, &s->outputs);
   return true;
 }
 
@@ -596,6 +629,12 @@ void sp_undo_outputs(sp_state* s) {
       unlink(s->files[i].tmp);
       free(s->files[i].tmp);
       s->files[i].tmp = NULL;
+    }
+  for (size_t i = 0; i < s->archive_count; i++)
+    if (s->archives[i].tmp != NULL) {
+      unlink(s->archives[i].tmp);
+      free(s->archives[i].tmp);
+      s->archives[i].tmp = NULL;
     }
   fr_outputs_undo(&s->run, &s->outputs, s->outdir);
 }
