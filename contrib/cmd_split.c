@@ -77,7 +77,7 @@ static const char split_manual[] =
 "    plain -o split writes. A file that is device code on its own (an\n"
 "    AMDGPU code object, an offload bundle or CCOB for one processor) goes\n"
 "    by its own target whatever its name; a name that says otherwise is\n"
-"    reported. Other files go by the first rule that matches their path:\n"
+"    reported; a bundle for several processors is generic. Other files go by the first rule that matches their path:\n"
 "    those of each --rules FILE, then share/kpack/split-rules.conf shipped\n"
 "    with kpack (Tensile libraries, MIOpen databases, aotriton images,\n"
 "    composable_kernel archives, hipkernelprovider content; docs/split.md\n"

@@ -436,6 +436,57 @@ static void test_per_arch_group_and_dry_run(void** state) {
   free(pa);
 }
 
+/* A `--genco` file holding code for several processors (gfx906 and
+ * gfx1030, named after one of them) is no one GPU's: it goes to generic,
+ * so that every install has it, and the plan says why. A bundle for one
+ * processor still goes to that processor's tree. */
+static void test_per_arch_bundle_of_several_processors_is_generic(
+    void** state) {
+  (void)state;
+  char* in = kt_path(kt_tmp, "multi-in");
+  char* out = kt_path(kt_tmp, "multi-out");
+  const fx_entry two[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                          {"hipv4-amdgcn-amd-amdhsa--gfx906", "six", 3},
+                          {"hipv4-amdgcn-amd-amdhsa--gfx1030", "thirty", 6}};
+  fx_buf multi = fx_bundle(two, 3);
+  fx_buf one = fx_bundle(two, 2);
+  char* multi_path = kt_tree_path(in, "share/kern/standalone_gfx1030.hsaco");
+  char* one_path = kt_tree_path(in, "share/kern/only.hsaco");
+  kt_write_file(multi_path, multi.data, multi.size);
+  kt_write_file(one_path, one.data, one.size);
+  char *text, *err;
+  int rc = KT_KPACK(&text, &err, "split", "--per-arch", "--dry-run", "--prefix",
+                    "m", "-o", out, in);
+  if (rc != 0)
+    fail_msg("exit %d: %s", rc, err);
+  kt_assert_contains(text,
+                     "generic          file       "
+                     "share/kern/standalone_gfx1030.hsaco      "
+                     "content: offload bundle for several processors\n");
+  kt_assert_contains(
+      text,
+      "gfx906           file       share/kern/only.hsaco"
+      "                    content: offload bundle for gfx906\n");
+  assert_null(strstr(text, "(null)"));
+  free(text);
+  free(err);
+  rc = KT_KPACK(&text, &err, "split", "--per-arch", "-q", "--prefix", "m", "-o",
+                out, in);
+  if (rc != 0)
+    fail_msg("exit %d: %s", rc, err);
+  assert_true(exists_in(out, "generic/share/kern/standalone_gfx1030.hsaco"));
+  assert_false(exists_in(out, "gfx1030/share/kern/standalone_gfx1030.hsaco"));
+  assert_true(exists_in(out, "gfx906/share/kern/only.hsaco"));
+  free(text);
+  free(err);
+  fx_free(&multi);
+  fx_free(&one);
+  free(multi_path);
+  free(one_path);
+  free(out);
+  free(in);
+}
+
 /* A rule file with a syntax error, a rule naming no GPU processor, and a
  * --group naming a processor twice: exit 2, the file and line or the
  * argument named, nothing written. */
@@ -662,6 +713,9 @@ int main(void) {
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(test_per_arch_group_and_dry_run,
                                       kt_kpack_setup, kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_per_arch_bundle_of_several_processors_is_generic, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_per_arch_bad_rules_and_groups_are_refused, kt_kpack_setup,
           kt_kpack_teardown),

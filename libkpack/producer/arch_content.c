@@ -19,7 +19,7 @@
 static bool bundle_processor(const void* data, size_t size, char* processor,
                              size_t out_size, const char** what) {
   kpack_bundle_t* bundle = NULL;
-  kpack_bundle_info_t info;
+  kpack_bundle_info_t info = {0};
   bool one = false;
   if (kpack_bundle_parse(data, size, &bundle) != KPACK_SUCCESS ||
       kpack_bundle_get_info(bundle, &info) != KPACK_SUCCESS)
@@ -43,6 +43,15 @@ static bool bundle_processor(const void* data, size_t size, char* processor,
               ? "offload bundle"
               : "compressed offload bundle";
 done:
+  if (!one) {
+    /* Several processors: device code, but no one GPU's (a bundle that
+     * does not parse is no device code at all). */
+    processor[0] = '\0';
+    if (bundle != NULL)
+      *what = info.compression == KPACK_BUNDLE_UNCOMPRESSED
+                  ? "offload bundle for several processors"
+                  : "compressed offload bundle for several processors";
+  }
   kpack_bundle_free(bundle);
   return one;
 }

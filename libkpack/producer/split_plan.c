@@ -556,14 +556,17 @@ static bool choose_trees(sp_state* s) {
     } else if (f->type == SP_FILE && f->kind == KPACK_TRANSFORM_FAT) {
       ok = set_dest(s, f, NULL, "HIP binary, transformed");
     } else {
-      if (f->type == SP_FILE &&
-          !ac_file_processor(f->src, by_content, sizeof(by_content), &what,
-                             &failed, &s->run.report) &&
-          failed)
+      bool own = f->type == SP_FILE &&
+                 ac_file_processor(f->src, by_content, sizeof(by_content),
+                                   &what, &failed, &s->run.report);
+      if (failed)
         return false;
       rule = ar_rules_match(&s->rules, f->rel, by_rule, sizeof(by_rule));
       const char* arch = f->type == SP_FILE ? input_archive_arch(s, f) : NULL;
-      if (by_content[0] != '\0') {
+      if (!own && what != NULL) {
+        /* Device code for several processors: every install needs it. */
+        ok = set_dest(s, f, NULL, "content: %s", what);
+      } else if (own) {
         if (rule != NULL && (rule->generic || strcmp(by_rule, by_content) != 0))
           kp_say(&s->run.report, KPACK_SEVERITY_WARNING, f->src, KPACK_SUCCESS,
                  0,
