@@ -70,7 +70,8 @@ static const char verify_manual[] =
     "    binary under a directory is checked (the tree walked in byte order\n"
     "    of the paths, symbolic links not followed; other files, and files\n"
     "    the walk cannot read, are skipped without a word, and a directory\n"
-    "    without any kpack-ified binary gets a line saying so; a file named\n"
+    "    without any kpack-ified binary is a problem that says so, a tree\n"
+    "    never split checking nothing; a file named\n"
     "    on the command line that is not a kpack-ified binary is\n"
     "    reported). For every HIPK record of a binary and every agent, the\n"
     "    loader's own search (kpack_load_code_object, as the HIP runtime\n"
@@ -137,7 +138,8 @@ static const char verify_manual[] =
     "\n"
     "EXIT STATUS\n"
     "    0 no problem (warnings allowed; with --binary, every load\n"
-    "    checked succeeded); 1 at least one problem; 2 bad command line\n"
+    "    checked succeeded, and each directory held a kpack-ified binary);\n"
+    "    1 at least one problem; 2 bad command line\n"
     "    (an --arch that is no target, --arch or --json without --binary);\n"
     "    130 interrupted.\n";
 // clang-format on
@@ -551,8 +553,11 @@ static bool show_progress(size_t binaries, size_t loads, const char* path,
 static void print_directory(const char* path, size_t binaries, void* user) {
   vb_print* p = user;
   cli_progress_end(&p->progress);
-  if (binaries == 0 && !p->quiet && !p->json)
-    printf("%s: no kpack-ified binary in it\n", path);
+  if (binaries == 0 && !p->json)
+    printf(
+        "%s: no kpack-ified binary in it: nothing was checked (give a tree "
+        "kpack split wrote)\n",
+        path);
 }
 
 static void print_message(const kpack_message_t* m, void* user) {

@@ -310,16 +310,30 @@ static void test_directory_checks_every_split_binary_under_it(void** state) {
   assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", o_note), 1);
   kt_assert_contains(text, "KPACK_ERROR_INVALID_FORMAT");
   free(text);
-  /* A tree without any is no failure, but says so. */
+  /* A tree without any checks nothing: a failure that says so, quiet or
+   * not; the tree before the split (fat binaries only) too. */
   char* share = kt_path(out, "share");
-  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", share), 0);
-  kt_assert_contains(text, "no kpack-ified binary in it");
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", share), 1);
+  kt_assert_contains(text, "no kpack-ified binary in it: nothing was checked");
   free(text);
   char* empty = kt_path(kt_tmp, "empty");
   assert_int_equal(mkdir(empty, 0755), 0);
-  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", empty), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", "-q", empty), 1);
   kt_assert_contains(text, "no kpack-ified binary in it");
   free(text);
+  char* unsplit = kt_path(kt_tmp, "unsplit");
+  char* unsplit_lib = kt_tree_path(unsplit, "lib/libfat.so");
+  kt_copy_file(fat, unsplit_lib);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", unsplit), 1);
+  kt_assert_contains(text, "no kpack-ified binary in it");
+  free(text);
+  char* json = NULL;
+  assert_int_equal(
+      KT_KPACK(&json, NULL, "verify", "--binary", "--json", unsplit), 1);
+  kt_assert_contains(json, "\"ok\": false");
+  free(json);
+  free(unsplit_lib);
+  free(unsplit);
   free(empty);
   free(share);
   free(o_note);

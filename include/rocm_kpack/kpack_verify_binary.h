@@ -113,7 +113,9 @@ typedef bool (*kpack_verify_binary_fn)(const kpack_verify_binary_t* binary,
 typedef bool (*kpack_verify_progress_fn)(size_t binaries, size_t loads,
                                          const char* path, void* user);
 
-/* A directory input walked: how many kpack-ified binaries were below it. */
+/* A directory input walked: how many kpack-ified binaries were below it.
+ * None is a failure (counted in the summary): a tree never split, or the
+ * wrong directory, checks nothing. */
 typedef void (*kpack_verify_directory_fn)(const char* path, size_t binaries,
                                           void* user);
 
@@ -150,7 +152,9 @@ typedef struct kpack_verify_summary {
   size_t skipped;  /* inputs that are not kpack-ified (FAT, NONE) */
   size_t records;
   size_t loads;
-  size_t failures; /* failed loads, records and binaries not checked */
+  /* failed loads, records and binaries not checked, directories holding
+   * no kpack-ified binary */
+  size_t failures;
 } kpack_verify_summary_t;
 
 /* Checks the `count` paths of `paths`: each a binary (reported whatever it

@@ -795,6 +795,10 @@ KPACK_API kpack_error_t kpack_verify_binaries(
         r.cancelled = true;
       go_on = go_on && !r.cancelled;
     }
+    /* A tree that was never split (or the wrong directory) checks
+     * nothing: that is no success. */
+    if (walked && r.sum.binaries == before)
+      r.sum.failures++;
     if (go_on && r.o.directory != NULL)
       r.o.directory(paths[i], r.sum.binaries - before, r.o.user);
     list_free(&found);
