@@ -987,6 +987,58 @@ static void test_failed_rerun_leaves_the_earlier_output_as_it_was(
   free(in);
 }
 
+/* A HIP relocatable object (.o, as -dev packages ship them) beside a
+ * library in a tree: copied byte for byte with a note saying why and what
+ * to split instead, the library split as usual; before, the whole run
+ * failed on it ("neither ET_EXEC nor ET_DYN"). */
+static void test_split_copies_a_relocatable_object_as_data(void** state) {
+  (void)state;
+  char* in = kt_in_tmp("objects-in");
+  char* out = kt_in_tmp("objects-out");
+  char* obj = kt_tree_path(in, "lib/hip/kernels.o");
+  char* lib = kt_tree_path(in, "lib/libx.so");
+  char* build = kt_in_tmp("objects-build");
+  kt_mkdirs(build);
+  void* k = kt_pattern(700, 81);
+  const fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                        {"hipv4-amdgcn-amd-amdhsa--gfx1100", k, 700}};
+  fx_buf bundle = fx_bundle(e, 2);
+  fx_program_opts o = {.kind = FX_PROGRAM_SHARED,
+                       .bundles = &bundle,
+                       .bundle_count = 1,
+                       .flags = "-c"};
+  assert_true(fx_build_program(build, &o, obj));
+  write_fat(lib, MANY_WRAPPERS, 82);
+  char *text, *err;
+  int rc = KT_KPACK(&text, &err, "split", "-o", out, "--prefix", "x", in);
+  if (rc != 0)
+    fail_msg("exit %d: %s", rc, err);
+  char* expected;
+  assert_true(asprintf(&expected,
+                       "kpack: %s: a relocatable object (.o) with device "
+                       "code: copied as it is; split the binaries linked "
+                       "from it\n",
+                       obj) > 0);
+  kt_assert_contains(err, expected);
+  kt_assert_contains(text, "split: 1 binary transformed");
+  char* copied = kt_path(out, "lib/hip/kernels.o");
+  size_t n;
+  void* bytes = kt_read_file(obj, &n);
+  assert_true(holds(copied, bytes, n));
+  free(bytes);
+  free(copied);
+  free(expected);
+  free(text);
+  free(err);
+  fx_free(&bundle);
+  free(k);
+  free(build);
+  free(lib);
+  free(obj);
+  free(out);
+  free(in);
+}
+
 static void test_split_arch_keeps_only_the_listed_arches(void** state) {
   (void)state;
   char* in = kt_in_tmp("in");
@@ -1305,6 +1357,9 @@ int main(void) {
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_failed_rerun_leaves_the_earlier_output_as_it_was, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_copies_a_relocatable_object_as_data, kt_kpack_setup,
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_split_arch_keeps_only_the_listed_arches, kt_kpack_setup,

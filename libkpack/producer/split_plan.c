@@ -394,6 +394,19 @@ void sp_fatbin_message(const kpack_message_t* m, void* user) {
            m->text);
 }
 
+/* Whether the ELF file `path` is relocatable (ET_REL: a .o, or a member
+ * of a static archive given on its own). */
+static bool is_relocatable(const char* path) {
+  unsigned char h[18];
+  FILE* in = fopen(path, "rb");
+  bool rel = in != NULL && fread(h, 1, sizeof(h), in) == sizeof(h) &&
+             memcmp(h, "\177ELF", 4) == 0 &&
+             (h[5] == 2 ? h[16] == 0 && h[17] == 1 : h[16] == 1 && h[17] == 0);
+  if (in != NULL)
+    fclose(in);
+  return rel;
+}
+
 /* Classifies every file, names the archives of system prefixes, and lists
  * the code objects of the fat binaries. */
 static bool classify(sp_state* s) {
@@ -406,6 +419,16 @@ static bool classify(sp_state* s) {
     if (err != KPACK_SUCCESS) {
       pr_transform_error(&s->run, f->src, err, &msg);
       return false;
+    }
+    if (f->kind == KPACK_TRANSFORM_FAT && is_relocatable(f->src)) {
+      /* A -dev package's objects: their device code reaches a program
+       * only through the binary linked from them, which is what to
+       * split. */
+      f->kind = KPACK_TRANSFORM_NO_DEVICE_CODE;
+      kp_say(&s->run.report, KPACK_SEVERITY_NOTE, f->src, KPACK_SUCCESS, 0,
+             "%s: a relocatable object (.o) with device code: copied as it "
+             "is; split the binaries linked from it",
+             f->src);
     }
     if (s->verbose && f->kind != KPACK_TRANSFORM_NOT_ELF)
       kp_say(&s->run.report, KPACK_SEVERITY_NOTE, f->src, KPACK_SUCCESS, 0,
