@@ -160,7 +160,8 @@ static const char split_manual[] =
 "    -j, --jobs N          compression threads (default and 0: one per\n"
 "                          CPU; 1: none besides the main one)\n"
 "        --arch ARCH       keep only the code objects an ARCH agent could be\n"
-"                          served, by the loader's rule (repeatable): a\n"
+"                          served, by the loader's rule (repeatable, or a\n"
+"                          list ARCH,ARCH... standing for each): a\n"
 "                          feature ARCH leaves out may be set either way, so\n"
 "                          gfx90a keeps gfx90a, gfx90a:xnack- and\n"
 "                          gfx90a:xnack+, gfx90a:xnack- all but the last;\n"
@@ -175,7 +176,8 @@ static const char split_manual[] =
 "        --group NAME=ARCH,...\n"
 "                          with --per-arch, one tree NAME for these\n"
 "                          processors (repeatable; e.g.\n"
-"                          gfx90X-dcgpu=gfx906,gfx908,gfx90a)\n"
+"                          gfx90X-dcgpu=gfx906,gfx908,gfx90a); NAME may be\n"
+"                          a processor only if the group holds it\n"
 "        --rules FILE      with --per-arch, rules read before the shipped\n"
 "                          ones (repeatable)\n"
 "        --dry-run         with --per-arch, print where each file goes\n"
@@ -478,18 +480,18 @@ static int split_run(int argc, char** argv) {
   split_cli c = {{0}};
   kpack_split_t* split = NULL;
   bool quiet = false, level_given = false, json = false;
-  const char** arches = calloc((size_t)argc, sizeof(*arches));
+  const char** arches = NULL;
+  size_t arch_cap = 0;
   const char** groups = calloc((size_t)argc, sizeof(*groups));
   const char** rule_files = calloc((size_t)argc, sizeof(*rule_files));
   char* shipped = NULL;
   int status = CLI_FAIL, ch;
   double start = cli_seconds();
 
-  if (arches == NULL || groups == NULL || rule_files == NULL) {
+  if (groups == NULL || rule_files == NULL) {
     cli_error("out of memory");
     goto done;
   }
-  o.arches = arches;
   o.groups = groups;
   o.rules_files = rule_files;
   while ((ch = getopt_long(argc, argv, "o:j:l:vqh", options, NULL)) != -1) {
@@ -511,11 +513,29 @@ static int split_run(int argc, char** argv) {
         }
         break;
       case OPT_ARCH:
-        if (!cli_check_target(cmd, "--arch", optarg)) {
-          status = CLI_USAGE;
+        /* A list (gfx90a:xnack-,gfx1030) is each of its targets, each
+         * checked, as verify --arch takes it. */
+        if (*optarg == '\0' || *optarg == ',' || strstr(optarg, ",,") ||
+            optarg[strlen(optarg) - 1] == ',') {
+          status = cli_usage_error(
+              cmd, "--arch '%s': not a GPU target: an empty one in the list",
+              optarg);
           goto done;
         }
-        arches[o.arch_count++] = optarg;
+        for (char* t = strtok(optarg, ","); t != NULL; t = strtok(NULL, ",")) {
+          const char** grown =
+              cli_grow(arches, o.arch_count, &arch_cap, sizeof(*arches), 8);
+          if (grown == NULL) {
+            cli_error("out of memory");
+            goto done;
+          }
+          o.arches = arches = grown;
+          if (!cli_check_target(cmd, "--arch", t)) {
+            status = CLI_USAGE;
+            goto done;
+          }
+          arches[o.arch_count++] = t;
+        }
         break;
       case 'l':
         if (!cli_parse_level(cmd, optarg, &o.zstd_level)) {

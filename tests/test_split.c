@@ -1061,6 +1061,34 @@ static void test_split_arch_keeps_only_the_listed_arches(void** state) {
   char* o_lib = kt_path(out, "lib/libfat.so.1");
   assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", o_lib), 0);
   free(o_lib);
+  /* A list, as verify --arch takes one, is each of its targets, each
+   * checked; an empty item or a bad target refuses the command line. */
+  char* out2 = kt_in_tmp("out-list");
+  char* kept2 = kt_path(out2, ".kpack/p_gfx90a:xnack-.kpack");
+  assert_int_equal(KT_KPACK(&text, NULL, "split", "-o", out2, "--arch",
+                            "gfx90a:xnack-,gfx1100", "--prefix", "p", in),
+                   0);
+  kt_assert_contains(text, "2 archives written: 8 code objects");
+  free(text);
+  assert_int_equal(access(kept2, F_OK), 0);
+  char* err;
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "-o", out, "--arch",
+                            "gfx90a:xnack-,gfx1100,", "--prefix", "p", in),
+                   2);
+  kt_assert_contains(err, "an empty one in the list");
+  free(err);
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "-o", out, "--arch",
+                            "gfx1100,gfx90a:xnak-", "--prefix", "p", in),
+                   2);
+  kt_assert_contains(err, "--arch 'gfx90a:xnak-': not a GPU target");
+  free(err);
+  /* A prefix that cannot be part of a file name is a bad command line. */
+  assert_int_equal(
+      KT_KPACK(NULL, &err, "split", "-o", out, "--prefix", "a/b", in), 2);
+  kt_assert_contains(err, "--prefix 'a/b' cannot be part of a file name");
+  free(err);
+  free(kept2);
+  free(out2);
   free(kept);
   free(dropped);
   free(lib);
@@ -1201,7 +1229,7 @@ static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
                    2);
   assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", out), 2);
   assert_int_equal(
-      KT_KPACK(NULL, NULL, "split", "-o", out, "--prefix", "a/b", in), 1);
+      KT_KPACK(NULL, NULL, "split", "-o", out, "--prefix", "a/b", in), 2);
   fx_free(&elf);
   free(k);
   free(out);

@@ -528,6 +528,19 @@ static void test_per_arch_bad_rules_and_groups_are_refused(void** state) {
                    2);
   kt_assert_contains(err, "'gfx90z' is not a GPU processor");
   free(err);
+  /* A group named after a processor it does not hold would merge its
+   * files into that processor's tree; named after one it holds, fine. */
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "--per-arch", "--group",
+                            "gfx1030=gfx906", "-o", out, in),
+                   2);
+  kt_assert_contains(err,
+                     "--group 'gfx1030=gfx906': gfx1030 is a GPU processor "
+                     "that the group does not hold");
+  free(err);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "--per-arch", "--dry-run", "--group",
+               "gfx1030=gfx1030,gfx1031", "-o", out, in),
+      0);
   assert_false(exists(out));
   /* A packager's rule comes before the shipped ones, in a file saved with
    * CRLF line endings too. */

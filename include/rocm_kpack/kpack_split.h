@@ -67,7 +67,8 @@ typedef struct kpack_split_options {
    * pass kpack_target_check(). None: every code object. */
   const char* const* arches;
   size_t arch_count;
-  /* Archive name prefix and group_name; NULL: the name of each tree's
+  /* Archive name prefix and group_name, part of a file name (not empty,
+   * no '/', not "." or ".."); NULL: the name of each tree's
    * directory (for a system prefix, that of the library it holds). */
   const char* prefix;
   /* Where the archives go below each output root, relative; NULL:
@@ -98,7 +99,9 @@ KPACK_API void kpack_split_options_init(kpack_split_options_t* options,
 
 /* Whether `group` ("NAME=PROCESSOR,PROCESSOR...") can be the last of the
  * `count` groups of `groups` (it included, as groups[count - 1]): NAME can
- * name a folder (no "/", not "generic", ".", ".."), each PROCESSOR is one
+ * name a folder (no "/", not "generic", ".", "..") and is no processor
+ * but one of its own (gfx1030=gfx906 would share gfx1030's tree), each
+ * PROCESSOR is one
  * libkpack knows (kpack_processor_is_known()) and is in no group before.
  * When false and `why` is not NULL, `why` (of `why_size` bytes) gets what
  * is wrong, e.g. "gfx90a is named twice". False for NULL. */

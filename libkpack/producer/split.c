@@ -62,6 +62,24 @@ KPACK_API bool kpack_split_check_group(const char* const* groups, size_t count,
     snprintf(why, why_size, "'%.*s' cannot name a tree", (int)name_len, group);
     return false;
   }
+  /* A group named after a processor it does not hold would share that
+   * processor's own tree: its files and theirs in one folder. */
+  bool own_name = !kpack_processor_is_known(group, name_len);
+  for (const char* p = eq + 1; !own_name;) {
+    size_t n = strcspn(p, ",");
+    own_name = n == name_len && memcmp(p, group, n) == 0;
+    if (p[n] == '\0')
+      break;
+    p += n + 1;
+  }
+  if (!own_name) {
+    snprintf(why, why_size,
+             "%.*s is a GPU processor that the group does not hold: its "
+             "files and the group's would share one tree; name the group "
+             "otherwise (e.g. %.*s-group)",
+             (int)name_len, group, (int)name_len, group);
+    return false;
+  }
   size_t index = 0;
   for (const char* p = eq + 1;; index++) {
     size_t n = strcspn(p, ",");
@@ -150,6 +168,15 @@ static bool take_options(sp_state* s, const kpack_split_options_t* o,
                      o->groups[i] != NULL ? o->groups[i] : "", why);
       return false;
     }
+  if (o->prefix != NULL &&
+      (o->prefix[0] == '\0' || strchr(o->prefix, '/') != NULL ||
+       strcmp(o->prefix, ".") == 0 || strcmp(o->prefix, "..") == 0)) {
+    pr_bad_options(r, true, NULL,
+                   "--prefix '%s' cannot be part of a file name (no '/'; "
+                   "the archives are PREFIX_ARCH.kpack)",
+                   o->prefix);
+    return false;
+  }
   if (o->archive_dir != NULL && !is_relative_dir(o->archive_dir)) {
     pr_bad_options(r, true, NULL,
                    "--archive-dir '%s' must be a relative path without '.', "
