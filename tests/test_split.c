@@ -1039,6 +1039,38 @@ static void test_split_copies_a_relocatable_object_as_data(void** state) {
   free(in);
 }
 
+/* A re-split into the same -o with another --prefix would leave the old
+ * prefix's archives beside the new ones, holding the same binary keys
+ * (kpackfs and diff then see duplicates): refused before anything is
+ * written, naming the archive, the key and the prefixes; the earlier
+ * output is left as it was, and the old prefix still works. */
+static void test_split_again_with_another_prefix_is_refused(void** state) {
+  (void)state;
+  char* in = kt_in_tmp("prefix-in");
+  char* out = kt_in_tmp("prefix-out");
+  char* lib = kt_tree_path(in, "lib/libx.so");
+  write_fat(lib, MANY_WRAPPERS, 91);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-q", "-o", out, "--prefix", "old", in), 0);
+  char* before = kt_tree_state(out, true);
+  char* err;
+  assert_int_equal(
+      KT_KPACK(NULL, &err, "split", "-q", "-o", out, "--prefix", "new", in), 1);
+  kt_assert_contains(err, "an archive of the prefix 'old' holds lib/libx.so#");
+  kt_assert_contains(err, "which this run writes with the prefix 'new'");
+  kt_assert_contains(err, "or split with --prefix old");
+  free(err);
+  char* after = kt_tree_state(out, true);
+  assert_string_equal(after, before);
+  free(after);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-q", "-o", out, "--prefix", "old", in), 0);
+  free(before);
+  free(lib);
+  free(out);
+  free(in);
+}
+
 static void test_split_arch_keeps_only_the_listed_arches(void** state) {
   (void)state;
   char* in = kt_in_tmp("in");
@@ -1388,6 +1420,9 @@ int main(void) {
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_split_copies_a_relocatable_object_as_data, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_again_with_another_prefix_is_refused, kt_kpack_setup,
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_split_arch_keeps_only_the_listed_arches, kt_kpack_setup,

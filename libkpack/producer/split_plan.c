@@ -1016,6 +1016,39 @@ static bool key_of_written(const char* key, const char* const* written,
   return found;
 }
 
+/* An archive of another prefix at `path` that holds keys of a binary this
+ * run writes (the output of an earlier run with another --prefix): the
+ * loader would find the old code objects beside the new ones, so the run
+ * is refused, naming the archive, the binary and the prefix that would
+ * keep using it. Archives that do not open, or hold none of those keys,
+ * are not the run's business. */
+static bool other_prefix_clash(sp_state* s, const sp_group* g, const char* path,
+                               const char* const* written, size_t count) {
+  kpack_archive_t old = NULL;
+  const char* group = NULL;
+  size_t binaries = 0;
+  bool clash = false;
+  if (kpack_open(path, &old) != KPACK_SUCCESS ||
+      kpack_get_group_name(old, &group) != KPACK_SUCCESS ||
+      strcmp(group, g->prefix) == 0 ||
+      kpack_get_binary_count(old, &binaries) != KPACK_SUCCESS)
+    binaries = 0;
+  for (size_t b = 0; !clash && b < binaries; b++) {
+    const char* key;
+    if (kpack_get_binary(old, b, &key) != KPACK_SUCCESS ||
+        !key_of_written(key, written, count))
+      continue;
+    clash = true;
+    kp_error(&s->run.report, path, KPACK_ERROR_INVALID_FORMAT, 0,
+             "%s: an archive of the prefix '%s' holds %s, which this run "
+             "writes with the prefix '%s': the loader would find both; "
+             "remove the '%s' archives, or split with --prefix %s",
+             path, group, key, g->prefix, group, group);
+  }
+  kpack_close(old);
+  return clash;
+}
+
 /* Opens the earlier version of `a` at `src` when it is an archive of group
  * `g` for a->arch alone, and sorts its keys into carried and stale. An
  * archive that does not open, or is another group's, is left alone
@@ -1155,8 +1188,26 @@ static bool plan_group(sp_state* s, size_t g, size_t first,
       size_t len = strlen(name);
       if (strchr(name, '/') != NULL || len <= prefix_len + 7 ||
           strncmp(name, group->prefix, prefix_len) != 0 ||
-          name[prefix_len] != '_' || strcmp(name + len - 6, ".kpack") != 0)
+          name[prefix_len] != '_' || strcmp(name + len - 6, ".kpack") != 0) {
+        char* other = NULL;
+        if (pass >= 1 && len > 6 && strcmp(name + len - 6, ".kpack") == 0 &&
+            name[0] != '.') {
+          if (asprintf(&other, "%s/%s", found_dir ? found_dir : dir, name) <
+              0) {
+            kp_out_of_memory(&s->run.report);
+            ok = false;
+            break;
+          }
+          bool clash =
+              other_prefix_clash(s, group, other, written, written_count);
+          free(other);
+          if (clash) {
+            ok = false;
+            break;
+          }
+        }
         continue;
+      }
       char* arch = strndup(name + prefix_len + 1, len - prefix_len - 7);
       if (arch == NULL) {
         kp_out_of_memory(&s->run.report);
