@@ -818,6 +818,45 @@ static bool is_system_prefix(const char* real, bool* root) {
   return *root || rocm || ends_with(real, "/usr");
 }
 
+/* Whether the directory `real` is a system library or program folder
+ * (lib, lib64, bin..., or a multiarch one such as x86_64-linux-gnu):
+ * its name says nothing of a file it holds. */
+static bool is_system_folder(const char* real) {
+  static const char* const names[] = {"lib",    "lib32", "lib64",
+                                      "libx32", "bin",   "sbin"};
+  const char* name = strrchr(real, '/');
+  name = name != NULL ? name + 1 : real;
+  for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+    if (strcmp(name, names[i]) == 0)
+      return true;
+  return strstr(name, "-linux-") != NULL;
+}
+
+/* The --archive-dir to suggest for the staged root `root`: its
+ * usr/lib/TRIPLET/kpack when it has one multiarch library folder (where
+ * docs/split.md puts them), else usr/lib/kpack; malloc'ed. */
+static char* suggested_archive_dir(const char* root) {
+  char* usr_lib = NULL;
+  char* found = NULL;
+  size_t count = 0;
+  if (asprintf(&usr_lib, "%s/usr/lib", root) < 0)
+    return NULL;
+  DIR* d = opendir(usr_lib);
+  for (struct dirent* e; d != NULL && (e = readdir(d)) != NULL;)
+    if (e->d_name[0] != '.' && strstr(e->d_name, "-linux-") != NULL &&
+        count++ == 0)
+      found = strdup(e->d_name);
+  if (d != NULL)
+    closedir(d);
+  free(usr_lib);
+  char* out = NULL;
+  if (asprintf(&out, "usr/lib/%s%skpack", count == 1 ? found : "",
+               count == 1 ? "/" : "") < 0)
+    out = NULL;
+  free(found);
+  return out;
+}
+
 /* a is b or lies below it. */
 static bool is_within(const char* a, const char* b) {
   size_t n = strlen(b);
@@ -881,6 +920,9 @@ static bool add_tree(sp_state* s, const char* arg, const char* outdir,
   name = name != NULL && name[1] != '\0' ? name + 1 : "root";
   t->prefix = strdup(prefix != NULL ? prefix : name);
   if (S_ISDIR(st.st_mode) && is_system_prefix(real, &t->system_root))
+    t->derive_prefix = prefix == NULL;
+  /* A file of /usr/lib/x86_64-linux-gnu is named after its library too. */
+  if (S_ISREG(st.st_mode) && is_system_folder(real))
     t->derive_prefix = prefix == NULL;
   t->out_root = strdup(outdir != NULL ? outdir : t->root);
   s->tree_count++; /* owned by the state from here */
@@ -1388,11 +1430,13 @@ bool sp_plan(sp_state* s, const char* const* inputs, size_t count,
       return false;
   for (size_t t = 0; t < s->tree_count; t++)
     if (s->trees[t].system_root && !archive_dir_given) {
+      char* suggested = suggested_archive_dir(s->trees[t].root);
       pr_bad_options(&s->run, true, inputs[t],
                      "%s installs at '/': its archives would go to /%s; "
-                     "choose their folder with --archive-dir (e.g. "
-                     "usr/lib/kpack)",
-                     inputs[t], s->archive_dir);
+                     "choose their folder with --archive-dir (e.g. %s)",
+                     inputs[t], s->archive_dir,
+                     suggested != NULL ? suggested : "usr/lib/kpack");
+      free(suggested);
       return false;
     }
   for (size_t t = 0; t < s->tree_count; t++)
