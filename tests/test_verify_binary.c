@@ -233,6 +233,24 @@ static void test_arch_takes_agent_targets_as_the_runtime_names_them(
   free(why);
   free(missing);
   free(text);
+  /* A bare gfx90a agent (xnack either way) against a build for
+   * gfx90a:xnack-: the archive is there, for other settings; the message
+   * says which agent the build serves, and how to check that one. */
+  assert_int_equal(
+      KT_KPACK(&text, NULL, "verify", "--binary", "--arch", "gfx90a", lib), 1);
+  missing = archive_of("gfx90a");
+  assert_true(asprintf(&why,
+                       "no archive for this arch is installed (looked for "
+                       "%s); the split recorded gfx90a:xnack-, which serves "
+                       "an agent with those settings (--arch gfx90a:xnack-), "
+                       "not a gfx90a agent, for which the loader looks for "
+                       "gfx90a itself",
+                       missing) > 0);
+  assert_failure_line(text, lib, "gfx90a", "KPACK_ERROR_ARCHIVE_NOT_FOUND",
+                      why);
+  free(why);
+  free(missing);
+  free(text);
   /* What is not a target is a bad command line, naming it. */
   static const char* const bad[] = {"sm_80",
                                     "gfx90a:xnack",

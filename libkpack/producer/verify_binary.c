@@ -357,9 +357,27 @@ static void explain(const vb_trace* t, kpack_error_t status, vb_outcome* o) {
  * arches the split recorded may serve `agent`. */
 static void why_not_built(vb_outcome* o, const char* agent,
                           const char* const* recorded, size_t count) {
+  size_t served = 0;
   for (size_t i = 0; i < count; i++)
-    if (kpack_target_may_serve(recorded[i], agent))
-      return;
+    served += kpack_target_may_serve(recorded[i], agent);
+  if (served > 0) {
+    /* Built for settings this agent leaves open (gfx90a against
+     * gfx90a:xnack-): the loader looks for the agent's own settings, so
+     * say which agents the build serves. */
+    const char* first = NULL;
+    why_add(o, "; the split recorded");
+    for (size_t i = 0; i < count; i++)
+      if (kpack_target_may_serve(recorded[i], agent)) {
+        why_add(o, "%s %s", first != NULL ? "," : "", recorded[i]);
+        first = first != NULL ? first : recorded[i];
+      }
+    why_add(o,
+            ", which serve%s an agent with %s settings (--arch %s), not a "
+            "%s agent, for which the loader looks for %s itself",
+            served == 1 ? "s" : "", served == 1 ? "those" : "their", first,
+            agent, agent);
+    return;
+  }
   char looked[sizeof(o->why)];
   const char* paths = strstr(o->why, " (looked for ");
   snprintf(looked, sizeof(looked), "%s", paths != NULL ? paths : "");
