@@ -63,10 +63,11 @@ endif
 
 # ---- libkpack --------------------------------------------------------------
 # libkpack/ in layers, each folder including only itself and the ones above
-# it in this list: common/ (errors, byte order, input, msgpack, JSON),
-# archive/ (TOC, frames, reads, kernel cache, writer), loader/ (search
-# paths, targets, process maps, HIPK metadata), binary/ (ELF, offload
-# bundles, fat and host binaries, code objects).
+# it in this list: common/ (errors, messages, byte order, input, msgpack,
+# JSON), archive/ (TOC, frames, reads, kernel cache, writer), loader/
+# (search paths, targets, process maps, HIPK metadata), binary/ (ELF,
+# offload bundles, fat and host binaries, code objects), producer/ (the
+# split of binaries and trees, and verify --binary).
 LIB_SRCS := $(sort $(wildcard libkpack/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SONAME   := librocm_kpack.so.$(SOVER)
@@ -197,6 +198,17 @@ $(BUILD)/tests/%.o: tests/%.c | build-deps test-deps
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(TEST_SUPPORT) $(LIB_A)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -lz -ldl
 
+# test_split_api uses libkpack as any program does: compiled without
+# libkpack/ on its include path and linked against the shared library,
+# which exports the public API alone.
+$(BUILD)/tests/test_split_api.o: tests/test_split_api.c
+	@mkdir -p $(@D)
+	$(call say,CC,$<)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) $(DEPFLAGS) -Wno-missing-prototypes -c $< -o $@
+
+$(BUILD)/tests/test_split_api: $(BUILD)/tests/test_split_api.o $(TEST_SUPPORT) $(LIB_SO)
+	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $(filter %.o,$^) -L$(BUILD)/lib \
+	  -Wl,-rpath,$(abspath $(BUILD)/lib) -lrocm_kpack $(DEPS_LIBS) $(CMOCKA_LIBS) -lz -ldl
+
 # The loader suite holds a load inside kpack_open to fork meanwhile.
 $(BUILD)/tests/test_loader: LDFLAGS += -Wl,--wrap=kpack_open
 # The writer suite makes one allocation fail to test running out of memory.
@@ -253,9 +265,10 @@ FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(filter-out tests/fuzz/fuzz_dr
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
 FUZZ_LIB     := $(LIB_SRCS:%.c=$(FUZZ_BUILD)/%.o)
 FUZZ_DRIVERS := $(FUZZ_BUILD)/tests/fuzz/fuzz_drivers.o
-# fuzz_rules tests the tool's rule files (contrib/arch_rules.h): its driver
-# and the tool's sources it needs (cli.c for messages), in that harness only.
-RULES_FUZZ_SRCS := tests/fuzz/rules_driver.c contrib/arch_rules.c contrib/cli.c
+# fuzz_rules tests the rule files of the split (libkpack/producer/
+# arch_rules.h): its driver reaches that internal header, in that harness
+# only.
+RULES_FUZZ_SRCS := tests/fuzz/rules_driver.c
 
 # Only the code under test (the library, the tool's sources) carries
 # coverage feedback; the drivers are just checked.
@@ -274,10 +287,9 @@ $(FUZZ_BUILD)/tests/fuzz/%.o: tests/fuzz/%.c
 $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_DRIVERS) $(FUZZ_LIB)
 	$(call say,LD,$@)$(FUZZ_CC) $(FUZZ_SAN) -fsanitize=fuzzer -pthread -o $@ $^ $(DEPS_LIBS) -ldl
 
-# The rules driver includes the tool's header; cli.o loads libstdc++ for
-# demangling (-ldl above).
+# The rules driver includes the library's internal header.
 $(FUZZ_BUILD)/fuzz_rules: $(RULES_FUZZ_SRCS:%.c=$(FUZZ_BUILD)/%.o)
-$(FUZZ_BUILD)/tests/fuzz/rules_driver.o $(BUILD)/tests/fuzz/rules_driver.o: CPPFLAGS += -Icontrib
+$(FUZZ_BUILD)/tests/fuzz/rules_driver.o $(BUILD)/tests/fuzz/rules_driver.o: CPPFLAGS += $(LIB_INCLUDES)
 
 .PHONY: fuzz fuzz-build fuzz-corpus fuzz-coverage
 fuzz-build: $(FUZZ_BINS)
@@ -324,7 +336,7 @@ COV_FLAGS     := -std=c11 -g -O0 $(WARN) -pthread $(DEPS_CFLAGS) -fprofile-instr
 fuzz-coverage:
 	@rm -rf $(COV_BUILD) && mkdir -p $(COV_BUILD)
 	@for n in $(FUZZ_NAMES); do \
-	  $(FUZZ_CC) $(CPPFLAGS) $(LIB_CPPFLAGS) -Icontrib $(COV_FLAGS) -fsanitize=fuzzer \
+	  $(FUZZ_CC) $(CPPFLAGS) $(LIB_CPPFLAGS) $(COV_FLAGS) -fsanitize=fuzzer \
 	    -o $(COV_BUILD)/fuzz_$$n tests/fuzz/fuzz_$$n.c tests/fuzz/fuzz_drivers.c $(RULES_FUZZ_SRCS) $(LIB_SRCS) $(DEPS_LIBS) -ldl || exit 1; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
 	  LLVM_PROFILE_FILE=$(COV_BUILD)/$$n.profraw $(COV_BUILD)/fuzz_$$n -runs=0 \
@@ -333,7 +345,7 @@ fuzz-coverage:
 	$(LLVM_PROFDATA) merge -o $(COV_BUILD)/all.profdata $(COV_BUILD)/*.profraw
 	$(LLVM_COV) report $(COV_BUILD)/fuzz_$(firstword $(FUZZ_NAMES)) \
 	  $(foreach n,$(wordlist 2,99,$(FUZZ_NAMES)),-object $(COV_BUILD)/fuzz_$(n)) \
-	  -instr-profile=$(COV_BUILD)/all.profdata $(LIB_SRCS) contrib/arch_rules.c
+	  -instr-profile=$(COV_BUILD)/all.profdata $(LIB_SRCS)
 
 # ---- install ----------------------------------------------------------------
 # PREFIX/LIBDIR say where the tree will live, DESTDIR where it is written.

@@ -30,39 +30,17 @@ void cli_error(const char* fmt, ...) {
 }
 
 const char* cli_error_text(kpack_error_t err) {
-  switch (err) {
-    case KPACK_SUCCESS:
-      return "success";
-    case KPACK_ERROR_INVALID_ARGUMENT:
-      return "invalid argument";
-    case KPACK_ERROR_FILE_NOT_FOUND:
-      return "no such file";
-    case KPACK_ERROR_INVALID_FORMAT:
-      return "malformed file";
-    case KPACK_ERROR_UNSUPPORTED_VERSION:
-      return "unsupported version or scheme";
-    case KPACK_ERROR_KERNEL_NOT_FOUND:
-      return "no such kernel";
-    case KPACK_ERROR_DECOMPRESSION_FAILED:
-      return "corrupt compressed data";
-    case KPACK_ERROR_OUT_OF_MEMORY:
-      return "out of memory";
-    case KPACK_ERROR_NOT_IMPLEMENTED:
-      return "disabled or not implemented";
-    case KPACK_ERROR_IO_ERROR:
-      return "read or write error";
-    case KPACK_ERROR_MSGPACK_PARSE_FAILED:
-      return "malformed table of contents";
-    case KPACK_ERROR_PATH_DISCOVERY_FAILED:
-      return "binary path not found";
-    case KPACK_ERROR_INVALID_METADATA:
-      return "malformed HIPK metadata";
-    case KPACK_ERROR_ARCHIVE_NOT_FOUND:
-      return "no archive could be opened";
-    case KPACK_ERROR_ARCH_NOT_FOUND:
-      return "no archive declares a compatible architecture";
-  }
-  return "unknown status";
+  return kpack_error_text(err);
+}
+
+void cli_message(const kpack_message_t* m, void* user) {
+  const bool* notes = user;
+  if (m->severity == KPACK_SEVERITY_NOTE && notes != NULL && !*notes)
+    return;
+  if (m->severity == KPACK_SEVERITY_WARNING)
+    fprintf(stderr, "kpack: warning: %s\n", m->text);
+  else
+    cli_error("%s", m->text);
 }
 
 void cli_kerror(const char* subject, kpack_error_t err) {
@@ -806,6 +784,10 @@ int cli_interrupted(void) {
   return (int)caught_signal;
 }
 
+const volatile int* cli_interrupt_flag(void) {
+  return &caught_signal;
+}
+
 /* The C++ runtime's demangler, libstdc++'s __cxa_demangle, loaded the
  * first time a name is demangled: the tool stays C, and only -C pays for
  * the C++ runtime (the commands that walk whole installs keep their
@@ -877,15 +859,7 @@ char* cli_demangle_kernels(const char* text, size_t* size) {
 
 bool cli_arch_listed(const char* const* listed, size_t count, const char* arch,
                      bool* matched) {
-  bool keep = count == 0;
-  for (size_t i = 0; i < count; i++)
-    if (kpack_target_may_serve(arch, listed[i])) {
-      keep = true;
-      if (matched == NULL)
-        break;
-      matched[i] = true;
-    }
-  return keep;
+  return kpack_target_may_serve_any(arch, listed, count, matched);
 }
 
 double cli_seconds(void) {

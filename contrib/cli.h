@@ -70,8 +70,12 @@ bool cli_is_write_errno(int sys_errno);
 void cli_writer_error(const kpack_writer_t* writer, kpack_error_t err,
                       const char* out, const char* source, const char* binary,
                       const char* arch);
-/* A short phrase for a status, e.g. "no such file". */
+/* A short phrase for a status, e.g. "no such file" (kpack_error_text()). */
 const char* cli_error_text(kpack_error_t err);
+/* A message of a libkpack call (kpack_message.h) on stderr, as the
+ * commands print theirs: "kpack: TEXT", or "kpack: warning: TEXT". A note
+ * is printed when `user` is NULL or points to a true bool (--verbose). */
+void cli_message(const kpack_message_t* m, void* user);
 /* The reason to print for a failed read: the system's (strerror) when
  * `err` is IO_ERROR and `sys_errno`, taken right after the call, is set;
  * else cli_error_text(err). */
@@ -280,5 +284,8 @@ char* cli_why_not_found(const char* const* missing, size_t missing_count);
 void cli_catch_signals(void);
 /* The signal that arrived, or 0. */
 int cli_interrupted(void);
+/* The flag cli_catch_signals() sets, for the cancel flag of a libkpack
+ * call (kpack_split_options_t, kpack_verify_options_t). */
+const volatile int* cli_interrupt_flag(void);
 
 #endif /* KPACK_CLI_H */

@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "fatbin_stream.h"
 #include "host_view.h"
 
 // clang-format off
@@ -329,7 +328,7 @@ typedef struct cr_fatbin_scan {
   size_t source;
 } cr_fatbin_scan;
 
-static bool add_fatbin_entry(const fbs_entry* e, void* user) {
+static bool add_fatbin_entry(const kpack_fatbin_code_object_t* e, void* user) {
   cr_fatbin_scan* scan = user;
   return add_item(scan->s, (cr_item){.binary = strdup(e->binary),
                                      .arch = strdup(e->arch),
@@ -369,8 +368,9 @@ static bool scan_fatbin(cr_state* s, size_t source) {
             info.has_wrappers ? "numbered by .hipFatBinSegment"
                               : "in .hip_fatbin order");
   cr_fatbin_scan scan = {s, source};
-  return fbs_list(src->path, src->fatbin, src->name, s->verbose,
-                  add_fatbin_entry, &scan);
+  return kpack_fatbin_list_code_objects(src->fatbin, src->path, src->name,
+                                        add_fatbin_entry, &scan, cli_message,
+                                        &s->verbose) == KPACK_SUCCESS;
 }
 
 /* Lists the kernels of an archive input; they are copied, not extracted. */
@@ -722,7 +722,12 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
                     bool progress, uint64_t* bytes) {
   bool ok = true;
   cli_progress prog = {.enabled = progress};
-  fbs_reader reader = {0}; /* one binary's bundles, one code object */
+  /* One binary's bundles, one code object. */
+  kpack_fatbin_reader_t* reader = NULL;
+  if (kpack_fatbin_reader_create(&reader) != KPACK_SUCCESS) {
+    cli_error("out of memory");
+    return false;
+  }
   for (size_t i = 0; ok && i < s->count; i++) {
     const cr_item* item = &s->items[i];
     const cr_source* src = &s->sources[item->source];
@@ -733,7 +738,7 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
       break;
     }
     if (i > 0 && strcmp(item->binary, s->items[i - 1].binary) != 0)
-      fbs_reader_release(&reader);
+      kpack_fatbin_reader_release(reader);
     /* Archives and trees; what follows reads fat binaries. */
     if (src->archive != NULL || item->file != NULL) {
       uint64_t added = 0;
@@ -743,8 +748,9 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
       show_progress(&prog, i + 1, s->count, *bytes);
       continue;
     }
-    if (!fbs_read(&reader, src->path, src->fatbin, item->bundle, item->entry,
-                  item->compressed, &data, &size)) {
+    if (kpack_fatbin_reader_read(reader, src->fatbin, src->path, item->bundle,
+                                 item->entry, item->compressed, &data, &size,
+                                 cli_message, NULL) != KPACK_SUCCESS) {
       ok = false;
       break;
     }
@@ -758,7 +764,7 @@ static bool add_all(const cr_state* s, kpack_writer_t* w, unsigned flags,
     show_progress(&prog, i + 1, s->count, *bytes);
   }
   cli_progress_end(&prog);
-  fbs_reader_free(&reader);
+  kpack_fatbin_reader_destroy(reader);
   return ok;
 }
 

@@ -7,9 +7,7 @@
  * given, the arches the split recorded, or those of the archives found.
  */
 #include <errno.h>
-#include <ftw.h>
 #include <getopt.h>
-#include <glob.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,7 +70,8 @@ static const char verify_manual[] =
     "    binary under a directory is checked (the tree walked in byte order\n"
     "    of the paths, symbolic links not followed; other files, and files\n"
     "    the walk cannot read, are skipped without a word, and a directory\n"
-    "    without any kpack-ified binary gets a line saying so; a file named\n"
+    "    without any kpack-ified binary is a problem that says so, a tree\n"
+    "    never split checking nothing; a file named\n"
     "    on the command line that is not a kpack-ified binary is\n"
     "    reported). For every HIPK record of a binary and every agent, the\n"
     "    loader's own search (kpack_load_code_object, as the HIP runtime\n"
@@ -139,7 +138,8 @@ static const char verify_manual[] =
     "\n"
     "EXIT STATUS\n"
     "    0 no problem (warnings allowed; with --binary, every load\n"
-    "    checked succeeded); 1 at least one problem; 2 bad command line\n"
+    "    checked succeeded, and each directory held a kpack-ified binary);\n"
+    "    1 at least one problem; 2 bad command line\n"
     "    (an --arch that is no target, --arch or --json without --binary);\n"
     "    130 interrupted.\n";
 // clang-format on
@@ -362,138 +362,27 @@ static bool verify_archive(const char* path, bool quiet, bool strict,
 
 /* ---- kpack-ified binaries ------------------------------------------------ */
 
-/* A set of strings (archive paths, arches), in order of first addition. */
-typedef struct vb_set {
+/* --arch values: each a comma-separated list of targets (as the HIP
+ * runtime lists a machine's agents). */
+typedef struct vb_agents {
   char** items;
   size_t count, cap;
-} vb_set;
+} vb_agents;
 
-static bool set_add(vb_set* set, const char* item) {
-  for (size_t i = 0; i < set->count; i++)
-    if (strcmp(set->items[i], item) == 0)
-      return true;
-  char** p = cli_grow(set->items, set->count, &set->cap, sizeof(*p), 4);
-  if (p == NULL)
-    return false;
-  set->items = p;
-  if ((set->items[set->count] = strdup(item)) == NULL)
-    return false;
-  set->count++;
-  return true;
+static void agents_free(vb_agents* a) {
+  for (size_t i = 0; i < a->count; i++)
+    free(a->items[i]);
+  free(a->items);
+  *a = (vb_agents){0};
 }
 
-static void set_free(vb_set* set) {
-  for (size_t i = 0; i < set->count; i++)
-    free(set->items[i]);
-  free(set->items);
-  *set = (vb_set){0};
-}
-
-/* The archives a path of the loader's list can name: a file as it is, a
- * directory's *.kpack, and with @GFXARCH@ every file its other characters
- * match (the loader expands it per agent target; here it matches any). */
-static bool add_archives(vb_set* archives, const char* path) {
-  static const char placeholder[] = "@GFXARCH@";
-  struct stat st;
-  char* pattern = NULL;
-  glob_t g = {0};
-  bool ok = true;
-  if (strstr(path, placeholder) == NULL) {
-    if (stat(path, &st) != 0)
-      return true;
-    if (!S_ISDIR(st.st_mode))
-      return set_add(archives, path);
-    if (asprintf(&pattern, "%s/*.kpack", path) < 0)
-      return false;
-  } else {
-    /* Every glob character of the path escaped, @GFXARCH@ as '*'. */
-    size_t n = strlen(path);
-    if ((pattern = malloc(2 * n + 1)) == NULL)
-      return false;
-    char* q = pattern;
-    for (const char* p = path; *p;) {
-      if (strncmp(p, placeholder, sizeof(placeholder) - 1) == 0) {
-        *q++ = '*';
-        p += sizeof(placeholder) - 1;
-        continue;
-      }
-      if (strchr("*?[]\\", *p) != NULL)
-        *q++ = '\\';
-      *q++ = *p++;
-    }
-    *q = '\0';
-  }
-  if (glob(pattern, 0, NULL, &g) == 0)
-    for (size_t i = 0; ok && i < g.gl_pathc; i++)
-      ok = set_add(archives, g.gl_pathv[i]);
-  globfree(&g);
-  free(pattern);
-  return ok;
-}
-
-/* The archives the loader would consult for this record: those of
- * ROCM_KPACK_PATH when it is set (it replaces every other path), else
- * those of ROCM_KPACK_PATH_PREFIX and of the record's search paths,
- * resolved against the binary as the loader resolves them. */
-static bool record_archives(const char* binary, const kpack_host_wrapper_t* w,
-                            vb_set* archives) {
-  const char* only = getenv("ROCM_KPACK_PATH");
-  const char* list =
-      only != NULL && *only ? only : getenv("ROCM_KPACK_PATH_PREFIX");
-  char* copy = list != NULL ? strdup(list) : NULL;
-  char* save = NULL;
-  bool ok = list == NULL || copy != NULL;
-  for (char* item = copy ? strtok_r(copy, ":", &save) : NULL;
-       ok && item != NULL; item = strtok_r(NULL, ":", &save))
-    ok = add_archives(archives, item);
-  free(copy);
-  if (only != NULL && *only)
-    return ok;
-  for (size_t i = 0; ok && i < w->search_path_count; i++) {
-    char* resolved = NULL;
-    if (w->search_paths[i][0] == '\0')
-      continue; /* the loader drops empty paths */
-    ok = kpack_resolve_search_path(binary, w->search_paths[i], &resolved) ==
-             KPACK_SUCCESS &&
-         add_archives(archives, resolved);
-    free(resolved);
-  }
-  return ok;
-}
-
-/* The arches the archives found for a record declare: what a binary
- * without recorded arches is checked for. False when out of memory. */
-static bool declared_arches(const vb_set* archives, vb_set* arches) {
-  for (size_t a = 0; a < archives->count; a++) {
-    kpack_archive_t archive;
-    size_t n = 0;
-    if (kpack_open(archives->items[a], &archive) != KPACK_SUCCESS)
-      continue; /* the loader's search reports what it meets */
-    kpack_get_architecture_count(archive, &n);
-    bool ok = true;
-    for (size_t i = 0; ok && i < n; i++) {
-      const char* arch;
-      if (kpack_get_architecture(archive, i, &arch) == KPACK_SUCCESS)
-        ok = set_add(arches, arch);
-    }
-    kpack_close(archive);
-    if (!ok)
-      return false;
-  }
-  return true;
-}
-
-/* ---- agents -------------------------------------------------------------- */
-
-/* Adds the agents of one --arch value (comma-separated targets, as the
- * HIP runtime lists a machine's agents). False, with *bad the offending
- * item (malloc'ed; NULL when out of memory) and `why` what is wrong with
- * it (kpack_target_check()), when one is empty or no target. */
-static bool add_agents(vb_set* agents, const char* value, char** bad,
+/* Adds the agents of one --arch value, each once. False, with *bad the
+ * offending item (malloc'ed; NULL when out of memory) and `why` what is
+ * wrong with it (kpack_target_check()), when one is empty or no target. */
+static bool add_agents(vb_agents* agents, const char* value, char** bad,
                        char why[160]) {
-  bool ok = true;
   *bad = NULL;
-  for (const char* p = value; ok;) {
+  for (const char* p = value;;) {
     size_t len = strcspn(p, ",");
     char* item = strndup(p, len);
     if (item == NULL)
@@ -505,231 +394,38 @@ static bool add_agents(vb_set* agents, const char* value, char** bad,
         free(item);
       return false;
     }
-    ok = set_add(agents, item);
-    free(item);
+    bool seen = false;
+    for (size_t i = 0; !seen && i < agents->count; i++)
+      seen = strcmp(agents->items[i], item) == 0;
+    char** grown = seen ? agents->items
+                        : cli_grow(agents->items, agents->count, &agents->cap,
+                                   sizeof(*grown), 4);
+    if (grown == NULL) {
+      free(item);
+      return false;
+    }
+    agents->items = grown;
+    if (seen)
+      free(item);
+    else
+      agents->items[agents->count++] = item;
     if (p[len] == '\0')
-      break;
+      return true;
     p += len + 1;
   }
-  return ok;
 }
-
-/* ---- one search, explained ----------------------------------------------- */
-
-/* The events of one search that say why it ended as it did, copied (the
- * loader's pointers live only during its callback). */
-typedef struct vb_event {
-  kpack_trace_kind_t kind;
-  kpack_error_t status;
-  char* path;
-  char* arches; /* ARCHIVE: declared arches, space-separated */
-  int error_number;
-  bool exists, is_directory;
-} vb_event;
-
-typedef struct vb_trace {
-  vb_event* events;
-  size_t count, cap;
-  bool failed; /* out of memory while recording */
-} vb_trace;
-
-static void trace_clear(vb_trace* t) {
-  for (size_t i = 0; i < t->count; i++) {
-    free(t->events[i].path);
-    free(t->events[i].arches);
-  }
-  t->count = 0;
-  t->failed = false;
-}
-
-static void trace_record(const kpack_trace_event_t* ev, void* user) {
-  vb_trace* t = user;
-  if (ev->kind == KPACK_TRACE_LOAD || ev->kind == KPACK_TRACE_TARGET)
-    return;
-  vb_event* p = cli_grow(t->events, t->count, &t->cap, sizeof(*p), 16);
-  if (p == NULL) {
-    t->failed = true;
-    return;
-  }
-  t->events = p;
-  vb_event* e = &t->events[t->count++];
-  *e = (vb_event){.kind = ev->kind,
-                  .status = ev->status,
-                  .error_number = ev->error_number,
-                  .exists = ev->exists,
-                  .is_directory = ev->is_directory};
-  if (ev->path != NULL && (e->path = strdup(ev->path)) == NULL)
-    t->failed = true;
-  if (ev->kind == KPACK_TRACE_ARCHIVE) {
-    size_t len = 1;
-    for (size_t i = 0; i < ev->arch_count; i++)
-      len += strlen(ev->arches[i]) + 1;
-    if ((e->arches = malloc(len)) == NULL) {
-      t->failed = true;
-      return;
-    }
-    e->arches[0] = '\0';
-    for (size_t i = 0; i < ev->arch_count; i++) {
-      if (i > 0)
-        strcat(e->arches, " ");
-      strcat(e->arches, ev->arches[i]);
-    }
-  }
-}
-
-/* Why a search for an agent failed, in the words a user with a missing or
- * broken install needs. */
-typedef enum vb_reason {
-  VB_OK,
-  VB_NO_ARCHIVE,        /* no archive at any path the search tried */
-  VB_UNREADABLE,        /* an archive is there but does not open */
-  VB_NOT_DECLARED,      /* archives opened; none declares the agent's arch */
-  VB_KERNEL_MISSING,    /* an archive declares it but lacks the kernel */
-  VB_KERNEL_UNREADABLE, /* the kernel is there but does not read */
-  VB_OTHER,
-} vb_reason;
-
-static const char* const vb_reason_names[] = {
-    "ok",           "no-archive",     "archive-unreadable",
-    "not-declared", "kernel-missing", "kernel-unreadable",
-    "error"};
-
-typedef struct vb_outcome {
-  vb_reason reason;
-  char why[1024];
-  const char* archive; /* the archive it concerns, in the trace; or NULL */
-} vb_outcome;
-
-/* Appends to o->why, truncating. */
-static void why_add(vb_outcome* o, const char* fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static void why_add(vb_outcome* o, const char* fmt, ...) {
-  size_t used = strlen(o->why);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(o->why + used, sizeof(o->why) - used, fmt, ap);
-  va_end(ap);
-}
-
-/* The paths of the events of `kind` whose status is `status`, as
- * "PATH, PATH" (with " declares ARCHES" after each when `declares`); at
- * most four, then how many more. Of the candidate paths, those that lead
- * to no file: missing ones, and directories (which hold no archive, or
- * the search would have found it). */
-static void why_list(vb_outcome* o, const vb_trace* t, kpack_trace_kind_t kind,
-                     kpack_error_t status, bool declares) {
-  size_t n = 0;
-  for (size_t i = 0; i < t->count; i++) {
-    const vb_event* e = &t->events[i];
-    if (e->kind != kind || e->status != status || e->path == NULL ||
-        (kind == KPACK_TRACE_PATH && e->exists && !e->is_directory))
-      continue;
-    if (n++ >= 4)
-      continue;
-    why_add(o, "%s%s", n > 1 ? ", " : "", e->path);
-    if (kind == KPACK_TRACE_PATH && e->is_directory)
-      why_add(o, " (a directory without archives)");
-    if (declares)
-      why_add(o, " declares %s", *e->arches ? e->arches : "nothing");
-  }
-  if (n > 4)
-    why_add(o, " and %zu more", n - 4);
-  if (n == 0)
-    why_add(o, "nothing");
-}
-
-static void explain(const vb_trace* t, kpack_error_t status, vb_outcome* o) {
-  const vb_event* broken = NULL;
-  o->why[0] = '\0';
-  o->archive = NULL;
-  for (size_t i = 0; i < t->count && broken == NULL; i++)
-    if (t->events[i].kind == KPACK_TRACE_ARCHIVE &&
-        t->events[i].status != KPACK_SUCCESS)
-      broken = &t->events[i];
-  if (status == KPACK_SUCCESS) {
-    o->reason = VB_OK;
-    for (size_t i = 0; i < t->count; i++)
-      if (t->events[i].kind == KPACK_TRACE_RESULT)
-        o->archive = t->events[i].path;
-    return;
-  }
-  if (broken != NULL && (status == KPACK_ERROR_ARCHIVE_NOT_FOUND ||
-                         status == KPACK_ERROR_ARCH_NOT_FOUND)) {
-    /* The archive the agent needs may be this one: say why it is lost. */
-    o->reason = VB_UNREADABLE;
-    o->archive = broken->path;
-    if (broken->error_number != 0)
-      why_add(o, "archive unreadable: %s: %s", broken->path,
-              strerror(broken->error_number));
-    else
-      why_add(o, "archive unreadable: %s: %s (%s)", broken->path,
-              kpack_error_string(broken->status),
-              cli_error_text(broken->status));
-    return;
-  }
-  switch (status) {
-    case KPACK_ERROR_ARCHIVE_NOT_FOUND:
-      o->reason = VB_NO_ARCHIVE;
-      why_add(o, "no archive for this arch is installed (looked for ");
-      why_list(o, t, KPACK_TRACE_PATH, KPACK_SUCCESS, false);
-      why_add(o, ")");
-      break;
-    case KPACK_ERROR_ARCH_NOT_FOUND:
-      o->reason = VB_NOT_DECLARED;
-      why_add(o, "the archives found do not declare this arch (");
-      why_list(o, t, KPACK_TRACE_ARCHIVE, KPACK_SUCCESS, true);
-      why_add(o, ")");
-      break;
-    case KPACK_ERROR_KERNEL_NOT_FOUND:
-      o->reason = VB_KERNEL_MISSING;
-      why_add(o, "kernel missing from ");
-      why_list(o, t, KPACK_TRACE_KERNEL, KPACK_ERROR_KERNEL_NOT_FOUND, false);
-      for (size_t i = 0; i < t->count && o->archive == NULL; i++)
-        if (t->events[i].kind == KPACK_TRACE_KERNEL)
-          o->archive = t->events[i].path;
-      break;
-    default: {
-      const vb_event* read = NULL;
-      for (size_t i = 0; i < t->count; i++)
-        if (t->events[i].kind == KPACK_TRACE_KERNEL &&
-            t->events[i].status == status)
-          read = &t->events[i];
-      if (read != NULL) {
-        o->reason = VB_KERNEL_UNREADABLE;
-        o->archive = read->path;
-        why_add(o, "kernel unreadable in %s (%s)", read->path,
-                cli_error_text(status));
-      } else {
-        o->reason = VB_OTHER;
-        why_add(o, "%s", cli_error_text(status));
-      }
-    }
-  }
-}
-
-/* ---- the run ------------------------------------------------------------- */
-
-typedef enum vb_source {
-  VB_FROM_AGENTS,   /* --arch */
-  VB_FROM_RECORDED, /* kpack_arches */
-  VB_FROM_ARCHIVES, /* declared by the archives found (no kpack_arches) */
-} vb_source;
 
 static const char* const vb_source_names[] = {"--arch", "recorded", "archives"};
 static const char* const vb_source_text[] = {
     "the --arch agents", "the arches recorded by the split",
     "the arches of the archives found"};
 
-typedef struct vb_run {
-  const vb_set* agents; /* --arch; empty when not given */
+/* What the command prints with, while the library checks. */
+typedef struct vb_print {
   bool quiet, json;
   cli_progress progress; /* on a terminal, without --json */
-  kpack_cache_t cache;
-  vb_trace trace;
   cli_json out;
-  /* summary */
-  size_t binaries, skipped, records, loads, failures;
-} vb_run;
+} vb_print;
 
 static void json_strings(cli_json* w, const char* const* items, size_t n) {
   cli_json_array(w, CLI_JSON_INLINE, false);
@@ -738,381 +434,184 @@ static void json_strings(cli_json* w, const char* const* items, size_t n) {
   cli_json_end(w);
 }
 
-/* A failure that concerns a whole binary or record (no agent). */
-static void binary_problem(vb_run* r, const char* path, const char* fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void binary_problem(vb_run* r, const char* path, const char* fmt, ...) {
-  char what[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(what, sizeof(what), fmt, ap);
-  va_end(ap);
-  r->failures++;
-  if (r->json)
-    cli_json_key_str(&r->out, "problem", what);
-  else
-    printf("%s: %s\n", path, what);
-}
-
-/* One record against every agent: the loader's search must return its
- * code object. */
-/* With per-arch archives, a missing archive for an agent the split never
- * had code for is no broken install: says so when none of the `count`
- * arches the split recorded may serve `agent`. */
-static void why_not_built(vb_outcome* o, const char* agent,
-                          const char* const* recorded, size_t count) {
-  for (size_t i = 0; i < count; i++)
-    if (kpack_target_may_serve(recorded[i], agent))
-      return;
-  char looked[sizeof(o->why)];
-  const char* paths = strstr(o->why, " (looked for ");
-  snprintf(looked, sizeof(looked), "%s", paths != NULL ? paths : "");
-  o->why[0] = '\0';
-  why_add(o, "no code for this GPU in this build: the split recorded");
-  for (size_t i = 0; i < count; i++)
-    why_add(o, "%s %s", i > 0 ? "," : "", recorded[i]);
-  why_add(o, "%s", looked);
-}
-
-static void check_record(vb_run* r, const char* path, size_t index,
-                         const kpack_host_wrapper_t* w, const char* key,
-                         const vb_set* agents, const char* const* recorded,
-                         size_t recorded_count) {
-  if (r->json) {
-    cli_json_key(&r->out, "agents");
-    cli_json_array(&r->out, 10, true);
+/* One record's loads: a line per failure, or the "agents" array. */
+static void print_record(vb_print* p, const kpack_verify_binary_t* b,
+                         const kpack_verify_record_t* rec) {
+  if (p->json) {
+    cli_json_object(&p->out, CLI_JSON_INLINE, false);
+    cli_json_key_uint(&p->out, "record", rec->index);
+    cli_json_key_str(&p->out, "kernel", rec->kernel);
+    cli_json_key_uint(&p->out, "co_index", rec->co_index);
   }
-  for (size_t a = 0; a < agents->count; a++) {
-    const char* agent = agents->items[a];
-    void* code = NULL;
-    size_t size = 0;
-    vb_outcome o;
-    trace_clear(&r->trace);
-    kpack_error_t err = kpack_resolve_code_object(
-        r->cache, w->kernel_name, w->search_paths, w->search_path_count, path,
-        (uint32_t)w->reserved, &agent, 1, &code, &size);
-    kpack_free_code_object(code);
-    if (r->trace.failed && err == KPACK_SUCCESS)
-      err = KPACK_ERROR_OUT_OF_MEMORY;
-    explain(&r->trace, err, &o);
-    if (o.reason == VB_NO_ARCHIVE && recorded_count > 0)
-      why_not_built(&o, agent, recorded, recorded_count);
-    r->loads++;
-    r->failures += err != KPACK_SUCCESS;
-    if (r->json) {
-      cli_json_object(&r->out, CLI_JSON_INLINE, false);
-      cli_json_key_str(&r->out, "agent", agent);
-      cli_json_key_bool(&r->out, "ok", err == KPACK_SUCCESS);
-      cli_json_key_str(&r->out, "status", kpack_error_string(err));
-      cli_json_key_str(&r->out, "reason",
-                       err == KPACK_SUCCESS ? NULL : vb_reason_names[o.reason]);
-      cli_json_key_str(&r->out, "message", err == KPACK_SUCCESS ? NULL : o.why);
-      cli_json_key_str(&r->out, "archive", o.archive);
-      if (err == KPACK_SUCCESS)
-        cli_json_key_uint(&r->out, "size", size);
-      cli_json_end(&r->out);
-    } else if (err != KPACK_SUCCESS) {
-      printf("%s: record %zu (%s%s) %s: %s: %s\n", path, index, w->kernel_name,
-             key, agent, kpack_error_string(err), o.why);
+  if (rec->problem != NULL) {
+    if (p->json)
+      cli_json_key_str(&p->out, "problem", rec->problem);
+    else
+      printf("%s: %s\n", b->path, rec->problem);
+  } else if (p->json) {
+    cli_json_key_str(&p->out, "checked", vb_source_names[rec->checked]);
+    cli_json_key(&p->out, "agents");
+    cli_json_array(&p->out, 10, true);
+  }
+  for (size_t a = 0; a < rec->load_count; a++) {
+    const kpack_verify_load_t* l = &rec->loads[a];
+    bool ok = l->status == KPACK_SUCCESS;
+    if (p->json) {
+      cli_json_object(&p->out, CLI_JSON_INLINE, false);
+      cli_json_key_str(&p->out, "agent", l->agent);
+      cli_json_key_bool(&p->out, "ok", ok);
+      cli_json_key_str(&p->out, "status", kpack_error_string(l->status));
+      cli_json_key_str(&p->out, "reason",
+                       ok ? NULL : kpack_verify_reason_name(l->reason));
+      cli_json_key_str(&p->out, "message", l->message);
+      cli_json_key_str(&p->out, "archive", l->archive);
+      if (ok)
+        cli_json_key_uint(&p->out, "size", l->size);
+      cli_json_end(&p->out);
+    } else if (!ok) {
+      printf("%s: record %zu (%s#%llu) %s: %s: %s\n", b->path, rec->index,
+             rec->kernel, (unsigned long long)rec->co_index, l->agent,
+             kpack_error_string(l->status), l->message);
     }
   }
-  if (r->json)
-    cli_json_end(&r->out);
+  if (p->json && rec->problem == NULL)
+    cli_json_end(&p->out);
+  if (p->json)
+    cli_json_end(&p->out);
 }
 
-/* The agents a record is checked for: --arch, else the arches the split
- * recorded, else those the archives found declare. False (a failure of
- * the record, reported) when there are none or memory ran out. */
-static bool record_agents(vb_run* r, const char* path, const kpack_host_t* host,
-                          size_t index, const kpack_host_wrapper_t* w,
-                          const char* key, vb_set* agents, vb_source* source) {
-  const char* const* recorded;
-  size_t count;
-  bool ok = true;
-  kpack_host_get_arches(host, index, &recorded, &count);
-  if (r->agents->count > 0) {
-    *source = VB_FROM_AGENTS;
-    for (size_t i = 0; ok && i < r->agents->count; i++)
-      ok = set_add(agents, r->agents->items[i]);
-  } else if (count > 0) {
-    *source = VB_FROM_RECORDED;
-    for (size_t i = 0; ok && i < count; i++)
-      ok = set_add(agents, recorded[i]);
-  } else {
-    vb_set archives = {0};
-    *source = VB_FROM_ARCHIVES;
-    ok = record_archives(path, w, &archives) &&
-         declared_arches(&archives, agents);
-    set_free(&archives);
-    if (ok && agents->count == 0) {
-      char what[512];
-      snprintf(what, sizeof(what),
-               "record %zu (%s%s): no archive found through its search paths",
-               index, w->kernel_name, key);
-      binary_problem(r, path, "%s", what);
-      return false;
+/* One binary, as the library reports it. */
+static bool print_binary(const kpack_verify_binary_t* b, void* user) {
+  vb_print* p = user;
+  cli_progress_end(&p->progress);
+  if (p->json) {
+    cli_json_object(&p->out, 6, true);
+    cli_json_key_str(&p->out, "path", b->path);
+  }
+  if (b->kind == KPACK_VERIFY_UNREADABLE) {
+    if (p->json) {
+      cli_json_key_str(&p->out, "kind", NULL);
+      cli_json_key_str(&p->out, "status", kpack_error_string(b->status));
+      cli_json_key_str(&p->out, "problem", b->problem);
+      cli_json_key_bool(&p->out, "ok", false);
+    } else {
+      printf("%s: %s\n", b->path, b->problem);
     }
-  }
-  if (!ok)
-    binary_problem(r, path, "record %zu: %s (%s)", index,
-                   kpack_error_string(KPACK_ERROR_OUT_OF_MEMORY),
-                   cli_error_text(KPACK_ERROR_OUT_OF_MEMORY));
-  return ok;
-}
-
-/* Every record of one kpack-ified binary; *source says what its agents
- * were (the last record's, all records sharing one metadata map). */
-static void check_records(vb_run* r, const char* path, const kpack_host_t* host,
-                          size_t record_count, vb_source* source) {
-  if (r->json) {
-    cli_json_key(&r->out, "records");
-    cli_json_array(&r->out, 8, true);
-  }
-  for (size_t i = 0; i < record_count && !cli_interrupted(); i++) {
-    kpack_host_wrapper_t w;
-    vb_set agents = {0};
-    char key[32];
-    kpack_host_get_wrapper(host, i, &w);
-    snprintf(key, sizeof(key), "#%llu", (unsigned long long)w.reserved);
-    size_t depth = cli_json_depth(&r->out);
-    if (r->json) {
-      cli_json_object(&r->out, CLI_JSON_INLINE, false);
-      cli_json_key_uint(&r->out, "record", i);
-      cli_json_key_str(&r->out, "kernel", w.kernel_name);
-      cli_json_key_uint(&r->out, "co_index", w.reserved);
-    }
-    r->records++;
-    if (w.status != KPACK_SUCCESS) {
-      binary_problem(r, path, "record %zu: %s (%s)", i,
-                     kpack_host_problem_string(w.problem),
-                     kpack_error_string(w.status));
-    } else if (w.reserved > UINT32_MAX) {
-      binary_problem(r, path,
-                     "record %zu (%s%s): the code object index does not fit "
-                     "the loader's u32",
-                     i, w.kernel_name, key);
-    } else if (record_agents(r, path, host, i, &w, key, &agents, source)) {
-      if (r->json)
-        cli_json_key_str(&r->out, "checked", vb_source_names[*source]);
-      const char* const* recorded = NULL;
-      size_t recorded_count = 0;
-      if (kpack_host_get_arches(host, i, &recorded, &recorded_count) !=
-          KPACK_SUCCESS)
-        recorded_count = 0;
-      check_record(r, path, i, &w, key, &agents, recorded, recorded_count);
-    }
-    cli_json_close_to(&r->out, depth);
-    set_free(&agents);
-  }
-  if (r->json)
-    cli_json_end(&r->out);
-}
-
-/* One binary. `named`: given on the command line (a file that is not a
- * kpack-ified binary is reported) rather than found by a walk (skipped
- * without a word). */
-static void verify_binary(vb_run* r, const char* path, bool named) {
-  kpack_host_t* host = NULL;
-  kpack_host_info_t info;
-  vb_source source = VB_FROM_ARCHIVES;
-  size_t depth = cli_json_depth(&r->out);
-  kpack_error_t err = kpack_host_open(path, &host);
-  if (err == KPACK_SUCCESS)
-    err = kpack_host_get_info(host, &info);
-  if (!named && (err == KPACK_ERROR_INVALID_FORMAT ||
-                 (err == KPACK_SUCCESS && info.kind != KPACK_HOST_KPACKIFIED)))
-    goto done; /* no kpack-ified binary: nothing to check here */
-  r->binaries++;
-  if (r->json) {
-    cli_json_object(&r->out, 6, true);
-    cli_json_key_str(&r->out, "path", path);
-  }
-  if (err != KPACK_SUCCESS) {
-    if (r->json) {
-      cli_json_key_str(&r->out, "kind", NULL);
-      cli_json_key_str(&r->out, "status", kpack_error_string(err));
-    }
-    char why[512] = "";
-    if (err == KPACK_ERROR_INVALID_FORMAT)
-      kpack_host_diagnose(path, why, sizeof(why));
-    binary_problem(r, path, "%s (%s)", kpack_error_string(err),
-                   *why ? why : cli_error_text(err));
-    if (r->json)
-      cli_json_key_bool(&r->out, "ok", false);
-    goto close;
-  }
-  if (info.kind != KPACK_HOST_KPACKIFIED) {
-    const char* what = info.kind == KPACK_HOST_FAT
+  } else if (b->kind != KPACK_VERIFY_KPACKIFIED) {
+    const char* what = b->kind == KPACK_VERIFY_FAT
                            ? "not kpack-ified (device code inside)"
                            : "no HIP device code";
-    r->skipped++;
-    if (r->json) {
-      cli_json_key_str(&r->out, "kind",
-                       info.kind == KPACK_HOST_FAT ? "fat" : "none");
-      cli_json_key_str(&r->out, "skipped", what);
-      cli_json_key_bool(&r->out, "ok", true);
-    } else if (!r->quiet) {
-      printf("%s: %s, skipped\n", path, what);
+    if (p->json) {
+      cli_json_key_str(&p->out, "kind",
+                       b->kind == KPACK_VERIFY_FAT ? "fat" : "none");
+      cli_json_key_str(&p->out, "skipped", what);
+      cli_json_key_bool(&p->out, "ok", true);
+    } else if (!p->quiet) {
+      printf("%s: %s, skipped\n", b->path, what);
     }
-    goto close;
+  } else {
+    if (p->json) {
+      cli_json_key_str(&p->out, "kind", "kpack-ified");
+      cli_json_key(&p->out, "recorded_arches");
+      if (b->recorded_arch_count > 0)
+        json_strings(&p->out, b->recorded_arches, b->recorded_arch_count);
+      else
+        cli_json_null(&p->out);
+      cli_json_key(&p->out, "records");
+      cli_json_array(&p->out, 8, true);
+    }
+    for (size_t i = 0; i < b->record_count; i++)
+      print_record(p, b, &b->records[i]);
+    if (p->json) {
+      cli_json_end(&p->out);
+      cli_json_key_bool(&p->out, "ok", b->failures == 0);
+    } else if (!p->quiet && b->failures == 0) {
+      printf("%s: OK, %zu record%s, %zu load%s (%s)\n", b->path,
+             b->record_count, b->record_count == 1 ? "" : "s", b->loads,
+             b->loads == 1 ? "" : "s", vb_source_text[b->checked]);
+    } else if (!p->quiet) {
+      printf("%s: %zu problem%s in %zu record%s\n", b->path, b->failures,
+             b->failures == 1 ? "" : "s", b->record_count,
+             b->record_count == 1 ? "" : "s");
+    }
   }
-  if (r->json) {
-    /* One map serves every record: the first usable one's list is the
-     * binary's. */
-    const char* const* recorded = NULL;
-    size_t count = 0;
-    for (size_t i = 0; i < info.wrapper_count && count == 0; i++)
-      kpack_host_get_arches(host, i, &recorded, &count);
-    cli_json_key_str(&r->out, "kind", "kpack-ified");
-    cli_json_key(&r->out, "recorded_arches");
-    if (count > 0)
-      json_strings(&r->out, recorded, count);
-    else
-      cli_json_null(&r->out);
-  }
-  size_t loads = r->loads, failures = r->failures;
-  check_records(r, path, host, info.wrapper_count, &source);
-  loads = r->loads - loads;
-  failures = r->failures - failures;
-  if (r->json) {
-    cli_json_key_bool(&r->out, "ok", failures == 0);
-  } else if (!r->quiet && failures == 0) {
-    printf("%s: OK, %zu record%s, %zu load%s (%s)\n", path, info.wrapper_count,
-           info.wrapper_count == 1 ? "" : "s", loads, loads == 1 ? "" : "s",
-           vb_source_text[source]);
-  } else if (!r->quiet) {
-    printf("%s: %zu problem%s in %zu record%s\n", path, failures,
-           failures == 1 ? "" : "s", info.wrapper_count,
-           info.wrapper_count == 1 ? "" : "s");
-  }
-close:
-  cli_json_close_to(&r->out, depth);
-done:
-  kpack_host_close(host);
-}
-
-/* ---- the walk ------------------------------------------------------------ */
-
-static vb_set* walk_found; /* nftw has no user pointer */
-static bool walk_failed;
-
-/* Regular files that start like a host binary; symbolic links are not
- * followed (FTW_PHYS), so a tree is walked once whatever it links to. A
- * file the walk cannot read is no binary it can tell, like any other. */
-static int walk_entry(const char* path, const struct stat* st, int type,
-                      struct FTW* ftw) {
-  (void)ftw;
-  uint8_t head[64];
-  if (type != FTW_F || !S_ISREG(st->st_mode) || st->st_size < 64)
-    return 0;
-  FILE* f = fopen(path, "rb");
-  bool host = f != NULL && fread(head, 1, sizeof(head), f) == sizeof(head) &&
-              kpack_is_host_binary(head, sizeof(head));
-  if (f != NULL)
-    fclose(f);
-  if (host && !set_add(walk_found, path)) {
-    walk_failed = true;
-    return 1;
-  }
-  return 0;
-}
-
-static int compare_paths(const void* a, const void* b) {
-  return strcmp(*(char* const*)a, *(char* const*)b);
-}
-
-/* The binaries under directory `dir`, in byte order of their paths. */
-static bool walk_tree(const char* dir, vb_set* found) {
-  walk_found = found;
-  walk_failed = false;
-  if (nftw(dir, walk_entry, 16, FTW_PHYS) != 0 && !walk_failed) {
-    cli_error("%s: %s", dir, strerror(errno));
-    return false;
-  }
-  if (walk_failed) {
-    cli_error("out of memory");
-    return false;
-  }
-  if (found->count > 1)
-    qsort(found->items, found->count, sizeof(*found->items), compare_paths);
+  if (p->json)
+    cli_json_end(&p->out);
   return true;
 }
 
-/* verify_binary() under a progress line: erased before the binary's own
- * lines, drawn again after with the counts so far. */
-static void verify_one(vb_run* r, const char* path, bool named) {
-  cli_progress_end(&r->progress);
-  verify_binary(r, path, named);
-  cli_progress_show(&r->progress, false,
-                    "kpack: verify: %zu binaries, %zu loads, %s", r->binaries,
-                    r->loads, path);
+/* After each file: the progress line, drawn again with the counts. */
+static bool show_progress(size_t binaries, size_t loads, const char* path,
+                          void* user) {
+  vb_print* p = user;
+  cli_progress_show(&p->progress, false,
+                    "kpack: verify: %zu binaries, %zu loads, %s", binaries,
+                    loads, path);
+  return true; /* an interruption cancels through the flag */
 }
 
-static int verify_binaries(int argc, char** argv, const vb_set* agents,
+static void print_directory(const char* path, size_t binaries, void* user) {
+  vb_print* p = user;
+  cli_progress_end(&p->progress);
+  if (binaries == 0 && !p->json)
+    printf(
+        "%s: no kpack-ified binary in it: nothing was checked (give a tree "
+        "kpack split wrote)\n",
+        path);
+}
+
+static void print_message(const kpack_message_t* m, void* user) {
+  vb_print* p = user;
+  cli_progress_end(&p->progress);
+  cli_error("%s", m->text);
+}
+
+static int verify_binaries(int argc, char** argv, const vb_agents* agents,
                            bool quiet, bool json) {
-  vb_run r = {.agents = agents,
-              .quiet = quiet,
-              .json = json,
-              .progress = {.enabled = isatty(STDERR_FILENO) && !json}};
-  int status = CLI_OK;
-  kpack_error_t err = kpack_cache_create(&r.cache);
-  if (err == KPACK_SUCCESS)
-    err = kpack_cache_set_trace(r.cache, trace_record, &r.trace);
-  if (err != KPACK_SUCCESS) {
-    cli_kerror("loader cache", err);
-    kpack_cache_destroy(r.cache);
-    return CLI_FAIL;
-  }
-  cli_json_init(&r.out, stdout);
+  vb_print p = {.quiet = quiet,
+                .json = json,
+                .progress = {.enabled = isatty(STDERR_FILENO) && !json}};
+  kpack_verify_options_t o;
+  kpack_verify_summary_t sum;
+  kpack_verify_options_init(&o, sizeof(o));
+  o.agents = (const char* const*)agents->items;
+  o.agent_count = agents->count;
+  o.binary = print_binary;
+  o.progress = show_progress;
+  o.directory = print_directory;
+  o.user = &p;
+  o.message = print_message;
+  o.message_user = &p;
+  o.cancel = cli_interrupt_flag();
+  cli_json_init(&p.out, stdout);
   if (json) {
-    cli_json_object(&r.out, 2, true);
-    cli_json_key(&r.out, "binaries");
-    cli_json_array(&r.out, 4, true);
+    cli_json_object(&p.out, 2, true);
+    cli_json_key(&p.out, "binaries");
+    cli_json_array(&p.out, 4, true);
   }
-  size_t in_list = cli_json_depth(&r.out);
-  for (int i = 0; i < argc && status == CLI_OK; i++) {
-    struct stat st;
-    if (stat(argv[i], &st) == 0 && S_ISDIR(st.st_mode)) {
-      vb_set found = {0};
-      cli_progress_end(&r.progress);
-      if (!walk_tree(argv[i], &found))
-        r.failures++;
-      size_t before = r.binaries;
-      for (size_t f = 0; f < found.count && !cli_interrupted(); f++)
-        verify_one(&r, found.items[f], false);
-      cli_progress_end(&r.progress);
-      if (r.binaries == before && !quiet && !json)
-        printf("%s: no kpack-ified binary in it\n", argv[i]);
-      set_free(&found);
-    } else {
-      verify_one(&r, argv[i], true);
-    }
-    if (cli_interrupted())
-      status = CLI_INTERRUPTED;
-  }
-  cli_progress_end(&r.progress);
-  cli_json_close_to(&r.out, in_list);
+  size_t in_list = cli_json_depth(&p.out);
+  kpack_error_t err =
+      kpack_verify_binaries(&o, (const char* const*)argv, (size_t)argc, &sum);
+  cli_progress_end(&p.progress);
+  cli_json_close_to(&p.out, in_list);
   if (json) {
-    cli_json_end(&r.out);
-    cli_json_key(&r.out, "summary");
-    cli_json_object(&r.out, CLI_JSON_INLINE, false);
-    cli_json_key_uint(&r.out, "binaries", r.binaries);
-    cli_json_key_uint(&r.out, "skipped", r.skipped);
-    cli_json_key_uint(&r.out, "records", r.records);
-    cli_json_key_uint(&r.out, "loads", r.loads);
-    cli_json_key_uint(&r.out, "failures", r.failures);
-    cli_json_key_bool(&r.out, "ok", r.failures == 0);
-    cli_json_key_bool(&r.out, "interrupted", status == CLI_INTERRUPTED);
-    cli_json_finish(&r.out);
+    cli_json_end(&p.out);
+    cli_json_key(&p.out, "summary");
+    cli_json_object(&p.out, CLI_JSON_INLINE, false);
+    cli_json_key_uint(&p.out, "binaries", sum.binaries);
+    cli_json_key_uint(&p.out, "skipped", sum.skipped);
+    cli_json_key_uint(&p.out, "records", sum.records);
+    cli_json_key_uint(&p.out, "loads", sum.loads);
+    cli_json_key_uint(&p.out, "failures", sum.failures);
+    cli_json_key_bool(&p.out, "ok", sum.failures == 0);
+    cli_json_key_bool(&p.out, "interrupted", err == KPACK_ERROR_CANCELLED);
+    cli_json_finish(&p.out);
   }
-  trace_clear(&r.trace);
-  free(r.trace.events);
-  kpack_cache_destroy(r.cache);
-  if (status == CLI_INTERRUPTED) {
+  if (err == KPACK_ERROR_CANCELLED) {
     cli_error("verify: interrupted");
-    return status;
+    return CLI_INTERRUPTED;
   }
-  return r.failures == 0 ? CLI_OK : CLI_FAIL;
+  return err == KPACK_SUCCESS && sum.failures == 0 ? CLI_OK : CLI_FAIL;
 }
 
 static int verify_run(int argc, char** argv) {
@@ -1127,7 +626,7 @@ static int verify_run(int argc, char** argv) {
       {NULL, 0, NULL, 0}};
   bool quiet = false, strict = false, binaries = false, json = false;
   bool archless = true; /* no --arch given */
-  vb_set agents = {0};
+  vb_agents agents = {0};
   size_t problems = 0;
   int c, status = CLI_OK;
   while (status == CLI_OK &&
@@ -1162,7 +661,7 @@ static int verify_run(int argc, char** argv) {
         json = true;
         break;
       case 'h':
-        set_free(&agents);
+        agents_free(&agents);
         return cli_print_manual(&cli_verify_command);
       default:
         status = cli_option_error(&cli_verify_command, argv, "qh");
@@ -1177,14 +676,14 @@ static int verify_run(int argc, char** argv) {
   else if (status == CLI_OK && !binaries && !archless)
     status = cli_usage_error(&cli_verify_command, "--arch applies to --binary");
   if (status != CLI_OK) {
-    set_free(&agents);
+    agents_free(&agents);
     return status;
   }
   cli_catch_signals();
   if (binaries) {
     status =
         verify_binaries(argc - optind, argv + optind, &agents, quiet, json);
-    set_free(&agents);
+    agents_free(&agents);
     return status;
   }
   if (!cli_expand_archives(argc, argv, optind, &argc, &argv))

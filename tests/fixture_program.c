@@ -200,3 +200,13 @@ const char* fx_parse_report(const char* line, unsigned* magic,
     p++;
   return *p == '\n' ? p + 1 : p;
 }
+
+bool fx_build_library(const char* dir, const fx_entry* e, size_t count,
+                      const char* out) {
+  fx_buf bundle = fx_bundle(e, count);
+  fx_program_opts o = {
+      .kind = FX_PROGRAM_SHARED, .bundles = &bundle, .bundle_count = 1};
+  bool ok = fx_build_program(dir, &o, out);
+  fx_free(&bundle);
+  return ok;
+}

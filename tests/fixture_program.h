@@ -62,6 +62,12 @@ typedef struct fx_program_opts {
 bool fx_build_program(const char* dir, const fx_program_opts* opts,
                       const char* out);
 
+/* A shared object whose .hip_fatbin holds one bundle of the `count`
+ * entries `e`, one record pointing at it; built in `dir` as
+ * fx_build_program() does. */
+bool fx_build_library(const char* dir, const fx_entry* e, size_t count,
+                      const char* out);
+
 /* Parses one report line: magic, version, reserved and the bytes at the
  * record's pointer into `bytes` (at most `cap`; *size of them). Returns the
  * start of the next line, or NULL when `line` holds no record. */

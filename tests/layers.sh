@@ -1,11 +1,14 @@
 #!/bin/sh
 # The layers of the code, checked: libkpack's parts include only themselves
-# and the parts below them (common < archive < loader < binary), and the
-# programs (kpackfs/, contrib/) cannot reach libkpack's internal headers:
-# compiling an include of one with a program's flags must fail. In kpackfs/,
-# each part but main.c is a .c with a header of its own name, and what the
-# parts include forms no cycle: a part is read, and changed, knowing only
-# the parts below it.
+# and the parts below them (common < archive < loader < binary < producer),
+# and the programs (kpackfs/, contrib/) cannot reach libkpack's internal
+# headers: compiling an include of one with a program's flags must fail. In
+# kpackfs/, each part but main.c is a .c with a header of its own name, and
+# what the parts include forms no cycle: a part is read, and changed,
+# knowing only the parts below it. In contrib/, a function one file
+# defines for others is declared in that file's own header (the commands,
+# cmd_*.c, define none: they call, nothing calls them but the dispatch),
+# and the includes form no cycle either.
 # Usage: tests/layers.sh CC "CPPFLAGS of a program"; prints one line per
 # check and "layers: N passed, N failed".
 set -u
@@ -16,7 +19,7 @@ failed=0
 ok() { passed=$((passed + 1)); echo "ok      $*"; }
 bad() { failed=$((failed + 1)); echo "FAILED  $*"; }
 
-order="common archive loader binary"
+order="common archive loader binary producer"
 rank() { n=0; for p in $order; do [ "$p" = "$1" ] && { echo $n; return; }; n=$((n + 1)); done; echo 99; }
 
 for part in $order; do
@@ -41,23 +44,45 @@ for header in $(cd libkpack && ls */*.h); do
   fi
 done
 
-# kpackfs/: part X depends on part Y when X.c or X.h includes Y.h.
+# kpackfs/: each part has a header of its own.
 headless=""
 for c in kpackfs/*.c; do
   [ "$c" = kpackfs/main.c ] || [ -f "${c%.c}.h" ] || headless="$headless $c"
 done
 if [ -z "$headless" ]; then ok "kpackfs/: every part has a header of its own"
 else bad "kpackfs/: no header of their own:$headless"; fi
-for f in kpackfs/*.[ch]; do
-  part=$(basename "${f%.?}")
-  sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' "$f" | while IFS= read -r dep; do
-    [ "$dep" != "$part" ] && [ -f "kpackfs/$dep.h" ] && echo "$part $dep"
+# DIR/: part X depends on part Y when X.c or X.h includes Y.h; no cycle.
+no_include_cycle() {
+  for f in "$1"/*.[ch]; do
+    part=$(basename "${f%.?}")
+    sed -n 's/^#include "\([a-z_]*\)\.h".*/\1/p' "$f" | while IFS= read -r dep; do
+      [ "$dep" != "$part" ] && [ -f "$1/$dep.h" ] && echo "$part $dep"
+    done
+  done > "$tmp/depends"
+  if tsort "$tmp/depends" > /dev/null 2> "$tmp/loop"; then
+    ok "$1/ has no include cycle"
+  else
+    bad "$1/ has an include cycle:"; cat "$tmp/loop"
+  fi
+}
+no_include_cycle kpackfs
+
+# contrib/: the functions each file defines for the others, found at the
+# start of a line (the style puts a definition's type and name there), and
+# the header that must declare them.
+undeclared=""
+for c in contrib/*.c; do
+  part=$(basename "${c%.c}")
+  for name in $(grep -E '^[a-z_][a-z0-9_ ]*[ *][a-z_][a-z0-9_]*\(' "$c" |
+      grep -vE '^(static|typedef|extern|return|else) ' |
+      sed -E 's/^[^(]*[ *]([a-z_][a-z0-9_]*)\(.*/\1/'); do
+    [ "$part" = kpack ] && [ "$name" = main ] && continue
+    grep -qE "[ *]$name\(" "contrib/$part.h" 2>/dev/null ||
+      undeclared="$undeclared $part.c:$name"
   done
-done > "$tmp/depends"
-if tsort "$tmp/depends" > /dev/null 2> "$tmp/loop"; then
-  ok "kpackfs/ has no include cycle"
-else
-  bad "kpackfs/ has an include cycle:"; cat "$tmp/loop"
-fi
+done
+if [ -z "$undeclared" ]; then ok "contrib/: each file's functions for others are in its own header"
+else bad "contrib/: functions not declared in their file's own header:$undeclared"; fi
+no_include_cycle contrib
 echo "layers: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

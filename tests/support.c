@@ -6,6 +6,7 @@
 #include "support.h"
 #include "fixture_fatbin.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -412,6 +413,96 @@ char* kt_elflint(const char* path) {
 void kt_assert_contains(const char* text, const char* needle) {
   if (strstr(text, needle) == NULL)
     fail_msg("expected \"%s\" in:\n%s", needle, text);
+}
+
+/* One line per path below `dir` (walk order, names sorted) into `out`;
+ * hard links name the first path of their inode. */
+typedef struct kt_inode_seen {
+  dev_t dev;
+  ino_t ino;
+  char* rel;
+} kt_inode_seen;
+
+static int kt_compare_names(const void* a, const void* b) {
+  return strcmp(*(char* const*)a, *(char* const*)b);
+}
+
+static void kt_state_of(const char* root, const char* rel, bool dir_times,
+                        FILE* out, kt_inode_seen** seen, size_t* seen_count) {
+  char* dir = rel[0] ? kt_path(root, rel) : strdup(root);
+  DIR* d = opendir(dir);
+  assert_non_null(d);
+  char** names = NULL;
+  size_t count = 0;
+  for (struct dirent* e; (e = readdir(d)) != NULL;) {
+    if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+      continue;
+    names = realloc(names, (count + 1) * sizeof(*names));
+    names[count++] = strdup(e->d_name);
+  }
+  closedir(d);
+  if (count > 1)
+    qsort(names, count, sizeof(*names), kt_compare_names);
+  for (size_t i = 0; i < count; i++) {
+    char* child_rel = rel[0] ? kt_path(rel, names[i]) : strdup(names[i]);
+    char* child = kt_path(root, child_rel);
+    struct stat st;
+    assert_int_equal(lstat(child, &st), 0);
+    if (S_ISDIR(st.st_mode) && !dir_times)
+      fprintf(out, "%s %o", child_rel, (unsigned)st.st_mode);
+    else
+      fprintf(out, "%s %o %lld.%09ld", child_rel, (unsigned)st.st_mode,
+              (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+    if (S_ISLNK(st.st_mode)) {
+      char target[4096];
+      ssize_t n = readlink(child, target, sizeof(target) - 1);
+      assert_true(n >= 0);
+      target[n] = '\0';
+      fprintf(out, " -> %s\n", target);
+    } else if (S_ISREG(st.st_mode)) {
+      const char* first = NULL;
+      for (size_t s = 0; s < *seen_count && first == NULL; s++)
+        if ((*seen)[s].dev == st.st_dev && (*seen)[s].ino == st.st_ino)
+          first = (*seen)[s].rel;
+      if (first != NULL) {
+        fprintf(out, " link of %s\n", first);
+      } else {
+        size_t size;
+        void* data = kt_read_file(child, &size);
+        assert_non_null(data);
+        fprintf(out, " %zu bytes %016llx\n", size,
+                (unsigned long long)kt_fnv1a(data, size, KT_FNV_START));
+        free(data);
+        *seen = realloc(*seen, (*seen_count + 1) * sizeof(**seen));
+        (*seen)[(*seen_count)++] =
+            (kt_inode_seen){st.st_dev, st.st_ino, strdup(child_rel)};
+      }
+    } else {
+      fputc('\n', out);
+      if (S_ISDIR(st.st_mode))
+        kt_state_of(root, child_rel, dir_times, out, seen, seen_count);
+    }
+    free(child);
+    free(child_rel);
+    free(names[i]);
+  }
+  free(names);
+  free(dir);
+}
+
+char* kt_tree_state(const char* dir, bool dir_times) {
+  char* text = NULL;
+  size_t size = 0;
+  kt_inode_seen* seen = NULL;
+  size_t seen_count = 0;
+  FILE* out = open_memstream(&text, &size);
+  assert_non_null(out);
+  kt_state_of(dir, "", dir_times, out, &seen, &seen_count);
+  assert_int_equal(fclose(out), 0);
+  for (size_t i = 0; i < seen_count; i++)
+    free(seen[i].rel);
+  free(seen);
+  return text;
 }
 
 void kt_assert_same_tree(const char* a, const char* b) {

@@ -128,6 +128,13 @@ void kt_assert_contains(const char* text, const char* needle);
 /* Fails unless `diff -r` finds the trees identical (symbolic links
  * compared as links). */
 void kt_assert_same_tree(const char* a, const char* b);
+/* Everything about the tree below `dir` that a run must not change, as
+ * text to compare: one line per path (names sorted), with its mode, its
+ * mtime to the nanosecond (directories' too with `dir_times`), and a
+ * regular file's size and FNV-1a of its bytes, a symbolic link's target,
+ * or for another name of a hard-linked file the first one's path. The
+ * root's own entry is not in it. free() the result. */
+char* kt_tree_state(const char* dir, bool dir_times);
 
 /* FNV-1a, for checksumming kernels read through a mount. */
 #define KT_FNV_START 1469598103934665603ull

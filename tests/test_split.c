@@ -911,6 +911,166 @@ static void test_killed_in_place_run_leaves_no_half_written_file(void** state) {
   free(ref);
 }
 
+/* The input of a re-split over an earlier output: a binary (rebuilt for
+ * fewer arches the second time, so that an archive goes), a hard link to
+ * it, a symbolic link, a data file that changes, and a directory. */
+static void write_rerun_tree(const char* root, uint32_t seed, size_t arches,
+                             const char* data) {
+  char* lib = kt_tree_path(root, "lib/libx.so");
+  char* hard = kt_path(root, "lib/libx-hard.so");
+  char* sym = kt_path(root, "lib/libx-link.so");
+  char* text = kt_tree_path(root, "share/sub/data.txt");
+  unlink(lib);
+  unlink(hard);
+  unlink(sym);
+  write_program_for(lib, FX_PROGRAM_SHARED, MANY_WRAPPERS, seed, arches);
+  assert_int_equal(link(lib, hard), 0);
+  assert_int_equal(symlink("libx.so", sym), 0);
+  kt_write_file(text, data, strlen(data));
+  free(lib);
+  free(hard);
+  free(sym);
+  free(text);
+}
+
+/* A -o run over an earlier output that fails at any of its writes (each
+ * failed in turn through KPACK_SPLIT_FAIL_AFTER: a transformed binary,
+ * each archive, each copy and link, each file put in place, each
+ * directory's mode) leaves the earlier output exactly as it was: every
+ * file, archive, link, mode and time, directories' included; no archive
+ * of the new build beside binaries of the old one. */
+static void test_failed_rerun_leaves_the_earlier_output_as_it_was(
+    void** state) {
+  (void)state;
+  char* in = kt_in_tmp("rerun-in");
+  char* out = kt_in_tmp("rerun-out");
+  char* ref = kt_in_tmp("rerun-ref");
+  write_rerun_tree(in, 71, 3, "build 1\n");
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-q", "-o", out, "--prefix", "x", in), 0);
+  write_rerun_tree(in, 72, 2, "build 2, longer\n");
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-q", "-o", ref, "--prefix", "x", in), 0);
+  char* before = kt_tree_state(out, true);
+  unsigned failures = 0;
+  for (unsigned n = 1; n < 200; n++) {
+    char value[16], *err = NULL;
+    snprintf(value, sizeof(value), "%u", n);
+    setenv("KPACK_SPLIT_FAIL_AFTER", value, 1);
+    int rc =
+        KT_KPACK(NULL, &err, "split", "-q", "-o", out, "--prefix", "x", in);
+    unsetenv("KPACK_SPLIT_FAIL_AFTER");
+    if (rc == 0) {
+      free(err);
+      break;
+    }
+    assert_int_equal(rc, 1);
+    kt_assert_contains(err, "cannot write: Input/output error");
+    char* after = kt_tree_state(out, true);
+    if (strcmp(after, before) != 0)
+      fail_msg("failed at write %u (%s), the output changed:\n%s\nwas:\n%s", n,
+               err, after, before);
+    free(after);
+    free(err);
+    failures++;
+  }
+  /* 1 binary, 3 archives (one dropped), 3 copies and links, 6 files put
+   * in place, 6 directories. */
+  assert_true(failures >= 15);
+  kt_assert_same_tree(out, ref);
+  char* gone = kt_path(out, ".kpack/x_gfx1100.kpack");
+  assert_int_not_equal(access(gone, F_OK), 0);
+  free(gone);
+  free(before);
+  free(ref);
+  free(out);
+  free(in);
+}
+
+/* A HIP relocatable object (.o, as -dev packages ship them) beside a
+ * library in a tree: copied byte for byte with a note saying why and what
+ * to split instead, the library split as usual; before, the whole run
+ * failed on it ("neither ET_EXEC nor ET_DYN"). */
+static void test_split_copies_a_relocatable_object_as_data(void** state) {
+  (void)state;
+  char* in = kt_in_tmp("objects-in");
+  char* out = kt_in_tmp("objects-out");
+  char* obj = kt_tree_path(in, "lib/hip/kernels.o");
+  char* lib = kt_tree_path(in, "lib/libx.so");
+  char* build = kt_in_tmp("objects-build");
+  kt_mkdirs(build);
+  void* k = kt_pattern(700, 81);
+  const fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                        {"hipv4-amdgcn-amd-amdhsa--gfx1100", k, 700}};
+  fx_buf bundle = fx_bundle(e, 2);
+  fx_program_opts o = {.kind = FX_PROGRAM_SHARED,
+                       .bundles = &bundle,
+                       .bundle_count = 1,
+                       .flags = "-c"};
+  assert_true(fx_build_program(build, &o, obj));
+  write_fat(lib, MANY_WRAPPERS, 82);
+  char *text, *err;
+  int rc = KT_KPACK(&text, &err, "split", "-o", out, "--prefix", "x", in);
+  if (rc != 0)
+    fail_msg("exit %d: %s", rc, err);
+  char* expected;
+  assert_true(asprintf(&expected,
+                       "kpack: %s: a relocatable object (.o) with device "
+                       "code: copied as it is; split the binaries linked "
+                       "from it\n",
+                       obj) > 0);
+  kt_assert_contains(err, expected);
+  kt_assert_contains(text, "split: 1 binary transformed");
+  char* copied = kt_path(out, "lib/hip/kernels.o");
+  size_t n;
+  void* bytes = kt_read_file(obj, &n);
+  assert_true(holds(copied, bytes, n));
+  free(bytes);
+  free(copied);
+  free(expected);
+  free(text);
+  free(err);
+  fx_free(&bundle);
+  free(k);
+  free(build);
+  free(lib);
+  free(obj);
+  free(out);
+  free(in);
+}
+
+/* A re-split into the same -o with another --prefix would leave the old
+ * prefix's archives beside the new ones, holding the same binary keys
+ * (kpackfs and diff then see duplicates): refused before anything is
+ * written, naming the archive, the key and the prefixes; the earlier
+ * output is left as it was, and the old prefix still works. */
+static void test_split_again_with_another_prefix_is_refused(void** state) {
+  (void)state;
+  char* in = kt_in_tmp("prefix-in");
+  char* out = kt_in_tmp("prefix-out");
+  char* lib = kt_tree_path(in, "lib/libx.so");
+  write_fat(lib, MANY_WRAPPERS, 91);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-q", "-o", out, "--prefix", "old", in), 0);
+  char* before = kt_tree_state(out, true);
+  char* err;
+  assert_int_equal(
+      KT_KPACK(NULL, &err, "split", "-q", "-o", out, "--prefix", "new", in), 1);
+  kt_assert_contains(err, "an archive of the prefix 'old' holds lib/libx.so#");
+  kt_assert_contains(err, "which this run writes with the prefix 'new'");
+  kt_assert_contains(err, "or split with --prefix old");
+  free(err);
+  char* after = kt_tree_state(out, true);
+  assert_string_equal(after, before);
+  free(after);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-q", "-o", out, "--prefix", "old", in), 0);
+  free(before);
+  free(lib);
+  free(out);
+  free(in);
+}
+
 static void test_split_arch_keeps_only_the_listed_arches(void** state) {
   (void)state;
   char* in = kt_in_tmp("in");
@@ -933,6 +1093,34 @@ static void test_split_arch_keeps_only_the_listed_arches(void** state) {
   char* o_lib = kt_path(out, "lib/libfat.so.1");
   assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", o_lib), 0);
   free(o_lib);
+  /* A list, as verify --arch takes one, is each of its targets, each
+   * checked; an empty item or a bad target refuses the command line. */
+  char* out2 = kt_in_tmp("out-list");
+  char* kept2 = kt_path(out2, ".kpack/p_gfx90a:xnack-.kpack");
+  assert_int_equal(KT_KPACK(&text, NULL, "split", "-o", out2, "--arch",
+                            "gfx90a:xnack-,gfx1100", "--prefix", "p", in),
+                   0);
+  kt_assert_contains(text, "2 archives written: 8 code objects");
+  free(text);
+  assert_int_equal(access(kept2, F_OK), 0);
+  char* err;
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "-o", out, "--arch",
+                            "gfx90a:xnack-,gfx1100,", "--prefix", "p", in),
+                   2);
+  kt_assert_contains(err, "an empty one in the list");
+  free(err);
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "-o", out, "--arch",
+                            "gfx1100,gfx90a:xnak-", "--prefix", "p", in),
+                   2);
+  kt_assert_contains(err, "--arch 'gfx90a:xnak-': not a GPU target");
+  free(err);
+  /* A prefix that cannot be part of a file name is a bad command line. */
+  assert_int_equal(
+      KT_KPACK(NULL, &err, "split", "-o", out, "--prefix", "a/b", in), 2);
+  kt_assert_contains(err, "--prefix 'a/b' cannot be part of a file name");
+  free(err);
+  free(kept2);
+  free(out2);
   free(kept);
   free(dropped);
   free(lib);
@@ -1073,7 +1261,7 @@ static void test_split_bad_inputs_are_refused_and_leave_inputs_alone(
                    2);
   assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", out), 2);
   assert_int_equal(
-      KT_KPACK(NULL, NULL, "split", "-o", out, "--prefix", "a/b", in), 1);
+      KT_KPACK(NULL, NULL, "split", "-o", out, "--prefix", "a/b", in), 2);
   fx_free(&elf);
   free(k);
   free(out);
@@ -1226,6 +1414,15 @@ int main(void) {
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_killed_in_place_run_leaves_no_half_written_file, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_failed_rerun_leaves_the_earlier_output_as_it_was, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_copies_a_relocatable_object_as_data, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_split_again_with_another_prefix_is_refused, kt_kpack_setup,
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_split_arch_keeps_only_the_listed_arches, kt_kpack_setup,

@@ -106,10 +106,26 @@ static void test_system_root_needs_archive_dir_and_names_the_library(
   place_rocrand(in, "usr/lib/x86_64-linux-gnu/librocrand.so.1.1");
   char *text, *err;
   assert_int_equal(KT_KPACK(NULL, &err, "split", "-o", out, in), 2);
-  kt_assert_contains(err, "--archive-dir");
   kt_assert_contains(err, "/.kpack");
+  /* The folder docs/split.md recommends, the tree's multiarch one. */
+  kt_assert_contains(err,
+                     "--archive-dir (e.g. usr/lib/x86_64-linux-gnu/kpack)");
   free(err);
   assert_false(exists(out));
+  /* A library of a multiarch folder given as a file is named after the
+   * library, not after the folder. */
+  char* file = kt_path(in, "usr/lib/x86_64-linux-gnu/librocrand.so.1.1");
+  char* single = kt_path(kt_tmp, "root-single");
+  int code =
+      KT_KPACK(NULL, &err, "split", "-q", "--no-compress", "-o", single, file);
+  if (code != 0)
+    fail_msg("exit %d: %s", code, err);
+  free(err);
+  assert_true(exists_in(single, ".kpack/rocrand_gfx90a:xnack-.kpack"));
+  assert_false(
+      exists_in(single, ".kpack/x86_64-linux-gnu_gfx90a:xnack-.kpack"));
+  free(single);
+  free(file);
   int rc = KT_KPACK(&text, &err, "split", "--no-compress", "-o", out,
                     "--archive-dir", "usr/lib/x86_64-linux-gnu/kpack", in);
   if (rc != 0)
@@ -436,6 +452,57 @@ static void test_per_arch_group_and_dry_run(void** state) {
   free(pa);
 }
 
+/* A `--genco` file holding code for several processors (gfx906 and
+ * gfx1030, named after one of them) is no one GPU's: it goes to generic,
+ * so that every install has it, and the plan says why. A bundle for one
+ * processor still goes to that processor's tree. */
+static void test_per_arch_bundle_of_several_processors_is_generic(
+    void** state) {
+  (void)state;
+  char* in = kt_path(kt_tmp, "multi-in");
+  char* out = kt_path(kt_tmp, "multi-out");
+  const fx_entry two[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                          {"hipv4-amdgcn-amd-amdhsa--gfx906", "six", 3},
+                          {"hipv4-amdgcn-amd-amdhsa--gfx1030", "thirty", 6}};
+  fx_buf multi = fx_bundle(two, 3);
+  fx_buf one = fx_bundle(two, 2);
+  char* multi_path = kt_tree_path(in, "share/kern/standalone_gfx1030.hsaco");
+  char* one_path = kt_tree_path(in, "share/kern/only.hsaco");
+  kt_write_file(multi_path, multi.data, multi.size);
+  kt_write_file(one_path, one.data, one.size);
+  char *text, *err;
+  int rc = KT_KPACK(&text, &err, "split", "--per-arch", "--dry-run", "--prefix",
+                    "m", "-o", out, in);
+  if (rc != 0)
+    fail_msg("exit %d: %s", rc, err);
+  kt_assert_contains(text,
+                     "generic          file       "
+                     "share/kern/standalone_gfx1030.hsaco      "
+                     "content: offload bundle for several processors\n");
+  kt_assert_contains(
+      text,
+      "gfx906           file       share/kern/only.hsaco"
+      "                    content: offload bundle for gfx906\n");
+  assert_null(strstr(text, "(null)"));
+  free(text);
+  free(err);
+  rc = KT_KPACK(&text, &err, "split", "--per-arch", "-q", "--prefix", "m", "-o",
+                out, in);
+  if (rc != 0)
+    fail_msg("exit %d: %s", rc, err);
+  assert_true(exists_in(out, "generic/share/kern/standalone_gfx1030.hsaco"));
+  assert_false(exists_in(out, "gfx1030/share/kern/standalone_gfx1030.hsaco"));
+  assert_true(exists_in(out, "gfx906/share/kern/only.hsaco"));
+  free(text);
+  free(err);
+  fx_free(&multi);
+  fx_free(&one);
+  free(multi_path);
+  free(one_path);
+  free(out);
+  free(in);
+}
+
 /* A rule file with a syntax error, a rule naming no GPU processor, and a
  * --group naming a processor twice: exit 2, the file and line or the
  * argument named, nothing written. */
@@ -477,6 +544,19 @@ static void test_per_arch_bad_rules_and_groups_are_refused(void** state) {
                    2);
   kt_assert_contains(err, "'gfx90z' is not a GPU processor");
   free(err);
+  /* A group named after a processor it does not hold would merge its
+   * files into that processor's tree; named after one it holds, fine. */
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "--per-arch", "--group",
+                            "gfx1030=gfx906", "-o", out, in),
+                   2);
+  kt_assert_contains(err,
+                     "--group 'gfx1030=gfx906': gfx1030 is a GPU processor "
+                     "that the group does not hold");
+  free(err);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "--per-arch", "--dry-run", "--group",
+               "gfx1030=gfx1030,gfx1031", "-o", out, in),
+      0);
   assert_false(exists(out));
   /* A packager's rule comes before the shipped ones, in a file saved with
    * CRLF line endings too. */
@@ -662,6 +742,9 @@ int main(void) {
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(test_per_arch_group_and_dry_run,
                                       kt_kpack_setup, kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_per_arch_bundle_of_several_processors_is_generic, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_per_arch_bad_rules_and_groups_are_refused, kt_kpack_setup,
           kt_kpack_teardown),

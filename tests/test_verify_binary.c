@@ -233,6 +233,24 @@ static void test_arch_takes_agent_targets_as_the_runtime_names_them(
   free(why);
   free(missing);
   free(text);
+  /* A bare gfx90a agent (xnack either way) against a build for
+   * gfx90a:xnack-: the archive is there, for other settings; the message
+   * says which agent the build serves, and how to check that one. */
+  assert_int_equal(
+      KT_KPACK(&text, NULL, "verify", "--binary", "--arch", "gfx90a", lib), 1);
+  missing = archive_of("gfx90a");
+  assert_true(asprintf(&why,
+                       "no archive for this arch is installed (looked for "
+                       "%s); the split recorded gfx90a:xnack-, which serves "
+                       "an agent with those settings (--arch gfx90a:xnack-), "
+                       "not a gfx90a agent, for which the loader looks for "
+                       "gfx90a itself",
+                       missing) > 0);
+  assert_failure_line(text, lib, "gfx90a", "KPACK_ERROR_ARCHIVE_NOT_FOUND",
+                      why);
+  free(why);
+  free(missing);
+  free(text);
   /* What is not a target is a bad command line, naming it. */
   static const char* const bad[] = {"sm_80",
                                     "gfx90a:xnack",
@@ -310,16 +328,30 @@ static void test_directory_checks_every_split_binary_under_it(void** state) {
   assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", o_note), 1);
   kt_assert_contains(text, "KPACK_ERROR_INVALID_FORMAT");
   free(text);
-  /* A tree without any is no failure, but says so. */
+  /* A tree without any checks nothing: a failure that says so, quiet or
+   * not; the tree before the split (fat binaries only) too. */
   char* share = kt_path(out, "share");
-  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", share), 0);
-  kt_assert_contains(text, "no kpack-ified binary in it");
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", share), 1);
+  kt_assert_contains(text, "no kpack-ified binary in it: nothing was checked");
   free(text);
   char* empty = kt_path(kt_tmp, "empty");
   assert_int_equal(mkdir(empty, 0755), 0);
-  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", empty), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", "-q", empty), 1);
   kt_assert_contains(text, "no kpack-ified binary in it");
   free(text);
+  char* unsplit = kt_path(kt_tmp, "unsplit");
+  char* unsplit_lib = kt_tree_path(unsplit, "lib/libfat.so");
+  kt_copy_file(fat, unsplit_lib);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", unsplit), 1);
+  kt_assert_contains(text, "no kpack-ified binary in it");
+  free(text);
+  char* json = NULL;
+  assert_int_equal(
+      KT_KPACK(&json, NULL, "verify", "--binary", "--json", unsplit), 1);
+  kt_assert_contains(json, "\"ok\": false");
+  free(json);
+  free(unsplit_lib);
+  free(unsplit);
   free(empty);
   free(share);
   free(o_note);

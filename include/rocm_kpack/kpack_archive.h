@@ -20,6 +20,11 @@ extern "C" {
  * Unknown values yield "KPACK_ERROR_UNKNOWN". */
 KPACK_API const char* kpack_error_string(kpack_error_t err);
 
+/* What a status means, as a short phrase for messages, e.g. "no such file"
+ * for FILE_NOT_FOUND, "malformed file" for INVALID_FORMAT; never NULL.
+ * Unknown values yield "unknown status". */
+KPACK_API const char* kpack_error_text(kpack_error_t err);
+
 /* The TOC spelling of a scheme: "none" or "zstd-per-kernel"; NULL if
  * unknown. */
 KPACK_API const char* kpack_compression_scheme_name(

@@ -49,6 +49,16 @@ KPACK_API bool kpack_target_serves(const char* target, const char* arch);
  * if either is NULL or names no processor. */
 KPACK_API bool kpack_target_may_serve(const char* target, const char* agent);
 
+/* Whether a code object built for `target` may be served to one of the
+ * `count` agents of `agents` (kpack_target_may_serve()): what `kpack
+ * split --arch` and `kpack create --arch` keep. True when count is 0 (no
+ * agent given keeps everything). When `matched` is not NULL, matched[i] is
+ * set to true for each agent that may be served it (and left alone for
+ * the others). False if target is NULL and count is not 0. */
+KPACK_API bool kpack_target_may_serve_any(const char* target,
+                                          const char* const* agents,
+                                          size_t count, bool* matched);
+
 /* Whether `target` names a GPU target: a processor libkpack knows
  * (kpack_processor_is_known(): gfx90a, gfx1100, gfx9-generic...), then at
  * most one setting of each feature that processor has, as ":sramecc+",

@@ -37,6 +37,10 @@ typedef enum {
   KPACK_ERROR_INVALID_METADATA = 12,
   KPACK_ERROR_ARCHIVE_NOT_FOUND = 13,
   KPACK_ERROR_ARCH_NOT_FOUND = 14,
+  /* Not in ROCm's set: a long call of this library's (a split, verify
+   * --binary) stopped because its caller asked it to (a progress callback
+   * returned false, or its cancel flag was set). */
+  KPACK_ERROR_CANCELLED = 15,
 } kpack_error_t;
 
 /* Archive header: "KPAK", u32 version, u64 TOC offset (little-endian). */

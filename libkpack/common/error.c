@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT
  *
- * Names for status codes and compression schemes, as every message uses them.
+ * Names and phrases for status codes, and names of compression schemes, as
+ * every message uses them.
  */
 #include "rocm_kpack/kpack_ext.h"
 
@@ -24,9 +25,48 @@ KPACK_API const char* kpack_error_string(kpack_error_t err) {
     KP_NAME(KPACK_ERROR_INVALID_METADATA)
     KP_NAME(KPACK_ERROR_ARCHIVE_NOT_FOUND)
     KP_NAME(KPACK_ERROR_ARCH_NOT_FOUND)
+    KP_NAME(KPACK_ERROR_CANCELLED)
 #undef KP_NAME
   }
   return "KPACK_ERROR_UNKNOWN";
+}
+
+KPACK_API const char* kpack_error_text(kpack_error_t err) {
+  switch (err) {
+    case KPACK_SUCCESS:
+      return "success";
+    case KPACK_ERROR_INVALID_ARGUMENT:
+      return "invalid argument";
+    case KPACK_ERROR_FILE_NOT_FOUND:
+      return "no such file";
+    case KPACK_ERROR_INVALID_FORMAT:
+      return "malformed file";
+    case KPACK_ERROR_UNSUPPORTED_VERSION:
+      return "unsupported version or scheme";
+    case KPACK_ERROR_KERNEL_NOT_FOUND:
+      return "no such kernel";
+    case KPACK_ERROR_DECOMPRESSION_FAILED:
+      return "corrupt compressed data";
+    case KPACK_ERROR_OUT_OF_MEMORY:
+      return "out of memory";
+    case KPACK_ERROR_NOT_IMPLEMENTED:
+      return "disabled or not implemented";
+    case KPACK_ERROR_IO_ERROR:
+      return "read or write error";
+    case KPACK_ERROR_MSGPACK_PARSE_FAILED:
+      return "malformed table of contents";
+    case KPACK_ERROR_PATH_DISCOVERY_FAILED:
+      return "binary path not found";
+    case KPACK_ERROR_INVALID_METADATA:
+      return "malformed HIPK metadata";
+    case KPACK_ERROR_ARCHIVE_NOT_FOUND:
+      return "no archive could be opened";
+    case KPACK_ERROR_ARCH_NOT_FOUND:
+      return "no archive declares a compatible architecture";
+    case KPACK_ERROR_CANCELLED:
+      return "cancelled";
+  }
+  return "unknown status";
 }
 
 KPACK_API const char* kpack_compression_scheme_name(

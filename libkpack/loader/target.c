@@ -274,3 +274,17 @@ KPACK_API bool kpack_target_may_serve(const char* target, const char* agent) {
 KPACK_API bool kpack_target_serves(const char* target, const char* arch) {
   return target != NULL && arch != NULL && kp_target_serves(target, arch);
 }
+
+KPACK_API bool kpack_target_may_serve_any(const char* target,
+                                          const char* const* agents,
+                                          size_t count, bool* matched) {
+  bool keep = count == 0;
+  for (size_t i = 0; target != NULL && agents != NULL && i < count; i++)
+    if (kpack_target_may_serve(target, agents[i])) {
+      keep = true;
+      if (matched == NULL)
+        break;
+      matched[i] = true;
+    }
+  return keep;
+}

@@ -69,8 +69,8 @@ size_t kf_code_object_input(const uint8_t* data, size_t size);
  * many records were transformed. */
 size_t kf_transform_input(const uint8_t* data, size_t size);
 
-/* Rule file entry point of `kpack split --per-arch` (contrib/arch_rules.h,
- * in tests/fuzz/rules_driver.c with the tool's sources): the bytes before
+/* Rule file entry point of `kpack split --per-arch` (the library's
+ * producer/arch_rules.h, in tests/fuzz/rules_driver.c): the bytes before
  * the first NUL are a rule file, loaded from a memfd as /proc/self/fd/N (a
  * refused file keeps the rules before its bad line); the bytes after it
  * are paths, one a line (the first KF_RULES_MAX_PATHS), placed by the rules

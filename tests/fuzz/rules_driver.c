@@ -2,9 +2,9 @@
  *
  * Driver of the rule files of `kpack split --per-arch` (see fuzz_drivers.h):
  * a rule file is loaded and paths are placed by it, and each placement is
- * checked against what contrib/arch_rules.h promises. Apart from
- * fuzz_drivers.c because only its harness and the replay suite link the
- * tool's sources.
+ * checked against what libkpack/producer/arch_rules.h promises. Apart from
+ * fuzz_drivers.c because only its harness and the replay suite reach that
+ * internal header.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -14,8 +14,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "arch_rules.h"
 #include "fuzz_drivers.h"
+#include "producer/arch_rules.h"
 #include "rocm_kpack/kpack_ext.h"
 
 /* ar_rules_match() needs at least 32 bytes; the byte after the buffer
@@ -136,7 +136,8 @@ size_t kf_rules_input(const uint8_t* data, size_t size) {
   /* A refused file is a normal outcome; the rules before its bad line
    * must still hold what the header promises. */
   ar_rules rules = {0};
-  ar_rules_load(&rules, rules_path);
+  kp_report silent = {0};
+  ar_rules_load(&rules, rules_path, &silent, KPACK_ERROR_INVALID_ARGUMENT);
   check_rules(&rules, rules_path);
 
   size_t matched = 0;

@@ -14,20 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "file_replace.h"
-
-static unsigned long steps_done;
-
-void fr_step(void) {
-  static long kill_after = -1;
-  if (kill_after < 0) {
-    const char* v = getenv("KPACK_SPLIT_KILL_AFTER");
-    kill_after = v != NULL && *v != '\0' ? strtol(v, NULL, 10) : 0;
-  }
-  if (kill_after > 0 && ++steps_done == (unsigned long)kill_after)
-    raise(SIGKILL);
-}
+#include "common/grow.h"
+#include "producer/file_replace.h"
 
 bool fr_is_own_name(const char* name) {
   return strncmp(name, FR_PREFIX, strlen(FR_PREFIX)) == 0;
@@ -45,8 +33,12 @@ static char* own_name(const char* path, const char* suffix) {
   return out;
 }
 
+char* fr_temp_name(const char* dst) {
+  return own_name(dst, ".tmp");
+}
+
 /* Syncs the directory holding `path`, so that a rename in it is durable. */
-static bool sync_parent(const char* path) {
+static bool sync_parent(pr_run* r, const char* path) {
   const char* slash = strrchr(path, '/');
   char* dir = slash == NULL   ? strdup(".")
               : slash == path ? strdup("/")
@@ -56,18 +48,19 @@ static bool sync_parent(const char* path) {
   if (fd >= 0 && fsync(fd) == 0)
     ok = true;
   else
-    cli_error("%s: cannot sync the directory: %s", dir ? dir : path,
-              strerror(errno));
+    kp_error(&r->report, dir ? dir : path, KPACK_ERROR_IO_ERROR, errno,
+             "%s: cannot sync the directory: %s", dir ? dir : path,
+             strerror(errno));
   if (fd >= 0)
     close(fd);
   free(dir);
   return ok;
 }
 
-bool fr_create_temp(const char* dst, char** tmp, int* fd) {
+bool fr_create_temp(pr_run* r, const char* dst, char** tmp, int* fd) {
   *tmp = own_name(dst, ".tmp");
   if (*tmp == NULL) {
-    cli_error("out of memory");
+    kp_out_of_memory(&r->report);
     return false;
   }
   for (int attempt = 0; attempt < 2; attempt++) {
@@ -77,7 +70,8 @@ bool fr_create_temp(const char* dst, char** tmp, int* fd) {
     if (errno != EEXIST || unlink(*tmp) != 0)
       break; /* a stale temporary file of a killed run is removed once */
   }
-  cli_error("%s: cannot create: %s", *tmp, strerror(errno));
+  kp_error(&r->report, *tmp, KPACK_ERROR_IO_ERROR, errno,
+           "%s: cannot create: %s", *tmp, strerror(errno));
   free(*tmp);
   *tmp = NULL;
   return false;
@@ -102,7 +96,7 @@ static bool write_all(int fd, const char* buf, size_t n, off_t offset) {
  * where the filesystems allow (no bytes through user space, reflinks where
  * supported), else a read/write loop. The first chunk is half the file and
  * a step is counted after it, so the kill hook stops a copy halfway. */
-static bool copy_fd(int in, int out, off_t size) {
+static bool copy_fd(pr_run* r, int in, int out, off_t size) {
   static char buf[1 << 16];
   off_t done = 0;
   bool stepped = false, plain = false;
@@ -137,27 +131,29 @@ static bool copy_fd(int in, int out, off_t size) {
     done += n;
     if (!stepped) {
       stepped = true;
-      fr_step();
+      pr_step(r);
     }
   }
   return true;
 }
 
-bool fr_copy_into(const char* src, int fd, const char* dst_for_messages) {
+bool fr_copy_into(pr_run* r, const char* src, int fd,
+                  const char* dst_for_messages) {
   struct stat st;
   int in = open(src, O_RDONLY | O_CLOEXEC);
-  bool ok = in >= 0 && fstat(in, &st) == 0 && copy_fd(in, fd, st.st_size);
-  if (!ok && cli_is_write_errno(errno)) /* the copy's failure, not src's */
-    cli_output_error(dst_for_messages, KPACK_ERROR_IO_ERROR, errno);
+  bool ok = in >= 0 && fstat(in, &st) == 0 && copy_fd(r, in, fd, st.st_size);
+  if (!ok && pr_is_write_errno(errno)) /* the copy's failure, not src's */
+    pr_output_error(r, dst_for_messages, KPACK_ERROR_IO_ERROR, errno);
   else if (!ok)
-    cli_error("%s: cannot copy to %s: %s", src, dst_for_messages,
-              strerror(errno));
+    kp_error(&r->report, src, KPACK_ERROR_IO_ERROR, errno,
+             "%s: cannot copy to %s: %s", src, dst_for_messages,
+             strerror(errno));
   if (in >= 0)
     close(in);
   return ok;
 }
 
-bool fr_finish_temp(int fd, const char* dst, const struct stat* like,
+bool fr_finish_temp(pr_run* r, int fd, const char* dst, const struct stat* like,
                     bool durable) {
   const struct timespec times[2] = {like->st_atim, like->st_mtim};
   const char* what = NULL;
@@ -170,7 +166,8 @@ bool fr_finish_temp(int fd, const char* dst, const struct stat* like,
   else if (futimens(fd, times) != 0)
     what = "cannot set the times";
   if (what != NULL)
-    cli_error("%s: %s: %s", dst, what, strerror(errno));
+    kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, errno, "%s: %s: %s", dst,
+             what, strerror(errno));
   /* Delayed write errors (a full disk) surface at fsync or close. */
   bool ok = what == NULL, wrote = ok;
   int why = 0;
@@ -183,23 +180,24 @@ bool fr_finish_temp(int fd, const char* dst, const struct stat* like,
     why = errno;
   }
   if (wrote && !ok)
-    cli_output_error(dst, KPACK_ERROR_IO_ERROR, why);
+    pr_output_error(r, dst, KPACK_ERROR_IO_ERROR, why);
   return ok;
 }
 
-bool fr_install(const char* tmp, const char* dst, bool durable) {
+bool fr_install(pr_run* r, const char* tmp, const char* dst, bool durable) {
   if (rename(tmp, dst) != 0) {
-    cli_error("%s: cannot replace with %s: %s", dst, tmp, strerror(errno));
+    kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, errno,
+             "%s: cannot replace with %s: %s", dst, tmp, strerror(errno));
     return false;
   }
-  fr_step();
-  return !durable || sync_parent(dst);
+  pr_step(r);
+  return !durable || sync_parent(r, dst);
 }
 
 /* Copies the committed redo file into `dst`'s own inode, syncs it, gives it
  * the redo file's mtime and removes the redo file. Safe to repeat: every
  * attempt writes the same bytes from the start. */
-static bool apply_redo(const char* redo, const char* dst) {
+static bool apply_redo(pr_run* r, const char* redo, const char* dst) {
   struct stat st;
   int in = open(redo, O_RDONLY | O_CLOEXEC);
   int out = in >= 0 ? open(dst, O_WRONLY | O_CLOEXEC) : -1;
@@ -209,18 +207,19 @@ static bool apply_redo(const char* redo, const char* dst) {
   const struct timespec times[2] = {st.st_atim, st.st_mtim};
   /* Overwritten from the start, then cut to the new length. Until the
    * redo file is removed the copy may run again, with the same result. */
-  if (!copy_fd(in, out, st.st_size) || ftruncate(out, st.st_size) != 0 ||
+  if (!copy_fd(r, in, out, st.st_size) || ftruncate(out, st.st_size) != 0 ||
       futimens(out, times) != 0 || fsync(out) != 0)
     goto fail;
   close(out);
   out = -1;
-  if (unlink(redo) != 0 || !sync_parent(redo))
+  if (unlink(redo) != 0 || !sync_parent(r, redo))
     goto fail;
-  fr_step();
+  pr_step(r);
   ok = true;
 fail:
   if (!ok)
-    cli_error("%s: cannot rewrite from %s: %s", dst, redo, strerror(errno));
+    kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, errno,
+             "%s: cannot rewrite from %s: %s", dst, redo, strerror(errno));
   if (in >= 0)
     close(in);
   if (out >= 0)
@@ -228,31 +227,33 @@ fail:
   return ok;
 }
 
-bool fr_rewrite_in_place(const char* tmp, const char* dst) {
+bool fr_rewrite_in_place(pr_run* r, const char* tmp, const char* dst) {
   char* redo = own_name(dst, ".redo");
   bool ok = false;
   if (redo == NULL) {
-    cli_error("out of memory");
+    kp_out_of_memory(&r->report);
     return false;
   }
   if (rename(tmp, redo) != 0) {
-    cli_error("%s: cannot commit %s: %s", dst, redo, strerror(errno));
+    kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, errno,
+             "%s: cannot commit %s: %s", dst, redo, strerror(errno));
     goto done;
   }
-  if (!sync_parent(redo))
+  if (!sync_parent(r, redo))
     goto done;
-  fr_step(); /* committed: from here the next run finishes the copy */
-  ok = apply_redo(redo, dst);
+  pr_step(r); /* committed: from here the next run finishes the copy */
+  ok = apply_redo(r, redo, dst);
 done:
   free(redo);
   return ok;
 }
 
-bool fr_recover(const char* dir, unsigned* recovered) {
+bool fr_recover(pr_run* r, const char* dir, unsigned* recovered) {
   DIR* d = opendir(dir);
   bool ok = true;
   if (d == NULL) {
-    cli_error("%s: %s", dir, strerror(errno));
+    kp_error(&r->report, dir, KPACK_ERROR_IO_ERROR, errno, "%s: %s", dir,
+             strerror(errno));
     return false;
   }
   for (struct dirent* e; ok && (e = readdir(d)) != NULL;) {
@@ -271,18 +272,19 @@ bool fr_recover(const char* dir, unsigned* recovered) {
                  e->d_name + strlen(FR_PREFIX)) < 0)
       target = NULL;
     if (path == NULL || target == NULL) {
-      cli_error("out of memory");
+      kp_out_of_memory(&r->report);
       ok = false;
     } else if (is_tmp) {
       if (unlink(path) != 0 && errno != ENOENT) {
-        cli_error("%s: cannot remove: %s", path, strerror(errno));
+        kp_error(&r->report, path, KPACK_ERROR_IO_ERROR, errno,
+                 "%s: cannot remove: %s", path, strerror(errno));
         ok = false;
       }
     } else if (access(target, F_OK) != 0) {
-      cli_error("%s: %s, which it rewrites, is gone; left as it is", path,
-                target);
+      kp_say(&r->report, KPACK_SEVERITY_NOTE, path, KPACK_SUCCESS, 0,
+             "%s: %s, which it rewrites, is gone; left as it is", path, target);
     } else {
-      ok = apply_redo(path, target);
+      ok = apply_redo(r, path, target);
       if (ok)
         (*recovered)++;
     }
@@ -293,37 +295,131 @@ bool fr_recover(const char* dir, unsigned* recovered) {
   return ok;
 }
 
+bool fr_mkdirs(const char* path) {
+  struct stat st;
+  if (stat(path, &st) == 0) {
+    if (S_ISDIR(st.st_mode))
+      return true;
+    errno = ENOTDIR;
+    return false;
+  }
+  if (errno != ENOENT)
+    return false;
+  /* The parent first, then this one (a racing run may make it too). */
+  const char* slash = strrchr(path, '/');
+  while (slash != NULL && slash > path && slash[-1] == '/')
+    slash--;
+  if (slash != NULL && slash > path) {
+    char* parent = strndup(path, (size_t)(slash - path));
+    bool ok = parent != NULL && fr_mkdirs(parent);
+    free(parent);
+    if (!ok)
+      return false;
+  }
+  if (mkdir(path, 0755) == 0)
+    return true;
+  if (errno != EEXIST || stat(path, &st) != 0)
+    return false;
+  if (!S_ISDIR(st.st_mode))
+    errno = ENOTDIR;
+  return S_ISDIR(st.st_mode);
+}
+
 /* ---- taking back a failed run's outputs ---------------------------------- */
 
-bool fr_outputs_note(fr_outputs* o, const char* path) {
+bool fr_outputs_note(pr_run* r, fr_outputs* o, const char* path) {
   struct stat st;
-  fr_output* items = cli_grow(o->items, o->count, &o->cap, sizeof(*items), 64);
+  fr_output* items = kp_grow(o->items, o->count, &o->cap, sizeof(*items), 64);
   char* copy = strdup(path);
   if (items != NULL)
     o->items = items;
   if (items == NULL || copy == NULL) {
     free(copy);
-    cli_error("out of memory");
+    kp_out_of_memory(&r->report);
     return false;
   }
   bool existed = lstat(path, &st) == 0;
-  o->items[o->count++] = (fr_output){copy, existed, existed ? st.st_dev : 0,
-                                     existed ? st.st_ino : 0};
+  o->items[o->count++] = (fr_output){copy,
+                                     existed,
+                                     existed ? st.st_dev : 0,
+                                     existed ? st.st_ino : 0,
+                                     existed ? st.st_mode : 0,
+                                     {st.st_atim, st.st_mtim}};
   return true;
 }
 
-bool fr_outputs_note_parents(fr_outputs* o, const char* path) {
+bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp,
+                     const char* dst) {
+  struct stat st;
+  char* kept = NULL;
+  char* path = strdup(dst);
+  fr_swap* swaps =
+      kp_grow(o->swaps, o->swap_count, &o->swap_cap, sizeof(*swaps), 64);
+  if (swaps != NULL)
+    o->swaps = swaps;
+  if (swaps == NULL || path == NULL) {
+    kp_out_of_memory(&r->report);
+    goto fail;
+  }
+  if (pr_fault(r, dst))
+    goto fail;
+  if (lstat(dst, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    if ((kept = own_name(dst, ".old")) == NULL) {
+      kp_out_of_memory(&r->report);
+      goto fail;
+    }
+    unlink(kept); /* a killed run's */
+    /* A second name keeps dst in place until the rename below replaces it
+     * (where links are refused, dst is moved aside). */
+    if ((tmp == NULL || link(dst, kept) != 0) && rename(dst, kept) != 0) {
+      kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, errno,
+               "%s: cannot keep the earlier version as %s: %s", dst, kept,
+               strerror(errno));
+      goto fail;
+    }
+  } else if (tmp == NULL) {
+    free(path);
+    return true; /* nothing to remove */
+  }
+  if (tmp != NULL && rename(tmp, dst) != 0) {
+    kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, errno,
+             "%s: cannot replace with %s: %s", dst, tmp, strerror(errno));
+    if (kept != NULL)
+      rename(kept, dst);
+    goto fail;
+  }
+  o->swaps[o->swap_count++] = (fr_swap){path, kept};
+  pr_step(r);
+  return true;
+fail:
+  free(kept);
+  free(path);
+  return false;
+}
+
+void fr_outputs_commit(pr_run* r, fr_outputs* o) {
+  for (size_t i = 0; i < o->swap_count; i++) {
+    fr_swap* x = &o->swaps[i];
+    if (x->kept != NULL && unlink(x->kept) != 0 && errno != ENOENT)
+      kp_say(&r->report, KPACK_SEVERITY_WARNING, x->kept, KPACK_SUCCESS, errno,
+             "%s: cannot remove: %s", x->kept, strerror(errno));
+    free(x->kept);
+    x->kept = NULL;
+  }
+}
+
+bool fr_outputs_note_parents(pr_run* r, fr_outputs* o, const char* path) {
   char* copy = strdup(path);
   bool ok = copy != NULL;
   if (!ok)
-    cli_error("out of memory");
-  /* The prefixes mkdir -p goes through, as cli_mkdirs() does. */
+    kp_out_of_memory(&r->report);
+  /* The prefixes mkdir -p goes through, as fr_mkdirs() does. */
   for (char* p = copy; ok && p != NULL;) {
     p = strchr(p + 1, '/');
     if (p != NULL)
       *p = '\0';
     if (copy[0] != '\0')
-      ok = fr_outputs_note(o, copy);
+      ok = fr_outputs_note(r, o, copy);
     if (p != NULL)
       *p = '/';
   }
@@ -336,9 +432,15 @@ static int compare_output_paths(const void* a, const void* b) {
                 (*(const fr_output* const*)b)->path);
 }
 
-void fr_outputs_undo(const fr_outputs* o, const char* where) {
+void fr_outputs_undo(pr_run* r, const fr_outputs* o, const char* where) {
   struct stat st;
-  size_t removed = 0;
+  size_t removed = 0, restored = 0;
+  /* What the run replaced, back in place (one rename each). */
+  for (size_t i = o->swap_count; i-- > 0;) {
+    const fr_swap* x = &o->swaps[i];
+    if (x->kept != NULL && rename(x->kept, x->path) == 0)
+      restored++;
+  }
   /* Newest first: what a directory holds goes before the directory. */
   for (size_t i = o->count; i-- > 0;) {
     const fr_output* x = &o->items[i];
@@ -347,11 +449,22 @@ void fr_outputs_undo(const fr_outputs* o, const char* where) {
     /* rmdir fails when something not ours is in the directory. */
     removed += (S_ISDIR(st.st_mode) ? rmdir(x->path) : unlink(x->path)) == 0;
   }
+  /* The directories that were there: their mode, and the times that the
+   * files made and removed in them changed; deepest first. */
+  for (size_t i = o->count; i-- > 0;) {
+    const fr_output* x = &o->items[i];
+    if (!x->existed || !S_ISDIR(x->mode) || lstat(x->path, &st) != 0 ||
+        !S_ISDIR(st.st_mode) || st.st_ino != x->ino)
+      continue;
+    if ((st.st_mode & 07777) != (x->mode & 07777))
+      chmod(x->path, x->mode & 07777);
+    utimensat(AT_FDCWD, x->path, x->times, AT_SYMLINK_NOFOLLOW);
+  }
   /* A path may be noted twice (directories that several inputs share):
    * each is counted once. */
   const fr_output** order = calloc(o->count ? o->count : 1, sizeof(*order));
   if (order == NULL) {
-    cli_error("out of memory");
+    kp_out_of_memory(&r->report);
     return;
   }
   for (size_t i = 0; i < o->count; i++)
@@ -373,16 +486,24 @@ void fr_outputs_undo(const fr_outputs* o, const char* where) {
       replaced_example = replaced_example != NULL ? replaced_example : x->path;
     }
   }
-  if (left == 0 && replaced == 0 && removed > 0)
-    cli_error("%s: the files and directories this run made were removed",
-              where);
+  /* Not errors of their own: what the failure reported left. */
+  if (left == 0 && replaced == 0 && removed > 0 && restored == 0)
+    kp_say(&r->report, KPACK_SEVERITY_NOTE, where, KPACK_SUCCESS, 0,
+           "%s: the files and directories this run made were removed", where);
+  else if (left == 0 && replaced == 0 && restored > 0)
+    kp_say(&r->report, KPACK_SEVERITY_NOTE, where, KPACK_SUCCESS, 0,
+           "%s: the files and directories this run made were removed, the "
+           "%zu file%s it replaced put back",
+           where, restored, restored == 1 ? "" : "s");
   if (left > 0)
-    cli_error("%s: %zu path%s this run made could not be removed, e.g. %s",
-              where, left, left == 1 ? "" : "s", left_example);
+    kp_say(&r->report, KPACK_SEVERITY_NOTE, left_example, KPACK_SUCCESS, 0,
+           "%s: %zu path%s this run made could not be removed, e.g. %s", where,
+           left, left == 1 ? "" : "s", left_example);
   if (replaced > 0)
-    cli_error("%s: %zu file%s there before this run %s replaced, e.g. %s",
-              where, replaced, replaced == 1 ? "" : "s",
-              replaced == 1 ? "was" : "were", replaced_example);
+    kp_say(&r->report, KPACK_SEVERITY_NOTE, replaced_example, KPACK_SUCCESS, 0,
+           "%s: %zu file%s there before this run %s replaced, e.g. %s", where,
+           replaced, replaced == 1 ? "" : "s", replaced == 1 ? "was" : "were",
+           replaced_example);
   free(order);
 }
 
@@ -390,5 +511,10 @@ void fr_outputs_free(fr_outputs* o) {
   for (size_t i = 0; i < o->count; i++)
     free(o->items[i].path);
   free(o->items);
+  for (size_t i = 0; i < o->swap_count; i++) {
+    free(o->swaps[i].path);
+    free(o->swaps[i].kept);
+  }
+  free(o->swaps);
   *o = (fr_outputs){0};
 }

@@ -13,6 +13,8 @@
 #include <stdbool.h>
 #include <sys/stat.h>
 
+#include "producer/report.h"
+
 /* Every name this module creates starts with this, in the directory of the
  * file it replaces: ".kpack-split.NAME.tmp" (being written; removable at
  * any time) and ".kpack-split.NAME.redo" (complete and committed: NAME's
@@ -22,24 +24,32 @@
 /* True if `name` (one path component) is one of ours. */
 bool fr_is_own_name(const char* name);
 
+/* Every function reports its failures to run `r` and counts its steps
+ * there (pr_step()). */
+
 /* A new empty file beside `dst` (named FR_PREFIX + basename + ".tmp", a
  * stale one of an earlier run replaced), open for writing, mode 0600.
  * *tmp is malloc'ed. Reports and returns false on failure. */
-bool fr_create_temp(const char* dst, char** tmp, int* fd);
+bool fr_create_temp(pr_run* r, const char* dst, char** tmp, int* fd);
+
+/* FR_PREFIX + basename(dst) + ".tmp" beside `dst`: where a new version of
+ * `dst` is written (malloc'ed; NULL when out of memory). */
+char* fr_temp_name(const char* dst);
 
 /* Copies the whole regular file `src` into `fd` (at its current offset). */
-bool fr_copy_into(const char* src, int fd, const char* dst_for_messages);
+bool fr_copy_into(pr_run* r, const char* src, int fd,
+                  const char* dst_for_messages);
 
 /* Gives the temporary file `fd`, which will become `dst`, the mode, mtime
  * (and, when run as root, the owner) of `like`, syncs it when `durable`,
  * and closes it (also on failure). Failures are reported against `dst`,
  * the file the user asked for. */
-bool fr_finish_temp(int fd, const char* dst, const struct stat* like,
+bool fr_finish_temp(pr_run* r, int fd, const char* dst, const struct stat* like,
                     bool durable);
 
 /* Renames `tmp` over `dst` (one atomic step: a reader sees the old file or
  * the new one); with `durable`, the directory is synced after. */
-bool fr_install(const char* tmp, const char* dst, bool durable);
+bool fr_install(pr_run* r, const char* tmp, const char* dst, bool durable);
 
 /* Replaces the bytes of `dst`, which has other hard links, by those of the
  * finished temporary file `tmp`, keeping dst's inode (so every link sees the
@@ -47,13 +57,18 @@ bool fr_install(const char* tmp, const char* dst, bool durable);
  * (the commit point), the bytes are copied into dst and synced, dst's mtime
  * restored to that of `tmp`, then the redo file is removed. Killed after the
  * commit point, the next fr_recover() of the directory finishes the copy. */
-bool fr_rewrite_in_place(const char* tmp, const char* dst);
+bool fr_rewrite_in_place(pr_run* r, const char* tmp, const char* dst);
 
 /* Finishes or removes what an interrupted run left in directory `dir`:
  * each redo file is copied into the file it names (as
  * fr_rewrite_in_place() does) and removed; each temporary file is removed.
  * *recovered counts the redo files completed. */
-bool fr_recover(const char* dir, unsigned* recovered);
+bool fr_recover(pr_run* r, const char* dir, unsigned* recovered);
+
+/* mkdir -p: `path` and the directories above it, mode 0755 less the
+ * umask; an existing directory is fine. False with errno set on failure
+ * (ENOTDIR when something else is in the way). */
+bool fr_mkdirs(const char* path);
 
 /* The output paths of a run as they were before it wrote anything, so
  * that a failed run can take back what it made. Every path is noted
@@ -64,31 +79,47 @@ typedef struct fr_output {
   bool existed; /* something was there before the run */
   dev_t dev;    /* ... and which inode, to tell a replaced file */
   ino_t ino;
+  mode_t mode;              /* ... its type and mode */
+  struct timespec times[2]; /* ... its atime and mtime */
 } fr_output;
+
+/* A file put in place by fr_outputs_swap(), and where what was there is
+ * kept meanwhile (NULL: nothing was). */
+typedef struct fr_swap {
+  char* path;
+  char* kept;
+} fr_swap;
 
 typedef struct fr_outputs {
   fr_output* items; /* in the order noted: a directory before its content */
   size_t count, cap;
+  fr_swap* swaps; /* in the order made */
+  size_t swap_count, swap_cap;
 } fr_outputs;
 
 /* Notes `path`, a file or directory the run may create or replace.
  * Reports and returns false when out of memory. */
-bool fr_outputs_note(fr_outputs* o, const char* path);
+bool fr_outputs_note(pr_run* r, fr_outputs* o, const char* path);
 /* Notes `path` and each directory above it (those of a relative path
  * down from its first component), which mkdir -p may create. */
-bool fr_outputs_note_parents(fr_outputs* o, const char* path);
-/* Takes back what a failed run made: every noted path that was not there
- * before is removed, newest first (a directory when it is empty). Then
- * says on standard error what is left under `where`: nothing of the run
- * (silent when it had made nothing), or the paths it made that could not
- * be removed and the files it replaced. */
-void fr_outputs_undo(const fr_outputs* o, const char* where);
+bool fr_outputs_note_parents(pr_run* r, fr_outputs* o, const char* path);
+/* Puts the finished file `tmp` in place of `dst` (tmp NULL: removes
+ * dst), keeping what dst was, under FR_PREFIX + NAME + ".old" beside it,
+ * until fr_outputs_commit() drops it or fr_outputs_undo() puts it back. A
+ * reader of dst sees the old file or the new one. */
+bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp,
+                     const char* dst);
+/* The run succeeded: the files kept by fr_outputs_swap() are removed (a
+ * failure to is a warning). */
+void fr_outputs_commit(pr_run* r, fr_outputs* o);
+/* Takes back what a failed run made: each file fr_outputs_swap() replaced
+ * or removed is put back, newest first; every noted path that was not
+ * there before is removed, newest first (a directory when it is empty);
+ * the directories that were there get their mode and times back. Then
+ * says in a note what is left under `where`: nothing of the run (silent
+ * when it had made nothing), or the paths it made that could not be
+ * removed and the files it replaced that could not be put back. */
+void fr_outputs_undo(pr_run* r, const fr_outputs* o, const char* where);
 void fr_outputs_free(fr_outputs* o);
-
-/* A step of a long run that can be interrupted safely: the test hook
- * KPACK_SPLIT_KILL_AFTER=N makes the N-th step (counted over the whole run)
- * kill the process with SIGKILL, to show that no kill point leaves a file
- * half written. */
-void fr_step(void);
 
 #endif /* KPACK_FILE_REPLACE_H */

@@ -4,11 +4,13 @@
  * an install belong to one GPU processor by their path (Tensile libraries,
  * MIOpen databases...), read from rule files (docs/split.md, "Rules").
  */
-#ifndef KPACK_CONTRIB_ARCH_RULES_H
-#define KPACK_CONTRIB_ARCH_RULES_H
+#ifndef KPACK_PRODUCER_ARCH_RULES_H
+#define KPACK_PRODUCER_ARCH_RULES_H
 
 #include <stdbool.h>
 #include <stddef.h>
+
+#include "common/report.h"
 
 /* One line of a rule file. `arch` is the processor the rule names (a
  * KIND that is a processor), NULL for a rule that captures it (<arch>)
@@ -30,11 +32,12 @@ typedef struct ar_rules {
  *   KIND PATTERN
  * KIND: "arch" (PATTERN holds one <arch>, which names the processor),
  * "generic" (the file stays generic), or a processor ("gfx90a").
- * False, after a message naming FILE:LINE, on a syntax error, a pattern
- * of more than 16 wildcards ("*", "**", "{...}", <arch>), an unknown KIND
- * or processor, or a file that cannot be read; the rules before that line
- * stay in `rules`. */
-bool ar_rules_load(ar_rules* rules, const char* path);
+ * False, after an error of status `status` to `report` naming FILE:LINE,
+ * on a syntax error, a pattern of more than 16 wildcards ("*", "**",
+ * "{...}", <arch>), an unknown KIND or processor, or a file that cannot be
+ * read; the rules before that line stay in `rules`. */
+bool ar_rules_load(ar_rules* rules, const char* path, kp_report* report,
+                   kpack_error_t status);
 
 /* The first rule that matches `rel` (a path below a tree's root), or
  * NULL. For a rule other than "generic", `processor` (at least 32 bytes)
@@ -55,4 +58,4 @@ void ar_rules_free(ar_rules* rules);
 bool ar_pattern_match(const char* pattern, const char* rel,
                       const char** arch_at, size_t* arch_len);
 
-#endif /* KPACK_CONTRIB_ARCH_RULES_H */
+#endif /* KPACK_PRODUCER_ARCH_RULES_H */

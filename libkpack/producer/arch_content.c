@@ -3,7 +3,7 @@
  * Classification of device-code files by their own target: the ELF
  * e_flags of a code object, the entry ids of an offload bundle.
  */
-#include "arch_content.h"
+#include "producer/arch_content.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -13,13 +13,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli.h"
+#include "rocm_kpack/kpack_ext.h"
 
 /* The processor of a bundle whose HIP entries are all for one. */
 static bool bundle_processor(const void* data, size_t size, char* processor,
                              size_t out_size, const char** what) {
   kpack_bundle_t* bundle = NULL;
-  kpack_bundle_info_t info;
+  kpack_bundle_info_t info = {0};
   bool one = false;
   if (kpack_bundle_parse(data, size, &bundle) != KPACK_SUCCESS ||
       kpack_bundle_get_info(bundle, &info) != KPACK_SUCCESS)
@@ -43,12 +43,21 @@ static bool bundle_processor(const void* data, size_t size, char* processor,
               ? "offload bundle"
               : "compressed offload bundle";
 done:
+  if (!one) {
+    /* Several processors: device code, but no one GPU's (a bundle that
+     * does not parse is no device code at all). */
+    processor[0] = '\0';
+    if (bundle != NULL)
+      *what = info.compression == KPACK_BUNDLE_UNCOMPRESSED
+                  ? "offload bundle for several processors"
+                  : "compressed offload bundle for several processors";
+  }
   kpack_bundle_free(bundle);
   return one;
 }
 
 bool ac_file_processor(const char* path, char* processor, size_t size,
-                       const char** what, bool* failed) {
+                       const char** what, bool* failed, kp_report* report) {
   static const char bundle_magic[] = "__CLANG_OFFLOAD_BUNDLE__";
   unsigned char head[64];
   struct stat st;
@@ -56,13 +65,15 @@ bool ac_file_processor(const char* path, char* processor, size_t size,
   void* map = MAP_FAILED;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0 || fstat(fd, &st) != 0) {
-    cli_error("%s: %s", path, strerror(errno));
+    kp_error(report, path, KPACK_ERROR_IO_ERROR, errno, "%s: %s", path,
+             strerror(errno));
     *failed = true;
     goto done;
   }
   ssize_t n = pread(fd, head, sizeof(head), 0);
   if (n < 0) {
-    cli_error("%s: %s", path, strerror(errno));
+    kp_error(report, path, KPACK_ERROR_IO_ERROR, errno, "%s: %s", path,
+             strerror(errno));
     *failed = true;
     goto done;
   }
@@ -73,7 +84,8 @@ bool ac_file_processor(const char* path, char* processor, size_t size,
     goto done;
   map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (map == MAP_FAILED) {
-    cli_error("%s: %s", path, strerror(errno));
+    kp_error(report, path, KPACK_ERROR_IO_ERROR, errno, "%s: %s", path,
+             strerror(errno));
     *failed = true;
     goto done;
   }

@@ -1,24 +1,26 @@
 /* SPDX-License-Identifier: MIT
  *
- * `kpack split` in two parts: cmd_split.c makes the plan (walks the
- * inputs, decides what each file is and where it goes, lists the code
- * objects to pack) and split_write.c carries it out: every byte the run
- * writes, in the order docs/split.md describes, so that a failure or a
- * kill never leaves a broken tree (transformed binaries to temporary
- * files, then the archives, then each file into place). This header is
- * the plan they share.
+ * The split (kpack_split.h) in three parts: split_plan.c makes the plan
+ * (walks the inputs, decides what each file is and where it goes, lists
+ * the code objects to pack and reads the archives they go to),
+ * split_write.c carries it out: every byte the run writes, in the order
+ * docs/split.md describes, so that a failure or a kill never leaves a
+ * broken tree (transformed binaries to temporary files, then the archives,
+ * then each file into place); split.c is the public API over both. This
+ * header is the plan they share: one struct kpack_split, owned by the
+ * caller's handle, used by one thread at a time.
  */
-#ifndef KPACK_SPLIT_WRITE_H
-#define KPACK_SPLIT_WRITE_H
+#ifndef KPACK_PRODUCER_SPLIT_H
+#define KPACK_PRODUCER_SPLIT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
 
-#include "arch_rules.h"
-#include "cli.h"
-#include "file_replace.h"
+#include "producer/arch_rules.h"
+#include "producer/file_replace.h"
+#include "producer/report.h"
 #include "rocm_kpack/kpack_ext.h"
 
 /* ---- the plan ------------------------------------------------------------ */
@@ -69,6 +71,8 @@ typedef struct sp_kernel {
   char* arch;
   size_t file, bundle, entry;
   size_t group;
+  size_t archive;  /* in sp_state.archives */
+  uint64_t size;   /* bytes */
   bool compressed; /* its bundle is a CCOB: decompressed whole, once */
 } sp_kernel;
 
@@ -78,6 +82,31 @@ typedef struct sp_group {
   const char* out_root;
 } sp_group;
 
+/* One archive of a group: written with this run's code objects for its
+ * arch and the kernels its earlier version holds for binaries this run
+ * does not write; rewritten without the latter's stale keys; or deleted
+ * when nothing is left. The archives of a group are adjacent. */
+typedef struct sp_archive {
+  size_t group;
+  char* arch;
+  char* path;          /* OUT_ROOT[/TREE]/ARCHIVE_DIR/PREFIX_ARCH.kpack */
+  size_t input;        /* the input file that is this archive, or SIZE_MAX */
+  kpack_archive_t old; /* its earlier version, or NULL */
+  const char* old_path;
+  const char** carried; /* keys of `old` kept, in byte order */
+  size_t carried_count, next_carried;
+  const char** stale; /* keys of `old` for binaries written anew: dropped */
+  size_t stale_count;
+  size_t fresh;   /* code objects of this run */
+  size_t removed; /* stale keys no code object of this run writes again */
+  kpack_writer_t* writer;
+  /* Without --in-place: the new version, written beside `path` and put
+   * in place with the rest of the tree at the end (NULL until written);
+   * `drop` when the run leaves the archive empty, to remove then. */
+  char* tmp;
+  bool drop;
+} sp_archive;
+
 /* --group NAME=ARCH,...: processors that share one output tree. */
 typedef struct sp_arch_group {
   const char* name;
@@ -85,65 +114,86 @@ typedef struct sp_arch_group {
   size_t count;
 } sp_arch_group;
 
-/* An arch dropped by --arch, with how many code objects it had. */
-typedef struct sp_dropped {
-  char* arch;
-  size_t count;
-} sp_dropped;
+/* An arch dropped by --arch, with how many code objects it had; the array
+ * doubles as the result's kpack_split_dropped_t. */
+typedef kpack_split_dropped_t sp_dropped;
 
-typedef struct sp_state {
+typedef struct kpack_split sp_state;
+struct kpack_split {
+  pr_run run;
+  kpack_split_progress_fn progress;
+  void* progress_user;
   sp_tree* trees;
   size_t tree_count;
   sp_file* files;
   size_t file_count, file_cap;
-  sp_kernel* kernels;
+  sp_kernel* kernels; /* in listing order: file by file */
   size_t kernel_count, kernel_cap;
+  const sp_kernel** order; /* by group, key, entry: the order of writing */
   sp_group* groups;
   size_t group_count;
+  sp_archive* archives;
+  size_t archive_count, archive_cap;
   sp_dropped* dropped;
   size_t dropped_count, dropped_cap;
-  const char** only_arches; /* --arch */
-  bool* only_matched;       /* per --arch: it keeps a code object */
+  char** only_arches; /* --arch */
+  bool* only_matched; /* per --arch: it keeps a code object */
   size_t only_count;
   kpack_writer_options_t wo;
-  const char* archive_dir; /* below each output root; default ".kpack" */
-  bool in_place, verbose;
+  char* archive_dir; /* below each output root; default ".kpack" */
+  bool in_place, verbose, dry_run, executed;
   /* --per-arch: OUTDIR/generic and a tree per processor or group. */
   bool per_arch;
-  const char* outdir;
+  char* outdir;
   sp_arch_group* arch_groups;
   size_t arch_group_count;
   ar_rules rules;
-  cli_progress progress;
   /* summary */
   size_t transformed, kpackified, debug_only, copied, links, symlinks;
-  size_t archives, packed, removed, deleted;
+  size_t archives_written, packed, removed, deleted;
   size_t by_content, by_rule; /* --per-arch: files placed in a GPU's tree */
   unsigned recovered;
   uint64_t host_before, host_after, code_bytes, stored_bytes;
   fr_outputs outputs; /* -o: what a failed run takes back */
-} sp_state;
+};
 
-/* ---- the planner's, used in writing too (cmd_split.c) -------------------- */
+/* ---- planning (split_plan.c) --------------------------------------------- */
 
-/* A refusal of the transform, naming the file once. */
-void sp_transform_error(const char* path, kpack_error_t err,
-                        const kpack_transform_message_t* msg);
+/* Plans the split of `inputs` with the state's options set: walk,
+ * classify, code objects, per-arch places, archives. False (reported)
+ * when the inputs cannot be split. */
+bool sp_plan(sp_state* s, const char* const* inputs, size_t count,
+             const char* prefix, bool archive_dir_given);
+
+/* Relays a message of the fat-binary stream (user: the state) to the
+ * run: its notes only when verbose. */
+void sp_fatbin_message(const kpack_message_t* m, void* user);
 
 /* Whether `name` is an archive writer's temporary file (".kpack-PID-N.tmp",
  * kpack_writer_create); *stale when its process, killed before it
  * finished, left it behind: none is running under PID. */
 bool sp_is_writer_temp(const char* name, bool* stale);
 
-/* --per-arch: the output tree of a target ID; the string is the state's or
- * static (valid until the next call). */
-const char* sp_tree_of_arch(const sp_state* s, const char* arch);
+/* --per-arch: the output tree of a target ID: its processor (written to
+ * `buf`, of `size` bytes) or the name of its --group. */
+const char* sp_tree_of_arch(const sp_state* s, const char* arch, char* buf,
+                            size_t size);
 
 /* --per-arch: the trees besides generic, those of files then those of
  * archives, each once in first-seen order, copied into *trees (free with
  * sp_free_trees()). False (reported, nothing kept) when out of memory. */
-bool sp_distinct_trees(const sp_state* s, char*** trees, size_t* count);
+bool sp_distinct_trees(sp_state* s, char*** trees, size_t* count);
 void sp_free_trees(char** trees, size_t count);
+
+/* The directory of group g's archive for `arch`: OUT_ROOT/ARCHIVE_DIR,
+ * with --per-arch OUTDIR/TREE/ARCHIVE_DIR (malloc'ed; NULL when out of
+ * memory). */
+char* sp_archive_dir_of(const sp_state* s, const sp_group* g, const char* arch);
+
+/* Reports a progress step to the caller; a callback that says to stop
+ * cancels the run. False when the run is cancelled. */
+bool sp_progress(sp_state* s, kpack_split_phase_t phase, size_t done,
+                 size_t total);
 
 /* ---- writing (split_write.c) --------------------------------------------- */
 
@@ -168,12 +218,7 @@ bool sp_install_mirror(sp_state* s);
 bool sp_install_in_place(sp_state* s);
 
 /* After a failed -o run: its temporary files, then whatever it made that
- * was not there before; one line says what is left. */
-void sp_undo_outputs(sp_state* s, const char* outdir);
+ * was not there before; one note says what is left. */
+void sp_undo_outputs(sp_state* s);
 
-/* Whether kernel i is the first of its group and arch, which names an
- * archive. Kernels are in listing order: a few of each group and arch, so
- * the scan back to an earlier one stops soon. */
-bool sp_first_of_archive(const sp_state* s, size_t i);
-
-#endif
+#endif /* KPACK_PRODUCER_SPLIT_H */

@@ -3,7 +3,7 @@
  * Rule files for `kpack split --per-arch`: a strict line parser (every
  * error names FILE:LINE) and the path patterns the rules are written in.
  */
-#include "arch_rules.h"
+#include "producer/arch_rules.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -11,7 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli.h"
+#include "common/grow.h"
+#include "rocm_kpack/kpack_ext.h"
 
 #define AR_ARCH "<arch>"
 #define AR_ARCH_LEN 6
@@ -234,7 +235,7 @@ static const char* pattern_problem(const char* pattern, size_t* captures) {
 static bool add_rule(ar_rules* rules, const char* where, const char* kind,
                      const char* pattern) {
   ar_rule* items =
-      cli_grow(rules->items, rules->count, &rules->cap, sizeof(*items), 16);
+      kp_grow(rules->items, rules->count, &rules->cap, sizeof(*items), 16);
   if (items == NULL)
     return false;
   rules->items = items;
@@ -254,13 +255,14 @@ static bool add_rule(ar_rules* rules, const char* where, const char* kind,
   return true;
 }
 
-bool ar_rules_load(ar_rules* rules, const char* path) {
+bool ar_rules_load(ar_rules* rules, const char* path, kp_report* report,
+                   kpack_error_t status) {
   FILE* f = fopen(path, "r");
   char* line = NULL;
   size_t cap = 0, number = 0;
   bool ok = f != NULL;
   if (f == NULL)
-    cli_error("%s: %s", path, strerror(errno));
+    kp_error(report, path, status, errno, "%s: %s", path, strerror(errno));
   for (ssize_t n; ok && (n = getline(&line, &cap, f)) >= 0;) {
     char where[64 + 4096];
     number++;
@@ -294,27 +296,29 @@ bool ar_rules_load(ar_rules* rules, const char* path) {
       bool is_generic = strcmp(kind, "generic") == 0;
       if (!is_arch && !is_generic &&
           !kpack_processor_is_known(kind, strlen(kind)))
-        cli_error(
-            "%s: '%s' is not a GPU processor (KIND is arch, generic or a "
-            "processor such as gfx90a)",
-            where, kind);
+        kp_error(report, path, status, 0,
+                 "%s: '%s' is not a GPU processor (KIND is arch, generic or "
+                 "a processor such as gfx90a)",
+                 where, kind);
       else if (is_arch && captures != 1)
-        cli_error("%s: an arch rule's pattern holds one <arch> (it has %zu)",
-                  where, captures);
+        kp_error(report, path, status, 0,
+                 "%s: an arch rule's pattern holds one <arch> (it has %zu)",
+                 where, captures);
       else if (!is_arch && captures != 0)
-        cli_error("%s: only an arch rule's pattern holds <arch>", where);
+        kp_error(report, path, status, 0,
+                 "%s: only an arch rule's pattern holds <arch>", where);
       else if (!add_rule(rules, where, kind, pattern))
-        cli_error("out of memory");
+        kp_out_of_memory(report);
       else
         continue;
       ok = false;
     } else {
-      cli_error("%s: %s", where, problem);
+      kp_error(report, path, status, 0, "%s: %s", where, problem);
       ok = false;
     }
   }
   if (ok && ferror(f)) {
-    cli_error("%s: %s", path, strerror(errno));
+    kp_error(report, path, status, errno, "%s: %s", path, strerror(errno));
     ok = false;
   }
   free(line);
