@@ -2,7 +2,8 @@
  *
  * Opening and validating an archive, and the query functions over its TOC.
  * Opening reads the 16-byte header, the TOC and (zstd) the frame table; the
- * payload is only ever touched by kernel reads, through pread.
+ * payload is only ever touched by kernel reads (kernel_read.c), from a
+ * mapping or through pread (mapping.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -201,6 +202,7 @@ static kpack_error_t open_archive(const char* path, kpack_archive_t* archive,
   }
   if (err != KPACK_SUCCESS)
     goto fail;
+  kp_map_open(a, toc_bytes, toc_size);
 
   free(toc_bytes);
   *archive = a;
@@ -236,6 +238,7 @@ KPACK_API void kpack_close(kpack_archive_t archive) {
   if (archive == NULL)
     return;
   kp_reader_pool_release();
+  kp_map_close(archive);
   kp_toc_free(&archive->toc);
   free(archive->walked);
   if (archive->fd >= 0)

@@ -121,6 +121,13 @@ typedef struct kp_reader {
   size_t scratch_cap;
 } kp_reader;
 
+/* Which reads an archive serves from a mapping (mapping.c). */
+typedef enum {
+  KP_MAP_NEVER, /* ROCM_KPACK_MMAP=0: every read is a pread */
+  KP_MAP_SMALL, /* the default: kernels stored in KP_MAP_READ_MAX or less */
+  KP_MAP_ALL,   /* ROCM_KPACK_MMAP=1: every read */
+} kp_map_mode;
+
 struct kpack_archive {
   int fd;
   uint64_t file_size;
@@ -132,6 +139,14 @@ struct kpack_archive {
    * disagrees, so a kernel reads the same whichever kernels were read
    * before it. Freed by kpack_close. */
   kp_extent* walked;
+  /* The whole file mapped read-only and shared, or NULL (mapping.c); only
+   * ever read inside kp_map_guarded(). `sentinel` is the offset of the
+   * file's last nonzero byte at open and `sentinel_value` that byte. */
+  const uint8_t* map;
+  size_t map_size;
+  size_t sentinel;
+  uint8_t sentinel_value;
+  kp_map_mode map_mode;
 };
 
 /* toc.c: parses TOC bytes. Leaves extents empty for zstd archives, and
@@ -192,6 +207,23 @@ kpack_error_t kp_check_kernel_size(kpack_archive_t archive,
  * archive; otherwise the statuses of kp_read_kernel. */
 kpack_error_t kp_copy_frame(kpack_archive_t archive, const kp_kernel* kernel,
                             void** frame, size_t* cap, size_t* size);
+
+/* mapping.c: maps the archive when ROCM_KPACK_MMAP and the process's
+ * budget allow it (a->fd and a->file_size set; `toc` holds the file's
+ * last toc_size bytes). A failure to map leaves a->map NULL: reads then
+ * use pread. */
+void kp_map_open(kpack_archive_t a, const uint8_t* toc, size_t toc_size);
+void kp_map_close(kpack_archive_t a);
+/* Whether a read of `stored` bytes of the archive comes from its mapping. */
+bool kp_map_serves(kpack_archive_t a, uint64_t stored);
+/* Runs fn(a, context), which may read a->map, under the SIGBUS guard: a
+ * fault in the mapping, or a sentinel that no longer reads as it did at
+ * open, makes it IO_ERROR (errno 0). fn must not be left by a jump with
+ * anything of its own to release: allocations it makes are published to
+ * `context` before it reads the mapping again. Without a mapping, fn runs
+ * unguarded. */
+typedef kpack_error_t kp_map_fn(kpack_archive_t a, void* context);
+kpack_error_t kp_map_guarded(kpack_archive_t a, kp_map_fn* fn, void* context);
 
 /* entry_metadata.c: SUCCESS if data[0, size) is exactly one well-formed
  * MessagePack map that renders as JSON (nesting within KP_JSON_MAX_DEPTH);
