@@ -119,6 +119,49 @@ static void test_mode_decides_which_reads_use_the_mapping(void** state) {
   free(path);
 }
 
+/* An archive of 64 KiB or less is read whole at open, unless a mode is
+ * forced: its reads copy from there, and a later cut is not seen (as for
+ * an archive replaced by rename). */
+static void test_a_small_archive_is_read_whole_at_open(void** state) {
+  (void)state;
+  char* path = kt_in_tmp("small.kpack");
+  const char* name = "lib/small.so#0";
+  for (size_t s = 0; s < 2; s++) {
+    for (size_t m = 0; m < sizeof(modes) / sizeof(modes[0]); m++) {
+      void* bytes = kt_pattern(3000, 7);
+      kt_kernel k = {name, "gfx942", bytes, 3000};
+      kt_write_archive(path, schemes[s], NULL, 0, &k, 1);
+      const char* before = getenv("ROCM_KPACK_MMAP");
+      char* saved = before != NULL ? strdup(before) : NULL;
+      kpack_archive_t a = NULL;
+      setenv("ROCM_KPACK_MMAP", modes[m], 1);
+      assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+      if (saved != NULL)
+        setenv("ROCM_KPACK_MMAP", saved, 1);
+      else
+        unsetenv("ROCM_KPACK_MMAP");
+      free(saved);
+      bool copy = modes[m][0] == '\0';
+      assert_int_equal(a->map_is_copy, copy);
+      assert_int_equal(truncate(path, 0), 0);
+      void* got = NULL;
+      size_t n = 0;
+      kpack_error_t err = kpack_get_kernel(a, name, "gfx942", &got, &n);
+      if (copy) {
+        assert_int_equal(err, KPACK_SUCCESS);
+        assert_int_equal(n, 3000);
+        assert_memory_equal(got, bytes, 3000);
+      } else {
+        assert_int_equal(err, KPACK_ERROR_IO_ERROR);
+      }
+      kpack_free_kernel(got);
+      kpack_close(a);
+      free(bytes);
+    }
+  }
+  free(path);
+}
+
 /* ---- an archive changed while open --------------------------------------- */
 
 /* Where kernel i's stored bytes end. */
@@ -310,6 +353,44 @@ static void test_reads_racing_cuts_and_rewrites_never_crash(void** state) {
   free(path);
 }
 
+typedef struct blocked_reader {
+  kpack_archive_t archive;
+  kpack_error_t past_cut;
+} blocked_reader;
+
+static void* read_with_signals_blocked(void* p) {
+  blocked_reader* b = p;
+  sigset_t all;
+  sigfillset(&all);
+  pthread_sigmask(SIG_BLOCK, &all, NULL);
+  void* d = NULL;
+  size_t n;
+  b->past_cut =
+      kpack_get_kernel(b->archive, names[KERNELS - 1], "gfx942", &d, &n);
+  kpack_free_kernel(d);
+  return NULL;
+}
+
+/* A thread that blocks SIGBUS (as daemons' workers block every signal)
+ * would be ended by a fault whatever the handler: its reads use pread. */
+static void test_a_thread_blocking_sigbus_reads_with_pread(void** state) {
+  (void)state;
+  char* path = kt_in_tmp("blocked.kpack");
+  for (size_t s = 0; s < 2; s++) {
+    write_fixture(path, schemes[s], 1);
+    kpack_archive_t a = open_in_mode(path, "1");
+    assert_int_equal(truncate(path, 4096), 0);
+    blocked_reader b = {a, KPACK_SUCCESS};
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, read_with_signals_blocked, &b),
+                     0);
+    pthread_join(t, NULL);
+    assert_int_equal(b.past_cut, KPACK_ERROR_IO_ERROR);
+    kpack_close(a);
+  }
+  free(path);
+}
+
 /* ---- the handler and the program's own ------------------------------------
  * Run in a fresh process (this binary with a scenario argument): the
  * handler is installed once per process, by the first archive mapped. */
@@ -449,11 +530,13 @@ int main(int argc, char** argv) {
   self[n] = '\0';
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_mode_decides_which_reads_use_the_mapping),
+      cmocka_unit_test(test_a_small_archive_is_read_whole_at_open),
       cmocka_unit_test(test_kernels_past_a_cut_are_io_errors),
       cmocka_unit_test(test_a_cut_inside_a_kernels_last_page_is_an_io_error),
       cmocka_unit_test(test_a_replaced_archive_reads_as_opened),
       cmocka_unit_test(test_an_archive_rewritten_in_place_fails_or_reads_anew),
       cmocka_unit_test(test_reads_racing_cuts_and_rewrites_never_crash),
+      cmocka_unit_test(test_a_thread_blocking_sigbus_reads_with_pread),
       cmocka_unit_test(
           test_a_sigbus_outside_kpack_reaches_the_programs_handler),
       cmocka_unit_test(

@@ -51,6 +51,7 @@ static kp_reader* reader_get(void) {
 static void reader_free(kp_reader* r) {
   ZSTD_freeDCtx(r->dctx);
   free(r->scratch);
+  free(r->window);
   free(r);
 }
 
@@ -98,14 +99,68 @@ static kpack_error_t ensure_buffer(void** dst, size_t size) {
   return *dst != NULL ? KPACK_SUCCESS : KPACK_ERROR_OUT_OF_MEMORY;
 }
 
-/* Kernel k's frame at extent e: in the mapping, or read with the u32 size
- * field before it into the scratch buffer (frame at scratch + 4).
- * *size_field_ok says whether that field matches the extent: a frame-size
- * table from the TOC is only trusted this far. */
+/* Small frames read one after the other in file order, as a program
+ * loading every kernel or a reader of a whole tree does, are read
+ * KP_WINDOW bytes at a time into the reader's window: one system call for
+ * dozens of frames, into memory the reader keeps, where a fresh page of
+ * the mapping costs a fault each (docs/design.md, "Reads from a
+ * mapping"). Other reads are not slowed: a frame is only read ahead of
+ * when it starts where the reader's last frame of that archive ended. */
+#define KP_WINDOW_FRAME (16u << 10)
+#define KP_WINDOW (128u << 10)
+
+/* The frame at e (with its size field, at window + 4 on return) from the
+ * window, reading the window from the file if it lies past it: false if
+ * the frame is not one to read this way. */
+static bool window_frame(kpack_archive_t a, kp_reader* r, const kp_extent* e,
+                         const uint8_t** frame, kpack_error_t* err) {
+  uint64_t from = e->offset - 4, end = e->offset + e->size;
+  if (a->map_mode != KP_MAP_SMALL || a->map_is_copy ||
+      e->size > KP_WINDOW_FRAME)
+    return false;
+  if (r->serial != a->serial) {
+    r->serial = a->serial;
+    r->next = UINT64_MAX;
+    r->window_len = 0;
+  }
+  if (from < r->window_at || end > r->window_at + r->window_len) {
+    if (from != r->next)
+      return false;
+    if (r->window == NULL && (r->window = malloc(KP_WINDOW)) == NULL)
+      return false;
+    uint64_t left = a->file_size > from ? a->file_size - from : 0;
+    size_t len = left < KP_WINDOW ? (size_t)left : KP_WINDOW;
+    r->window_len = 0;
+    if (len < end - from)
+      return false;
+    if ((*err = kp_pread_all(a->fd, r->window, len, from)) != KPACK_SUCCESS)
+      return true;
+    r->window_at = from;
+    r->window_len = len;
+  }
+  *frame = r->window + (from - r->window_at) + 4;
+  *err = KPACK_SUCCESS;
+  return true;
+}
+
+/* Kernel k's frame at extent e: in the mapping or the reader's window, or
+ * read with the u32 size field before it into the scratch buffer (frame at
+ * scratch + 4). *size_field_ok says whether that field matches the
+ * extent: a frame-size table from the TOC is only trusted this far. */
 static kpack_error_t read_frame(kpack_archive_t a, kp_reader* r,
                                 const kp_extent* e, const uint8_t** frame,
                                 bool* size_field_ok) {
+  kpack_error_t err;
   /* Frames start after their size field, so offset >= 4. */
+  if (window_frame(a, r, e, frame, &err)) {
+    if (err != KPACK_SUCCESS)
+      return err;
+    r->next = e->offset + e->size;
+    *size_field_ok = kp_load_le(*frame - 4, 4) == e->size;
+    return KPACK_SUCCESS;
+  }
+  if (r->serial == a->serial)
+    r->next = e->offset + e->size; /* the next frame may start there */
   if (kp_map_serves(a, e->size)) {
     *frame = a->map + e->offset;
     *size_field_ok = kp_load_le(*frame - 4, 4) == e->size;
@@ -121,8 +176,7 @@ static kpack_error_t read_frame(kpack_archive_t a, kp_reader* r,
     r->scratch = grown;
     r->scratch_cap = stored + 4;
   }
-  kpack_error_t err =
-      kp_pread_all(a->fd, r->scratch, stored + 4, e->offset - 4);
+  err = kp_pread_all(a->fd, r->scratch, stored + 4, e->offset - 4);
   if (err != KPACK_SUCCESS)
     return err;
   *frame = (const uint8_t*)r->scratch + 4;
@@ -220,7 +274,9 @@ kpack_error_t kp_read_kernel(kpack_archive_t a, const kp_kernel* k,
                              void** dst) {
   void* caller_buffer = *dst;
   read_job job = {.kernel = k, .dst = dst};
-  kpack_error_t err;
+  kpack_error_t err = kp_extents(a);
+  if (err != KPACK_SUCCESS)
+    return err;
 
   if (a->toc.scheme == KPACK_COMPRESSION_NOOP) {
     err = kp_map_guarded(a, copy_blob, &job);
@@ -269,6 +325,9 @@ kpack_error_t kp_copy_frame(kpack_archive_t a, const kp_kernel* k, void** frame,
   void* kernel = NULL;
   if (a->toc.scheme != KPACK_COMPRESSION_ZSTD_PER_KERNEL)
     return KPACK_ERROR_INVALID_ARGUMENT;
+  kpack_error_t walked = kp_extents(a);
+  if (walked != KPACK_SUCCESS)
+    return walked;
   copy_job job = {.read = {.kernel = k, .dst = &kernel},
                   .frame = frame,
                   .cap = cap,
@@ -288,7 +347,7 @@ static kpack_error_t read_size_field(kpack_archive_t a, const kp_extent* e,
                                      uint32_t* field) {
   uint8_t bytes[4];
   const uint8_t* at = bytes;
-  if (a->map != NULL)
+  if (kp_map_usable(a))
     at = a->map + e->offset - 4;
   else if (kp_pread_all(a->fd, bytes, 4, e->offset - 4) != KPACK_SUCCESS)
     return KPACK_ERROR_IO_ERROR;
@@ -333,6 +392,9 @@ static kpack_error_t check_size(kpack_archive_t a, void* context) {
 kpack_error_t kp_check_kernel_size(kpack_archive_t a, const kp_kernel* k) {
   if (a->toc.scheme != KPACK_COMPRESSION_ZSTD_PER_KERNEL)
     return KPACK_SUCCESS; /* open matched every blob to its size */
+  kpack_error_t err = kp_extents(a);
+  if (err != KPACK_SUCCESS)
+    return err;
   const kp_extent* e = &a->toc.extents[k->ordinal];
   if (k->size / KP_ZSTD_MAX_RATIO <= e->size)
     return KPACK_SUCCESS;
@@ -366,7 +428,7 @@ static kpack_error_t decode_prefix(kpack_archive_t a, void* context) {
     return err;
   if (k->size / KP_ZSTD_MAX_RATIO > e->size)
     return KPACK_ERROR_INVALID_FORMAT;
-  bool mapped = a->map != NULL;
+  bool mapped = kp_map_usable(a);
   if (!mapped && r->scratch_cap < KP_PREFIX_CHUNK) {
     void* grown = realloc(r->scratch, KP_PREFIX_CHUNK);
     if (grown == NULL)
@@ -418,7 +480,7 @@ static kpack_error_t decode_prefix(kpack_archive_t a, void* context) {
 static kpack_error_t copy_blob_prefix(kpack_archive_t a, void* context) {
   prefix_job* j = context;
   const kp_extent* e = &a->toc.extents[j->kernel->ordinal];
-  if (a->map == NULL)
+  if (!kp_map_usable(a))
     return kp_pread_all(a->fd, j->out, j->want, e->offset);
   memcpy(j->out, a->map + e->offset, j->want);
   return KPACK_SUCCESS;

@@ -164,23 +164,66 @@ void kp_map_open(kpack_archive_t a, const uint8_t* toc, size_t toc_size) {
   a->sentinel_value = toc[last - 1];
 }
 
+/* Archives this small are read whole at open, in the one read that also
+ * gets the header and the TOC (their TOC is most of them), and kept:
+ * their kernels are then one memcpy each, with no system call and no
+ * page fault. */
+#define KP_WHOLE_MAX (64u << 10)
+
+bool kp_map_reads_whole(uint64_t file_size) {
+  return file_size <= KP_WHOLE_MAX && map_mode() == KP_MAP_SMALL;
+}
+
+void kp_map_keep(kpack_archive_t a, uint8_t* whole) {
+  a->map_mode = KP_MAP_ALL;
+  a->map = whole;
+  a->map_size = (size_t)a->file_size;
+  a->map_is_copy = true;
+}
+
 void kp_map_close(kpack_archive_t a) {
   if (a->map == NULL)
     return;
+  if (a->map_is_copy) {
+    free((void*)a->map);
+    a->map = NULL;
+    return;
+  }
   munmap((void*)a->map, a->map_size);
   atomic_fetch_sub(&kp_mapped_count, 1);
   atomic_fetch_sub(&kp_mapped_bytes, a->map_size);
   a->map = NULL;
 }
 
+/* Whether the calling thread takes SIGBUS: 1 yes, -1 no (it blocks it),
+ * 0 not asked yet. */
+static _Thread_local signed char kp_thread_takes_sigbus;
+
+bool kp_map_usable(kpack_archive_t a) {
+  if (a->map == NULL)
+    return false;
+  if (a->map_is_copy)
+    return true;
+  if (kp_thread_takes_sigbus == 0) {
+    sigset_t blocked;
+    kp_thread_takes_sigbus = pthread_sigmask(SIG_BLOCK, NULL, &blocked) == 0 &&
+                                     !sigismember(&blocked, SIGBUS)
+                                 ? 1
+                                 : -1;
+  }
+  return kp_thread_takes_sigbus > 0;
+}
+
 bool kp_map_serves(kpack_archive_t a, uint64_t stored) {
-  return a->map != NULL &&
+  return kp_map_usable(a) &&
          (a->map_mode == KP_MAP_ALL || stored <= KP_MAP_READ_MAX);
 }
 
 kpack_error_t kp_map_guarded(kpack_archive_t a, kp_map_fn* fn, void* context) {
   kp_map_guard g;
-  if (a->map == NULL)
+  /* A copy never changes; a thread that may not read the mapping reads
+   * with pread. */
+  if (a->map_is_copy || !kp_map_usable(a))
     return fn(a, context);
   g.start = a->map;
   g.end = a->map + a->map_size;
