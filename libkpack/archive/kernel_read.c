@@ -107,7 +107,7 @@ static kpack_error_t ensure_buffer(void** dst, size_t size) {
  * mapping"). Other reads are not slowed: a frame is only read ahead of
  * when it starts where the reader's last frame of that archive ended. */
 #define KP_WINDOW_FRAME (16u << 10)
-#define KP_WINDOW (128u << 10)
+#define KP_WINDOW (32u << 10)
 
 /* The frame at e (with its size field, at window + 4 on return) from the
  * window, reading the window from the file if it lies past it: false if
