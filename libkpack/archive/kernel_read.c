@@ -347,7 +347,7 @@ static kpack_error_t read_size_field(kpack_archive_t a, const kp_extent* e,
                                      uint32_t* field) {
   uint8_t bytes[4];
   const uint8_t* at = bytes;
-  if (kp_map_usable(a))
+  if (kp_map_serves(a, e->size))
     at = a->map + e->offset - 4;
   else if (kp_pread_all(a->fd, bytes, 4, e->offset - 4) != KPACK_SUCCESS)
     return KPACK_ERROR_IO_ERROR;
@@ -428,7 +428,7 @@ static kpack_error_t decode_prefix(kpack_archive_t a, void* context) {
     return err;
   if (k->size / KP_ZSTD_MAX_RATIO > e->size)
     return KPACK_ERROR_INVALID_FORMAT;
-  bool mapped = kp_map_usable(a);
+  bool mapped = kp_map_serves(a, e->size);
   if (!mapped && r->scratch_cap < KP_PREFIX_CHUNK) {
     void* grown = realloc(r->scratch, KP_PREFIX_CHUNK);
     if (grown == NULL)
@@ -480,7 +480,7 @@ static kpack_error_t decode_prefix(kpack_archive_t a, void* context) {
 static kpack_error_t copy_blob_prefix(kpack_archive_t a, void* context) {
   prefix_job* j = context;
   const kp_extent* e = &a->toc.extents[j->kernel->ordinal];
-  if (!kp_map_usable(a))
+  if (!kp_map_serves(a, e->size))
     return kp_pread_all(a->fd, j->out, j->want, e->offset);
   memcpy(j->out, a->map + e->offset, j->want);
   return KPACK_SUCCESS;
