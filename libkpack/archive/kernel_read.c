@@ -105,7 +105,8 @@ static kpack_error_t ensure_buffer(void** dst, size_t size) {
  * dozens of frames, into memory the reader keeps, where a fresh page of
  * the mapping costs a fault each (docs/design.md, "Reads from a
  * mapping"). Other reads are not slowed: a frame is only read ahead of
- * when it starts where the reader's last frame of that archive ended. */
+ * when it starts at most a window past where the reader's last frame of
+ * that archive ended. */
 #define KP_WINDOW_FRAME (16u << 10)
 #define KP_WINDOW (32u << 10)
 
@@ -124,7 +125,9 @@ static bool window_frame(kpack_archive_t a, kp_reader* r, const kp_extent* e,
     r->window_len = 0;
   }
   if (from < r->window_at || end > r->window_at + r->window_len) {
-    if (from != r->next)
+    /* Ahead of the last frame, by less than a window: in file order, or
+     * so with another thread taking every other frame (kpackfs). */
+    if (from < r->next || from - r->next >= KP_WINDOW)
       return false;
     if (r->window == NULL && (r->window = malloc(KP_WINDOW)) == NULL)
       return false;
