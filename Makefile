@@ -228,6 +228,15 @@ check: deps
 check-suites: all $(TEST_BINS)
 	@tests/run_suites.sh "$(TEST_WRAP)" "$(CC)" "$(CPPFLAGS) $(CFLAGS)" $(TEST_BINS)
 
+# Every suite with every kernel read from a mapping of its archive, then
+# with every read a pread (ROCM_KPACK_MMAP=1 / 0, read by libkpack and by
+# the programs the suites run; docs/design.md, "Reads from a mapping").
+# `make check` leaves the choice to the library's own rule.
+.PHONY: check-read-paths
+check-read-paths: deps
+	@$(MAKE) --no-print-directory check-suites ROCM_KPACK_MMAP=1
+	@$(MAKE) --no-print-directory check-suites ROCM_KPACK_MMAP=0
+
 # ---- benchmarks ---------------------------------------------------------------
 # tests/bench/*.c: one program printing the performance table
 # (docs/performance.md): each row a measurement against its limit or peer. Its data
@@ -473,6 +482,7 @@ help:
 	@echo "make            build librocm_kpack.so.0/.a, rocm_kpack.pc, kpackfs, kpack,"
 	@echo "                kpack.1, kpackfs.8"
 	@echo "make check      unit and real-mount integration tests (VALGRIND=1, SANITIZE=...)"
+	@echo "make check-read-paths   the suites with every read mapped, then every read a pread"
 	@echo "make demo       pack real AMD GPU code objects, mount them, look inside"
 	@echo "make bench      performance table"
 	@echo "make fuzz       libFuzzer targets (FUZZ_SECONDS=N each)"

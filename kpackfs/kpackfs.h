@@ -63,14 +63,20 @@ static inline void kfs_sort(void* base, size_t count, size_t size,
   }
 }
 
-/* pthread_create() of a worker that takes no signal: the termination
- * signals are the signal thread's to take (main.c, kfs_stop), and the
- * SIGUSR2 that interrupts a read is meant for the request thread. 0 or an
- * errno. */
+/* pthread_create() of a worker that takes no signal sent to the process:
+ * the termination signals are the signal thread's to take (main.c,
+ * kfs_stop), and the SIGUSR2 that interrupts a read is meant for the
+ * request thread. Faults stay unblocked: libkpack turns a SIGBUS from an
+ * archive cut under its mapping into an EIO (docs/design.md, "Reads from
+ * a mapping"), where a blocked one would end the daemon. 0 or an errno. */
 static inline int kfs_start_worker(pthread_t* thread, void* (*run)(void*),
                                    void* arg) {
   sigset_t all, old;
   sigfillset(&all);
+  sigdelset(&all, SIGBUS);
+  sigdelset(&all, SIGSEGV);
+  sigdelset(&all, SIGFPE);
+  sigdelset(&all, SIGILL);
   pthread_sigmask(SIG_BLOCK, &all, &old);
   int rc = pthread_create(thread, NULL, run, arg);
   pthread_sigmask(SIG_SETMASK, &old, NULL);

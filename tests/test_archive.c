@@ -886,6 +886,24 @@ static void test_zstd_region_outside_file_is_invalid_format(void** state) {
   free(img.data);
 }
 
+/* An archive whose zstd region is walked (no usable frame-size table)
+ * opens without reading it; its first read, or kpack_get_kernel_info,
+ * walks it: the status of both, which agree. */
+static kpack_error_t walk_image(const image* img) {
+  char* path = save(img);
+  kpack_archive_t a;
+  kpack_kernel_info_t info;
+  void* d = NULL;
+  size_t n;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  kpack_error_t err = kpack_get_kernel_info(a, "lib/a.so#0", "gfx942", &info);
+  assert_int_equal(kpack_get_kernel(a, "lib/a.so#0", "gfx942", &d, &n), err);
+  kpack_free_kernel(d);
+  kpack_close(a);
+  free(path);
+  return err;
+}
+
 static void test_frame_table_overrunning_region_is_invalid_format(
     void** state) {
   (void)state;
@@ -895,17 +913,24 @@ static void test_frame_table_overrunning_region_is_invalid_format(
   img.data[65] = 0xff;
   assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
   free(img.data);
-  /* the last frame's size runs past the region's end (found by the walk:
-   * with a frame-size table, open does not read the size fields) */
+  /* the last frame's size runs past the region's end (found by the walk,
+   * at the first read: with a frame-size table, nothing reads the size
+   * fields first) */
   img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
   hide_key(&img, PATH("zstd_frame_sizes"));
   size_t last = frame_offset(&img, 2) - 4;
   img.data[last + 2] = 0x7f;
-  assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  assert_int_equal(walk_image(&img), KPACK_ERROR_INVALID_FORMAT);
   free(img.data);
-  /* region shorter than its frames */
+  /* region shorter than its frames (the table no longer fits: walked) */
   img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
   set_uint(&img, PATH("zstd_size"), 20);
+  assert_int_equal(walk_image(&img), KPACK_ERROR_INVALID_FORMAT);
+  free(img.data);
+  /* the same, a kernel without original_size: open walks to learn it */
+  img = make_image(KPACK_COMPRESSION_ZSTD_PER_KERNEL);
+  set_uint(&img, PATH("zstd_size"), 20);
+  hide_key(&img, PATH("toc", "lib/a.so#0", "gfx942", "original_size"));
   assert_int_equal(open_image(&img), KPACK_ERROR_INVALID_FORMAT);
   free(img.data);
 }
@@ -1043,15 +1068,25 @@ static void test_size_mismatch_fails_decompression(void** state) {
   }
 }
 
+/* Through pread and through a mapping (a small archive's reads otherwise
+ * come from the copy open made of it: test_mapping.c). */
 static void test_file_truncated_after_open_is_io_error(void** state) {
   (void)state;
-  for (int s = 0; s < 2; s++) {
-    image img = make_image(schemes[s]);
+  for (int s = 0; s < 4; s++) {
+    image img = make_image(schemes[s % 2]);
     char* path = save(&img);
     kpack_archive_t a;
     void* d;
     size_t n;
+    const char* before = getenv("ROCM_KPACK_MMAP");
+    char* saved = before != NULL ? strdup(before) : NULL;
+    setenv("ROCM_KPACK_MMAP", s < 2 ? "0" : "1", 1);
     assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+    if (saved != NULL)
+      setenv("ROCM_KPACK_MMAP", saved, 1);
+    else
+      unsetenv("ROCM_KPACK_MMAP");
+    free(saved);
     assert_int_equal(truncate(path, 100), 0);
     assert_int_equal(kpack_get_kernel(a, "lib/a.so#0", "gfx942", &d, &n),
                      KPACK_ERROR_IO_ERROR);

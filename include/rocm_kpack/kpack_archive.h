@@ -69,13 +69,17 @@ typedef struct kpack_kernel_info {
   const char* type;     /* entry "type", e.g. "hsaco"; owned by the archive */
 } kpack_kernel_info_t;
 
-/* Describes one kernel from the TOC alone; reads nothing from the payload.
+/* Describes one kernel from the TOC alone; reads nothing from the payload
+ * but, in a zstd archive without a usable frame-size table, the size fields
+ * that locate the frames (walked once, by the first call that needs them).
  * In a zstd archive whose frame-size table passed the check at open,
  * offset and stored_size are the table's: a read that finds the frame's own
  * size field disagreeing reads the frame where walking the region puts it
  * instead, so they may then differ from what the read used.
  *   INVALID_ARGUMENT  a pointer is NULL
- *   KERNEL_NOT_FOUND  no such binary or arch */
+ *   KERNEL_NOT_FOUND  no such binary or arch
+ *   INVALID_FORMAT    the zstd region does not hold the frames the TOC
+ *                     lists (IO_ERROR: it could not be read) */
 KPACK_API kpack_error_t kpack_get_kernel_info(kpack_archive_t archive,
                                               const char* binary_name,
                                               const char* arch,
@@ -134,7 +138,8 @@ typedef struct kpack_kernel_entry {
  * kpack_get_binary() and kpack_get_binary_arch()) in O(1): a program that
  * walks every kernel of many large archives needs no name search per
  * kernel. The strings are owned by the archive.
- *   INVALID_ARGUMENT  a pointer is NULL or an index is out of range */
+ *   INVALID_ARGUMENT  a pointer is NULL or an index is out of range
+ *   INVALID_FORMAT    as kpack_get_kernel_info() (IO_ERROR too) */
 KPACK_API kpack_error_t kpack_get_kernel_entry(kpack_archive_t archive,
                                                size_t binary_index,
                                                size_t arch_index,

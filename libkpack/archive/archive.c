@@ -2,7 +2,8 @@
  *
  * Opening and validating an archive, and the query functions over its TOC.
  * Opening reads the 16-byte header, the TOC and (zstd) the frame table; the
- * payload is only ever touched by kernel reads, through pread.
+ * payload is only ever touched by kernel reads (kernel_read.c), from a
+ * mapping or through pread (mapping.c).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -38,11 +39,18 @@ why_fail(kp_why* why, kpack_error_t err, const char* fmt, ...) {
   return err;
 }
 
-static kpack_error_t read_header(int fd, uint64_t file_size,
-                                 uint64_t* toc_offset, kp_why* why) {
+/* The header from `whole` (the file's bytes, read at once) or read from fd
+ * when NULL. */
+static kpack_error_t read_header(int fd, const uint8_t* whole,
+                                 uint64_t file_size, uint64_t* toc_offset,
+                                 kp_why* why) {
   uint8_t header[KP_HEADER_SIZE];
+  if (whole != NULL)
+    memcpy(header, whole,
+           file_size < KP_HEADER_SIZE ? (size_t)file_size : KP_HEADER_SIZE);
   if (file_size < KP_HEADER_SIZE &&
-      (kp_pread_all(fd, header, file_size, 0) != KPACK_SUCCESS ||
+      ((whole == NULL &&
+        kp_pread_all(fd, header, file_size, 0) != KPACK_SUCCESS) ||
        memcmp(header, KPACK_MAGIC,
               file_size < KPACK_MAGIC_SIZE ? file_size : KPACK_MAGIC_SIZE) !=
            0))
@@ -53,7 +61,9 @@ static kpack_error_t read_header(int fd, uint64_t file_size,
                     "header (%d bytes) extends past end of file (%" PRIu64
                     " bytes): truncated?",
                     KP_HEADER_SIZE, file_size);
-  kpack_error_t err = kp_pread_all(fd, header, sizeof(header), 0);
+  kpack_error_t err = whole != NULL
+                          ? KPACK_SUCCESS
+                          : kp_pread_all(fd, header, sizeof(header), 0);
   if (err != KPACK_SUCCESS)
     return err;
   if (memcmp(header, KPACK_MAGIC, KPACK_MAGIC_SIZE) != 0)
@@ -130,7 +140,7 @@ KPACK_API void kpack_prefetch(const char* const* paths, size_t count) {
       if (fds[i] < 0)
         continue;
       if (fstat(fds[i], &st) == 0 && S_ISREG(st.st_mode) &&
-          read_header(fds[i], (uint64_t)st.st_size, &toc_offset, NULL) ==
+          read_header(fds[i], NULL, (uint64_t)st.st_size, &toc_offset, NULL) ==
               KPACK_SUCCESS)
         (void)posix_fadvise(fds[i], (off_t)toc_offset,
                             (off_t)((uint64_t)st.st_size - toc_offset),
@@ -143,7 +153,7 @@ KPACK_API void kpack_prefetch(const char* const* paths, size_t count) {
 static kpack_error_t open_archive(const char* path, kpack_archive_t* archive,
                                   kp_why* why) {
   kpack_error_t err;
-  uint8_t* toc_bytes = NULL;
+  uint8_t *toc_bytes = NULL, *whole = NULL;
   const uint8_t* frame_sizes;
   size_t frame_sizes_len;
   uint64_t toc_offset;
@@ -157,6 +167,8 @@ static kpack_error_t open_archive(const char* path, kpack_archive_t* archive,
   if (a == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   a->fd = -1;
+  static atomic_uint_fast64_t serials;
+  a->serial = atomic_fetch_add(&serials, 1) + 1;
   kp_reader_pool_hold(); /* released by kpack_close, failure included */
 
   kp_input file;
@@ -164,16 +176,29 @@ static kpack_error_t open_archive(const char* path, kpack_archive_t* archive,
     goto fail;
   a->fd = file.fd;
   a->file_size = file.size;
-  if ((err = read_header(a->fd, a->file_size, &toc_offset, why)))
+  /* A small archive is read whole, header, TOC and kernels in one read,
+   * and its kernels are copied from there (mapping.c). */
+  if (kp_map_reads_whole(a->file_size)) {
+    if ((whole = malloc((size_t)a->file_size + 1)) == NULL) {
+      err = KPACK_ERROR_OUT_OF_MEMORY;
+      goto fail;
+    }
+    if ((err = kp_pread_all(a->fd, whole, (size_t)a->file_size, 0)))
+      goto fail;
+  }
+  if ((err = read_header(a->fd, whole, a->file_size, &toc_offset, why)))
     goto fail;
   size_t toc_size = (size_t)(a->file_size - toc_offset);
-  toc_bytes = malloc(toc_size);
   a->path = strdup(path);
-  if (toc_bytes == NULL || a->path == NULL) {
+  if (whole == NULL)
+    toc_bytes = malloc(toc_size);
+  if ((whole == NULL && toc_bytes == NULL) || a->path == NULL) {
     err = KPACK_ERROR_OUT_OF_MEMORY;
     goto fail;
   }
-  if ((err = kp_pread_all(a->fd, toc_bytes, toc_size, toc_offset)))
+  if (whole != NULL)
+    toc_bytes = whole + toc_offset;
+  else if ((err = kp_pread_all(a->fd, toc_bytes, toc_size, toc_offset)))
     goto fail;
   if ((err = kp_toc_parse(toc_bytes, toc_size, &a->toc, &frame_sizes,
                           &frame_sizes_len))) {
@@ -201,8 +226,12 @@ static kpack_error_t open_archive(const char* path, kpack_archive_t* archive,
   }
   if (err != KPACK_SUCCESS)
     goto fail;
-
-  free(toc_bytes);
+  if (whole != NULL) {
+    kp_map_keep(a, whole);
+  } else {
+    kp_map_open(a, toc_bytes, toc_size);
+    free(toc_bytes);
+  }
   *archive = a;
   return KPACK_SUCCESS;
 
@@ -210,7 +239,9 @@ fail:;
   /* Callers tell a transient failure (EMFILE...) from a permanent one by
    * errno, so the cleanup must not clobber it. */
   int saved_errno = errno;
-  free(toc_bytes);
+  if (whole == NULL)
+    free(toc_bytes);
+  free(whole);
   kpack_close(a);
   errno = saved_errno;
   return err;
@@ -236,6 +267,7 @@ KPACK_API void kpack_close(kpack_archive_t archive) {
   if (archive == NULL)
     return;
   kp_reader_pool_release();
+  kp_map_close(archive);
   kp_toc_free(&archive->toc);
   free(archive->walked);
   if (archive->fd >= 0)
@@ -318,6 +350,9 @@ KPACK_API kpack_error_t kpack_get_kernel_info(kpack_archive_t archive,
   const kp_kernel* k = kp_toc_find_kernel(&archive->toc, binary_name, arch);
   if (k == NULL)
     return KPACK_ERROR_KERNEL_NOT_FOUND;
+  kpack_error_t err = kp_extents(archive);
+  if (err != KPACK_SUCCESS)
+    return err;
   const kp_extent* e = &archive->toc.extents[k->ordinal];
   info->size = k->size;
   info->stored_size = e->size;
@@ -376,6 +411,9 @@ KPACK_API kpack_error_t kpack_get_kernel_entry(kpack_archive_t archive,
   if (arch_index >= b->count)
     return KPACK_ERROR_INVALID_ARGUMENT;
   const kp_kernel* k = &toc->kernels[b->first + arch_index];
+  kpack_error_t err = kp_extents(archive);
+  if (err != KPACK_SUCCESS)
+    return err;
   const kp_extent* e = &toc->extents[k->ordinal];
   const uint8_t* map;
   entry->binary = kp_toc_str(toc, b->name);

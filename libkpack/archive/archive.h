@@ -82,6 +82,10 @@ typedef struct kp_toc {
   /* zstd: extents come from the TOC's frame-size table, unverified against
    * the region until each frame is read (kernel_read.c). */
   bool extents_from_table;
+  /* zstd without a usable frame-size table: the region's size fields are
+   * walked by the first call that needs an extent (kp_extents), not at
+   * open; until then extents is NULL. */
+  bool extents_deferred;
   bool has_region; /* zstd_offset and zstd_size were present */
   /* The string table holds the binary names in their sorted order, as
    * writers lay them out: kp_toc_find_binary() can find its own strings by
@@ -119,10 +123,28 @@ typedef struct kp_reader {
   void* dctx; /* ZSTD_DCtx* */
   void* scratch;
   size_t scratch_cap;
+  /* Small frames read in file order (kernel_read.c): the archive they
+   * were read from (its serial), where the last one ended, and a window
+   * of the file read ahead, [window_at, window_at + window_len). */
+  uint64_t serial;
+  uint64_t next;
+  uint8_t* window;
+  uint64_t window_at;
+  size_t window_len;
 } kp_reader;
+
+/* Which reads an archive serves from a mapping (mapping.c). */
+typedef enum {
+  KP_MAP_NEVER, /* ROCM_KPACK_MMAP=0: every read is a pread */
+  KP_MAP_SMALL, /* the default: kernels stored in KP_MAP_READ_MAX or less;
+                 * an archive of KP_WHOLE_MAX or less is read whole at open
+                 * and every kernel copied from there */
+  KP_MAP_ALL,   /* ROCM_KPACK_MMAP=1: every read */
+} kp_map_mode;
 
 struct kpack_archive {
   int fd;
+  uint64_t serial; /* unique to this open in the process, never 0 */
   uint64_t file_size;
   char* path;
   kp_toc toc;
@@ -132,6 +154,15 @@ struct kpack_archive {
    * disagrees, so a kernel reads the same whichever kernels were read
    * before it. Freed by kpack_close. */
   kp_extent* walked;
+  /* The whole file mapped read-only and shared, or NULL (mapping.c); only
+   * ever read inside kp_map_guarded(). `sentinel` is the offset of the
+   * file's last nonzero byte at open and `sentinel_value` that byte. */
+  const uint8_t* map;
+  size_t map_size;
+  bool map_is_copy; /* map is the file read whole at open (malloc'd) */
+  size_t sentinel;
+  uint8_t sentinel_value;
+  kp_map_mode map_mode;
 };
 
 /* toc.c: parses TOC bytes. Leaves extents empty for zstd archives, and
@@ -165,6 +196,11 @@ kpack_error_t kp_frame_table_walk(int fd, const kp_toc* toc, kp_extent** out);
  * walked table is in place (or the extents were walked at open);
  * INVALID_FORMAT, IO_ERROR or OUT_OF_MEMORY if the walk failed. */
 kpack_error_t kp_frame_table_repair(kpack_archive_t archive);
+/* Makes sure archive->toc.extents is in place, walking the region if open
+ * deferred it (once, whichever thread gets there first): what every entry
+ * point that reads an extent calls first. INVALID_FORMAT, IO_ERROR or
+ * OUT_OF_MEMORY if the walk failed (the next call walks again). */
+kpack_error_t kp_extents(kpack_archive_t archive);
 
 /* kernel_read.c: decompresses (or copies) one kernel into *dst, which holds
  * kernel->size bytes. If *dst is NULL a buffer is malloc'ed, only once the
@@ -192,6 +228,34 @@ kpack_error_t kp_check_kernel_size(kpack_archive_t archive,
  * archive; otherwise the statuses of kp_read_kernel. */
 kpack_error_t kp_copy_frame(kpack_archive_t archive, const kp_kernel* kernel,
                             void** frame, size_t* cap, size_t* size);
+
+/* mapping.c: maps the archive when ROCM_KPACK_MMAP and the process's
+ * budget allow it (a->fd and a->file_size set; `toc` holds the file's
+ * last toc_size bytes). A failure to map leaves a->map NULL: reads then
+ * use pread. */
+void kp_map_open(kpack_archive_t a, const uint8_t* toc, size_t toc_size);
+/* Whether open reads an archive of this size whole (ROCM_KPACK_MMAP unset
+ * and at most KP_WHOLE_MAX bytes); kp_map_keep() then makes those bytes
+ * (malloc'd) the archive's copy, which every read copies from and
+ * kpack_close frees. */
+bool kp_map_reads_whole(uint64_t file_size);
+void kp_map_keep(kpack_archive_t a, uint8_t* whole);
+void kp_map_close(kpack_archive_t a);
+/* Whether this thread may read the archive's mapping (or copy): it has
+ * one, and the thread does not block SIGBUS (a blocked SIGBUS raised by a
+ * fault ends the process whatever the handler), checked at the thread's
+ * first read. */
+bool kp_map_usable(kpack_archive_t a);
+/* Whether a read of `stored` bytes of the archive comes from its mapping. */
+bool kp_map_serves(kpack_archive_t a, uint64_t stored);
+/* Runs fn(a, context), which may read a->map, under the SIGBUS guard: a
+ * fault in the mapping, or a sentinel that no longer reads as it did at
+ * open, makes it IO_ERROR (errno 0). fn must not be left by a jump with
+ * anything of its own to release: allocations it makes are published to
+ * `context` before it reads the mapping again. Without a mapping, fn runs
+ * unguarded. */
+typedef kpack_error_t kp_map_fn(kpack_archive_t a, void* context);
+kpack_error_t kp_map_guarded(kpack_archive_t a, kp_map_fn* fn, void* context);
 
 /* entry_metadata.c: SUCCESS if data[0, size) is exactly one well-formed
  * MessagePack map that renders as JSON (nesting within KP_JSON_MAX_DEPTH);

@@ -200,12 +200,39 @@ kpack_error_t kp_frame_table_load(int fd, uint64_t file_size, kp_toc* toc,
     toc->extents = NULL;
     toc->extents_from_table = false;
   }
+  /* Kernels that all have their size need no frame before the first read:
+   * the walk waits until then (it reads one size field per frame). */
+  bool sized = true;
+  for (size_t i = 0; i < toc->kernel_count; i++) {
+    if (toc->kernels[i].ordinal >= count)
+      return KPACK_ERROR_INVALID_FORMAT;
+    sized &= toc->kernels[i].has_size;
+  }
+  if (sized) {
+    toc->extents_deferred = true;
+    return KPACK_SUCCESS;
+  }
   if ((err = kp_frame_table_walk(fd, toc, &toc->extents)) != KPACK_SUCCESS)
     return err;
   err = bind_kernels(fd, toc, &extents_ok);
   if (err == KPACK_SUCCESS && !extents_ok)
     err = KPACK_ERROR_INVALID_FORMAT; /* the file changed under the walk */
   return err;
+}
+
+kpack_error_t kp_extents(kpack_archive_t a) {
+  if (!a->toc.extents_deferred ||
+      __atomic_load_n(&a->toc.extents, __ATOMIC_ACQUIRE) != NULL)
+    return KPACK_SUCCESS;
+  kp_extent* walked;
+  kpack_error_t err = kp_frame_table_walk(a->fd, &a->toc, &walked);
+  if (err != KPACK_SUCCESS)
+    return err;
+  kp_extent* expected = NULL;
+  if (!__atomic_compare_exchange_n(&a->toc.extents, &expected, walked, false,
+                                   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    free(walked);
+  return KPACK_SUCCESS;
 }
 
 kpack_error_t kp_frame_table_repair(kpack_archive_t a) {

@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: MIT
  *
- * Reading kernels: raw blobs are pread straight into the caller's buffer;
- * zstd frames are pread (with their size field, checked against the frame
- * table) into a per-thread scratch buffer and decompressed straight into
- * the caller's. A small pool of (ZSTD_DCtx, scratch) pairs, one for the
- * process, lets any number of threads decompress at once: a thread takes a
- * pair from a slot (or makes one) by atomic exchange, with no lock to wait
- * on.
+ * Reading kernels: raw blobs are copied (from the archive's mapping) or
+ * pread straight into the caller's buffer; zstd frames are decompressed
+ * straight into the caller's buffer from the mapping, or from a per-thread
+ * scratch buffer they are pread into (with their size field, checked
+ * against the frame table). mapping.c decides which. A small pool of
+ * (ZSTD_DCtx, scratch) pairs, one for the process, lets any number of threads
+ * decompress at once: a thread takes a pair from a slot (or makes one) by
+ * atomic exchange, with no lock to wait on.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,7 @@ static kp_reader* reader_get(void) {
 static void reader_free(kp_reader* r) {
   ZSTD_freeDCtx(r->dctx);
   free(r->scratch);
+  free(r->window);
   free(r);
 }
 
@@ -97,11 +99,76 @@ static kpack_error_t ensure_buffer(void** dst, size_t size) {
   return *dst != NULL ? KPACK_SUCCESS : KPACK_ERROR_OUT_OF_MEMORY;
 }
 
-/* Reads a frame and the u32 size field before it into the scratch buffer
- * (frame at scratch + 4). *size_field_ok says whether the field matches the
+/* Small frames read one after the other in file order, as a program
+ * loading every kernel or a reader of a whole tree does, are read
+ * KP_WINDOW bytes at a time into the reader's window: one system call for
+ * dozens of frames, into memory the reader keeps, where a fresh page of
+ * the mapping costs a fault each (docs/design.md, "Reads from a
+ * mapping"). Other reads are not slowed: a frame is only read ahead of
+ * when it starts at most a window past where the reader's last frame of
+ * that archive ended. */
+#define KP_WINDOW_FRAME (16u << 10)
+#define KP_WINDOW (32u << 10)
+
+/* The frame at e (with its size field, at window + 4 on return) from the
+ * window, reading the window from the file if it lies past it: false if
+ * the frame is not one to read this way. */
+static bool window_frame(kpack_archive_t a, kp_reader* r, const kp_extent* e,
+                         const uint8_t** frame, kpack_error_t* err) {
+  uint64_t from = e->offset - 4, end = e->offset + e->size;
+  if (a->map_mode != KP_MAP_SMALL || a->map_is_copy ||
+      e->size > KP_WINDOW_FRAME)
+    return false;
+  if (r->serial != a->serial) {
+    r->serial = a->serial;
+    r->next = UINT64_MAX;
+    r->window_len = 0;
+  }
+  if (from < r->window_at || end > r->window_at + r->window_len) {
+    /* Ahead of the last frame, by less than a window: in file order, or
+     * so with another thread taking every other frame (kpackfs). */
+    if (from < r->next || from - r->next >= KP_WINDOW)
+      return false;
+    if (r->window == NULL && (r->window = malloc(KP_WINDOW)) == NULL)
+      return false;
+    uint64_t left = a->file_size > from ? a->file_size - from : 0;
+    size_t len = left < KP_WINDOW ? (size_t)left : KP_WINDOW;
+    r->window_len = 0;
+    if (len < end - from)
+      return false;
+    if ((*err = kp_pread_all(a->fd, r->window, len, from)) != KPACK_SUCCESS)
+      return true;
+    r->window_at = from;
+    r->window_len = len;
+  }
+  *frame = r->window + (from - r->window_at) + 4;
+  *err = KPACK_SUCCESS;
+  return true;
+}
+
+/* Kernel k's frame at extent e: in the mapping or the reader's window, or
+ * read with the u32 size field before it into the scratch buffer (frame at
+ * scratch + 4). *size_field_ok says whether that field matches the
  * extent: a frame-size table from the TOC is only trusted this far. */
 static kpack_error_t read_frame(kpack_archive_t a, kp_reader* r,
-                                const kp_extent* e, bool* size_field_ok) {
+                                const kp_extent* e, const uint8_t** frame,
+                                bool* size_field_ok) {
+  kpack_error_t err;
+  /* Frames start after their size field, so offset >= 4. */
+  if (window_frame(a, r, e, frame, &err)) {
+    if (err != KPACK_SUCCESS)
+      return err;
+    r->next = e->offset + e->size;
+    *size_field_ok = kp_load_le(*frame - 4, 4) == e->size;
+    return KPACK_SUCCESS;
+  }
+  if (r->serial == a->serial)
+    r->next = e->offset + e->size; /* the next frame may start there */
+  if (kp_map_serves(a, e->size)) {
+    *frame = a->map + e->offset;
+    *size_field_ok = kp_load_le(*frame - 4, 4) == e->size;
+    return KPACK_SUCCESS;
+  }
   if (e->size > SIZE_MAX - 4)
     return KPACK_ERROR_OUT_OF_MEMORY;
   size_t stored = (size_t)e->size;
@@ -112,11 +179,10 @@ static kpack_error_t read_frame(kpack_archive_t a, kp_reader* r,
     r->scratch = grown;
     r->scratch_cap = stored + 4;
   }
-  /* Frames start after their size field, so offset >= 4. */
-  kpack_error_t err =
-      kp_pread_all(a->fd, r->scratch, stored + 4, e->offset - 4);
+  err = kp_pread_all(a->fd, r->scratch, stored + 4, e->offset - 4);
   if (err != KPACK_SUCCESS)
     return err;
+  *frame = (const uint8_t*)r->scratch + 4;
   *size_field_ok = kp_load_le(r->scratch, 4) == e->size;
   return KPACK_SUCCESS;
 }
@@ -127,11 +193,11 @@ static kpack_error_t read_frame(kpack_archive_t a, kp_reader* r,
  * that frame alone (its own size field), never on which kernels happened to
  * be read first, so every read of a kernel gives the same answer. */
 static kpack_error_t read_checked_frame(kpack_archive_t a, kp_reader* r,
-                                        const kp_kernel* k,
-                                        const kp_extent** e) {
+                                        const kp_kernel* k, const kp_extent** e,
+                                        const uint8_t** frame) {
   bool ok;
   *e = &a->toc.extents[k->ordinal];
-  kpack_error_t err = read_frame(a, r, *e, &ok);
+  kpack_error_t err = read_frame(a, r, *e, frame, &ok);
   if (err != KPACK_SUCCESS || ok)
     return err;
   if (a->toc.extents_from_table) {
@@ -141,62 +207,87 @@ static kpack_error_t read_checked_frame(kpack_archive_t a, kp_reader* r,
     if (err != KPACK_SUCCESS)
       return err;
     *e = &__atomic_load_n(&a->walked, __ATOMIC_ACQUIRE)[k->ordinal];
-    if ((err = read_frame(a, r, *e, &ok)) != KPACK_SUCCESS || ok)
+    if ((err = read_frame(a, r, *e, frame, &ok)) != KPACK_SUCCESS || ok)
       return err;
   }
   return KPACK_ERROR_DECOMPRESSION_FAILED; /* changed since it was walked */
 }
 
-/* Reads, checks and decompresses kernel k's frame into *dst (see
- * kp_read_kernel); the frame stays in r->scratch + 4, *e says where it was. */
-static kpack_error_t decompress_frame(kpack_archive_t a, kp_reader* r,
-                                      const kp_kernel* k, void** dst,
-                                      const kp_extent** used) {
-  const kp_extent* e;
+/* A read of one kernel: what kp_map_guarded() runs. */
+typedef struct read_job {
+  const kp_kernel* kernel;
+  void** dst;
+  kp_reader* reader;     /* zstd */
+  const kp_extent* used; /* zstd: where the frame was */
+  const uint8_t* frame;  /* zstd: its bytes, in the mapping or scratch */
+} read_job;
+
+/* Reads, checks and decompresses the job's frame into *dst (see
+ * kp_read_kernel); the frame stays where job->frame points. */
+static kpack_error_t decompress_frame(kpack_archive_t a, void* context) {
+  read_job* j = context;
+  const kp_kernel* k = j->kernel;
   if (k->size > SIZE_MAX)
     return KPACK_ERROR_OUT_OF_MEMORY;
-  kpack_error_t err = read_checked_frame(a, r, k, &e);
+  kpack_error_t err = read_checked_frame(a, j->reader, k, &j->used, &j->frame);
   if (err != KPACK_SUCCESS)
     return err;
-  *used = e;
-  size_t stored = (size_t)e->size, size = (size_t)k->size;
-  const uint8_t* frame = (const uint8_t*)r->scratch + 4;
+  size_t stored = (size_t)j->used->size, size = (size_t)k->size;
   /* A size (from the TOC or the frame header) that the frame could not
    * possibly fill is the archive's error, and never decides how much we
    * allocate. */
   if (k->size / KP_ZSTD_MAX_RATIO > stored)
     return KPACK_ERROR_INVALID_FORMAT;
   /* Nor is a frame that declares a different size decompressed. */
-  unsigned long long declared = ZSTD_getFrameContentSize(frame, stored);
+  unsigned long long declared = ZSTD_getFrameContentSize(j->frame, stored);
   if (declared == ZSTD_CONTENTSIZE_ERROR ||
       (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != k->size))
     return KPACK_ERROR_DECOMPRESSION_FAILED;
-  if ((err = ensure_buffer(dst, size)) != KPACK_SUCCESS)
+  if ((err = ensure_buffer(j->dst, size)) != KPACK_SUCCESS)
     return err;
-  size_t n = ZSTD_decompressDCtx(r->dctx, *dst, size, frame, stored);
+  size_t n =
+      ZSTD_decompressDCtx(j->reader->dctx, *j->dst, size, j->frame, stored);
   if (ZSTD_isError(n) || n != size)
     return KPACK_ERROR_DECOMPRESSION_FAILED;
   return KPACK_SUCCESS;
 }
 
+/* A raw blob, checked at open to lie inside the file and match k->size. */
+static kpack_error_t copy_blob(kpack_archive_t a, void* context) {
+  read_job* j = context;
+  const kp_extent* e = &a->toc.extents[j->kernel->ordinal];
+  size_t size = (size_t)j->kernel->size;
+  kpack_error_t err = ensure_buffer(j->dst, size);
+  if (err != KPACK_SUCCESS)
+    return err;
+  if (!kp_map_serves(a, e->size))
+    return kp_pread_all(a->fd, *j->dst, size, e->offset);
+  memcpy(*j->dst, a->map + e->offset, size);
+  return KPACK_SUCCESS;
+}
+
+/* A reader whose decode a fault cut short goes back reset. */
+static void reader_done(kp_reader* r, kpack_error_t err) {
+  if (err == KPACK_ERROR_IO_ERROR)
+    ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
+  reader_put(r);
+}
+
 kpack_error_t kp_read_kernel(kpack_archive_t a, const kp_kernel* k,
                              void** dst) {
   void* caller_buffer = *dst;
-  kpack_error_t err;
+  read_job job = {.kernel = k, .dst = dst};
+  kpack_error_t err = kp_extents(a);
+  if (err != KPACK_SUCCESS)
+    return err;
 
   if (a->toc.scheme == KPACK_COMPRESSION_NOOP) {
-    /* Open checked the blob lies inside the file and matches k->size. */
-    const kp_extent* e = &a->toc.extents[k->ordinal];
-    err = ensure_buffer(dst, (size_t)k->size);
-    if (err == KPACK_SUCCESS)
-      err = kp_pread_all(a->fd, *dst, (size_t)k->size, e->offset);
+    err = kp_map_guarded(a, copy_blob, &job);
   } else {
-    const kp_extent* e;
-    kp_reader* r = reader_get();
-    if (r == NULL)
+    if ((job.reader = reader_get()) == NULL)
       return KPACK_ERROR_OUT_OF_MEMORY;
-    err = decompress_frame(a, r, k, dst, &e);
-    reader_put(r);
+    err = kp_map_guarded(a, decompress_frame, &job);
+    reader_done(job.reader, err);
   }
   if (err != KPACK_SUCCESS && caller_buffer == NULL) {
     free(*dst);
@@ -205,45 +296,77 @@ kpack_error_t kp_read_kernel(kpack_archive_t a, const kp_kernel* k,
   return err;
 }
 
+/* Decompresses the job's kernel (into a buffer freed here) to check its
+ * frame, then copies the frame out, both inside the guard. */
+typedef struct copy_job {
+  read_job read;
+  void** frame;
+  size_t* cap;
+  size_t* size;
+} copy_job;
+
+static kpack_error_t copy_checked_frame(kpack_archive_t a, void* context) {
+  copy_job* j = context;
+  kpack_error_t err = decompress_frame(a, &j->read);
+  if (err != KPACK_SUCCESS)
+    return err;
+  size_t stored = (size_t)j->read.used->size;
+  if (*j->cap < stored || *j->frame == NULL) {
+    void* grown = realloc(*j->frame, stored ? stored : 1);
+    if (grown == NULL)
+      return KPACK_ERROR_OUT_OF_MEMORY;
+    *j->frame = grown;
+    *j->cap = stored;
+  }
+  memcpy(*j->frame, j->read.frame, stored);
+  *j->size = stored;
+  return KPACK_SUCCESS;
+}
+
 kpack_error_t kp_copy_frame(kpack_archive_t a, const kp_kernel* k, void** frame,
                             size_t* cap, size_t* size) {
-  const kp_extent* e;
   void* kernel = NULL;
   if (a->toc.scheme != KPACK_COMPRESSION_ZSTD_PER_KERNEL)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  kp_reader* r = reader_get();
-  if (r == NULL)
+  kpack_error_t walked = kp_extents(a);
+  if (walked != KPACK_SUCCESS)
+    return walked;
+  copy_job job = {.read = {.kernel = k, .dst = &kernel},
+                  .frame = frame,
+                  .cap = cap,
+                  .size = size};
+  if ((job.read.reader = reader_get()) == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
-  kpack_error_t err = decompress_frame(a, r, k, &kernel, &e);
-  if (err == KPACK_SUCCESS && (*cap < e->size || *frame == NULL)) {
-    void* grown = realloc(*frame, e->size ? (size_t)e->size : 1);
-    if (grown == NULL) {
-      err = KPACK_ERROR_OUT_OF_MEMORY;
-    } else {
-      *frame = grown;
-      *cap = (size_t)e->size;
-    }
-  }
-  if (err == KPACK_SUCCESS) {
-    memcpy(*frame, (const uint8_t*)r->scratch + 4, (size_t)e->size);
-    *size = (size_t)e->size;
-  }
-  reader_put(r);
+  kpack_error_t err = kp_map_guarded(a, copy_checked_frame, &job);
+  reader_done(job.read.reader, err);
   free(kernel);
   return err;
 }
 
 /* ---- sizes and prefixes -------------------------------------------------- */
 
+/* The u32 size field before extent e's frame, from the mapping or read. */
+static kpack_error_t read_size_field(kpack_archive_t a, const kp_extent* e,
+                                     uint32_t* field) {
+  uint8_t bytes[4];
+  const uint8_t* at = bytes;
+  if (kp_map_serves(a, e->size))
+    at = a->map + e->offset - 4;
+  else if (kp_pread_all(a->fd, bytes, 4, e->offset - 4) != KPACK_SUCCESS)
+    return KPACK_ERROR_IO_ERROR;
+  *field = (uint32_t)kp_load_le(at, 4);
+  return KPACK_SUCCESS;
+}
+
 /* Kernel k's frame extent with its u32 size field checked (4 bytes read,
  * not the frame), falling back to the walked region like
- * read_checked_frame(). */
+ * read_checked_frame(). Reads the mapping: call it guarded. */
 static kpack_error_t locate_frame(kpack_archive_t a, const kp_kernel* k,
                                   const kp_extent** e) {
-  uint8_t field[4];
+  uint32_t field;
   *e = &a->toc.extents[k->ordinal];
-  kpack_error_t err = kp_pread_all(a->fd, field, 4, (*e)->offset - 4);
-  if (err != KPACK_SUCCESS || kp_load_le(field, 4) == (*e)->size)
+  kpack_error_t err = read_size_field(a, *e, &field);
+  if (err != KPACK_SUCCESS || field == (*e)->size)
     return err;
   if (a->toc.extents_from_table) {
     err = kp_frame_table_repair(a);
@@ -252,20 +375,16 @@ static kpack_error_t locate_frame(kpack_archive_t a, const kp_kernel* k,
     if (err != KPACK_SUCCESS)
       return err;
     *e = &__atomic_load_n(&a->walked, __ATOMIC_ACQUIRE)[k->ordinal];
-    err = kp_pread_all(a->fd, field, 4, (*e)->offset - 4);
-    if (err != KPACK_SUCCESS || kp_load_le(field, 4) == (*e)->size)
+    err = read_size_field(a, *e, &field);
+    if (err != KPACK_SUCCESS || field == (*e)->size)
       return err;
   }
   return KPACK_ERROR_DECOMPRESSION_FAILED;
 }
 
-kpack_error_t kp_check_kernel_size(kpack_archive_t a, const kp_kernel* k) {
-  if (a->toc.scheme != KPACK_COMPRESSION_ZSTD_PER_KERNEL)
-    return KPACK_SUCCESS; /* open matched every blob to its size */
-  const kp_extent* e = &a->toc.extents[k->ordinal];
-  if (k->size / KP_ZSTD_MAX_RATIO <= e->size)
-    return KPACK_SUCCESS;
-  /* The frame-size table may be stale: judge by the frame's own field. */
+static kpack_error_t check_size(kpack_archive_t a, void* context) {
+  const kp_kernel* k = context;
+  const kp_extent* e;
   kpack_error_t err = locate_frame(a, k, &e);
   if (err != KPACK_SUCCESS)
     return err;
@@ -273,23 +392,47 @@ kpack_error_t kp_check_kernel_size(kpack_archive_t a, const kp_kernel* k) {
                                                : KPACK_SUCCESS;
 }
 
+kpack_error_t kp_check_kernel_size(kpack_archive_t a, const kp_kernel* k) {
+  if (a->toc.scheme != KPACK_COMPRESSION_ZSTD_PER_KERNEL)
+    return KPACK_SUCCESS; /* open matched every blob to its size */
+  kpack_error_t err = kp_extents(a);
+  if (err != KPACK_SUCCESS)
+    return err;
+  const kp_extent* e = &a->toc.extents[k->ordinal];
+  if (k->size / KP_ZSTD_MAX_RATIO <= e->size)
+    return KPACK_SUCCESS;
+  /* The frame-size table may be stale: judge by the frame's own field. */
+  return kp_map_guarded(a, check_size, (void*)k);
+}
+
 /* Compressed bytes fed to the decoder at a time by a prefix read. */
 #define KP_PREFIX_CHUNK (64u * 1024u)
 
-/* Decodes the first `want` bytes (want < k->size) of kernel k's frame into
- * out, reading the frame in chunks only as far as they take. *too_large is
- * set when the frame's window exceeds what a streaming decoder accepts
- * (the one-shot decoder, which needs no window, still reads it). */
-static kpack_error_t decode_prefix(kpack_archive_t a, kp_reader* r,
-                                   const kp_kernel* k, uint8_t* out,
-                                   size_t want, bool* too_large) {
+/* The first `want` bytes (want < kernel->size) of a kernel's frame. */
+typedef struct prefix_job {
+  const kp_kernel* kernel;
+  kp_reader* reader;
+  uint8_t* out;
+  size_t want;
+  bool too_large; /* the frame's window exceeds what a streaming decoder
+                   * accepts (the one-shot decoder, which needs no window,
+                   * still reads it) */
+} prefix_job;
+
+/* Decodes the job's prefix, feeding the decoder from the mapping or in
+ * chunks read only as far as they take. */
+static kpack_error_t decode_prefix(kpack_archive_t a, void* context) {
+  prefix_job* j = context;
+  const kp_kernel* k = j->kernel;
+  kp_reader* r = j->reader;
   const kp_extent* e;
   kpack_error_t err = locate_frame(a, k, &e);
   if (err != KPACK_SUCCESS)
     return err;
   if (k->size / KP_ZSTD_MAX_RATIO > e->size)
     return KPACK_ERROR_INVALID_FORMAT;
-  if (r->scratch_cap < KP_PREFIX_CHUNK) {
+  bool mapped = kp_map_serves(a, e->size);
+  if (!mapped && r->scratch_cap < KP_PREFIX_CHUNK) {
     void* grown = realloc(r->scratch, KP_PREFIX_CHUNK);
     if (grown == NULL)
       return KPACK_ERROR_OUT_OF_MEMORY;
@@ -297,36 +440,52 @@ static kpack_error_t decode_prefix(kpack_archive_t a, kp_reader* r,
     r->scratch_cap = KP_PREFIX_CHUNK;
   }
   ZSTD_DCtx_reset(r->dctx, ZSTD_reset_session_only);
-  ZSTD_outBuffer ob = {out, want, 0};
+  ZSTD_outBuffer ob = {j->out, j->want, 0};
   uint64_t fed = 0;
-  while (ob.pos < want) {
+  while (ob.pos < j->want) {
     if (fed == e->size)
       return KPACK_ERROR_DECOMPRESSION_FAILED; /* shorter than its size */
-    size_t n = e->size - fed < KP_PREFIX_CHUNK ? (size_t)(e->size - fed)
-                                               : KP_PREFIX_CHUNK;
-    if ((err = kp_pread_all(a->fd, r->scratch, n, e->offset + fed)) !=
-        KPACK_SUCCESS)
+    /* From the mapping, the whole frame at once: the decoder reads only as
+     * far as the prefix takes. */
+    size_t n = mapped || e->size - fed < KP_PREFIX_CHUNK
+                   ? (size_t)(e->size - fed)
+                   : KP_PREFIX_CHUNK;
+    const uint8_t* in = r->scratch;
+    if (mapped)
+      in = a->map + e->offset + fed;
+    else if ((err = kp_pread_all(a->fd, r->scratch, n, e->offset + fed)) !=
+             KPACK_SUCCESS)
       return err;
     if (fed == 0) {
       /* The same header check as a whole read. */
-      unsigned long long declared = ZSTD_getFrameContentSize(r->scratch, n);
+      unsigned long long declared = ZSTD_getFrameContentSize(in, n);
       if (declared == ZSTD_CONTENTSIZE_ERROR ||
           (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared != k->size))
         return KPACK_ERROR_DECOMPRESSION_FAILED;
     }
     fed += n;
-    ZSTD_inBuffer ib = {r->scratch, n, 0};
-    while (ib.pos < ib.size && ob.pos < want) {
+    ZSTD_inBuffer ib = {in, n, 0};
+    while (ib.pos < ib.size && ob.pos < j->want) {
       size_t ret = ZSTD_decompressStream(r->dctx, &ob, &ib);
       if (ZSTD_isError(ret)) {
-        *too_large =
+        j->too_large =
             ZSTD_getErrorCode(ret) == ZSTD_error_frameParameter_windowTooLarge;
         return KPACK_ERROR_DECOMPRESSION_FAILED;
       }
-      if (ret == 0 && ob.pos < want)
+      if (ret == 0 && ob.pos < j->want)
         return KPACK_ERROR_DECOMPRESSION_FAILED; /* the frame ended early */
     }
   }
+  return KPACK_SUCCESS;
+}
+
+/* The first `want` bytes of a raw blob. */
+static kpack_error_t copy_blob_prefix(kpack_archive_t a, void* context) {
+  prefix_job* j = context;
+  const kp_extent* e = &a->toc.extents[j->kernel->ordinal];
+  if (!kp_map_serves(a, e->size))
+    return kp_pread_all(a->fd, j->out, j->want, e->offset);
+  memcpy(j->out, a->map + e->offset, j->want);
   return KPACK_SUCCESS;
 }
 
@@ -353,17 +512,15 @@ KPACK_API kpack_error_t kpack_read_kernel_prefix(kpack_archive_t archive,
     *size = err == KPACK_SUCCESS ? (size_t)k->size : 0;
     return err;
   }
+  prefix_job job = {.kernel = k, .out = buffer, .want = length};
   if (archive->toc.scheme == KPACK_COMPRESSION_NOOP) {
-    err = kp_pread_all(archive->fd, buffer, length,
-                       archive->toc.extents[k->ordinal].offset);
+    err = kp_map_guarded(archive, copy_blob_prefix, &job);
   } else {
-    bool too_large = false;
-    kp_reader* r = reader_get();
-    if (r == NULL)
+    if ((job.reader = reader_get()) == NULL)
       return KPACK_ERROR_OUT_OF_MEMORY;
-    err = decode_prefix(archive, r, k, buffer, length, &too_large);
-    reader_put(r);
-    if (too_large) {
+    err = kp_map_guarded(archive, decode_prefix, &job);
+    reader_done(job.reader, err);
+    if (job.too_large) {
       void* whole = NULL;
       if ((err = kp_read_kernel(archive, k, &whole)) == KPACK_SUCCESS)
         memcpy(buffer, whole, length);

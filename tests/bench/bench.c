@@ -247,6 +247,9 @@ static void prepare(bench_data* d) {
            dir);
   snprintf(d->plain_20000, sizeof(d->plain_20000),
            "%s/k20000-4k-zstd-no-table.kpack", dir);
+  snprintf(d->plain_2000, sizeof(d->plain_2000),
+           "%s/k2000-256k-zstd-no-table.kpack", dir);
+  snprintf(d->none_3, sizeof(d->none_3), "%s/k3-1k-none.kpack", dir);
   snprintf(d->tree_2000, sizeof(d->tree_2000), "%s/k2000-256k-tree", dir);
   snprintf(d->sqfs_2000, sizeof(d->sqfs_2000), "%s/k2000-256k-zstd3.sqfs", dir);
   snprintf(d->tree_20000, sizeof(d->tree_20000), "%s/k20000-4k-tree", dir);
@@ -273,8 +276,9 @@ static void prepare(bench_data* d) {
       remove_path(generated[i]);
   }
   if (!stamp_matches(dir, "writer.stamp", writer_fingerprint(dir))) {
-    const char* archives[] = {d->zstd_2000, d->none_2000, d->zstd_20000,
-                              d->plain_20000, d->fatbin_kpack};
+    const char* archives[] = {d->zstd_2000,   d->none_2000,  d->zstd_20000,
+                              d->plain_20000, d->plain_2000, d->none_3,
+                              d->fatbin_kpack};
     for (size_t i = 0; i < sizeof(archives) / sizeof(archives[0]); i++)
       unlink(archives[i]);
   }
@@ -285,6 +289,8 @@ static void prepare(bench_data* d) {
   make_archive(d->zstd_20000, KPACK_COMPRESSION_ZSTD_PER_KERNEL, 20000,
                4 << 10);
   strip_frame_table(d->zstd_20000, d->plain_20000);
+  strip_frame_table(d->zstd_2000, d->plain_2000);
+  make_archive(d->none_3, KPACK_COMPRESSION_NOOP, 3, 1 << 10);
   if (d->bin == NULL)
     return;
   if (!bn_exists(d->fatbin)) {
@@ -320,7 +326,14 @@ static bool wanted(const char* groups, const char* group) {
   return false;
 }
 
+const bn_builtin bn_builtins[] = {
+    {"transform", bench_transform_main},
+    {NULL, NULL},
+};
+
 int main(int argc, char** argv) {
+  /* Before anything grows this process: see common.c. */
+  bn_spawner_start();
   bench_data d = {.dir = argc > 1 ? argv[1] : ".cache/bench",
                   .bin = argc > 2 && *argv[2] ? argv[2] : NULL};
   const char* groups = argc > 3 ? argv[3] : NULL;

@@ -26,8 +26,10 @@ typedef struct bench_data {
   const char* bin;       /* kpack and kpackfs */
   char zstd_2000[512];   /* 2,000 x 256 KiB, zstd, as the writer writes it */
   char none_2000[512];   /* the same kernels, scheme none */
+  char plain_2000[512];  /* zstd_2000 without the frame-size table */
   char zstd_20000[512];  /* 20,000 x 4 KiB, zstd */
   char plain_20000[512]; /* the same archive without the frame-size table */
+  char none_3[512];      /* 3 x 1 KiB, scheme none */
   char tree_2000[512];   /* extracted trees and their squashfs images */
   char sqfs_2000[512];
   char tree_20000[512];
@@ -68,6 +70,10 @@ void bn_warm(const char* path);
 void bn_warm_tree(const char* dir);
 /* Largest value of "Key:" in a /proc file (kB for VmRSS/VmHWM), or -1. */
 long bn_proc_value(const char* file, const char* key);
+/* Resident kB of process pid's mappings of *.kpack files: archive pages
+ * libkpack reads kernels from (file-backed, shared with the page cache),
+ * counted apart from the rest of its RSS. */
+long bn_archive_pages_kb(pid_t pid);
 
 /* ---- processes ---- */
 typedef struct bn_proc {
@@ -75,8 +81,19 @@ typedef struct bn_proc {
   double seconds;
   long max_rss_kb; /* of the process tree the command became (wait4) */
 } bn_proc;
-/* Runs argv (PATH searched) with stdout and stderr to /dev/null, or to
- * `log` when not NULL, and waits for it. */
+/* Starts the spawner (common.c), which starts every command bn_run() runs
+ * so that their peak RSS is their own: called first thing in main(). */
+void bn_spawner_start(void);
+/* Commands the spawner runs in a child of its own instead of a program:
+ * argv[0] names one; `main` returns the exit status. The table (bench.c)
+ * ends with a NULL name. */
+typedef struct bn_builtin {
+  const char* name;
+  int (*main)(char* const argv[]);
+} bn_builtin;
+extern const bn_builtin bn_builtins[];
+/* Runs argv (a builtin, or a program on PATH) with stdout and stderr to
+ * /dev/null, or to `log` when not NULL, and waits for it. */
 bn_proc bn_run(char* const argv[], const char* log);
 /* bn_run that exits the bench when the command fails. */
 bn_proc bn_run_ok(char* const argv[]);
@@ -132,6 +149,12 @@ void bench_library(const bench_data* d);
 void bench_create(const bench_data* d);
 void bench_mounts(const bench_data* d);
 void bench_transform(const bench_data* d);
+/* The builtin "transform IN OUT" (transform.c): kpack_transform_write()
+ * of IN into OUT. */
+int bench_transform_main(char* const argv[]);
+/* The linked 1.2 GB library (split.c), made the first time it is asked
+ * for: the split and transform rows use it. */
+void bench_linked_library(const bench_data* d, char* path, size_t cap);
 void bench_split(const bench_data* d);
 void bench_install(const bench_data* d);
 

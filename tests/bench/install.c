@@ -213,8 +213,10 @@ static void list_all(const bench_data* d, const install* in) {
 
 typedef struct install_run {
   double mount[MOUNT_REPS], walk[REPS];
-  double rss_mounted[REPS];             /* MiB, VmRSS right after the mount */
-  double hwm_walked[REPS];              /* MiB, VmHWM after the walk */
+  /* MiB, VmRSS right after the mount and VmHWM after the walk, each less
+   * the archive pages libkpack maps (mounts.c), and those pages. */
+  double rss_mounted[REPS], archive_mounted[REPS];
+  double hwm_walked[REPS], archive_walked[REPS];
   double phases[MOUNT_REPS][BN_PHASES]; /* kpackfs: where the time went */
   bool have_phases;
   size_t entries;
@@ -244,12 +246,14 @@ static void run_mounts(char* const argv[], const char* dir, const install* in,
     if (!image)
       out->have_phases &= bn_mount_phases(&m, out->mount[r], out->phases[r]);
     if (r < REPS) {
-      out->rss_mounted[r] = proc_mib(m.pid, "VmRSS:");
+      out->archive_mounted[r] = bn_archive_pages_kb(m.pid) / 1024.0;
+      out->rss_mounted[r] = proc_mib(m.pid, "VmRSS:") - out->archive_mounted[r];
       size_t dirs = 0;
       double t = bn_now();
       out->entries = bn_walk(dir, &dirs);
       out->walk[r] = bn_now() - t;
-      out->hwm_walked[r] = proc_mib(m.pid, "VmHWM:");
+      out->archive_walked[r] = bn_archive_pages_kb(m.pid) / 1024.0;
+      out->hwm_walked[r] = proc_mib(m.pid, "VmHWM:") - out->archive_walked[r];
     }
     bn_daemon_stop(&m);
   }
@@ -301,13 +305,24 @@ static void mounts(const bench_data* d, const install* in) {
   }
 
   double rss = bn_median(k.rss_mounted, REPS);
-  snprintf(value, sizeof(value), "%.1f MiB", rss);
+  double pages = bn_median(k.archive_mounted, REPS);
+  if (pages > 0)
+    snprintf(value, sizeof(value), "%.1f MiB (+ %.1f MiB archive pages)", rss,
+             pages);
+  else
+    snprintf(value, sizeof(value), "%.1f MiB", rss);
   bn_row("install: kpackfs daemon RSS after the mount", value, "<= 48 MiB",
          rss <= 48.0);
 
   double hwm = bn_median(k.hwm_walked, REPS);
-  snprintf(value, sizeof(value), "%.1f MiB (%zu entries walked)", hwm,
-           k.entries);
+  pages = bn_median(k.archive_walked, REPS);
+  if (pages > 0)
+    snprintf(value, sizeof(value),
+             "%.1f MiB (+ %.1f MiB archive pages; %zu entries walked)", hwm,
+             pages, k.entries);
+  else
+    snprintf(value, sizeof(value), "%.1f MiB (%zu entries walked)", hwm,
+             k.entries);
   bn_row("install: kpackfs daemon peak RSS after a full walk", value,
          "<= 48 MiB", hwm <= 48.0);
 

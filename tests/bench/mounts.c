@@ -64,7 +64,11 @@ typedef struct fs_times {
   double rtt[REPS]; /* kpackfs, for the floor row: one round trip */
   double phases[REPS][BN_PHASES]; /* kpackfs: where the mount's time went */
   bool have_phases;
-  long hwm_kb; /* the largest of the runs */
+  /* Peak RSS without the archive pages libkpack maps (VmHWM less the
+   * *.kpack pages resident at the end: those only grow while mounted, so
+   * this is the rest's peak or a little under), and those pages; the
+   * largest of the runs. */
+  long hwm_kb, archive_kb;
   size_t dirs;
 } fs_times;
 
@@ -105,9 +109,12 @@ static void measure(char* const argv[], const char* source, const char* dir,
   out->again[rep] = read_all(dir, s);
   char status[64];
   snprintf(status, sizeof(status), "/proc/%d/status", (int)m.pid);
-  long hwm = bn_proc_value(status, "VmHWM:");
+  long archive = bn_archive_pages_kb(m.pid);
+  long hwm = bn_proc_value(status, "VmHWM:") - archive;
   if (hwm > out->hwm_kb)
     out->hwm_kb = hwm;
+  if (archive > out->archive_kb)
+    out->archive_kb = archive;
   bn_daemon_stop(&m);
 }
 
@@ -156,8 +163,13 @@ static void rows_for(const data_set* s, fs_times* k, fs_times* q) {
   /* One kernel is open at a time: the reader is sequential. */
   double limit = 2.0 * q->hwm_kb / 1024 + s->largest / 1048576.0;
   snprintf(name, sizeof(name), "%s: daemon peak RSS", s->name);
-  snprintf(value, sizeof(value), "%.1f vs %.1f MiB", k->hwm_kb / 1024.0,
-           q->hwm_kb / 1024.0);
+  if (k->archive_kb > 0)
+    snprintf(value, sizeof(value),
+             "%.1f vs %.1f MiB (+ %.1f MiB archive pages mapped)",
+             k->hwm_kb / 1024.0, q->hwm_kb / 1024.0, k->archive_kb / 1024.0);
+  else
+    snprintf(value, sizeof(value), "%.1f vs %.1f MiB", k->hwm_kb / 1024.0,
+             q->hwm_kb / 1024.0);
   snprintf(target, sizeof(target), "<= 2x + open: %.1f MiB", limit);
   bn_row(name, value, target, k->hwm_kb / 1024.0 <= limit);
 }

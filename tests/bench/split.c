@@ -83,6 +83,18 @@ static void link_library(const bench_data* d, size_t first, size_t end,
   free(code);
 }
 
+void bench_linked_library(const bench_data* d, char* path, size_t cap) {
+  char tree[600], libdir[700];
+  snprintf(tree, sizeof(tree), "%s/libsynth-linked", d->dir);
+  snprintf(libdir, sizeof(libdir), "%s/lib", tree);
+  snprintf(path, cap, "%s/libsynth.so", libdir);
+  if (bn_exists(path))
+    return;
+  mkdir(tree, 0755);
+  mkdir(libdir, 0755);
+  link_library(d, 0, d->fatbin_spec.bundle_count, path);
+}
+
 /* Medians of split and create over REPS runs, and their peak RSS. */
 typedef struct split_timing {
   double split, create;
@@ -178,17 +190,10 @@ void bench_split(const bench_data* d) {
   char fatbin_arg[800];
   snprintf(kpack, sizeof(kpack), "%s/kpack", d->bin);
   snprintf(tree, sizeof(tree), "%s/libsynth-linked", d->dir);
-  snprintf(lib, sizeof(lib), "%s/lib/libsynth.so", tree);
+  bench_linked_library(d, lib, sizeof(lib));
   snprintf(out, sizeof(out), "%s/split-out", d->dir);
   snprintf(archive, sizeof(archive), "%s/split-created.kpack", d->dir);
   snprintf(fatbin_arg, sizeof(fatbin_arg), "%s=lib/libsynth.so", lib);
-  if (!bn_exists(lib)) {
-    char libdir[700];
-    snprintf(libdir, sizeof(libdir), "%s/lib", tree);
-    mkdir(tree, 0755);
-    mkdir(libdir, 0755);
-    link_library(d, 0, d->fatbin_spec.bundle_count, lib);
-  }
   /* The same code objects as PARTS libraries of a tree, a quarter of the
    * bundles each: split then packs several binaries into each archive. */
   char parts[600], part_libs[PARTS][700], part_args[PARTS][800];

@@ -2,14 +2,14 @@
  *
  * The host-ELF transform alone (kpack_transform_write(), no compression):
  * on the synthetic 1.2 GB fat binary against `cp` of the same file, and on
- * the linked form of the same library when the split rows have made it
- * (libsynth-linked/). Each transform runs in a child process, so its peak
- * RSS is its own. Inputs are in the page cache for every run.
+ * the linked form of the same library (libsynth-linked/, made by the split
+ * rows' code the first time either group runs). Each transform runs in a
+ * child of the spawner, so its peak RSS is its own. Inputs are in the page
+ * cache for every run.
  */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,31 +17,21 @@
 
 #define REPS 3
 
-/* Transforms `in` into `out` in a child; its time and peak RSS. */
-static bn_proc transform_once(const char* in, const char* out) {
-  double start = bn_now();
-  pid_t pid = fork();
-  if (pid < 0)
-    bn_die("fork");
-  if (pid == 0) {
-    const char* paths[] = {"../.kpack/synth_@GFXARCH@.kpack"};
-    kpack_transform_options_t o = {.kernel_name = "lib/libsynth.so",
-                                   .search_paths = paths,
-                                   .search_path_count = 1};
-    kpack_transform_message_t msg;
-    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    kpack_error_t err = fd < 0 ? KPACK_ERROR_IO_ERROR
-                               : kpack_transform_write(in, fd, &o, NULL, &msg);
-    if (err != KPACK_SUCCESS)
-      fprintf(stderr, "bench: transform: %s\n", msg.text);
-    _exit(err == KPACK_SUCCESS && close(fd) == 0 ? 0 : 1);
-  }
-  int status;
-  struct rusage ru;
-  if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) ||
-      WEXITSTATUS(status) != 0)
-    bn_die("%s: the transform failed", in);
-  return (bn_proc){status, bn_now() - start, ru.ru_maxrss};
+int bench_transform_main(char* const argv[]) {
+  const char* paths[] = {"../.kpack/synth_@GFXARCH@.kpack"};
+  kpack_transform_options_t o = {.kernel_name = "lib/libsynth.so",
+                                 .search_paths = paths,
+                                 .search_path_count = 1};
+  kpack_transform_message_t msg = {0};
+  if (argv[1] == NULL || argv[2] == NULL)
+    return 2;
+  int fd = open(argv[2], O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  kpack_error_t err = fd < 0
+                          ? KPACK_ERROR_IO_ERROR
+                          : kpack_transform_write(argv[1], fd, &o, NULL, &msg);
+  if (err != KPACK_SUCCESS)
+    fprintf(stderr, "bench: transform: %s\n", msg.text);
+  return err == KPACK_SUCCESS && close(fd) == 0 ? 0 : 1;
 }
 
 static void transform_row(const bench_data* d, const char* what,
@@ -50,11 +40,14 @@ static void transform_row(const bench_data* d, const char* what,
   snprintf(out, sizeof(out), "%s/transform-out.so", d->dir);
   snprintf(copy, sizeof(copy), "%s/transform-cp.so", d->dir);
   char* cp_argv[] = {"cp", (char*)in, copy, NULL};
+  char* transform_argv[] = {"transform", (char*)in, out, NULL};
   bn_warm(in);
   double tf[REPS], tc[REPS];
   long rss = 0;
   for (int r = 0; r < REPS; r++) {
-    bn_proc p = transform_once(in, out);
+    bn_proc p = bn_run(transform_argv, NULL);
+    if (!WIFEXITED(p.status) || WEXITSTATUS(p.status) != 0)
+      bn_die("%s: the transform failed", in);
     tf[r] = p.seconds;
     if (p.max_rss_kb > rss)
       rss = p.max_rss_kb;
@@ -76,11 +69,6 @@ static void transform_row(const bench_data* d, const char* what,
 void bench_transform(const bench_data* d) {
   char linked[700];
   transform_row(d, "the synthetic fat binary", d->fatbin);
-  snprintf(linked, sizeof(linked), "%s/libsynth-linked/lib/libsynth.so",
-           d->dir);
-  if (bn_exists(linked))
-    transform_row(d, "the same, linked", linked);
-  else
-    bn_row_not_run("transform of the same library, linked, vs cp", "<= 2.00x",
-                   "libsynth-linked/ not made yet (BENCH_ROWS=split)");
+  bench_linked_library(d, linked, sizeof(linked));
+  transform_row(d, "the same, linked", linked);
 }
