@@ -577,6 +577,39 @@ static void test_split_of_its_own_output_changes_nothing(void** state) {
   free(again);
 }
 
+/* A file split copies whole keeps its holes (an installed file with
+ * sparse padding, a program linked with large pages): its copy uses no
+ * more disk blocks than it does and reads the same. */
+static void test_split_copies_sparse_files_sparse(void** state) {
+  (void)state;
+  char* in = kt_in_tmp("in");
+  char* out = kt_in_tmp("out");
+  char* sparse = kt_tree_path(in, "share/data/padded.bin");
+  char* copy = kt_tree_path(out, "share/data/padded.bin");
+  int fd = open(sparse, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  assert_true(fd >= 0);
+  static const char head[] = "at the start", tail[] = "at the end";
+  assert_int_equal(pwrite(fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
+  assert_int_equal(pwrite(fd, tail, sizeof(tail), 6 << 20),
+                   (ssize_t)sizeof(tail));
+  assert_int_equal(ftruncate(fd, 8 << 20), 0); /* and a hole at the end */
+  close(fd);
+  struct stat a, b;
+  assert_int_equal(stat(sparse, &a), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", out, in), 0);
+  assert_int_equal(stat(copy, &b), 0);
+  assert_int_equal(b.st_size, a.st_size);
+  if (b.st_blocks > a.st_blocks)
+    fail_msg("the copy of a %lld-byte file of %lld blocks uses %lld blocks",
+             (long long)a.st_size, (long long)a.st_blocks,
+             (long long)b.st_blocks);
+  kt_assert_same_tree(in, out);
+  free(sparse);
+  free(copy);
+  free(in);
+  free(out);
+}
+
 static void test_split_output_is_deterministic_whatever_the_jobs(void** state) {
   (void)state;
   char* in = kt_in_tmp("in");
@@ -1216,6 +1249,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           test_split_output_is_deterministic_whatever_the_jobs, kt_kpack_setup,
           kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(test_split_copies_sparse_files_sparse,
+                                      kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(test_split_in_place_keeps_hard_links,
                                       kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
