@@ -744,6 +744,20 @@ static const char* input_archive_arch(const sp_state* s, const sp_file* f) {
  * to that processor's tree by its content; a file a rule names, by the
  * rule; an input archive, by its arch; the rest is generic. A hard link
  * goes where the file it links to goes. */
+/* The first GPU processor the file name of `rel` names ("gfx1030" in
+ * "standalone_gfx1030.hsaco"), into `out`. */
+static bool named_processor(const char* rel, char* out, size_t size) {
+  const char* base = strrchr(rel, '/');
+  const char* at;
+  size_t len;
+  if (!ar_pattern_match("*<arch>*", base != NULL ? base + 1 : rel, &at, &len) ||
+      len >= size)
+    return false;
+  memcpy(out, at, len);
+  out[len] = '\0';
+  return true;
+}
+
 static bool choose_trees(sp_state* s) {
   for (size_t i = 0; i < s->file_count; i++) {
     sp_file* f = &s->files[i];
@@ -773,6 +787,13 @@ static bool choose_trees(sp_state* s) {
                   "says %s; placed by its content\n",
                   f->src, what, by_content, rule->where,
                   rule->generic ? "generic" : by_rule);
+        else if (rule == NULL &&
+                 named_processor(f->rel, by_rule, sizeof(by_rule)) &&
+                 strcmp(by_rule, by_content) != 0)
+          fprintf(stderr,
+                  "kpack: warning: %s: a %s for %s, but its name says %s; "
+                  "placed by its content\n",
+                  f->src, what, by_content, by_rule);
         ok = set_dest(f, tree_of_processor(s, by_content), "content: %s for %s",
                       what, by_content);
         s->by_content++;

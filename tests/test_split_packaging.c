@@ -207,6 +207,9 @@ static void make_rocm_tree(const char* in) {
   place_code_object(in, "lib/rocblas/library/TensileLibrary_SS_gfx1030.co",
                     "gfx908:xnack-");
   place_code_object(in, "lib/rocblas/library/extop.co", "gfx906:xnack-");
+  /* Named for gfx1030, holding gfx906 code, and matched by no rule. */
+  place_code_object(in, "share/kern/standalone_gfx1030.hsaco",
+                    "gfx906:xnack-");
   fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
                   {"hipv4-amdgcn-amd-amdhsa--gfx1030", "device code", 11}};
   fx_buf bundle = fx_bundle(e, 2);
@@ -308,8 +311,11 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
   kt_assert_contains(err,
                      "TensileLibrary_gfx942.hsaco: a compressed offload "
                      "bundle for gfx1100");
+  kt_assert_contains(err,
+                     "standalone_gfx1030.hsaco: a code object for gfx906, "
+                     "but its name says gfx1030; placed by its content");
   kt_assert_contains(text,
-                     "per-arch trees: 6 files placed by their content, "
+                     "per-arch trees: 7 files placed by their content, "
                      "12 by rules");
   free(text);
   free(err);
@@ -330,6 +336,7 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
       "gfx908/lib/libdevice_conv_operations_gfx908_xnackp.a",
       "gfx908/.kpack/rocm_gfx908:xnack-.kpack",
       "gfx906/lib/rocblas/library/extop.co",
+      "gfx906/share/kern/standalone_gfx1030.hsaco",
       "gfx1030/lib/hipblaslt/library/extop_kernels.bin",
       "gfx1030/lib/rocblas/library/TensileLibrary_lazy_gfx1030.dat",
       "gfx1030/share/miopen/db/gfx1030_36.HIP.fdb.txt",
