@@ -43,6 +43,8 @@ static bool bundle_processor(const void* data, size_t size, char* processor,
               ? "offload bundle"
               : "compressed offload bundle";
 done:
+  if (!one)
+    processor[0] = '\0'; /* not the first of several */
   kpack_bundle_free(bundle);
   return one;
 }

@@ -783,17 +783,19 @@ static bool choose_trees(sp_state* s) {
       if (by_content[0] != '\0') {
         if (rule != NULL && (rule->generic || strcmp(by_rule, by_content) != 0))
           fprintf(stderr,
-                  "kpack: warning: %s: a %s for %s, but the rule at %s "
+                  "kpack: warning: %s: %s %s for %s, but the rule at %s "
                   "says %s; placed by its content\n",
-                  f->src, what, by_content, rule->where,
+                  f->src, strchr("aeiou", what[0]) != NULL ? "an" : "a", what,
+                  by_content, rule->where,
                   rule->generic ? "generic" : by_rule);
         else if (rule == NULL &&
                  named_processor(f->rel, by_rule, sizeof(by_rule)) &&
                  strcmp(by_rule, by_content) != 0)
           fprintf(stderr,
-                  "kpack: warning: %s: a %s for %s, but its name says %s; "
+                  "kpack: warning: %s: %s %s for %s, but its name says %s; "
                   "placed by its content\n",
-                  f->src, what, by_content, by_rule);
+                  f->src, strchr("aeiou", what[0]) != NULL ? "an" : "a", what,
+                  by_content, by_rule);
         ok = set_dest(f, tree_of_processor(s, by_content), "content: %s for %s",
                       what, by_content);
         s->by_content++;

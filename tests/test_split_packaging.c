@@ -217,6 +217,15 @@ static void make_rocm_tree(const char* in) {
   kt_write_file(path, bundle.data, bundle.size);
   free(path);
   fx_free(&bundle);
+  /* A bundle for two processors belongs to neither. */
+  fx_entry two[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                    {"hipv4-amdgcn-amd-amdhsa--gfx906", "device code", 11},
+                    {"hipv4-amdgcn-amd-amdhsa--gfx1030", "device code", 11}};
+  bundle = fx_bundle(two, 3);
+  path = kt_tree_path(in, "share/kern/kern_two.hsaco");
+  kt_write_file(path, bundle.data, bundle.size);
+  free(path);
+  fx_free(&bundle);
   /* A CCOB for gfx1100 named like a gfx942 Tensile code object. */
   fx_entry e1100[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
                       {"hipv4-amdgcn-amd-amdhsa--gfx1100", "device code", 11}};
@@ -324,6 +333,7 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
       "generic/lib/librocrand.so.1",
       "generic/lib/rocblas/library/TensileLibrary_HH_fallback.dat",
       "generic/share/doc/rocm/README",
+      "generic/share/kern/kern_two.hsaco",
       "gfx90a/lib/rocblas/library/TensileLibrary_HH_gfx90a.co",
       "gfx90a/lib/rocblas/library/Kernels.so-000-gfx90a-xnack+.hsaco",
       "gfx90a/lib/rocblas/library/TensileLibrary_lazy_gfx90a.dat",
