@@ -252,6 +252,15 @@ static void make_rocm_tree(const char* in) {
              "m");
   place_text(in, "share/hipkernelprovider/engines/test_arch_content/gfx90a/t",
              "n");
+  /* A hotswap_cache database: translations filed by arch. */
+  place_text(in,
+             "share/rocjitsu/translations/gfx942/v1/"
+             "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.man",
+             "o");
+  place_text(in,
+             "share/rocjitsu/translations/gfx942/v1/"
+             "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.obj",
+             "p");
 }
 
 /* Copies every tree of OUTDIR in `trees` (NULL: all) into `into`. */
@@ -325,7 +334,7 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
                      "but its name says gfx1030; placed by its content");
   kt_assert_contains(text,
                      "per-arch trees: 7 files placed by their content, "
-                     "12 by rules");
+                     "14 by rules");
   free(text);
   free(err);
   static const char* const expected[] = {
@@ -357,6 +366,10 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
       "gfx908/lib/aotriton/kernels/gfx908/flash.hsaco",
       "gfx1030/share/hipkernelprovider/engines/arch_content/blas/gfx1030/k",
       "gfx90a/share/hipkernelprovider/engines/test_arch_content/gfx90a/t",
+      "gfx942/share/rocjitsu/translations/gfx942/v1/"
+      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.man",
+      "gfx942/share/rocjitsu/translations/gfx942/v1/"
+      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.obj",
   };
   for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++)
     if (!exists_in(pa, expected[i]))
