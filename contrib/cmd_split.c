@@ -786,8 +786,7 @@ static bool choose_trees(sp_state* s) {
                   "kpack: warning: %s: %s %s for %s, but the rule at %s "
                   "says %s; placed by its content\n",
                   f->src, strchr("aeiou", what[0]) != NULL ? "an" : "a", what,
-                  by_content, rule->where,
-                  rule->generic ? "generic" : by_rule);
+                  by_content, rule->where, rule->generic ? "generic" : by_rule);
         else if (rule == NULL &&
                  named_processor(f->rel, by_rule, sizeof(by_rule)) &&
                  strcmp(by_rule, by_content) != 0)

@@ -61,8 +61,8 @@ static void check_phdr_at_load_base(const char* path, const uint8_t* e,
   for (uint64_t i = 0; i < phnum; i++) {
     const uint8_t* a = ph + i * 56;
     if (ld(a, 4) == 6 && ld(a + 16, 8) != base + phoff)
-      fail_msg("%s: PT_PHDR says 0x%llx, the kernel's AT_PHDR is 0x%llx",
-               path, (unsigned long long)ld(a + 16, 8),
+      fail_msg("%s: PT_PHDR says 0x%llx, the kernel's AT_PHDR is 0x%llx", path,
+               (unsigned long long)ld(a + 16, 8),
                (unsigned long long)(base + phoff));
   }
 }
@@ -219,8 +219,7 @@ void kt_check_layout(const char* path, const void* metadata,
 
 /* ---- eu-elflint --------------------------------------------------------- */
 
-void kt_check_elflint(const char* input, const char* output,
-                      const char* what) {
+void kt_check_elflint(const char* input, const char* output, const char* what) {
   char* before = kt_elflint(input);
   char* after = kt_elflint(output);
   const char* line = after;
@@ -344,7 +343,6 @@ void kt_check_tools(const char* dir, const char* output, bool shared_object,
   }
 }
 
-
 unsigned long long kt_fatbin_bytes_in_file(const char* path) {
   size_t size;
   uint8_t* e = kt_read_file(path, &size);
@@ -360,8 +358,8 @@ unsigned long long kt_fatbin_bytes_in_file(const char* path) {
     for (uint64_t i = 0; i < phnum && !mapped; i++) {
       const uint8_t* a = e + phoff + i * 56;
       uint64_t va = ld(a + 16, 8), fsz = ld(a + 32, 8);
-      mapped = ld(a, 4) == 1 && fsz > 0 && va / PAGE * PAGE <= at &&
-               at < va + fsz;
+      mapped =
+          ld(a, 4) == 1 && fsz > 0 && va / PAGE * PAGE <= at && at < va + fsz;
     }
     if (mapped) {
       uint64_t lo = at > fa ? at : fa;

@@ -222,8 +222,8 @@ static void transform_checked(const program* p) {
     kt_check_layout(p->out, want.data, want.size);
   fx_free(&want);
   check_loads(p, p->out);
-  kt_check_tools(p->dir, p->out, p->kind == FX_PROGRAM_SHARED, loads_of, (void*)p,
-                 what);
+  kt_check_tools(p->dir, p->out, p->kind == FX_PROGRAM_SHARED, loads_of,
+                 (void*)p, what);
 }
 
 static void run_cell(const cell* c, fx_program_kind kind, bool lld) {

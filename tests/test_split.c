@@ -692,9 +692,8 @@ static void test_split_spirv_is_the_portable_fallback(void** state) {
   /* Every arch kept: the SPIR-V archive beside the native one. */
   char* all = kt_in_tmp("all");
   char* text = NULL;
-  assert_int_equal(KT_KPACK(&text, NULL, "split", "--prefix", "sp", "-o", all,
-                            in),
-                   0);
+  assert_int_equal(
+      KT_KPACK(&text, NULL, "split", "--prefix", "sp", "-o", all, in), 0);
   free(text);
   char* archive = kt_path(all, ".kpack/sp_amdgcnspirv.kpack");
   assert_archive_serves(archive, "amdgcnspirv", &spirv);
@@ -745,8 +744,8 @@ static void test_split_spirv_is_the_portable_fallback(void** state) {
 
   /* Per-arch: a tree of its own. */
   char* pa = kt_in_tmp("pa");
-  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--per-arch", "--prefix",
-                            "sp", "-o", pa, in),
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--per-arch", "--prefix", "sp",
+                            "-o", pa, in),
                    0);
   archive = kt_path(pa, "amdgcnspirv/.kpack/sp_amdgcnspirv.kpack");
   assert_archive_serves(archive, "amdgcnspirv", &spirv);

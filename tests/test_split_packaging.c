@@ -208,8 +208,7 @@ static void make_rocm_tree(const char* in) {
                     "gfx908:xnack-");
   place_code_object(in, "lib/rocblas/library/extop.co", "gfx906:xnack-");
   /* Named for gfx1030, holding gfx906 code, and matched by no rule. */
-  place_code_object(in, "share/kern/standalone_gfx1030.hsaco",
-                    "gfx906:xnack-");
+  place_code_object(in, "share/kern/standalone_gfx1030.hsaco", "gfx906:xnack-");
   fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
                   {"hipv4-amdgcn-amd-amdhsa--gfx1030", "device code", 11}};
   fx_buf bundle = fx_bundle(e, 2);
@@ -253,14 +252,16 @@ static void make_rocm_tree(const char* in) {
   place_text(in, "share/hipkernelprovider/engines/test_arch_content/gfx90a/t",
              "n");
   /* A hotswap_cache database: translations filed by arch. */
-  place_text(in,
-             "share/rocjitsu/translations/gfx942/v1/"
-             "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.man",
-             "o");
-  place_text(in,
-             "share/rocjitsu/translations/gfx942/v1/"
-             "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.obj",
-             "p");
+  place_text(
+      in,
+      "share/rocjitsu/translations/gfx942/v1/"
+      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.man",
+      "o");
+  place_text(
+      in,
+      "share/rocjitsu/translations/gfx942/v1/"
+      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.obj",
+      "p");
 }
 
 /* Copies every tree of OUTDIR in `trees` (NULL: all) into `into`. */

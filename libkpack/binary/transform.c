@@ -651,8 +651,8 @@ static bool table_fits(const tf_state* st, size_t owner, uint64_t at,
         t->vaddr >= align_up(hi, P) ||
         lo / P * P >= align_up(t->vaddr + t->memsz, P))
       continue;
-    if (i != owner && (t->vaddr - t->offset != base ||
-                       t->memsz != t->filesz || t->flags != TF_PF_R))
+    if (i != owner && (t->vaddr - t->offset != base || t->memsz != t->filesz ||
+                       t->flags != TF_PF_R))
       return false;
   }
   return true;
@@ -697,9 +697,9 @@ static bool place_table(const tf_state* st, tf_layout* L, uint64_t base,
         const elf_section* x = &elf->sections[c];
         if (c != st->fat && (x->flags & ELF_SHF_ALLOC) != 0 && x->size > 0 &&
             x->addr >= s->vaddr && x->addr < f->addr)
-          last = x->type == ELF_SHT_NOBITS      ? f->offset
+          last = x->type == ELF_SHT_NOBITS    ? f->offset
                  : x->offset + x->size > last ? x->offset + x->size
-                                                : last;
+                                              : last;
       }
     } else if (s->memsz != s->filesz || last > st->cut_at) {
       continue; /* zero-filled to its page's end, or moved down */

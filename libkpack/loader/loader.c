@@ -613,9 +613,8 @@ static kpack_error_t run_search(kpack_cache_t cache, const char* kernel_name,
     goto done;
   }
   for (size_t i = 0; i < s.target_lists; i++)
-    if ((err = kp_target_compatible(i < arch_count ? arch_list[i]
-                                                   : KP_SPIRV_TARGET,
-                                    &s.targets[i])))
+    if ((err = kp_target_compatible(
+             i < arch_count ? arch_list[i] : KP_SPIRV_TARGET, &s.targets[i])))
       goto done;
   if ((err = build_candidates(&s, embedded, embedded_count)))
     goto done;
