@@ -758,11 +758,13 @@ static void binary_problem(vb_run* r, const char* path, const char* fmt, ...) {
  * code object. */
 /* With per-arch archives, a missing archive for an agent the split never
  * had code for is no broken install: says so when none of the `count`
- * arches the split recorded may serve `agent`. */
+ * arches the split recorded may serve `agent` (portable SPIR-V, recorded,
+ * serves every agent the native ones do not). */
 static void why_not_built(vb_outcome* o, const char* agent,
                           const char* const* recorded, size_t count) {
   for (size_t i = 0; i < count; i++)
-    if (kpack_target_may_serve(recorded[i], agent))
+    if (kpack_target_may_serve(recorded[i], agent) ||
+        strcmp(recorded[i], "amdgcnspirv") == 0) /* serves every agent */
       return;
   char looked[sizeof(o->why)];
   const char* paths = strstr(o->why, " (looked for ");

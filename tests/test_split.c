@@ -716,6 +716,21 @@ static void test_split_spirv_is_the_portable_fallback(void** state) {
   assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", "--arch",
                             "gfx1100", split_lib),
                    0);
+  /* Without the SPIR-V archive, that is a broken install, not a GPU the
+   * build has no code for. */
+  char* moved = kt_in_tmp("spirv-moved.kpack");
+  archive = kt_path(all, ".kpack/sp_amdgcnspirv.kpack");
+  assert_int_equal(rename(archive, moved), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", "--arch",
+                            "gfx1100", split_lib),
+                   1);
+  kt_assert_contains(text,
+                     "gfx1100: KPACK_ERROR_ARCHIVE_NOT_FOUND: no "
+                     "archive for this arch is installed");
+  free(text);
+  assert_int_equal(rename(moved, archive), 0);
+  free(archive);
+  free(moved);
   free(split_lib);
 
   /* --arch without amdgcnspirv leaves it out: gfx1100 is served nothing. */
