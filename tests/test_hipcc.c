@@ -116,8 +116,8 @@ static uint64_t record_pointer(const uint8_t* e, uint64_t where,
 /* The code objects of every record of `binary` (a path in `tree`), by
  * clang-offload-bundler, whose input is each record's bundle cut out of
  * .hip_fatbin. */
-static void oracle_of(const char* tree, const char* binary,
-                      const char* scratch, oracle* o) {
+static void oracle_of(const char* tree, const char* binary, const char* scratch,
+                      oracle* o) {
   char* path = join(tree, binary);
   size_t size;
   uint8_t* e = kt_read_file(path, &size);
@@ -130,7 +130,8 @@ static void oracle_of(const char* tree, const char* binary,
   uint64_t sa = ld(seg + 16, 8), so = ld(seg + 24, 8);
   o->records = (size_t)(ld(seg + 32, 8) / 24);
   for (size_t i = 0; i < o->records; i++) {
-    uint64_t at = record_pointer(e, sa + i * 24 + 8, ld(e + so + i * 24 + 8, 8));
+    uint64_t at =
+        record_pointer(e, sa + i * 24 + 8, ld(e + so + i * 24 + 8, 8));
     if (at < fa || at - fa >= fs)
       fail_msg("%s: record %zu points at 0x%llx, outside .hip_fatbin", path, i,
                (unsigned long long)at);
@@ -158,9 +159,8 @@ static void oracle_of(const char* tree, const char* binary,
       char targets[256], output[4200];
       snprintf(targets, sizeof(targets), "--targets=%s", line);
       snprintf(output, sizeof(output), "--output=%s", co);
-      char* uv[] = {BUNDLER, "--unbundle", "--type=o",
-                    input,   targets,      output,
-                    NULL};
+      char* uv[] = {BUNDLER, "--unbundle", "--type=o", input,
+                    targets, output,       NULL};
       if (kt_run(uv, 60, NULL, NULL) != 0)
         fail_msg("clang-offload-bundler cannot unbundle %s of record %zu of %s",
                  line, i, path);
@@ -191,9 +191,10 @@ static void assert_serves(const char* path, const char* key,
   if (kpack_get_kernel(a, key, c->arch, &data, &size) != KPACK_SUCCESS)
     fail_msg("%s has no %s for %s", path, key, c->arch);
   if (size != c->size || memcmp(data, c->data, size) != 0)
-    fail_msg("%s serves other bytes for %s %s than clang-offload-bundler "
-             "extracts (%zu and %zu bytes)",
-             path, key, c->arch, size, c->size);
+    fail_msg(
+        "%s serves other bytes for %s %s than clang-offload-bundler "
+        "extracts (%zu and %zu bytes)",
+        path, key, c->arch, size, c->size);
   kpack_free_kernel(data);
   kpack_close(a);
 }
@@ -296,17 +297,17 @@ static void check_binary(cell_run* r, const binary_kind* b, oracle* o) {
   char key[512];
   assert_true(asprintf(&fatbin, "%s=%s", in, b->path) > 0);
   oracle_of(r->tree, b->path, r->dir, o);
-  assert_int_equal(KT_KPACK(NULL, NULL, "create", "-q", "-o", created,
-                            "--fatbin", fatbin),
-                   0);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "create", "-q", "-o", created, "--fatbin", fatbin),
+      0);
   for (size_t i = 0; i < o->count; i++) {
     const code_object* c = &o->cos[i];
     if (c->binary != b->path)
       continue;
     char archive[4300];
     snprintf(key, sizeof(key), "%s#%u", b->path, c->record);
-    snprintf(archive, sizeof(archive), "%s/.kpack/" PREFIX "_%s.kpack",
-             r->out, c->arch);
+    snprintf(archive, sizeof(archive), "%s/.kpack/" PREFIX "_%s.kpack", r->out,
+             c->arch);
     assert_serves(archive, key, c);
     assert_serves(created, key, c);
   }
@@ -355,12 +356,12 @@ static void check_binary(cell_run* r, const binary_kind* b, oracle* o) {
   if (b->table_above)
     bound = address_end(in) + 2 * 4096 + (in_size - left);
   if (out_size > bound)
-    fail_msg("%s: %llu bytes, more than %llu (the input's %llu less the "
-             "%llu of device code that left it%s)",
-             out, (unsigned long long)out_size, (unsigned long long)bound,
-             (unsigned long long)in_size, (unsigned long long)left,
-             b->table_above ? ", past the program's addresses"
-                            : ", plus 4 KiB");
+    fail_msg(
+        "%s: %llu bytes, more than %llu (the input's %llu less the "
+        "%llu of device code that left it%s)",
+        out, (unsigned long long)out_size, (unsigned long long)bound,
+        (unsigned long long)in_size, (unsigned long long)left,
+        b->table_above ? ", past the program's addresses" : ", plus 4 KiB");
   if (out_blocks > in_blocks)
     fail_msg("%s uses %llu disk blocks, the input %llu", out,
              (unsigned long long)out_blocks, (unsigned long long)in_blocks);
@@ -393,8 +394,8 @@ static void check_stored_once(const cell_run* r, const oracle* o) {
     if (!first)
       continue; /* that arch was counted */
     char archive[4300];
-    snprintf(archive, sizeof(archive), "%s/.kpack/" PREFIX "_%s.kpack",
-             r->out, o->cos[i].arch);
+    snprintf(archive, sizeof(archive), "%s/.kpack/" PREFIX "_%s.kpack", r->out,
+             o->cos[i].arch);
     kpack_archive_t a;
     assert_int_equal(kpack_open(archive, &a), KPACK_SUCCESS);
     bool ordinals[MAX_COS] = {false};
@@ -428,8 +429,8 @@ static void run_cell(const char* name, const binary_kind* bins, size_t count,
   r.dir = kt_tmpdir();
   r.out = join(r.dir, "out");
   char* again = join(r.dir, "again");
-  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-q", "--prefix", PREFIX,
-                            "-o", r.out, r.tree),
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-q", "--prefix", PREFIX, "-o",
+                            r.out, r.tree),
                    0);
   size_t records = 0;
   for (size_t i = 0; i < count; i++) {
@@ -443,8 +444,8 @@ static void run_cell(const char* name, const binary_kind* bins, size_t count,
     fail_msg("kpack verify --binary %s: %s", r.out, err);
   free(err);
   /* A second split finds every binary kpack-ified: the same tree. */
-  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-q", "--prefix", PREFIX,
-                            "-o", again, r.out),
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-q", "--prefix", PREFIX, "-o",
+                            again, r.out),
                    0);
   kt_assert_same_tree(r.out, again);
   oracle_free(&o);
@@ -456,10 +457,10 @@ static void run_cell(const char* name, const binary_kind* bins, size_t count,
   free(r.tree);
 }
 
-#define CELL(name, records, ...)                                       \
-  do {                                                                 \
-    static const binary_kind bins[] = {__VA_ARGS__};                   \
-    run_cell(name, bins, sizeof(bins) / sizeof(*bins), records);       \
+#define CELL(name, records, ...)                                 \
+  do {                                                           \
+    static const binary_kind bins[] = {__VA_ARGS__};             \
+    run_cell(name, bins, sizeof(bins) / sizeof(*bins), records); \
   } while (0)
 
 /* ---- the cells ----------------------------------------------------------- */
@@ -471,7 +472,8 @@ static void test_executable_for_three_arches(void** s) {
 
 static void test_shared_library_and_the_program_linking_it(void** s) {
   (void)s;
-  CELL("shared", 2, {"lib/libvec.so", "bin/vecapp", false}, {"bin/vecapp", NULL, false});
+  CELL("shared", 2, {"lib/libvec.so", "bin/vecapp", false},
+       {"bin/vecapp", NULL, false});
 }
 
 static void test_three_translation_units_without_rdc(void** s) {
@@ -556,8 +558,8 @@ static void test_genco_code_objects_in_a_tree(void** s) {
   char* pa = join(dir, "pa");
   char* pm = join(dir, "pm");
   char* err = NULL;
-  assert_int_equal(KT_KPACK(NULL, &err, "split", "-q", "--per-arch",
-                            "--prefix", PREFIX, "-o", pa, genco),
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "-q", "--per-arch", "--prefix",
+                            PREFIX, "-o", pa, genco),
                    0);
   if (strstr(err, "its name says") != NULL)
     fail_msg("a rightly named code object is reported: %s", err);
@@ -568,8 +570,8 @@ static void test_genco_code_objects_in_a_tree(void** s) {
                    "gfx1030/share/kern/kern_gfx1030.hsaco");
   assert_same_file(genco, pa, "share/kern/kern_two.hsaco",
                    "generic/share/kern/kern_two.hsaco");
-  assert_int_equal(KT_KPACK(NULL, &err, "split", "-q", "--per-arch",
-                            "--prefix", PREFIX, "-o", pm, misnamed),
+  assert_int_equal(KT_KPACK(NULL, &err, "split", "-q", "--per-arch", "--prefix",
+                            PREFIX, "-o", pm, misnamed),
                    0);
   kt_assert_contains(err,
                      "standalone_gfx1030.hsaco: an offload bundle for "
@@ -605,13 +607,14 @@ static void test_debug_files_hold_no_device_code(void** s) {
   char* eu_strip[] = {"eu-strip", "-f", eu, "-o", stripped, app, NULL};
   assert_int_equal(kt_run(eu_strip, 60, NULL, NULL), 0);
   char* text = NULL;
-  assert_int_equal(KT_KPACK(&text, NULL, "split", "--prefix", PREFIX, "-o",
-                            out, tree),
-                   0);
-  kt_assert_contains(text, "app.debug: no device code bytes (.hip_fatbin is "
-                           "SHT_NOBITS), left alone");
-  kt_assert_contains(text, "app.eu.debug: no device code bytes (.hip_fatbin "
-                           "is SHT_NOBITS), left alone");
+  assert_int_equal(
+      KT_KPACK(&text, NULL, "split", "--prefix", PREFIX, "-o", out, tree), 0);
+  kt_assert_contains(text,
+                     "app.debug: no device code bytes (.hip_fatbin is "
+                     "SHT_NOBITS), left alone");
+  kt_assert_contains(text,
+                     "app.eu.debug: no device code bytes (.hip_fatbin "
+                     "is SHT_NOBITS), left alone");
   kt_assert_contains(text, "0 archives written");
   free(text);
   assert_same_file(tree, out, "lib/debug/app.debug", "lib/debug/app.debug");
