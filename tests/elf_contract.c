@@ -67,6 +67,19 @@ static void check_phdr_at_load_base(const char* path, const uint8_t* e,
   }
 }
 
+void kt_check_phdr_at_load_base(const char* path) {
+  size_t size;
+  uint8_t* e = kt_read_file(path, &size);
+  assert_non_null(e);
+  if (size < 64)
+    fail_msg("%s: shorter than an ELF header", path);
+  uint64_t phoff = ld(e + 32, 8), phnum = ld(e + 56, 2);
+  if (phoff > size || phnum * 56 > size - phoff)
+    fail_msg("%s: the program header table lies outside the file", path);
+  check_phdr_at_load_base(path, e, phoff, phnum);
+  free(e);
+}
+
 void kt_check_layout(const char* path, const void* metadata,
                      size_t metadata_size) {
   size_t size;
