@@ -167,7 +167,8 @@ all: $(LIB_SO) $(LIB_A) $(LIB_PC) $(PROGRAMS) $(MANPAGES) $(SPLIT_RULES)
 
 # ---- tests ------------------------------------------------------------------
 # tests/test_*.c: one cmocka binary each, linked statically so that internal
-# modules can be tested directly. tests/support.c is shared by all of them;
+# modules can be tested directly. tests/support.c and elf_contract.c (the
+# transformed ELF's layout contract) are shared by all of them;
 # tests/fixture_fatbin.c (host binaries, bundles), fixture_code_object.c
 # (AMDGPU code objects) and fixture_toc.c (archives with edited TOCs), free
 # of cmocka, also by the fuzz corpus generator and the benchmark.
@@ -176,7 +177,8 @@ TEST_BINS    := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
 TEST_FIXTURE := $(BUILD)/tests/fixture_fatbin.o $(BUILD)/tests/fixture_code_object.o \
                 $(BUILD)/tests/fixture_program.o \
                 $(BUILD)/tests/fixture_toc.o
-TEST_SUPPORT := $(BUILD)/tests/support.o $(TEST_FIXTURE)
+TEST_SUPPORT := $(BUILD)/tests/support.o $(BUILD)/tests/elf_contract.o \
+                $(TEST_FIXTURE)
 VALGRIND ?=
 # Forked children that do not exec (test_loader's fork tests) hold memory of
 # the parent's other threads that no child can reach; valgrind would report

@@ -384,6 +384,35 @@ const char* cli_total_human(char buf[32], cli_total t) {
   return cli_human_size(buf, t.value);
 }
 
+bool cli_ordinal_first(cli_ordinals* o, const void* archive, uint32_t ordinal) {
+  if (o->archive != archive) {
+    if (o->seen != NULL)
+      memset(o->seen, 0, o->bytes);
+    o->archive = archive;
+  }
+  size_t byte = ordinal / 8;
+  if (byte >= o->bytes) {
+    size_t bytes = o->bytes ? o->bytes : 64;
+    while (bytes <= byte)
+      bytes *= 2;
+    uint8_t* grown = realloc(o->seen, bytes);
+    if (grown == NULL)
+      return true;
+    memset(grown + o->bytes, 0, bytes - o->bytes);
+    o->seen = grown;
+    o->bytes = bytes;
+  }
+  uint8_t bit = (uint8_t)(1u << (ordinal % 8));
+  bool first = (o->seen[byte] & bit) == 0;
+  o->seen[byte] |= bit;
+  return first;
+}
+
+void cli_ordinals_free(cli_ordinals* o) {
+  free(o->seen);
+  *o = (cli_ordinals){0};
+}
+
 /* ---- files --------------------------------------------------------------- */
 
 bool cli_read_file(const char* path, void** data, size_t* size) {

@@ -175,6 +175,20 @@ void cli_total_add(cli_total* t, uint64_t v);
 /* cli_human_size() of the total, or "over 16.0 EiB". */
 const char* cli_total_human(char buf[32], cli_total t);
 
+/* The ordinals of one archive counted so far: kernels that share their
+ * stored bytes (docs/format.md, "Shared ordinals") add them to a total
+ * once. Zero-initialised; cli_ordinals_free() when done. */
+typedef struct cli_ordinals {
+  const void* archive; /* whose ordinals these are */
+  uint8_t* seen;       /* one bit per ordinal */
+  size_t bytes;
+} cli_ordinals;
+/* True the first time `ordinal` of `archive` is given since the set last
+ * held another archive's, and when memory runs out (a total then counts
+ * it again rather than lose it). */
+bool cli_ordinal_first(cli_ordinals* o, const void* archive, uint32_t ordinal);
+void cli_ordinals_free(cli_ordinals* o);
+
 /* A kernel name as c++filt shows it, malloc'ed: demangled by the C++
  * runtime's __cxa_demangle when it is a mangled C++ name (_Z...), else a
  * copy. NULL only when out of memory. */

@@ -123,7 +123,8 @@ const cli_command cli_info_command = {
     info_manual, info_run};
 
 typedef struct totals {
-  cli_total size, stored;
+  cli_total size, stored; /* stored bytes shared by kernels count once */
+  cli_ordinals ordinals;
   size_t kernels;
 } totals;
 
@@ -131,11 +132,11 @@ static bool add_totals(kpack_archive_t archive, const char* binary,
                        const char* arch, const kpack_kernel_info_t* info,
                        void* user) {
   totals* t = user;
-  (void)archive;
   (void)binary;
   (void)arch;
   cli_total_add(&t->size, info->size);
-  cli_total_add(&t->stored, info->stored_size);
+  if (cli_ordinal_first(&t->ordinals, archive, info->ordinal))
+    cli_total_add(&t->stored, info->stored_size);
   t->kernels++;
   return true;
 }
@@ -211,6 +212,7 @@ static kpack_error_t print_info(const char* path, kpack_archive_t archive,
   printf("file size:    %llu\n", (unsigned long long)file_size);
 done:
   free(arches);
+  cli_ordinals_free(&t.ordinals);
   return err;
 }
 

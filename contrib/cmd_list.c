@@ -110,7 +110,8 @@ typedef struct list_state {
   bool many, failed;
   bool printing; /* the second pass: rows, not totals */
   cli_table table;
-  cli_total size, stored;
+  cli_total size, stored; /* stored bytes shared by kernels count once */
+  cli_ordinals ordinals;
   size_t kernels;
 } list_state;
 
@@ -121,7 +122,8 @@ static bool list_kernel(kpack_archive_t archive, const char* binary,
   char ratio[32];
   if (!s->printing) {
     cli_total_add(&s->size, info->size);
-    cli_total_add(&s->stored, info->stored_size);
+    if (cli_ordinal_first(&s->ordinals, s->archive_path, info->ordinal))
+      cli_total_add(&s->stored, info->stored_size);
     s->kernels++;
   }
   if (s->json != NULL) {
@@ -254,6 +256,7 @@ static int list_archives(int argc, char** argv) {
     kpack_close(kept[i]);
   free(kept);
   cli_table_free(&s.table);
+  cli_ordinals_free(&s.ordinals);
   cli_operands_free(argc, argv);
   return s.failed ? CLI_FAIL : status;
 }

@@ -20,8 +20,12 @@ make_cmd=${MAKE:-make}
 # eu-elflint and eu-strip on transformed binaries, libamdhip64-5 (Debian's
 # HIP runtime) to load a split librocrand the way a program would, rsync
 # for the mount tests that copy a fresh mount, lld-14 and patchelf for the
-# suite that links programs with lld and patches transformed ones.
-packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq libamdhip64-5 rsync lld-14 patchelf git"
+# suite that links programs with lld and patches transformed ones; hipcc,
+# rocm-device-libs, libamdhip64-dev and lld-15 to build the real HIP
+# programs the split is checked on, clang-tools-15 for the
+# clang-offload-bundler that checks it; git for the check that the suites
+# leave the clone as they found it.
+packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq libamdhip64-5 rsync lld-14 patchelf hipcc rocm-device-libs libamdhip64-dev lld-15 clang-tools-15 git"
 # What `make bench` compares against: squashfuse_ll, mksquashfs, zstd.
 bench_packages="squashfuse squashfs-tools zstd"
 

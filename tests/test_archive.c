@@ -37,10 +37,11 @@ static image make_image(kpack_compression_scheme_t scheme) {
   static const char* arches[] = {"gfx90a", "gfx942"};
   void* a = kt_pattern(1000, 1);
   void* b = kt_pattern(3000, 2);
+  void* c = kt_pattern(1000, 3);
   kt_kernel k[] = {
       {"lib/a.so#0", "gfx90a", a, 1000},
       {"lib/a.so#0", "gfx942", b, 3000},
-      {"lib/b.so#0", "gfx942", a, 1000},
+      {"lib/b.so#0", "gfx942", c, 1000},
   };
   char* path = kt_path(kt_tmp, "fixture.kpack");
   kt_write_archive(path, scheme, arches, 2, k, 3);
@@ -51,6 +52,7 @@ static image make_image(kpack_compression_scheme_t scheme) {
   free(path);
   free(a);
   free(b);
+  free(c);
   return img;
 }
 
@@ -1219,7 +1221,7 @@ static void assert_fixture_kernels(const image* img) {
     unsigned ordinal;
   } want[] = {{"lib/a.so#0", "gfx90a", 1000, 1, 0},
               {"lib/a.so#0", "gfx942", 3000, 2, 1},
-              {"lib/b.so#0", "gfx942", 1000, 1, 2}};
+              {"lib/b.so#0", "gfx942", 1000, 3, 2}};
   char* path = save(img);
   kpack_archive_t a;
   assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);

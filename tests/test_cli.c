@@ -312,6 +312,45 @@ static void test_list_json_and_several_archives(void** state) {
   free_sample();
 }
 
+/* Kernels sharing one stored frame (what -fgpu-rdc gives) add its bytes
+ * to the stored totals of list and info once. */
+static void test_totals_count_shared_stored_bytes_once(void** state) {
+  (void)state;
+  char* path = path_in("shared.kpack");
+  void* data = kt_pattern(3000, 4);
+  kt_kernel k[] = {{"bin/app#0", "gfx90a", data, 3000},
+                   {"bin/app#1", "gfx90a", data, 3000},
+                   {"bin/app#2", "gfx90a", data, 3000}};
+  kt_write_archive(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, 3);
+  kpack_archive_t archive;
+  kpack_kernel_info_t info;
+  assert_int_equal(kpack_open(path, &archive), KPACK_SUCCESS);
+  assert_int_equal(kpack_get_kernel_info(archive, "bin/app#2", "gfx90a", &info),
+                   KPACK_SUCCESS);
+  kpack_close(archive);
+  char *out, *want, stored[32], ratio[32];
+  snprintf(stored, sizeof stored, "%llu", (unsigned long long)info.stored_size);
+  snprintf(ratio, sizeof ratio, "%.2fx", 3000.0 / (double)info.stored_size);
+  assert_int_equal(KP(&out, NULL, "list", path), 0);
+  assert_true(ROW(out, "bin/app#1", "gfx90a", "3000", stored, ratio));
+  /* Under 1 MiB: bytes or KiB, as the summary writes them. */
+  if (info.stored_size < 1024)
+    assert_true(asprintf(&want, "3 kernels, 8.8 KiB, stored %s B", stored) > 0);
+  else
+    assert_true(asprintf(&want, "3 kernels, 8.8 KiB, stored %.1f KiB",
+                         (double)info.stored_size / 1024) > 0);
+  kt_assert_contains(out, want);
+  free(want);
+  free(out);
+  assert_int_equal(KP(&out, NULL, "info", "--json", path), 0);
+  assert_true(asprintf(&want, "\"stored_size\": %s,", stored) > 0);
+  kt_assert_contains(out, want);
+  free(want);
+  free(out);
+  free(data);
+  free(path);
+}
+
 static void test_unreadable_archives_name_file_and_status(void** state) {
   (void)state;
   char* missing = path_in("missing.kpack");
@@ -2387,6 +2426,8 @@ int main(void) {
           test_list_shows_every_kernel_with_sizes_and_ratio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_list_json_and_several_archives,
                                       setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_totals_count_shared_stored_bytes_once, setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_unreadable_archives_name_file_and_status, setup, teardown),
       cmocka_unit_test_setup_teardown(test_info_shows_header_and_totals, setup,

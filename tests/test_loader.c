@@ -502,7 +502,8 @@ static void test_symlinked_library_directory_finds_the_real_archives(
     kpack_free_code_object(data);
     expect_lines(&r, "PATH",
                  "PATH /.kpack/x_gfx90a:xnack-.kpack embedded missing\n"
-                 "PATH /.kpack/x_gfx90a.kpack embedded exists\n");
+                 "PATH /.kpack/x_gfx90a.kpack embedded exists\n"
+                 "PATH /.kpack/x_amdgcnspirv.kpack embedded missing\n");
     recorder_clear(&r);
   }
   free(meta);
@@ -585,12 +586,39 @@ static void test_gfxarch_placeholder_selects_the_arch_archive(void** state) {
   recorder_init(&r, cache);
   void* meta = HIPK("lib/libx.so", "../.kpack/x_@GFXARCH@.kpack");
   EXPECT_SEED(cache, meta, 0, 2, "gfx90a");
-  /* Only the requested arch's file is a candidate. */
-  expect_lines(&r, "PATH", "PATH /.kpack/x_gfx90a.kpack embedded exists\n");
+  /* Only the requested arch's file is a candidate, and the portable
+   * SPIR-V one, searched last. */
+  expect_lines(&r, "PATH",
+               "PATH /.kpack/x_gfx90a.kpack embedded exists\n"
+               "PATH /.kpack/x_amdgcnspirv.kpack embedded missing\n");
   recorder_clear(&r);
   EXPECT_SEED(cache, meta, 0, 1, "gfx942", "gfx90a");
   free(meta);
   recorder_free(&r);
+  kpack_cache_destroy(cache);
+}
+
+/* Portable SPIR-V serves an agent that no native archive serves, and
+ * only then: native code first, for every arch of the agent, as the HIP
+ * runtime compiles SPIR-V only when nothing native runs. */
+static void test_spirv_archive_serves_only_when_nothing_native_does(
+    void** state) {
+  (void)state;
+  archive(".kpack/x_gfx90a.kpack", ARCHES("gfx90a"),
+          KERNELS({"lib/libx.so#0", "gfx90a", 2}));
+  archive(".kpack/x_amdgcnspirv.kpack", ARCHES("amdgcnspirv"),
+          KERNELS({"lib/libx.so#0", "amdgcnspirv", 5}));
+  kpack_cache_t cache = new_cache();
+  void* meta = HIPK("lib/libx.so", "../.kpack/x_@GFXARCH@.kpack");
+  EXPECT_SEED(cache, meta, 0, 2, "gfx90a:sramecc+:xnack-");
+  EXPECT_SEED(cache, meta, 0, 5, "gfx1100");
+  /* The second arch's native code comes before the SPIR-V. */
+  EXPECT_SEED(cache, meta, 0, 2, "gfx1100", "gfx90a");
+  EXPECT_SEED(cache, meta, 0, 5, "amdgcnspirv");
+  free(meta);
+  meta = HIPK("lib/liby.so", "../.kpack/x_@GFXARCH@.kpack");
+  EXPECT_STATUS(cache, meta, KPACK_ERROR_KERNEL_NOT_FOUND, "gfx1100");
+  free(meta);
   kpack_cache_destroy(cache);
 }
 
@@ -606,7 +634,8 @@ static void test_gfxarch_placeholder_expands_each_compatible_target(
   EXPECT_SEED(cache, meta, 0, 3, "gfx90a:xnack-");
   expect_lines(&r, "PATH",
                "PATH /.kpack/x_gfx90a:xnack-.kpack embedded exists\n"
-               "PATH /.kpack/x_gfx90a.kpack embedded missing\n");
+               "PATH /.kpack/x_gfx90a.kpack embedded missing\n"
+               "PATH /.kpack/x_amdgcnspirv.kpack embedded missing\n");
   free(meta);
   recorder_free(&r);
   kpack_cache_destroy(cache);
@@ -1680,6 +1709,7 @@ int main(void) {
       T(test_absolute_search_path_is_used_as_is),
       T(test_co_index_selects_the_kernel),
       T(test_gfxarch_placeholder_selects_the_arch_archive),
+      T(test_spirv_archive_serves_only_when_nothing_native_does),
       T(test_gfxarch_placeholder_expands_each_compatible_target),
       T(test_rocm_kpack_path_replaces_embedded_paths),
       T(test_rocm_kpack_path_directory_means_its_kpack_files_in_order),

@@ -577,6 +577,207 @@ static void test_split_of_its_own_output_changes_nothing(void** state) {
   free(again);
 }
 
+/* A file split copies whole keeps its holes (an installed file with
+ * sparse padding, a program linked with large pages): its copy uses no
+ * more disk blocks than it does and reads the same. */
+static void test_split_copies_sparse_files_sparse(void** state) {
+  (void)state;
+  char* in = kt_in_tmp("in");
+  char* out = kt_in_tmp("out");
+  char* sparse = kt_tree_path(in, "share/data/padded.bin");
+  char* copy = kt_tree_path(out, "share/data/padded.bin");
+  int fd = open(sparse, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  assert_true(fd >= 0);
+  static const char head[] = "at the start", tail[] = "at the end";
+  assert_int_equal(pwrite(fd, head, sizeof(head), 0), (ssize_t)sizeof(head));
+  assert_int_equal(pwrite(fd, tail, sizeof(tail), 6 << 20),
+                   (ssize_t)sizeof(tail));
+  assert_int_equal(ftruncate(fd, 8 << 20), 0); /* and a hole at the end */
+  close(fd);
+  struct stat a, b;
+  assert_int_equal(stat(sparse, &a), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", out, in), 0);
+  assert_int_equal(stat(copy, &b), 0);
+  assert_int_equal(b.st_size, a.st_size);
+  if (b.st_blocks > a.st_blocks)
+    fail_msg("the copy of a %lld-byte file of %lld blocks uses %lld blocks",
+             (long long)a.st_size, (long long)a.st_blocks,
+             (long long)b.st_blocks);
+  kt_assert_same_tree(in, out);
+  free(sparse);
+  free(copy);
+  free(in);
+  free(out);
+}
+
+/* A program whose bundle clang-offload-bundler made for gfx90a:xnack-
+ * and portable SPIR-V, from `native` and `spirv` bytes. */
+static void write_spirv_program(const char* path, const fx_buf* native,
+                                const fx_buf* spirv) {
+  char* dir = kt_in_tmp("spirv-build");
+  kt_mkdirs(dir);
+  char* host = kt_path(dir, "host");
+  char* n = kt_path(dir, "native");
+  char* v = kt_path(dir, "spirv");
+  char* b = kt_path(dir, "bundle");
+  kt_write_file(host, "", 0);
+  kt_write_file(n, native->data, native->size);
+  kt_write_file(v, spirv->data, spirv->size);
+  char *in_h, *in_n, *in_v, *out;
+  assert_true(asprintf(&in_h, "--input=%s", host) > 0);
+  assert_true(asprintf(&in_n, "--input=%s", n) > 0);
+  assert_true(asprintf(&in_v, "--input=%s", v) > 0);
+  assert_true(asprintf(&out, "--output=%s", b) > 0);
+  char* argv[] = {"/usr/lib/llvm-15/bin/clang-offload-bundler",
+                  "--type=o",
+                  "--targets=host-x86_64-unknown-linux-gnu,"
+                  "hipv4-amdgcn-amd-amdhsa--gfx90a:xnack-,"
+                  "hipv4-spirv64-amd-amdhsa--amdgcnspirv",
+                  in_h,
+                  in_n,
+                  in_v,
+                  out,
+                  NULL};
+  char* err = NULL;
+  if (kt_run(argv, 60, NULL, &err) != 0)
+    fail_msg("clang-offload-bundler: %s", err);
+  free(err);
+  fx_buf bundle = {0};
+  bundle.data = kt_read_file(b, &bundle.size);
+  fx_program_opts o = {
+      .kind = FX_PROGRAM_SHARED, .bundles = &bundle, .bundle_count = 1};
+  assert_true(fx_build_program(dir, &o, path));
+  free(bundle.data);
+  kt_rmtree(dir);
+  free(in_h);
+  free(in_n);
+  free(in_v);
+  free(out);
+  free(host);
+  free(n);
+  free(v);
+  free(b);
+  free(dir);
+}
+
+/* The archive at `path` serves `want` as the kernel of lib/libsp.so for
+ * `arch`. */
+static void assert_archive_serves(const char* path, const char* arch,
+                                  const fx_buf* want) {
+  kpack_archive_t a;
+  void* data;
+  size_t size;
+  if (kpack_open(path, &a) != KPACK_SUCCESS)
+    fail_msg("%s does not open", path);
+  assert_int_equal(kpack_get_kernel(a, "lib/libsp.so#0", arch, &data, &size),
+                   KPACK_SUCCESS);
+  assert_int_equal(size, want->size);
+  assert_memory_equal(data, want->data, size);
+  kpack_free_kernel(data);
+  kpack_close(a);
+}
+
+/* Portable SPIR-V ("amdgcnspirv" entries) goes to an archive of its own,
+ * PREFIX_amdgcnspirv.kpack, kept unless --arch leaves it out, in a
+ * per-arch tree of its own, and the loader's search serves it to an agent
+ * that no native archive serves. */
+static void test_split_spirv_is_the_portable_fallback(void** state) {
+  (void)state;
+  char* in = kt_in_tmp("in");
+  char* lib = kt_tree_path(in, "lib/libsp.so");
+  fx_buf native = {.data = kt_pattern(3000, 41), .size = 3000};
+  fx_buf spirv = {.data = kt_pattern(2000, 42), .size = 2000};
+  write_spirv_program(lib, &native, &spirv);
+
+  /* Every arch kept: the SPIR-V archive beside the native one. */
+  char* all = kt_in_tmp("all");
+  char* text = NULL;
+  assert_int_equal(
+      KT_KPACK(&text, NULL, "split", "--prefix", "sp", "-o", all, in), 0);
+  free(text);
+  char* archive = kt_path(all, ".kpack/sp_amdgcnspirv.kpack");
+  assert_archive_serves(archive, "amdgcnspirv", &spirv);
+  free(archive);
+  archive = kt_path(all, ".kpack/sp_gfx90a:xnack-.kpack");
+  assert_archive_serves(archive, "gfx90a:xnack-", &native);
+  free(archive);
+  char* split_lib = kt_path(all, "lib/libsp.so");
+  /* Native first; SPIR-V for an agent nothing native serves. */
+  assert_int_equal(KT_KPACK(&text, NULL, "resolve", "--binary", split_lib,
+                            "--arch", "gfx90a:xnack-"),
+                   0);
+  kt_assert_contains(text, "sp_gfx90a:xnack-.kpack");
+  free(text);
+  assert_int_equal(KT_KPACK(&text, NULL, "resolve", "--binary", split_lib,
+                            "--arch", "gfx1100"),
+                   0);
+  kt_assert_contains(text, "sp_amdgcnspirv.kpack");
+  free(text);
+  assert_int_equal(KT_KPACK(NULL, NULL, "verify", "--binary", "--arch",
+                            "gfx1100", split_lib),
+                   0);
+  /* Without the SPIR-V archive, that is a broken install, not a GPU the
+   * build has no code for. */
+  char* moved = kt_in_tmp("spirv-moved.kpack");
+  archive = kt_path(all, ".kpack/sp_amdgcnspirv.kpack");
+  assert_int_equal(rename(archive, moved), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", "--arch",
+                            "gfx1100", split_lib),
+                   1);
+  kt_assert_contains(text,
+                     "gfx1100: KPACK_ERROR_ARCHIVE_NOT_FOUND: no "
+                     "archive for this arch is installed");
+  free(text);
+  assert_int_equal(rename(moved, archive), 0);
+  free(archive);
+  free(moved);
+  free(split_lib);
+
+  /* --arch without amdgcnspirv leaves it out: gfx1100 is served nothing. */
+  char* some = kt_in_tmp("some");
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--prefix", "sp", "--arch",
+                            "gfx90a:xnack-", "-o", some, in),
+                   0);
+  archive = kt_path(some, ".kpack/sp_amdgcnspirv.kpack");
+  assert_int_equal(access(archive, F_OK), -1);
+  free(archive);
+  split_lib = kt_path(some, "lib/libsp.so");
+  assert_int_not_equal(KT_KPACK(NULL, NULL, "verify", "--binary", "--arch",
+                                "gfx1100", split_lib),
+                       0);
+  free(split_lib);
+  char* asked = kt_in_tmp("asked");
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--prefix", "sp", "--arch",
+                            "amdgcnspirv", "-o", asked, in),
+                   0);
+  archive = kt_path(asked, ".kpack/sp_amdgcnspirv.kpack");
+  assert_archive_serves(archive, "amdgcnspirv", &spirv);
+  free(archive);
+  archive = kt_path(asked, ".kpack/sp_gfx90a:xnack-.kpack");
+  assert_int_equal(access(archive, F_OK), -1);
+  free(archive);
+
+  /* Per-arch: a tree of its own. */
+  char* pa = kt_in_tmp("pa");
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "--per-arch", "--prefix", "sp",
+                            "-o", pa, in),
+                   0);
+  archive = kt_path(pa, "amdgcnspirv/.kpack/sp_amdgcnspirv.kpack");
+  assert_archive_serves(archive, "amdgcnspirv", &spirv);
+  free(archive);
+  archive = kt_path(pa, "gfx90a/.kpack/sp_gfx90a:xnack-.kpack");
+  assert_archive_serves(archive, "gfx90a:xnack-", &native);
+  free(archive);
+  free(native.data);
+  free(spirv.data);
+  free(lib);
+  free(in);
+  free(all);
+  free(some);
+  free(asked);
+  free(pa);
+}
+
 static void test_split_output_is_deterministic_whatever_the_jobs(void** state) {
   (void)state;
   char* in = kt_in_tmp("in");
@@ -1404,6 +1605,10 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           test_split_output_is_deterministic_whatever_the_jobs, kt_kpack_setup,
           kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(test_split_copies_sparse_files_sparse,
+                                      kt_kpack_setup, kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(test_split_spirv_is_the_portable_fallback,
+                                      kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(test_split_in_place_keeps_hard_links,
                                       kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(

@@ -223,10 +223,21 @@ static void make_rocm_tree(const char* in) {
   place_code_object(in, "lib/rocblas/library/TensileLibrary_SS_gfx1030.co",
                     "gfx908:xnack-");
   place_code_object(in, "lib/rocblas/library/extop.co", "gfx906:xnack-");
+  /* Named for gfx1030, holding gfx906 code, and matched by no rule. */
+  place_code_object(in, "share/kern/standalone_gfx1030.hsaco", "gfx906:xnack-");
   fx_entry e[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
                   {"hipv4-amdgcn-amd-amdhsa--gfx1030", "device code", 11}};
   fx_buf bundle = fx_bundle(e, 2);
   char* path = kt_tree_path(in, "lib/hipblaslt/library/extop_kernels.bin");
+  kt_write_file(path, bundle.data, bundle.size);
+  free(path);
+  fx_free(&bundle);
+  /* A bundle for two processors belongs to neither. */
+  fx_entry two[] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0},
+                    {"hipv4-amdgcn-amd-amdhsa--gfx906", "device code", 11},
+                    {"hipv4-amdgcn-amd-amdhsa--gfx1030", "device code", 11}};
+  bundle = fx_bundle(two, 3);
+  path = kt_tree_path(in, "share/kern/kern_two.hsaco");
   kt_write_file(path, bundle.data, bundle.size);
   free(path);
   fx_free(&bundle);
@@ -256,6 +267,17 @@ static void make_rocm_tree(const char* in) {
              "m");
   place_text(in, "share/hipkernelprovider/engines/test_arch_content/gfx90a/t",
              "n");
+  /* A hotswap_cache database: translations filed by arch. */
+  place_text(
+      in,
+      "share/rocjitsu/translations/gfx942/v1/"
+      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.man",
+      "o");
+  place_text(
+      in,
+      "share/rocjitsu/translations/gfx942/v1/"
+      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.obj",
+      "p");
 }
 
 /* Copies every tree of OUTDIR in `trees` (NULL: all) into `into`. */
@@ -324,9 +346,12 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
   kt_assert_contains(err,
                      "TensileLibrary_gfx942.hsaco: a compressed offload "
                      "bundle for gfx1100");
+  kt_assert_contains(err,
+                     "standalone_gfx1030.hsaco: a code object for gfx906, "
+                     "but its name says gfx1030; placed by its content");
   kt_assert_contains(text,
-                     "per-arch trees: 6 files placed by their content, "
-                     "12 by rules");
+                     "per-arch trees: 7 files placed by their content, "
+                     "14 by rules");
   free(text);
   free(err);
   static const char* const expected[] = {
@@ -334,6 +359,7 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
       "generic/lib/librocrand.so.1",
       "generic/lib/rocblas/library/TensileLibrary_HH_fallback.dat",
       "generic/share/doc/rocm/README",
+      "generic/share/kern/kern_two.hsaco",
       "gfx90a/lib/rocblas/library/TensileLibrary_HH_gfx90a.co",
       "gfx90a/lib/rocblas/library/Kernels.so-000-gfx90a-xnack+.hsaco",
       "gfx90a/lib/rocblas/library/TensileLibrary_lazy_gfx90a.dat",
@@ -346,6 +372,7 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
       "gfx908/lib/libdevice_conv_operations_gfx908_xnackp.a",
       "gfx908/.kpack/rocm_gfx908:xnack-.kpack",
       "gfx906/lib/rocblas/library/extop.co",
+      "gfx906/share/kern/standalone_gfx1030.hsaco",
       "gfx1030/lib/hipblaslt/library/extop_kernels.bin",
       "gfx1030/lib/rocblas/library/TensileLibrary_lazy_gfx1030.dat",
       "gfx1030/share/miopen/db/gfx1030_36.HIP.fdb.txt",
@@ -356,6 +383,10 @@ static void test_per_arch_trees_union_is_a_plain_split(void** state) {
       "gfx908/lib/aotriton/kernels/gfx908/flash.hsaco",
       "gfx1030/share/hipkernelprovider/engines/arch_content/blas/gfx1030/k",
       "gfx90a/share/hipkernelprovider/engines/test_arch_content/gfx90a/t",
+      "gfx942/share/rocjitsu/translations/gfx942/v1/"
+      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.man",
+      "gfx942/share/rocjitsu/translations/gfx942/v1/"
+      "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08.obj",
   };
   for (size_t i = 0; i < sizeof(expected) / sizeof(expected[0]); i++)
     if (!exists_in(pa, expected[i]))

@@ -98,11 +98,13 @@ static void test_missing_archive_is_caught_without_arch(void** state) {
   assert_int_equal(rename(archive, moved), 0);
   assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", lib), 1);
   char* why;
-  /* The loader looks for the arch, then for the bare processor. */
+  /* The loader looks for the arch, then for the bare processor, then for
+   * portable SPIR-V. */
   assert_true(asprintf(&why,
                        "no archive for this arch is installed (looked for "
-                       "%s, %s/out/.kpack/p_gfx90a.kpack)",
-                       archive, kt_tmp) > 0);
+                       "%s, %s/out/.kpack/p_gfx90a.kpack, "
+                       "%s/out/.kpack/p_amdgcnspirv.kpack)",
+                       archive, kt_tmp, kt_tmp) > 0);
   assert_failure_line(text, lib, "gfx90a:xnack-",
                       "KPACK_ERROR_ARCHIVE_NOT_FOUND", why);
   kt_assert_contains(text, "1 problem in 1 record");
@@ -222,8 +224,9 @@ static void test_arch_takes_agent_targets_as_the_runtime_names_them(
   assert_true(asprintf(&why,
                        "no code for this GPU in this build: the split "
                        "recorded gfx1100, gfx90a:xnack-, "
-                       "gfx942:sramecc+:xnack- (looked for %s)",
-                       missing) > 0);
+                       "gfx942:sramecc+:xnack- (looked for %s, "
+                       "%s/out/.kpack/p_amdgcnspirv.kpack)",
+                       missing, kt_tmp) > 0);
   assert_failure_line(text, lib, "gfx1151", "KPACK_ERROR_ARCHIVE_NOT_FOUND",
                       why);
   assert_failure_line(text, lib, "gfx90a:xnack+",

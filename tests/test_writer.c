@@ -15,6 +15,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "common/byteorder.h"
 #include "fixture_toc.h"
 #include "support.h"
 
@@ -568,6 +569,182 @@ static void test_copy_carries_zstd_frames_and_metadata_over(void** state) {
   free(d2);
 }
 
+/* ---- identical kernels, stored once ---------------------------------- */
+
+/* What -fgpu-rdc gives: every record of a binary names one code object. */
+static const struct {
+  const char* binary;
+  const char* arch;
+  uint32_t seed; /* of kt_pattern() */
+} shared_kernels[] = {
+    {"bin/app#0", "gfx90a", 1},  {"bin/app#1", "gfx90a", 1},
+    {"bin/app#2", "gfx90a", 1},  {"lib/x.so#0", "gfx90a", 2},
+    {"lib/y.so#0", "gfx90a", 3}, /* as large as seed 1, other bytes */
+    {"bin/app#0", "gfx1100", 1}, /* the same bytes under another arch */
+};
+#define SHARED_SIZE 5000
+
+/* Writes shared_kernels with `threads` threads, or through a pool. */
+static void* write_shared(const char* name, kpack_compression_scheme_t scheme,
+                          unsigned threads, bool pool, size_t* size) {
+  kpack_writer_pool_t* p = NULL;
+  if (pool)
+    assert_int_equal(kpack_writer_pool_create(threads, &p), KPACK_SUCCESS);
+  kpack_writer_options_t o = {
+      .scheme = scheme, .threads = pool ? 0 : threads, .pool = p};
+  char* path = kt_path(kt_tmp, name);
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(path, &o, &w), KPACK_SUCCESS);
+  for (size_t i = 0; i < sizeof(shared_kernels) / sizeof(*shared_kernels);
+       i++) {
+    void* data = kt_pattern(SHARED_SIZE, shared_kernels[i].seed);
+    assert_int_equal(
+        kpack_writer_add_kernel(w, shared_kernels[i].binary,
+                                shared_kernels[i].arch, data, SHARED_SIZE),
+        KPACK_SUCCESS);
+    free(data);
+  }
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  kpack_writer_pool_destroy(p);
+  void* bytes = kt_read_file(path, size);
+  assert_non_null(bytes);
+  free(path);
+  return bytes;
+}
+
+/* Every kernel of shared_kernels reads back; those with one seed share
+ * one ordinal and one stored range, the others have their own. */
+static void check_shared(const char* name) {
+  char* path = kt_path(kt_tmp, name);
+  kpack_archive_t a;
+  assert_int_equal(kpack_open(path, &a), KPACK_SUCCESS);
+  kpack_kernel_info_t info[sizeof(shared_kernels) / sizeof(*shared_kernels)];
+  for (size_t i = 0; i < sizeof(shared_kernels) / sizeof(*shared_kernels);
+       i++) {
+    void* data;
+    size_t n;
+    assert_int_equal(kpack_get_kernel(a, shared_kernels[i].binary,
+                                      shared_kernels[i].arch, &data, &n),
+                     KPACK_SUCCESS);
+    void* want = kt_pattern(SHARED_SIZE, shared_kernels[i].seed);
+    assert_int_equal(n, SHARED_SIZE);
+    assert_memory_equal(data, want, n);
+    free(want);
+    kpack_free_kernel(data);
+    assert_int_equal(kpack_get_kernel_info(a, shared_kernels[i].binary,
+                                           shared_kernels[i].arch, &info[i]),
+                     KPACK_SUCCESS);
+    for (size_t j = 0; j < i; j++) {
+      bool same = shared_kernels[i].seed == shared_kernels[j].seed;
+      assert_int_equal(info[i].ordinal == info[j].ordinal, same);
+      assert_int_equal(info[i].offset == info[j].offset, same);
+    }
+  }
+  /* Ordinals 0, 1, 2 in order of first appearance. */
+  assert_int_equal(info[0].ordinal, 0);
+  assert_int_equal(info[3].ordinal, 1);
+  assert_int_equal(info[4].ordinal, 2);
+  kpack_close(a);
+  free(path);
+}
+
+static void test_identical_kernels_are_stored_once(void** state) {
+  (void)state;
+  size_t n;
+  uint8_t* z = write_shared("shared-z.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL,
+                            1, false, &n);
+  assert_int_equal(kp_load_le(z + 64, 4), 3); /* three frames */
+  check_shared("shared-z.kpack");
+  free(z);
+  uint8_t* r =
+      write_shared("shared-r.kpack", KPACK_COMPRESSION_NOOP, 1, false, &n);
+  assert_true(n < 4 * SHARED_SIZE); /* three blobs and a TOC */
+  check_shared("shared-r.kpack");
+  free(r);
+}
+
+/* Which kernel is stored and which shares it depends on the order of
+ * the calls alone, not on threads or a shared pool. */
+static void test_sharing_does_not_depend_on_threads(void** state) {
+  (void)state;
+  size_t n1, n2, n3;
+  void* a = write_shared("s1.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL, 1,
+                         false, &n1);
+  void* b = write_shared("s4.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL, 4,
+                         false, &n2);
+  void* c =
+      write_shared("sp.kpack", KPACK_COMPRESSION_ZSTD_PER_KERNEL, 2, true, &n3);
+  assert_int_equal(n1, n2);
+  assert_memory_equal(a, b, n1);
+  assert_int_equal(n1, n3);
+  assert_memory_equal(a, c, n1);
+  check_shared("sp.kpack");
+  free(a);
+  free(b);
+  free(c);
+}
+
+/* Two archives holding one code object, merged frame for frame (and one
+ * of them also decompressed and compressed again at the same level),
+ * give one frame named by every key. */
+static void test_merged_archives_share_identical_frames(void** state) {
+  (void)state;
+  char* x = kt_path(kt_tmp, "merge-x.kpack");
+  char* y = kt_path(kt_tmp, "merge-y.kpack");
+  char* r = kt_path(kt_tmp, "merge-r.kpack");
+  char* out = kt_path(kt_tmp, "merged.kpack");
+  void* data = kt_pattern(SHARED_SIZE, 9);
+  kt_kernel kx = {"lib/x.so#0", "gfx90a", data, SHARED_SIZE};
+  kt_kernel ky = {"lib/y.so#0", "gfx90a", data, SHARED_SIZE};
+  kt_kernel kr = {"lib/r.so#0", "gfx90a", data, SHARED_SIZE};
+  kt_write_archive(x, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, &kx, 1);
+  kt_write_archive(y, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, &ky, 1);
+  kt_write_archive(r, KPACK_COMPRESSION_NOOP, NULL, 0, &kr, 1);
+  kpack_archive_t ax, ay, ar;
+  assert_int_equal(kpack_open(x, &ax), KPACK_SUCCESS);
+  assert_int_equal(kpack_open(y, &ay), KPACK_SUCCESS);
+  assert_int_equal(kpack_open(r, &ar), KPACK_SUCCESS);
+  kpack_writer_options_t o = {.scheme = KPACK_COMPRESSION_ZSTD_PER_KERNEL};
+  kpack_writer_t* w;
+  assert_int_equal(kpack_writer_create(out, &o, &w), KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_copy_kernel(w, ax, "lib/x.so#0", "gfx90a", 0),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_copy_kernel(w, ay, "lib/y.so#0", "gfx90a", 0),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_copy_kernel(w, ar, "lib/r.so#0", "gfx90a", 0),
+                   KPACK_SUCCESS);
+  assert_int_equal(kpack_writer_finish(w), KPACK_SUCCESS);
+  kpack_close(ax);
+  kpack_close(ay);
+  kpack_close(ar);
+  size_t n;
+  uint8_t* bytes = kt_read_file(out, &n);
+  assert_int_equal(kp_load_le(bytes + 64, 4), 1);
+  kpack_archive_t m;
+  assert_int_equal(kpack_open(out, &m), KPACK_SUCCESS);
+  const char* names[] = {"lib/x.so#0", "lib/y.so#0", "lib/r.so#0"};
+  for (int i = 0; i < 3; i++) {
+    void* k;
+    size_t size;
+    kpack_kernel_info_t info;
+    assert_int_equal(kpack_get_kernel(m, names[i], "gfx90a", &k, &size),
+                     KPACK_SUCCESS);
+    assert_int_equal(size, SHARED_SIZE);
+    assert_memory_equal(k, data, size);
+    kpack_free_kernel(k);
+    assert_int_equal(kpack_get_kernel_info(m, names[i], "gfx90a", &info),
+                     KPACK_SUCCESS);
+    assert_int_equal(info.ordinal, 0);
+  }
+  kpack_close(m);
+  free(bytes);
+  free(data);
+  free(x);
+  free(y);
+  free(r);
+  free(out);
+}
+
 static void test_copy_between_schemes_converts_kernels(void** state) {
   (void)state;
   char* none = kt_path(kt_tmp, "src-none.kpack");
@@ -851,6 +1028,9 @@ int main(void) {
       cmocka_unit_test(test_metadata_that_is_not_one_map_is_invalid_argument),
       cmocka_unit_test(test_copy_carries_zstd_frames_and_metadata_over),
       cmocka_unit_test(test_copy_between_schemes_converts_kernels),
+      cmocka_unit_test(test_identical_kernels_are_stored_once),
+      cmocka_unit_test(test_sharing_does_not_depend_on_threads),
+      cmocka_unit_test(test_merged_archives_share_identical_frames),
       cmocka_unit_test(test_copy_refuses_a_frame_that_does_not_read_back),
       cmocka_unit_test(test_a_failed_write_says_why_until_finish),
       cmocka_unit_test(test_index_growth_failing_in_add_fails_the_writer),

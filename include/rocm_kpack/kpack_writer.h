@@ -71,7 +71,11 @@ kpack_writer_create(const char* path, const kpack_writer_options_t* options,
 
 /* Adds one kernel; the data is copied (or compressed) before this returns
  * or is queued to a compression thread, so the caller may reuse it.
- * Kernels get ordinals in the order they are added.
+ * Stored bytes (a raw blob, or a zstd frame) get ordinals in the order
+ * they are added; a kernel whose stored bytes equal those of a kernel
+ * added before is not stored again, its TOC entry names that ordinal
+ * (docs/format.md, "Shared ordinals"): an archive holds each distinct
+ * stored content once.
  *   INVALID_ARGUMENT  NULL pointer, empty name, a name with an embedded NUL
  *                     or a (binary, arch) pair already added
  *   IO_ERROR, OUT_OF_MEMORY, or an error left by an earlier failure */
@@ -104,8 +108,10 @@ KPACK_API kpack_error_t kpack_writer_add_kernel_with_metadata(
  * lacks KPACK_WRITER_RECOMPRESS) the stored frame is copied byte for byte,
  * after it has been read back as the kernel (size field, content size,
  * checksum); otherwise the kernel is decompressed and stored as an added
- * one would be. Either way the output depends only on the input archives'
- * bytes and the order of calls. The archive must stay open until this
+ * one would be. Stored bytes equal to earlier ones are shared as
+ * kpack_writer_add_kernel() shares them, also when they come from
+ * different archives. Either way the output depends only on the input
+ * archives' bytes and the order of calls. The archive must stay open until this
  * returns; it may be closed before kpack_writer_finish().
  *   INVALID_ARGUMENT      a pointer is NULL, an empty name, unknown flags, or
  *                         the (binary, arch) pair was already added

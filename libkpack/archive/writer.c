@@ -6,6 +6,8 @@
  * is renamed over the destination. Output depends only on the options and
  * the sequence of kernels: ordinals follow add order, the TOC lists
  * binaries and arches sorted byte-wise, and each frame is compressed alone.
+ * A kernel whose stored bytes (frame or blob) equal an earlier kernel's is
+ * not stored again: its entry names the earlier one's ordinal.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,9 +35,17 @@ typedef struct wr_entry {
   char* arch;
   char* type; /* NULL: "hsaco" */
   uint64_t size;
+  uint32_t ordinal;  /* of its stored bytes, shared by identical kernels */
   uint8_t* metadata; /* one msgpack map, or NULL */
   size_t metadata_size;
 } wr_entry;
+
+/* Bytes stored once in the payload: a blob or a frame. */
+typedef struct wr_blob {
+  uint64_t size;
+  uint64_t at;   /* where its bytes start in the file */
+  uint64_t hash; /* bytes_hash() of them */
+} wr_blob;
 
 /* One kernel in flight to a compression thread. A ring slot keeps its
  * buffers from job to job, so steady state allocates nothing. A `stored`
@@ -85,9 +95,15 @@ struct kpack_writer {
   size_t arch_count, arch_cap;
   wr_entry* entries; /* by ordinal */
   size_t entry_count, entry_cap;
-  uint32_t* index; /* open-addressing set of entry ordinals + 1, by name */
+  uint32_t* index; /* open-addressing set of entry indexes + 1, by name */
   size_t index_cap;
-  uint64_t* stored;   /* stored size by ordinal: blob or frame */
+  /* The stored blobs or frames, by ordinal; `blob_index` is an
+   * open-addressing set of ordinals + 1 by hash, through which a kernel
+   * finds an earlier one with the same stored bytes. */
+  wr_blob* blobs;
+  size_t blob_count, blob_cap;
+  uint32_t* blob_index;
+  size_t blob_index_cap;
   uint64_t pos;       /* next payload offset */
   uint64_t writeback; /* start_writeback() has covered [0, writeback) */
   kpack_error_t err;  /* first failure that spoils the archive; sticky */
@@ -101,7 +117,7 @@ struct kpack_writer {
   /* Compression threads (NULL: inline), the writer's own or shared. */
   kpack_writer_pool_t* pool;
   bool own_pool;
-  size_t drained; /* kernels the pool has handed back: the next ordinal */
+  size_t drained; /* kernels the pool has handed back: the next entry */
 };
 
 /* ---- name index ---------------------------------------------------------- */
@@ -201,32 +217,137 @@ static void start_writeback(kpack_writer_t* w) {
 #endif
 }
 
-/* Appends ordinal's stored bytes: a 64-byte aligned blob, or a u32 frame size
- * and the frame. Called in ordinal order only. */
-static kpack_error_t append_stored(kpack_writer_t* w, size_t ordinal,
+/* ---- stored bytes, each kept once -------------------------------------- */
+
+/* A hash of stored bytes, 8 at a time; equal hashes are confirmed by
+ * comparing the bytes, so it needs to spread, not to resist attack. */
+static uint64_t bytes_hash(const void* data, size_t size) {
+  const uint8_t* p = data;
+  uint64_t h = 0x9e3779b97f4a7c15ull ^ size;
+  for (; size >= 8; p += 8, size -= 8) {
+    h = (h ^ kp_load_le(p, 8)) * 0xff51afd7ed558ccdull;
+    h ^= h >> 32;
+  }
+  if (size > 0)
+    h = (h ^ kp_load_le(p, size)) * 0xc4ceb9fe1a85ec53ull;
+  return h ^ (h >> 29);
+}
+
+/* Where the probe for `hash` starts in blob_index. */
+static size_t blob_slot(const kpack_writer_t* w, uint64_t hash) {
+  return (size_t)hash & (w->blob_index_cap - 1);
+}
+
+static void blob_index_put(kpack_writer_t* w, uint32_t ordinal) {
+  size_t i = blob_slot(w, w->blobs[ordinal].hash);
+  while (w->blob_index[i] != 0)
+    i = (i + 1) & (w->blob_index_cap - 1);
+  w->blob_index[i] = ordinal + 1;
+}
+
+static kpack_error_t blob_index_grow(kpack_writer_t* w) {
+  size_t cap = w->blob_index_cap ? w->blob_index_cap * 2 : 1024;
+  uint32_t* table = calloc(cap, sizeof(*table));
+  if (table == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  free(w->blob_index);
+  w->blob_index = table;
+  w->blob_index_cap = cap;
+  for (size_t o = 0; o < w->blob_count; o++)
+    blob_index_put(w, (uint32_t)o);
+  return KPACK_SUCCESS;
+}
+
+/* Whether the `size` bytes already stored at `at` are `data`; read back
+ * from the temporary file, so memory does not grow with the archive. */
+static kpack_error_t stored_equal(const kpack_writer_t* w, uint64_t at,
+                                  const void* data, size_t size, bool* equal) {
+  uint8_t buf[16384];
+  *equal = false;
+  for (size_t done = 0; done < size;) {
+    size_t n = size - done < sizeof(buf) ? size - done : sizeof(buf);
+    kpack_error_t err = kp_pread_all(w->fd, buf, n, at + done);
+    if (err != KPACK_SUCCESS)
+      return err;
+    if (memcmp(buf, (const uint8_t*)data + done, n) != 0)
+      return KPACK_SUCCESS;
+    done += n;
+  }
+  *equal = true;
+  return KPACK_SUCCESS;
+}
+
+/* An earlier ordinal whose stored bytes are `data`, or UINT32_MAX. */
+static kpack_error_t find_stored(const kpack_writer_t* w, const void* data,
+                                 size_t size, uint64_t hash,
+                                 uint32_t* ordinal) {
+  *ordinal = UINT32_MAX;
+  size_t mask = w->blob_index_cap - 1;
+  for (size_t i = blob_slot(w, hash); w->blob_index[i] != 0;
+       i = (i + 1) & mask) {
+    uint32_t o = w->blob_index[i] - 1;
+    bool equal;
+    if (w->blobs[o].hash != hash || w->blobs[o].size != size)
+      continue;
+    kpack_error_t err = stored_equal(w, w->blobs[o].at, data, size, &equal);
+    if (err != KPACK_SUCCESS)
+      return err;
+    if (equal) {
+      *ordinal = o;
+      break;
+    }
+  }
+  return KPACK_SUCCESS;
+}
+
+/* Stores entry `entry`'s bytes: a 64-byte aligned blob, or a u32 frame
+ * size and the frame, unless an earlier entry stored the same bytes, whose
+ * ordinal it then shares. Called in entry order only. */
+static kpack_error_t append_stored(kpack_writer_t* w, size_t entry,
                                    const void* data, size_t size) {
   kpack_error_t err;
+  uint64_t hash = bytes_hash(data, size);
+  uint32_t same;
+  if (w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL && size > UINT32_MAX)
+    return KPACK_ERROR_INVALID_ARGUMENT;
+  if ((w->blob_count + 1) * 2 > w->blob_index_cap &&
+      (err = blob_index_grow(w)) != KPACK_SUCCESS)
+    return err;
+  if ((err = find_stored(w, data, size, hash, &same)) != KPACK_SUCCESS)
+    goto fail;
+  if (same != UINT32_MAX) {
+    w->entries[entry].ordinal = same;
+    return KPACK_SUCCESS;
+  }
+  wr_blob* grown =
+      kp_grow(w->blobs, w->blob_count, &w->blob_cap, sizeof(*grown), 256);
+  if (grown == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  w->blobs = grown;
   if (w->scheme == KPACK_COMPRESSION_NOOP) {
     /* Padding is left as a hole: it reads back as zeros. */
     w->pos = (w->pos + KP_BLOB_ALIGN - 1) & ~(uint64_t)(KP_BLOB_ALIGN - 1);
     err = kp_pwrite_all(w->fd, data, size, w->pos);
   } else {
     uint8_t word[4];
-    if (size > UINT32_MAX)
-      return KPACK_ERROR_INVALID_ARGUMENT;
     kp_store_le(word, size, 4);
     err = write_pair(w->fd, word, sizeof(word), data, size, w->pos);
     w->pos += sizeof(word);
   }
-  if (err != KPACK_SUCCESS) {
-    /* Called only while the writer is good: this is its first failure. */
-    w->sys_errno = errno;
-    return err;
-  }
-  w->stored[ordinal] = size;
+  if (err != KPACK_SUCCESS)
+    goto fail;
+  uint32_t o = (uint32_t)w->blob_count++;
+  w->blobs[o] = (wr_blob){size, w->pos, hash};
+  blob_index_put(w, o);
+  w->entries[entry].ordinal = o;
   w->pos += size;
   start_writeback(w);
   return KPACK_SUCCESS;
+
+fail:
+  /* Called only while the writer is good: this is its first failure. */
+  w->sys_errno = errno;
+  return err;
 }
 
 /* Every frame carries its content size (readers allocate from it) and a
@@ -324,11 +445,11 @@ static void drain_jobs(kpack_writer_pool_t* p, bool all) {
       job->done = false;
       pthread_mutex_unlock(&p->lock);
       kpack_writer_t* w = job->writer;
-      size_t ordinal = w->drained++;
+      size_t entry = w->drained++;
       if (w->err == KPACK_SUCCESS)
         w->err = job->err;
       if (w->err == KPACK_SUCCESS)
-        w->err = append_stored(w, ordinal, job->output, job->output_size);
+        w->err = append_stored(w, entry, job->output, job->output_size);
       pthread_mutex_lock(&p->lock);
       continue;
     }
@@ -451,7 +572,8 @@ static void writer_free(kpack_writer_t* w) {
   free(w->arches);
   free(w->entries);
   free(w->index);
-  free(w->stored);
+  free(w->blobs);
+  free(w->blob_index);
   free(w->group_name);
   free(w->family);
   free(w->path);
@@ -666,19 +788,11 @@ static kpack_error_t record_entry(kpack_writer_t* w, const char* binary,
     return KPACK_ERROR_INVALID_ARGUMENT;
   if (w->entry_count == UINT32_MAX)
     return KPACK_ERROR_INVALID_ARGUMENT;
-  /* Entries and stored sizes grow together, to the capacity they share. */
-  size_t entry_cap = w->entry_cap, stored_cap = w->entry_cap;
   wr_entry* entries =
-      kp_grow(w->entries, w->entry_count, &entry_cap, sizeof(*entries), 256);
+      kp_grow(w->entries, w->entry_count, &w->entry_cap, sizeof(*entries), 256);
   if (entries == NULL)
     return KPACK_ERROR_OUT_OF_MEMORY;
   w->entries = entries;
-  uint64_t* stored =
-      kp_grow(w->stored, w->entry_count, &stored_cap, sizeof(*stored), 256);
-  if (stored == NULL)
-    return KPACK_ERROR_OUT_OF_MEMORY;
-  w->stored = stored;
-  w->entry_cap = entry_cap;
   wr_entry* e = &w->entries[w->entry_count];
   memset(e, 0, sizeof(*e));
   e->binary = strdup(binary);
@@ -721,12 +835,12 @@ static kpack_error_t add_entry(kpack_writer_t* w, const char* binary_name,
   if (data == NULL)
     data = &nothing;
   size_t size = (size_t)info->size;
-  size_t ordinal = w->entry_count;
+  size_t entry = w->entry_count;
   kpack_error_t err = record_entry(w, binary_name, arch, info);
   if (err != KPACK_SUCCESS)
     return err;
   if (w->scheme == KPACK_COMPRESSION_NOOP) {
-    err = append_stored(w, ordinal, data, size);
+    err = append_stored(w, entry, data, size);
   } else if (w->pool != NULL) {
     err = queue_job(w, data, size, false);
   } else {
@@ -734,7 +848,7 @@ static kpack_error_t add_entry(kpack_writer_t* w, const char* binary_name,
     err = compress_frame(w->cctx, data, size, &w->frame, &w->frame_cap,
                          &frame_size);
     if (err == KPACK_SUCCESS)
-      err = append_stored(w, ordinal, w->frame, frame_size);
+      err = append_stored(w, entry, w->frame, frame_size);
   }
   /* The entry is recorded, so a failure here poisons the whole archive. */
   if (err != KPACK_SUCCESS)
@@ -809,13 +923,13 @@ KPACK_API kpack_error_t kpack_writer_copy_kernel(kpack_writer_t* w,
     if (err != KPACK_SUCCESS) /* nothing recorded yet: the archive is good */
       return call_failed(w, err, KPACK_WRITER_SIDE_SOURCE,
                          err == KPACK_ERROR_IO_ERROR ? errno : 0);
-    size_t ordinal = w->entry_count;
+    size_t entry = w->entry_count;
     if ((err = record_entry(w, binary_name, arch, &info)) != KPACK_SUCCESS)
       return call_failed(w, err, KPACK_WRITER_SIDE_NONE, 0);
     if (w->pool != NULL)
       err = queue_job(w, w->frame, frame_size, true);
     else
-      err = append_stored(w, ordinal, w->frame, frame_size);
+      err = append_stored(w, entry, w->frame, frame_size);
     if (err != KPACK_SUCCESS) {
       w->err = err;
       return call_failed(w, err, KPACK_WRITER_SIDE_ARCHIVE, 0);
@@ -860,12 +974,12 @@ static int pack_cstr(msgpack_packer* pk, const char* s) {
  * every frame without reading the region. Omitted if it could not be one
  * msgpack bin. */
 static int pack_frame_sizes(kpack_writer_t* w, msgpack_packer* pk) {
-  size_t len = w->entry_count * 4;
+  size_t len = w->blob_count * 4;
   uint8_t* sizes = malloc(len ? len : 1);
   if (sizes == NULL)
     return -1;
-  for (size_t i = 0; i < w->entry_count; i++)
-    kp_store_le(sizes + 4 * i, w->stored[i], 4);
+  for (size_t i = 0; i < w->blob_count; i++)
+    kp_store_le(sizes + 4 * i, w->blobs[i].size, 4);
   int rc = pack_cstr(pk, "zstd_frame_sizes");
   rc |= msgpack_pack_bin(pk, len);
   rc |= msgpack_pack_bin_body(pk, sizes, len);
@@ -878,7 +992,7 @@ static int pack_frame_sizes(kpack_writer_t* w, msgpack_packer* pk) {
 static int pack_toc(kpack_writer_t* w, msgpack_packer* pk, wr_entry** sorted) {
   int rc = 0;
   bool frame_sizes = w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL &&
-                     w->entry_count <= UINT32_MAX / 4;
+                     w->blob_count <= UINT32_MAX / 4;
   rc |= msgpack_pack_map(pk, w->scheme == KPACK_COMPRESSION_NOOP ? 7
                              : frame_sizes                       ? 9
                                                                  : 8);
@@ -910,7 +1024,7 @@ static int pack_toc(kpack_writer_t* w, msgpack_packer* pk, wr_entry** sorted) {
       rc |= msgpack_pack_map(pk, e->metadata != NULL ? 4 : 3);
       rc |= pack_cstr(pk, "type") || pack_cstr(pk, e->type ? e->type : "hsaco");
       rc |= pack_cstr(pk, "ordinal");
-      rc |= msgpack_pack_uint32(pk, (uint32_t)(e - w->entries));
+      rc |= msgpack_pack_uint32(pk, e->ordinal);
       rc |= pack_cstr(pk, "original_size");
       rc |= msgpack_pack_uint64(pk, e->size);
       if (e->metadata != NULL) {
@@ -925,16 +1039,12 @@ static int pack_toc(kpack_writer_t* w, msgpack_packer* pk, wr_entry** sorted) {
   rc |= pack_cstr(pk, "compression_scheme");
   rc |= pack_cstr(pk, kpack_compression_scheme_name(w->scheme));
   if (w->scheme == KPACK_COMPRESSION_NOOP) {
-    /* Blob offsets are recomputed exactly as append_stored placed them. */
-    uint64_t pos = KP_PAYLOAD_START;
     rc |= pack_cstr(pk, "blobs");
-    rc |= msgpack_pack_array(pk, w->entry_count);
-    for (size_t i = 0; i < w->entry_count; i++) {
-      pos = (pos + KP_BLOB_ALIGN - 1) & ~(uint64_t)(KP_BLOB_ALIGN - 1);
+    rc |= msgpack_pack_array(pk, w->blob_count);
+    for (size_t i = 0; i < w->blob_count; i++) {
       rc |= msgpack_pack_map(pk, 2);
-      rc |= pack_cstr(pk, "offset") || msgpack_pack_uint64(pk, pos);
-      rc |= pack_cstr(pk, "size") || msgpack_pack_uint64(pk, w->stored[i]);
-      pos += w->stored[i];
+      rc |= pack_cstr(pk, "offset") || msgpack_pack_uint64(pk, w->blobs[i].at);
+      rc |= pack_cstr(pk, "size") || msgpack_pack_uint64(pk, w->blobs[i].size);
     }
   } else {
     rc |= pack_cstr(pk, "zstd_offset");
@@ -974,7 +1084,7 @@ static kpack_error_t write_toc_and_header(kpack_writer_t* w) {
     goto done;
   if (w->scheme == KPACK_COMPRESSION_ZSTD_PER_KERNEL) {
     uint8_t count[4];
-    kp_store_le(count, w->entry_count, 4);
+    kp_store_le(count, w->blob_count, 4);
     err = kp_pwrite_all(w->fd, count, sizeof(count), KP_PAYLOAD_START);
   }
 done:;

@@ -61,15 +61,20 @@ struct kpack_bundle {
 /* The target ID of a HIP AMDGPU entry ID, or NULL. Accepts the "hipv4-"
  * (code object v4+) and "hip-" kinds, and the triple with or without the
  * empty environment component ("amdgcn-amd-amdhsa--gfx90a" and the older
- * "amdgcn-amd-amdhsa-gfx906"). */
+ * "amdgcn-amd-amdhsa-gfx906"), and "spirv64-amd-amdhsa--amdgcnspirv". */
 static const char* entry_arch(const char* id) {
   static const char* const kinds[] = {"hipv4-", "hip-"};
   static const char triple[] = "amdgcn-amd-amdhsa-";
+  static const char spirv[] = "spirv64-amd-amdhsa--amdgcnspirv";
   for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
     size_t n = strlen(kinds[i]);
     if (strncmp(id, kinds[i], n) != 0)
       continue;
     const char* rest = id + n;
+    /* Portable SPIR-V, which the runtime compiles for an agent that no
+     * native code object serves: its target is "amdgcnspirv". */
+    if (strcmp(rest, spirv) == 0)
+      return rest + sizeof(spirv) - 1 - strlen("amdgcnspirv");
     if (strncmp(rest, triple, sizeof(triple) - 1) != 0)
       return NULL;
     rest += sizeof(triple) - 1;

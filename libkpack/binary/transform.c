@@ -507,7 +507,7 @@ typedef struct tf_layout {
    * nothing leaves the file the segment stays whole, .hip_fatbin's bytes
    * zeroed. */
   bool split, tail, fat_piece;
-  uint64_t head_filesz;
+  uint64_t head_filesz, head_memsz;
   uint64_t fat_off; /* the p_offset of .hip_fatbin's piece */
   uint32_t head_flags, tail_flags;
   uint64_t unit;     /* the removal unit: the largest PT_LOAD p_align, at least
@@ -516,13 +516,19 @@ typedef struct tf_layout {
   uint64_t cut;      /* input bytes copied: [0, cut), the rest is the old
                         section name and header tables */
   uint64_t block;    /* output offset of the new PT_LOAD: room for a table,
-                        the program headers, then the metadata */
+                        the program headers, then the metadata; or only
+                        the metadata when the table is `apart` */
   uint64_t vaddr;    /* its address */
   size_t phnum;      /* program headers in the output */
-  uint64_t ph_off;   /* program header table offset in the block */
+  uint64_t ph_file;  /* the program header table's file offset */
+  uint64_t ph_vaddr; /* and address */
   uint64_t meta_off; /* metadata offset in the block */
   uint64_t meta_size;
   uint64_t block_size;
+  /* An executable's table in a PT_LOAD of its own (place_table()): room
+   * for a table, then the table, at its address less the load base. */
+  bool apart;
+  uint64_t apart_off, apart_vaddr, apart_size, apart_align;
   uint64_t names_off; /* the section name table, rewritten */
   uint64_t names_size;
   uint64_t shoff; /* the section header table */
@@ -599,6 +605,8 @@ static void place_fat_piece(const tf_state* st, tf_layout* L) {
         tf_out(st, s->offset + s->filesz) > low)
       low = tf_out(st, s->offset + s->filesz);
   }
+  if (L->apart && L->apart_off + L->apart_size > low)
+    low = L->apart_off + L->apart_size;
   for (size_t i = 1; i < elf->section_count; i++) {
     const elf_section* s = &elf->sections[i];
     if (i != st->fat && s->type == ELF_SHT_NOBITS &&
@@ -614,6 +622,116 @@ static void place_fat_piece(const tf_state* st, tf_layout* L) {
     L->block += up;
     L->vaddr += up;
   }
+}
+
+/* Whether the table's own read-only segment can take input bytes [at,
+ * at + size), before the removed range, and addresses `base` + those: no
+ * section and no segment but `owner` has bytes there, and the segments
+ * whose memory lies in the same machine pages are read-only ones loaded
+ * at `base` too (they map the same file pages there, with the same
+ * protection) without a zero-filled end. */
+static bool table_fits(const tf_state* st, size_t owner, uint64_t at,
+                       uint64_t size, uint64_t base) {
+  const elf_file* elf = &st->elf;
+  uint64_t P = st->mach->page, lo = base + at, hi = base + at + size;
+  if (at < ELF_EHDR_SIZE || (at < st->cut_at && at + size > st->cut_at))
+    return false;
+  for (size_t i = 1; i < elf->section_count; i++) {
+    const elf_section* c = &elf->sections[i];
+    if (c->type != ELF_SHT_NOBITS && c->size > 0 && c->offset < at + size &&
+        at < c->offset + c->size)
+      return false;
+  }
+  for (size_t i = 0; i < elf->segment_count; i++) {
+    const elf_segment* t = &elf->segments[i];
+    if (i != owner && t->filesz > 0 && t->offset < at + size &&
+        at < t->offset + t->filesz)
+      return false;
+    if (t->type != ELF_PT_LOAD || t->memsz == 0 ||
+        t->vaddr >= align_up(hi, P) ||
+        lo / P * P >= align_up(t->vaddr + t->memsz, P))
+      continue;
+    if (i != owner && (t->vaddr - t->offset != base || t->memsz != t->filesz ||
+                       t->flags != TF_PF_R))
+      return false;
+  }
+  return true;
+}
+
+/* Finds a place for an executable's program header table that kernels
+ * before 5.18 find: they pass AT_PHDR as the first PT_LOAD's p_vaddr -
+ * p_offset (`base`) plus e_phoff, so the table's address less its file
+ * offset must be `base`. Room for a table (GNU objcopy writes the one it
+ * makes there, at the start of the segment) and the table take
+ * 2 * `table` bytes, a read-only PT_LOAD of their own, which adds
+ * nothing to the file's size when it lies in the zero bytes that end the
+ * last page of a read-only segment loaded at `base`, after its last
+ * section: separate-code links leave them after their first segment, and
+ * a page-aligned .hip_fatbin after the last section of its head. Else the
+ * table goes at the end of the file (`end`) when the pages at that offset
+ * plus `base` are free (the gaps lld leaves between segments of 64 KiB
+ * pages). False when neither is: plan() then puts the table above the
+ * program at its address less `base`, the file growing to that offset. */
+static bool place_table(const tf_state* st, tf_layout* L, uint64_t base,
+                        uint64_t end, uint64_t table) {
+  const elf_file* elf = &st->elf;
+  uint64_t P = st->mach->page, size = 2 * align_up(table, 8);
+  size_t best = SIZE_MAX;
+  uint64_t best_at = 0;
+  for (size_t i = 0; i < elf->segment_count; i++) {
+    const elf_segment* s = &elf->segments[i];
+    uint64_t last = s->offset + s->filesz; /* its bytes end */
+    bool head = i == L->load;
+    if (s->type != ELF_PT_LOAD || s->filesz == 0 ||
+        s->vaddr - s->offset != base ||
+        (head ? L->head_flags : s->flags) != TF_PF_R)
+      continue;
+    if (head) {
+      /* Only the head of a split .hip_fatbin starting a page ends in
+       * free bytes: those after its last section. */
+      if (!L->fat_piece || L->head_filesz == 0)
+        continue;
+      const elf_section* f = &elf->sections[st->fat];
+      last = s->offset;
+      for (size_t c = 1; c < elf->section_count; c++) {
+        const elf_section* x = &elf->sections[c];
+        if (c != st->fat && (x->flags & ELF_SHF_ALLOC) != 0 && x->size > 0 &&
+            x->addr >= s->vaddr && x->addr < f->addr)
+          last = x->type == ELF_SHT_NOBITS    ? f->offset
+                 : x->offset + x->size > last ? x->offset + x->size
+                                              : last;
+      }
+    } else if (s->memsz != s->filesz || last > st->cut_at) {
+      continue; /* zero-filled to its page's end, or moved down */
+    }
+    uint64_t at = align_up(last, 8);
+    uint64_t limit = head ? elf->sections[st->fat].offset : align_up(last, P);
+    if (last == s->offset || at + size > limit ||
+        !table_fits(st, i, at, size, base))
+      continue;
+    best = i;
+    best_at = at;
+    break;
+  }
+  if (best != SIZE_MAX) {
+    if (best == L->load) { /* the head ends with its last section */
+      L->head_filesz = best_at - elf->segments[best].offset;
+      L->head_memsz = L->head_filesz;
+    }
+    L->apart_off = best_at;
+  } else if (table_fits(st, SIZE_MAX, end, size, base)) {
+    L->apart_off = end;
+  } else {
+    return false;
+  }
+  /* `base` is a multiple of the first PT_LOAD's alignment. */
+  for (size_t i = 0; i < elf->segment_count && L->apart_align == 0; i++)
+    if (elf->segments[i].type == ELF_PT_LOAD)
+      L->apart_align = elf->segments[i].align;
+  L->apart = true;
+  L->apart_size = size;
+  L->apart_vaddr = base + L->apart_off;
+  return true;
 }
 
 static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
@@ -760,8 +878,6 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
       L->drop_phdr = true;
       L->phnum--;
     }
-  if (L->phnum >= 0xffff)
-    return tf_fail(st, KPACK_ERROR_INVALID_FORMAT, "too many program headers");
   /* The block: room for a table, the table (covered by its own section,
    * which eu-strip and patchelf keep), then the metadata. GNU objcopy
    * writes the table it makes at the start of the block's segment, in
@@ -769,36 +885,56 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
    * removal unit to do so: the room keeps the sections at their
    * addresses, and a free removal unit between the block and the
    * segments before it keeps that move clear of them. */
-  uint64_t ph_size = (uint64_t)L->phnum * ELF_PHDR_SIZE;
-  L->ph_off = align_up(ph_size, 8);
-  L->meta_off = L->ph_off + ph_size;
-  L->meta_size = meta_size;
-  L->block_size = L->meta_off + meta_size;
   uint64_t end = align_up(tf_out(st, L->cut), 8);
   uint64_t U = L->unit;
   uint64_t top = align_up(maxend, P) + U;
-  if (exec_like) {
-    /* Kernels compute AT_PHDR as the first PT_LOAD's p_vaddr - p_offset
-     * plus e_phoff: the table's file offset must be its address less that
-     * base. The file grows to that offset (a hole) when needed. */
-    if (top - base < end)
-      top += align_up(end - (top - base), U);
-    if (top - base - end > TF_MAX_HOLE)
-      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
-                     "the program header table would start at file offset "
-                     "0x%" PRIx64 ", %" PRIu64
-                     " bytes past the file's end "
-                     "(its address less the load base): more than the "
-                     "%" PRIu64 "-byte hole allowed",
-                     top - base, top - base - end, (uint64_t)TF_MAX_HOLE);
-    L->block = top - base;
-    L->vaddr = top;
-  } else {
+  L->head_memsz = L->split ? fa - elf->segments[L->load].vaddr : 0;
+  L->meta_size = meta_size;
+  uint64_t ph_off = 0; /* the table's offset in the block */
+  if (exec_like && L->phnum + 1 < 0xffff &&
+      place_table(st, L, base, end, (uint64_t)(L->phnum + 1) * ELF_PHDR_SIZE)) {
+    /* The table apart, the block only the metadata. */
+    L->phnum++;
+    if (L->apart_off >= end)
+      end = align_up(L->apart_off + L->apart_size, 8);
+    L->meta_off = 0;
+    L->block_size = meta_size;
     L->block = end;
     L->vaddr = top + (end % U + U - top % U) % U;
+  } else {
+    if (L->phnum >= 0xffff)
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     "too many program headers");
+    uint64_t ph_size = (uint64_t)L->phnum * ELF_PHDR_SIZE;
+    ph_off = align_up(ph_size, 8);
+    L->meta_off = ph_off + ph_size;
+    L->block_size = L->meta_off + meta_size;
+    if (exec_like) {
+      /* No room at the load base plus an offset below the file's end:
+       * the table goes above the program, its file offset its address
+       * less that base, the file growing to that offset (a hole). */
+      if (top - base < end)
+        top += align_up(end - (top - base), U);
+      if (top - base - end > TF_MAX_HOLE)
+        return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                       "the program header table would start at file offset "
+                       "0x%" PRIx64 ", %" PRIu64
+                       " bytes past the file's end "
+                       "(its address less the load base): more than the "
+                       "%" PRIu64 "-byte hole allowed",
+                       top - base, top - base - end, (uint64_t)TF_MAX_HOLE);
+      L->block = top - base;
+      L->vaddr = top;
+    } else {
+      L->block = end;
+      L->vaddr = top + (end % U + U - top % U) % U;
+    }
   }
   if (L->fat_piece)
     place_fat_piece(st, L);
+  L->ph_file = L->apart ? L->apart_off + L->apart_size / 2 : L->block + ph_off;
+  L->ph_vaddr =
+      L->apart ? L->apart_vaddr + L->apart_size / 2 : L->vaddr + ph_off;
   st->meta_addr = L->vaddr + L->meta_off;
   L->names_off = L->block + L->block_size;
   L->names_size = elf->sections[elf->names].size + sizeof(TF_PHDR_NAME) +
@@ -826,7 +962,7 @@ static kpack_error_t write_at(tf_state* st, int fd, uint64_t at,
 }
 
 /* Copies input bytes [from, from + size) to output offset `to`. */
-static kpack_error_t copy_range(tf_state* st, int fd, uint64_t from,
+static kpack_error_t copy_bytes(tf_state* st, int fd, uint64_t from,
                                 uint64_t to, uint64_t size, uint8_t** buf) {
   int in = st->in.fd;
   while (size > 0 && *buf == NULL) {
@@ -858,6 +994,35 @@ static kpack_error_t copy_range(tf_state* st, int fd, uint64_t from,
   return KPACK_SUCCESS;
 }
 
+/* Copies input bytes [from, from + size) to output offset `to`, only the
+ * data of a sparse input (SEEK_DATA, SEEK_HOLE): its holes are left
+ * unwritten in the output, which starts empty, so they stay holes. */
+static kpack_error_t copy_range(tf_state* st, int fd, uint64_t from,
+                                uint64_t to, uint64_t size, uint8_t** buf) {
+  uint64_t end = from + size;
+  while (from < end) {
+    off_t data = lseek(st->in.fd, (off_t)from, SEEK_DATA);
+    if (data < 0 && errno == ENXIO)
+      return KPACK_SUCCESS; /* a hole to the end of the file */
+    uint64_t run = end;
+    if (data >= 0) {
+      if ((uint64_t)data >= end)
+        return KPACK_SUCCESS;
+      to += (uint64_t)data - from;
+      from = (uint64_t)data;
+      off_t hole = lseek(st->in.fd, data, SEEK_HOLE);
+      if (hole > data && (uint64_t)hole < end)
+        run = (uint64_t)hole;
+    } /* else no holes known: copied whole */
+    kpack_error_t err = copy_bytes(st, fd, from, to, run - from, buf);
+    if (err != KPACK_SUCCESS)
+      return err;
+    to += run - from;
+    from = run;
+  }
+  return KPACK_SUCCESS;
+}
+
 static void put_phdr(uint8_t* p, uint32_t type, uint32_t flags, uint64_t offset,
                      uint64_t vaddr, uint64_t paddr, uint64_t filesz,
                      uint64_t memsz, uint64_t align) {
@@ -872,54 +1037,73 @@ static void put_phdr(uint8_t* p, uint32_t type, uint32_t flags, uint64_t offset,
   kp_store_le(p + 48, align, 8);
 }
 
+/* Program headers as they are written, PT_LOADs in address order: the
+ * table's own PT_LOAD (L->apart) goes before the first one above it. */
+typedef struct tf_phdrs {
+  uint8_t* out;
+  size_t n;
+  const tf_layout* L;
+  bool apart_done;
+} tf_phdrs;
+
+static void ph_put(tf_phdrs* t, uint32_t type, uint32_t flags, uint64_t offset,
+                   uint64_t vaddr, uint64_t paddr, uint64_t filesz,
+                   uint64_t memsz, uint64_t align) {
+  const tf_layout* L = t->L;
+  if (type == ELF_PT_LOAD && L->apart && !t->apart_done &&
+      vaddr > L->apart_vaddr) {
+    t->apart_done = true;
+    ph_put(t, ELF_PT_LOAD, TF_PF_R, L->apart_off, L->apart_vaddr,
+           L->apart_vaddr, L->apart_size, L->apart_size, L->apart_align);
+  }
+  put_phdr(t->out + t->n++ * ELF_PHDR_SIZE, type, flags, offset, vaddr, paddr,
+           filesz, memsz, align);
+}
+
 /* The new program header table into `out` (L->phnum entries), from the
  * segments elf_open() parsed: every field of an Elf64_Phdr is rewritten. */
 static void build_phdrs(tf_state* st, const tf_layout* L, uint8_t* out) {
   elf_file* elf = &st->elf;
   const elf_section* f = &elf->sections[st->fat];
-  size_t last_load = SIZE_MAX, n = 0;
+  size_t last_load = SIZE_MAX;
+  tf_phdrs t = {out, 0, L, false};
   for (size_t i = 0; i < elf->segment_count; i++)
     if (elf->segments[i].type == ELF_PT_LOAD)
       last_load = i;
   if (last_load == SIZE_MAX) /* the new segment is the only one */
-    put_phdr(out + n++ * ELF_PHDR_SIZE, ELF_PT_LOAD, TF_PF_R, L->block,
-             L->vaddr, L->vaddr, L->block_size, L->block_size, L->unit);
+    ph_put(&t, ELF_PT_LOAD, TF_PF_R, L->block, L->vaddr, L->vaddr,
+           L->block_size, L->block_size, L->unit);
   for (size_t i = 0; i < elf->segment_count; i++) {
-    uint8_t* p = out + n++ * ELF_PHDR_SIZE;
     const elf_segment* s = &elf->segments[i];
     if (s->type == ELF_PT_PHDR && L->drop_phdr) {
-      n--;
+      continue;
     } else if (s->type == ELF_PT_PHDR) {
       uint64_t size = (uint64_t)L->phnum * ELF_PHDR_SIZE;
-      put_phdr(p, s->type, s->flags, L->block + L->ph_off, L->vaddr + L->ph_off,
-               L->vaddr + L->ph_off, size, size, s->align);
+      ph_put(&t, s->type, s->flags, L->ph_file, L->ph_vaddr, L->ph_vaddr, size,
+             size, s->align);
     } else if (i == L->load && L->split) {
       uint64_t lead = f->addr - s->vaddr, skip = lead + f->size;
       if (!L->fat_piece) {
-        put_phdr(p, s->type, L->head_flags, s->offset, s->vaddr, s->paddr,
-                 L->head_filesz, skip, s->align);
+        ph_put(&t, s->type, L->head_flags, s->offset, s->vaddr, s->paddr,
+               L->head_filesz, skip, s->align);
       } else {
-        if (L->head_filesz > 0) {
-          put_phdr(p, s->type, L->head_flags, s->offset, s->vaddr, s->paddr,
-                   L->head_filesz, lead, s->align);
-          p = out + n++ * ELF_PHDR_SIZE;
-        }
-        put_phdr(p, s->type, TF_PF_R & s->flags, L->fat_off, f->addr,
-                 s->paddr + lead, 0, f->size, s->align);
+        if (L->head_filesz > 0)
+          ph_put(&t, s->type, L->head_flags, s->offset, s->vaddr, s->paddr,
+                 L->head_filesz, L->head_memsz, s->align);
+        ph_put(&t, s->type, TF_PF_R & s->flags, L->fat_off, f->addr,
+               s->paddr + lead, 0, f->size, s->align);
       }
       if (L->tail)
-        put_phdr(out + n++ * ELF_PHDR_SIZE, s->type, L->tail_flags,
-                 tf_out(st, s->offset + skip), s->vaddr + skip, s->paddr + skip,
-                 s->filesz - skip, s->memsz - skip, s->align);
+        ph_put(&t, s->type, L->tail_flags, tf_out(st, s->offset + skip),
+               s->vaddr + skip, s->paddr + skip, s->filesz - skip,
+               s->memsz - skip, s->align);
     } else {
-      put_phdr(p, s->type, s->flags, tf_out(st, s->offset), s->vaddr, s->paddr,
-               s->filesz, s->memsz, s->align);
+      ph_put(&t, s->type, s->flags, tf_out(st, s->offset), s->vaddr, s->paddr,
+             s->filesz, s->memsz, s->align);
     }
-    if (i == last_load) {
-      p = out + n++ * ELF_PHDR_SIZE;
-      put_phdr(p, ELF_PT_LOAD, TF_PF_R, L->block, L->vaddr, L->vaddr,
-               L->block_size, L->block_size, L->unit);
-    }
+    if (i == last_load)
+      ph_put(&t, ELF_PT_LOAD, TF_PF_R, L->block, L->vaddr, L->vaddr,
+             L->block_size, L->block_size, L->unit);
   }
 }
 
@@ -960,8 +1144,8 @@ static kpack_error_t build_shdrs(tf_state* st, const tf_layout* L,
     }
   }
   uint64_t name = elf->sections[elf->names].size;
-  put_shdr(out + elf->section_count * es, es, name, L->vaddr + L->ph_off,
-           L->block + L->ph_off, (uint64_t)L->phnum * ELF_PHDR_SIZE, 8);
+  put_shdr(out + elf->section_count * es, es, name, L->ph_vaddr, L->ph_file,
+           (uint64_t)L->phnum * ELF_PHDR_SIZE, 8);
   put_shdr(out + (elf->section_count + 1) * es, es, name + sizeof(TF_PHDR_NAME),
            st->meta_addr, L->block + L->meta_off, L->meta_size, 1);
   if (L->shnum >= 0xff00) /* the count lives in section 0 */
@@ -975,20 +1159,14 @@ static kpack_error_t write_output(tf_state* st, int fd, const tf_layout* L,
   const elf_section* f = &elf->sections[st->fat];
   uint8_t *buf = NULL, *table = NULL;
   kpack_error_t err;
-  uint64_t gap = st->cut_at + st->removed; /* first input byte after */
 
-  if ((err = copy_range(st, fd, 0, 0, st->cut_at, &buf)) ||
-      (err = copy_range(st, fd, gap, tf_out(st, gap), L->cut - gap, &buf)))
+  /* Everything but .hip_fatbin, whose bytes that stay are left unwritten
+   * and read as zeros (a hole where they fill file blocks). */
+  uint64_t fat_end = f->offset + f->size;
+  if ((err = copy_range(st, fd, 0, 0, f->offset, &buf)) ||
+      (err = copy_range(st, fd, fat_end, tf_out(st, fat_end), L->cut - fat_end,
+                        &buf)))
     goto done;
-  /* The bytes of .hip_fatbin that stay read as zeros. */
-  uint8_t zeros[4096] = {0};
-  for (uint64_t at = 0; at < f->size - st->removed; at += sizeof(zeros)) {
-    uint64_t n = f->size - st->removed - at;
-    err = write_at(st, fd, f->offset + at, zeros,
-                   n < sizeof(zeros) ? (size_t)n : sizeof(zeros));
-    if (err != KPACK_SUCCESS)
-      goto done;
-  }
   for (size_t i = 0; i < st->patch_count; i++) {
     const tf_patch* p = &st->patches[i];
     if ((err = write_at(st, fd, tf_out(st, p->at), p->bytes, p->size)))
@@ -1000,12 +1178,22 @@ static kpack_error_t write_output(tf_state* st, int fd, const tf_layout* L,
   size_t sh_size = L->shnum * (size_t)elf->shentsize;
   if (sh_size > table_size)
     table_size = sh_size;
+  if (L->apart && L->apart_size > table_size)
+    table_size = (size_t)L->apart_size;
   if ((table = calloc(1, table_size)) == NULL) {
     err = tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
+  if (L->apart) {
+    /* Room for a table, then the table, in their own segment. */
+    build_phdrs(st, L, table + (L->ph_file - L->apart_off));
+    if ((err = write_at(st, fd, L->apart_off, table, (size_t)L->apart_size)))
+      goto done;
+    memset(table, 0, table_size);
+  } else {
+    build_phdrs(st, L, table + (L->ph_file - L->block));
+  }
   memcpy(table + L->meta_off, meta, meta_size);
-  build_phdrs(st, L, table + L->ph_off);
   if ((err = write_at(st, fd, L->block, table, (size_t)L->block_size)))
     goto done;
 
@@ -1041,7 +1229,7 @@ static kpack_error_t write_output(tf_state* st, int fd, const tf_layout* L,
     err = tf_elf_fail(st, err);
     goto done;
   }
-  kp_store_le(h + 32, L->block + L->ph_off, 8);
+  kp_store_le(h + 32, L->ph_file, 8);
   kp_store_le(h + 40, L->shoff, 8);
   kp_store_le(h + 54, ELF_PHDR_SIZE, 2);
   kp_store_le(h + 56, L->phnum, 2);

@@ -102,7 +102,8 @@ typedef struct search {
   const char* const* arch_list;
   size_t arch_count;
   char* kernel;            /* "kernel_name#co_index" */
-  kp_target_list* targets; /* compatible targets of each arch_list entry */
+  kp_target_list* targets; /* compatible targets of each arch_list entry, */
+  size_t target_lists;     /* then of KP_SPIRV_TARGET when not listed */
   candidate* cands;
   size_t cand_count;
   size_t cand_cap;
@@ -463,7 +464,7 @@ static kpack_error_t add_items(search* s, const char* const* items, size_t n,
       err = KPACK_ERROR_OUT_OF_MEMORY;
       break;
     }
-    err = kp_path_expand_gfxarch(base, s->targets, s->arch_count, &expanded);
+    err = kp_path_expand_gfxarch(base, s->targets, s->target_lists, &expanded);
     for (size_t j = 0; err == KPACK_SUCCESS && j < expanded.count; j++) {
       /* Substituted targets may hold ".." or "//" again. */
       char* norm = kp_path_normalize(expanded.items[j]);
@@ -570,7 +571,7 @@ static void search_free(search* s) {
     free(s->cands[i].path);
   free(s->cands);
   if (s->targets != NULL)
-    for (size_t i = 0; i < s->arch_count; i++)
+    for (size_t i = 0; i < s->target_lists; i++)
       kp_target_list_free(&s->targets[i]);
   free(s->targets);
   free(s->kernel);
@@ -599,22 +600,31 @@ static kpack_error_t run_search(kpack_cache_t cache, const char* kernel_name,
   kpack_trace_event_t start = {
       .kind = KPACK_TRACE_LOAD, .kernel = s.kernel, .path = binary_path};
   emit(cache, &start);
-  if ((s.targets = calloc(arch_count, sizeof(*s.targets))) == NULL) {
+  /* After every native target of every arch, portable SPIR-V
+   * ("amdgcnspirv"), which the HIP runtime compiles for an agent that no
+   * native code object serves: one more list, searched last. */
+  bool spirv = arch_count > 0;
+  for (size_t i = 0; i < arch_count; i++)
+    if (strcmp(kp_target_strip_prefix(arch_list[i]), KP_SPIRV_TARGET) == 0)
+      spirv = false; /* asked for already, in its place */
+  s.target_lists = arch_count + spirv;
+  if ((s.targets = calloc(s.target_lists, sizeof(*s.targets))) == NULL) {
     err = KPACK_ERROR_OUT_OF_MEMORY;
     goto done;
   }
-  for (size_t i = 0; i < arch_count; i++)
-    if ((err = kp_target_compatible(arch_list[i], &s.targets[i])))
+  for (size_t i = 0; i < s.target_lists; i++)
+    if ((err = kp_target_compatible(
+             i < arch_count ? arch_list[i] : KP_SPIRV_TARGET, &s.targets[i])))
       goto done;
   if ((err = build_candidates(&s, embedded, embedded_count)))
     goto done;
 
-  for (size_t a = 0; a < arch_count; a++) {
+  for (size_t a = 0; a < s.target_lists; a++) {
     for (size_t t = 0; t < s.targets[a].count; t++) {
       const char* target = s.targets[a].names[t];
       kpack_trace_event_t tev = {.kind = KPACK_TRACE_TARGET,
                                  .kernel = s.kernel,
-                                 .arch = arch_list[a],
+                                 .arch = arch_list[a < arch_count ? a : 0],
                                  .target = target};
       emit(cache, &tev);
       for (size_t i = 0; i < s.cand_count; i++) {

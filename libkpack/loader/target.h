@@ -14,6 +14,8 @@
 /* Names with more feature flags than this yield only themselves: every
  * subset would be 2^n candidates, which hostile input must not force. */
 #define KP_TARGET_MAX_FEATURES 8
+/* Portable SPIR-V device code: the target the loader searches last. */
+#define KP_SPIRV_TARGET "amdgcnspirv"
 
 /* Compatible targets of one ISA name, most specific first. All strings live
  * in the one allocation `names` points at. */

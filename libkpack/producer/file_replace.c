@@ -92,17 +92,54 @@ static bool write_all(int fd, const char* buf, size_t n, off_t offset) {
   return true;
 }
 
+/* Makes [at, at + len) of `out` read as zeros without writing them:
+ * punched (`out` may hold older bytes there), else written. */
+static bool zero_range(int out, off_t at, off_t len) {
+  static const char zeros[1 << 16];
+  if (fallocate(out, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, at, len) == 0)
+    return true;
+  for (off_t done = 0; done < len;) {
+    size_t n = len - done < (off_t)sizeof(zeros) ? (size_t)(len - done)
+                                                 : sizeof(zeros);
+    if (!write_all(out, zeros, n, at + done))
+      return false;
+    done += (off_t)n;
+  }
+  return true;
+}
+
 /* Copies `in` to `out` from offset 0 to the end of `in`: copy_file_range
  * where the filesystems allow (no bytes through user space, reflinks where
- * supported), else a read/write loop. The first chunk is half the file and
- * a step is counted after it, so the kill hook stops a copy halfway. */
+ * supported), else a read/write loop. Only the data of a sparse input is
+ * copied (SEEK_DATA, SEEK_HOLE): its holes stay holes. The first chunk is
+ * at most half the file and a step is counted after it, so the kill hook
+ * stops a copy halfway. */
 static bool copy_fd(pr_run* r, int in, int out, off_t size) {
   static char buf[1 << 16];
-  off_t done = 0;
+  off_t done = 0, run_end = 0;
   bool stepped = false, plain = false;
   while (done < size) {
     ssize_t n = -1;
+    if (done >= run_end) {
+      off_t data = lseek(in, done, SEEK_DATA);
+      if (data < 0 && errno == ENXIO)
+        data = size; /* a hole to the end */
+      if (data > done) {
+        if (data > size)
+          data = size;
+        if (!zero_range(out, done, data - done) ||
+            (data == size && ftruncate(out, size) != 0))
+          return false;
+        done = data;
+        continue;
+      }
+      run_end = data < 0 ? size : lseek(in, done, SEEK_HOLE);
+      if (run_end <= done || run_end > size)
+        run_end = size; /* no holes known here */
+    }
     off_t want = stepped ? size - done : size / 2 > 0 ? size / 2 : size;
+    if (want > run_end - done)
+      want = run_end - done;
     if (want > ((off_t)1 << 30))
       want = (off_t)1 << 30;
     if (!plain) {

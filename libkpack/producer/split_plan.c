@@ -559,6 +559,20 @@ static const char* input_archive_arch(const sp_state* s, const sp_file* f) {
   return name + prefix_len + 1;
 }
 
+/* The first GPU processor the file name of `rel` names ("gfx1030" in
+ * "standalone_gfx1030.hsaco"), into `out`. */
+static bool named_processor(const char* rel, char* out, size_t size) {
+  const char* base = strrchr(rel, '/');
+  const char* at;
+  size_t len;
+  if (!ar_pattern_match("*<arch>*", base != NULL ? base + 1 : rel, &at, &len) ||
+      len >= size)
+    return false;
+  memcpy(out, at, len);
+  out[len] = '\0';
+  return true;
+}
+
 /* Decides the output tree of every non-directory: a fat binary is
  * transformed into generic; a file of device code for one processor goes
  * to that processor's tree by its content; a file a rule names, by the
@@ -590,13 +604,22 @@ static bool choose_trees(sp_state* s) {
         /* Device code for several processors: every install needs it. */
         ok = set_dest(s, f, NULL, "content: %s", what);
       } else if (own) {
+        const char* a = strchr("aeiou", what[0]) != NULL ? "an" : "a";
         if (rule != NULL && (rule->generic || strcmp(by_rule, by_content) != 0))
           kp_say(&s->run.report, KPACK_SEVERITY_WARNING, f->src, KPACK_SUCCESS,
                  0,
-                 "%s: a %s for %s, but the rule at %s says %s; placed by its "
+                 "%s: %s %s for %s, but the rule at %s says %s; placed by its "
                  "content",
-                 f->src, what, by_content, rule->where,
+                 f->src, a, what, by_content, rule->where,
                  rule->generic ? "generic" : by_rule);
+        else if (rule == NULL &&
+                 named_processor(f->rel, by_rule, sizeof(by_rule)) &&
+                 strcmp(by_rule, by_content) != 0)
+          kp_say(&s->run.report, KPACK_SEVERITY_WARNING, f->src, KPACK_SUCCESS,
+                 0,
+                 "%s: %s %s for %s, but its name says %s; placed by its "
+                 "content",
+                 f->src, a, what, by_content, by_rule);
         ok = set_dest(s, f, tree_of_processor(s, by_content),
                       "content: %s for %s", what, by_content);
         s->by_content++;

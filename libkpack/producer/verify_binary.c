@@ -354,10 +354,15 @@ static void explain(const vb_trace* t, kpack_error_t status, vb_outcome* o) {
 
 /* With per-arch archives, a missing archive for an agent the split never
  * had code for is no broken install: says so when none of the `count`
- * arches the split recorded may serve `agent`. */
+ * arches the split recorded may serve `agent`. Portable SPIR-V, when
+ * recorded, serves every agent the native arches do not: its archive
+ * missing is a broken install, said as the search found it. */
 static void why_not_built(vb_outcome* o, const char* agent,
                           const char* const* recorded, size_t count) {
   size_t served = 0;
+  for (size_t i = 0; i < count; i++)
+    if (strcmp(recorded[i], "amdgcnspirv") == 0)
+      return;
   for (size_t i = 0; i < count; i++)
     served += kpack_target_may_serve(recorded[i], agent);
   if (served > 0) {

@@ -658,6 +658,7 @@ static void rules_seeds(void) {
       "lib/libdevice_conv_operations_gfx1100.a",
       "share/hipkernelprovider/engines/arch_content/conv/gfx942/k.bin",
       "share/hipkernelprovider/engines/test_arch_content/gemm/x/gfx1201/k",
+      "share/rocjitsu/translations/gfx942/v1/0a1b.obj",
   };
   size_t shipped_size;
   char* shipped = load("contrib/split-rules.conf", &shipped_size);
