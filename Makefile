@@ -140,6 +140,64 @@ $(BUILD)/man/kpackfs.8: $(KPACKFS) contrib/manpage.sh
 .PHONY: all
 all: $(LIB_SO) $(LIB_A) $(LIB_PC) $(PROGRAMS) $(MANPAGES) $(SPLIT_RULES)
 
+# ---- Python -------------------------------------------------------------------
+# python/ is the `kpack` package: a C extension over librocm_kpack.a built by
+# setuptools (python/setup.py). setup.py asks this Makefile for the static
+# library and the flags (python-config), so the extension is compiled with
+# the flags the library is, sanitizers included, and links msgpack-c
+# statically (libzstd and zlib stay shared: Debian's .a are not PIC).
+# Debian's python3 and its setuptools, wheel and pytest, whatever is first
+# on PATH.
+PYTHON    ?= /usr/bin/python3
+PY_BUILD  := $(BUILD)/python
+PY_SITE   := $(PY_BUILD)/site
+PY_SRCS   := python/pyproject.toml python/setup.py python/_kpack.c $(sort $(wildcard python/kpack/*))
+PIP_FLAGS ?=
+PIP_LOCAL := --no-build-isolation --no-index --disable-pip-version-check --root-user-action=ignore
+PY_STATIC_LIBS := -Wl,-Bstatic -lmsgpackc -Wl,-Bdynamic -lzstd -lz
+
+.PHONY: python python-config python-check
+python-config:
+	$(info version=$(VERSION))
+	$(info build=$(abspath $(BUILD)))
+	$(info static_lib=$(abspath $(LIB_A)))
+	$(info include=$(CURDIR)/include)
+	$(info cppflags=$(filter-out -Iinclude,$(CPPFLAGS)))
+	$(info cflags=$(CFLAGS))
+	$(info ldflags=$(LDFLAGS) -Wl$(comma)--exclude-libs$(comma)ALL)
+	$(info libs=$(PY_STATIC_LIBS))
+	@:
+
+# Installs the package into PYTHON's environment: a venv's python, or
+# Debian's (which needs PIP_FLAGS=--break-system-packages, PEP 668).
+python: $(LIB_A)
+	$(PYTHON) -m pip install $(PIP_LOCAL) $(PIP_FLAGS) ./python
+
+# The package as the tests import it: installed into $(PY_SITE), built by
+# $(CC) like the library.
+$(PY_SITE)/kpack/__init__.py: $(PY_SRCS) $(LIB_A) $(HEADERS)
+	$(call say,PIP,$(PY_SITE))rm -rf $(PY_SITE) && \
+	  CC="$(CC)" LDSHARED="$(CC) -shared" \
+	  $(PYTHON) -m pip install -q $(PIP_LOCAL) --target $(abspath $(PY_SITE)) ./python
+
+# python/tests under pytest, as `make check` runs them (tests/run_suites.sh
+# counts them in its total). Debian's python3 is not built with sanitizers,
+# so their runtime is preloaded: ASan (gcc's libasan; leaks are not
+# checked, the interpreter keeps memory to its end) or TSan. Under
+# VALGRIND=1 the interpreter runs in valgrind with the system allocator,
+# and only definite leaks count.
+san_runtime = $(shell $(CC) -print-file-name=lib$(1).so | grep '^/')
+PY_WRAP := $(strip \
+  $(if $(findstring address,$(SANITIZE)),LD_PRELOAD=$(call san_runtime,asan) ASAN_OPTIONS=detect_leaks=0) \
+  $(if $(findstring thread,$(SANITIZE)),LD_PRELOAD=$(call san_runtime,tsan)) \
+  $(if $(VALGRIND),PYTHONMALLOC=malloc valgrind --quiet --error-exitcode=99 --leak-check=full \
+    --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=tests/valgrind.supp))
+PYTEST := env PYTHONPATH=$(abspath $(PY_SITE)) PYTHONDONTWRITEBYTECODE=1 $(PY_WRAP) \
+  $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
+
+python-check: all $(PY_SITE)/kpack/__init__.py
+	$(PYTEST)
+
 # ---- tests ------------------------------------------------------------------
 # tests/test_*.c: one cmocka binary each, linked statically so that internal
 # modules can be tested directly. tests/support.c is shared by all of them;
@@ -189,8 +247,8 @@ check: deps
 	@$(MAKE) --no-print-directory check-suites
 
 # Ends with one line totalling every suite: "check: N passed, N failed".
-check-suites: all $(TEST_BINS)
-	@tests/run_suites.sh "$(TEST_WRAP)" "$(CC)" "$(CPPFLAGS) $(CFLAGS)" $(TEST_BINS)
+check-suites: all $(TEST_BINS) $(PY_SITE)/kpack/__init__.py
+	@PYTEST="$(PYTEST)" tests/run_suites.sh "$(TEST_WRAP)" "$(CC)" "$(CPPFLAGS) $(CFLAGS)" $(TEST_BINS)
 
 # ---- benchmarks ---------------------------------------------------------------
 # tests/bench/*.c: one program printing the performance table
