@@ -140,6 +140,15 @@ int cli_usage_error(const cli_command* cmd, const char* fmt, ...) {
   return CLI_USAGE;
 }
 
+bool cli_check_target(const cli_command* cmd, const char* option,
+                      const char* value) {
+  char why[160];
+  if (kpack_target_check(value, why, sizeof(why)))
+    return true;
+  cli_usage_error(cmd, "%s '%s': not a GPU target: %s", option, value, why);
+  return false;
+}
+
 int cli_option_error(const cli_command* cmd, char* const* argv,
                      const char* optstring) {
   /* optind has passed the refused word, except after an unknown letter in

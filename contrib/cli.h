@@ -87,6 +87,12 @@ int cli_usage_error(const cli_command* cmd, const char* fmt, ...)
  * one thing once. Returns CLI_USAGE. */
 int cli_option_error(const cli_command* cmd, char* const* argv,
                      const char* optstring);
+/* Whether `value`, given to `option` of `cmd`, names one GPU target
+ * (kpack_target_check()); when not, reports the bad command line in the
+ * words every command uses ("--arch 'gfx90a:xnak-': not a GPU target:
+ * 'xnak-' is not a target feature (...)") and returns false. */
+bool cli_check_target(const cli_command* cmd, const char* option,
+                      const char* value);
 /* Prints the manual of `cmd` to stdout; returns CLI_OK. */
 int cli_print_manual(const cli_command* cmd);
 

@@ -1426,9 +1426,8 @@ static int split_run(int argc, char** argv) {
         }
         break;
       case OPT_ARCH:
-        if (kpack_layout_arch_problem(optarg) != NULL) {
-          status = cli_usage_error(
-              cmd, "--arch '%s' cannot be part of a file name", optarg);
+        if (!cli_check_target(cmd, "--arch", optarg)) {
+          status = CLI_USAGE;
           goto done;
         }
         s.only_arches[s.only_count++] = optarg;

@@ -485,46 +485,12 @@ static bool declared_arches(const vb_set* archives, vb_set* arches) {
 
 /* ---- agents -------------------------------------------------------------- */
 
-/* An agent target as the HIP runtime names a device's ISA: an optional
- * "amdgcn-amd-amdhsa--" (or "hipv4-amdgcn-amd-amdhsa--") triple, a
- * processor "gfx" followed by lowercase letters, digits and dashes
- * (gfx90a, gfx1151, gfx9-4-generic), then each of sramecc and xnack at
- * most once, as ":NAME+" or ":NAME-". */
-static bool valid_agent(const char* agent) {
-  static const char* const triples[] = {"hipv4-amdgcn-amd-amdhsa--",
-                                        "amdgcn-amd-amdhsa--"};
-  const char* p = agent;
-  for (size_t i = 0; i < sizeof(triples) / sizeof(triples[0]); i++)
-    if (strncmp(p, triples[i], strlen(triples[i])) == 0) {
-      p += strlen(triples[i]);
-      break;
-    }
-  size_t proc = strcspn(p, ":");
-  if (proc <= 3 || strncmp(p, "gfx", 3) != 0 || p[proc - 1] == '-' ||
-      strspn(p, "abcdefghijklmnopqrstuvwxyz0123456789-") < proc)
-    return false;
-  bool seen[2] = {false, false};
-  static const char* const features[] = {"sramecc", "xnack"};
-  for (p += proc; *p == ':';) {
-    size_t len = strcspn(++p, ":");
-    bool known = false;
-    for (size_t f = 0; f < 2 && !known; f++) {
-      size_t n = strlen(features[f]);
-      if (len == n + 1 && strncmp(p, features[f], n) == 0 &&
-          (p[n] == '+' || p[n] == '-') && !seen[f])
-        known = seen[f] = true;
-    }
-    if (!known)
-      return false;
-    p += len;
-  }
-  return *p == '\0';
-}
-
-/* Adds the agents of one --arch value (comma-separated targets). False,
- * with *bad the offending item (malloc'ed; NULL when out of memory), when
- * one is empty or no target. */
-static bool add_agents(vb_set* agents, const char* value, char** bad) {
+/* Adds the agents of one --arch value (comma-separated targets, as the
+ * HIP runtime lists a machine's agents). False, with *bad the offending
+ * item (malloc'ed; NULL when out of memory) and `why` what is wrong with
+ * it (kpack_target_check()), when one is empty or no target. */
+static bool add_agents(vb_set* agents, const char* value, char** bad,
+                       char why[160]) {
   bool ok = true;
   *bad = NULL;
   for (const char* p = value; ok;) {
@@ -532,7 +498,7 @@ static bool add_agents(vb_set* agents, const char* value, char** bad) {
     char* item = strndup(p, len);
     if (item == NULL)
       return false;
-    if (!valid_agent(item)) {
+    if (!kpack_target_check(item, why, 160)) {
       /* An empty item is best shown in the value it is missing from. */
       *bad = len > 0 ? item : strdup(value);
       if (len == 0)
@@ -1167,6 +1133,7 @@ static int verify_run(int argc, char** argv) {
   while (status == CLI_OK &&
          (c = getopt_long(argc, argv, "qh", options, NULL)) != -1) {
     char* bad = NULL;
+    char why[160];
     switch (c) {
       case 'q':
         quiet = true;
@@ -1179,15 +1146,12 @@ static int verify_run(int argc, char** argv) {
         break;
       case OPT_ARCH:
         archless = false;
-        if (add_agents(&agents, optarg, &bad))
+        if (add_agents(&agents, optarg, &bad, why))
           break;
         if (bad != NULL) {
-          status = cli_usage_error(&cli_verify_command,
-                                   "--arch '%s': not a GPU target (gfxNNN, "
-                                   "then optionally :sramecc+/- and "
-                                   ":xnack+/-, after an optional "
-                                   "amdgcn-amd-amdhsa--)",
-                                   bad);
+          status =
+              cli_usage_error(&cli_verify_command,
+                              "--arch '%s': not a GPU target: %s", bad, why);
         } else {
           cli_error("out of memory");
           status = CLI_FAIL;

@@ -168,6 +168,72 @@ static void test_may_serve_leaves_unstated_features_open(void** state) {
                cases[i].agent, cases[i].may ? "may serve" : "cannot serve");
 }
 
+/* The one judge of target names: what it accepts, and for each kind of
+ * mistake the phrase every command prints. */
+static void test_target_check_accepts_targets_and_names_each_mistake(
+    void** state) {
+  (void)state;
+  static const char* const good[] = {
+      "gfx90a",
+      "gfx90a:xnack-",
+      "gfx90a:sramecc+:xnack-",
+      "gfx942:sramecc-",
+      "gfx1030",
+      "gfx9-generic:xnack+",
+      "gfx9-4-generic:sramecc+:xnack-",
+      "amdgcn-amd-amdhsa--gfx90a:xnack-",
+      "hipv4-amdgcn-amd-amdhsa--gfx1100",
+      "amdgcnspirv",
+      "hipv4-spirv64-amd-amdhsa--amdgcnspirv",
+  };
+  static const struct {
+    const char* target;
+    const char* why;
+  } bad[] = {
+      {"", "the name is empty"},
+      {"gfx90a:xnak-",
+       "'xnak-' is not a target feature (the features are sramecc and "
+       "xnack, each followed by + or -)"},
+      {"gfx90a:garbage",
+       "'garbage' is not a target feature (the features are sramecc and "
+       "xnack, each followed by + or -)"},
+      {"gfx90a:banana+",
+       "'banana+' is not a target feature (the features are sramecc and "
+       "xnack, each followed by + or -)"},
+      {"gfx90a:xnack", "'xnack' needs a sign: xnack+ or xnack-"},
+      {"gfx90a:xnack+:xnack-", "xnack is set twice"},
+      {"gfx90a:xnack-:sramecc+",
+       "sramecc comes before xnack, as in gfx90a:sramecc+:xnack-"},
+      {"gfx1030:xnack-", "gfx1030 has no xnack setting"},
+      {"gfx900:sramecc+", "gfx900 has no sramecc setting"},
+      {"gfx9000",
+       "'gfx9000' is not a GPU processor kpack knows (such as gfx90a, "
+       "gfx942, gfx1100 or gfx9-generic)"},
+      {"gfx90",
+       "'gfx90' is not a GPU processor kpack knows (such as gfx90a, "
+       "gfx942, gfx1100 or gfx9-generic)"},
+      {"gfx90a:", "an empty feature after ':'"},
+      {":xnack-", "no processor before ':'"},
+      {"amdgcn-amd-amdhsa--", "no processor before ':'"},
+      {"gfx90a:xnack-,gfx1030", "a list of targets where one is expected"},
+      {"x86_64-unknown-linux-gnu",
+       "'x86_64-unknown-linux-gnu' is not a GPU processor kpack knows "
+       "(such as gfx90a, gfx942, gfx1100 or gfx9-generic)"},
+  };
+  char why[160];
+  for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+    if (!kpack_target_check(good[i], why, sizeof(why)))
+      fail_msg("'%s' refused: %s", good[i], why);
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    if (kpack_target_check(bad[i].target, why, sizeof(why)))
+      fail_msg("'%s' accepted", bad[i].target);
+    assert_string_equal(why, bad[i].why);
+  }
+  assert_false(kpack_target_check(NULL, NULL, 0));
+  assert_false(kpack_target_check("gfx90a:xnak-", why, 8)); /* truncated */
+  assert_int_equal(strlen(why), 7);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bare_processor_yields_itself),
@@ -186,6 +252,8 @@ int main(void) {
       cmocka_unit_test(test_more_than_eight_features_yield_only_the_name),
       cmocka_unit_test(test_overlong_name_yields_only_the_name),
       cmocka_unit_test(test_may_serve_leaves_unstated_features_open),
+      cmocka_unit_test(
+          test_target_check_accepts_targets_and_names_each_mistake),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #define ROCM_KPACK_TARGET_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "kpack.h"
 
@@ -47,6 +48,23 @@ KPACK_API bool kpack_target_serves(const char* target, const char* arch);
  * "gfx9-generic"; the agent "gfx9-generic" only gfx9-generic objects. False
  * if either is NULL or names no processor. */
 KPACK_API bool kpack_target_may_serve(const char* target, const char* agent);
+
+/* Whether `target` names a GPU target: a processor libkpack knows
+ * (kpack_processor_is_known(): gfx90a, gfx1100, gfx9-generic...), then at
+ * most one setting of each feature that processor has, as ":sramecc+",
+ * ":sramecc-", ":xnack+" or ":xnack-", sramecc first; optionally after
+ * "amdgcn-amd-amdhsa--" or "hipv4-amdgcn-amd-amdhsa--", the way the HIP
+ * runtime names an agent. "amdgcnspirv" (portable SPIR-V device code,
+ * optionally after "spirv64-amd-amdhsa--" or "hipv4-spirv64-amd-amdhsa--")
+ * is one too. Every command of the kpack tool that takes an architecture
+ * or an agent asks this first, so that "gfx90a:xnak-" is refused instead
+ * of matching nothing, or every gfx90a. When false and `why` is not NULL,
+ * `why` (of `why_size` bytes) gets one phrase saying what is wrong, e.g.
+ * "'xnak-' is not a target feature (the features are sramecc and xnack,
+ * each followed by + or -)" or "gfx1030 has no xnack setting". False for
+ * NULL. */
+KPACK_API bool kpack_target_check(const char* target, char* why,
+                                  size_t why_size);
 
 #ifdef __cplusplus
 }

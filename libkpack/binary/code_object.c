@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "binary/elf_file.h"
+#include "binary/processor.h"
 #include "common/byteorder.h"
 #include "common/msgpack_json.h"
 #include "common/msgpack_reader.h"
@@ -34,75 +35,6 @@
 #define CO_EF_XNACK_V4_SHIFT 8
 #define CO_EF_SRAMECC_V4_SHIFT 10
 #define CO_EF_GENERIC_SHIFT 24
-
-/* Which target features a processor has. */
-enum { CO_XNACK = 1, CO_SRAMECC = 2 };
-
-typedef struct co_processor {
-  uint8_t mach;
-  uint8_t features;
-  const char* name;
-} co_processor;
-
-/* EF_AMDGPU_MACH values of the AMDGCN processors (LLVM's BinaryFormat/ELF.h
- * and AMDGPUUsage), with the features each one has. */
-static const co_processor processors[] = {
-    {0x20, 0, "gfx600"},
-    {0x21, 0, "gfx601"},
-    {0x22, 0, "gfx700"},
-    {0x23, 0, "gfx701"},
-    {0x24, 0, "gfx702"},
-    {0x25, 0, "gfx703"},
-    {0x26, 0, "gfx704"},
-    {0x28, CO_XNACK, "gfx801"},
-    {0x29, 0, "gfx802"},
-    {0x2a, 0, "gfx803"},
-    {0x2b, CO_XNACK, "gfx810"},
-    {0x2c, CO_XNACK, "gfx900"},
-    {0x2d, CO_XNACK, "gfx902"},
-    {0x2e, CO_XNACK, "gfx904"},
-    {0x2f, CO_XNACK | CO_SRAMECC, "gfx906"},
-    {0x30, CO_XNACK | CO_SRAMECC, "gfx908"},
-    {0x31, CO_XNACK, "gfx909"},
-    {0x32, CO_XNACK, "gfx90c"},
-    {0x33, CO_XNACK, "gfx1010"},
-    {0x34, CO_XNACK, "gfx1011"},
-    {0x35, CO_XNACK, "gfx1012"},
-    {0x36, 0, "gfx1030"},
-    {0x37, 0, "gfx1031"},
-    {0x38, 0, "gfx1032"},
-    {0x39, 0, "gfx1033"},
-    {0x3a, 0, "gfx602"},
-    {0x3b, 0, "gfx705"},
-    {0x3c, 0, "gfx805"},
-    {0x3d, 0, "gfx1035"},
-    {0x3e, 0, "gfx1034"},
-    {0x3f, CO_XNACK | CO_SRAMECC, "gfx90a"},
-    {0x40, CO_XNACK | CO_SRAMECC, "gfx940"},
-    {0x41, 0, "gfx1100"},
-    {0x42, CO_XNACK, "gfx1013"},
-    {0x43, 0, "gfx1150"},
-    {0x44, 0, "gfx1103"},
-    {0x45, 0, "gfx1036"},
-    {0x46, 0, "gfx1101"},
-    {0x47, 0, "gfx1102"},
-    {0x48, 0, "gfx1200"},
-    {0x49, 0, "gfx1250"},
-    {0x4a, 0, "gfx1151"},
-    {0x4b, CO_XNACK | CO_SRAMECC, "gfx941"},
-    {0x4c, CO_XNACK | CO_SRAMECC, "gfx942"},
-    {0x4e, 0, "gfx1201"},
-    {0x4f, CO_XNACK | CO_SRAMECC, "gfx950"},
-    {0x51, CO_XNACK, "gfx9-generic"},
-    {0x52, CO_XNACK, "gfx10-1-generic"},
-    {0x53, 0, "gfx10-3-generic"},
-    {0x54, 0, "gfx11-generic"},
-    {0x55, 0, "gfx1152"},
-    {0x58, 0, "gfx1153"},
-    {0x59, 0, "gfx12-generic"},
-    {0x5a, 0, "gfx1251"},
-    {0x5f, CO_XNACK | CO_SRAMECC, "gfx9-4-generic"},
-};
 
 struct kpack_code_object {
   kpack_code_object_info_t info;
@@ -385,16 +317,9 @@ static kpack_error_t read_metadata(kpack_code_object_t* co) {
 
 /* ---- target -------------------------------------------------------------- */
 
-static const co_processor* find_processor(uint32_t mach) {
-  for (size_t i = 0; i < sizeof(processors) / sizeof(processors[0]); i++)
-    if (processors[i].mach == mach)
-      return &processors[i];
-  return NULL;
-}
-
 /* v2 and v3 store one bit per feature: set is on, clear is off, for a
  * processor that has the feature. */
-static kpack_feature_t feature_bit(const co_processor* p, unsigned feature,
+static kpack_feature_t feature_bit(const kp_processor* p, unsigned feature,
                                    uint32_t flags, uint32_t bit) {
   if (p == NULL || !(p->features & feature))
     return KPACK_FEATURE_UNSUPPORTED;
@@ -404,15 +329,15 @@ static kpack_feature_t feature_bit(const co_processor* p, unsigned feature,
 static kpack_error_t derive_target(kpack_code_object_t* co) {
   kpack_code_object_info_t* info = &co->info;
   /* Before v3, e_flags held no processor (a separate note named it). */
-  const co_processor* p =
-      info->version == 2 ? NULL : find_processor(info->mach);
+  const kp_processor* p =
+      info->version == 2 ? NULL : kp_processor_by_mach(info->mach);
   uint32_t flags = info->e_flags;
   if (info->version >= 4) {
     info->xnack = (kpack_feature_t)((flags >> CO_EF_XNACK_V4_SHIFT) & 3);
     info->sramecc = (kpack_feature_t)((flags >> CO_EF_SRAMECC_V4_SHIFT) & 3);
   } else if (info->version == 3) {
-    info->xnack = feature_bit(p, CO_XNACK, flags, CO_EF_XNACK_V3);
-    info->sramecc = feature_bit(p, CO_SRAMECC, flags, CO_EF_SRAMECC_V3);
+    info->xnack = feature_bit(p, KP_XNACK, flags, CO_EF_XNACK_V3);
+    info->sramecc = feature_bit(p, KP_SRAMECC, flags, CO_EF_SRAMECC_V3);
   } else if (info->version == 2) {
     info->xnack =
         (flags & CO_EF_XNACK_V2) ? KPACK_FEATURE_ON : KPACK_FEATURE_OFF;
@@ -676,16 +601,6 @@ KPACK_API void kpack_code_object_free(kpack_code_object_t* code_object) {
   free(code_object->note);
   free(code_object->strings);
   free(code_object);
-}
-
-KPACK_API bool kpack_processor_is_known(const char* name, size_t len) {
-  if (name == NULL)
-    return false;
-  for (size_t i = 0; i < sizeof(processors) / sizeof(processors[0]); i++)
-    if (strlen(processors[i].name) == len &&
-        memcmp(processors[i].name, name, len) == 0)
-      return true;
-  return false;
 }
 
 KPACK_API const char* kpack_feature_name(kpack_feature_t feature) {
