@@ -1,11 +1,11 @@
 #!/bin/sh
 # The layers of the code, checked: libkpack's parts include only themselves
-# and the parts below them (common < archive < loader < binary), and the
-# programs (kpackfs/, contrib/) cannot reach libkpack's internal headers:
-# compiling an include of one with a program's flags must fail. In kpackfs/,
-# each part but main.c is a .c with a header of its own name, and what the
-# parts include forms no cycle: a part is read, and changed, knowing only
-# the parts below it.
+# and the parts below them (common < archive < loader < binary < producer),
+# and the programs (kpackfs/, contrib/) cannot reach libkpack's internal
+# headers: compiling an include of one with a program's flags must fail. In
+# kpackfs/, each part but main.c is a .c with a header of its own name, and
+# what the parts include forms no cycle: a part is read, and changed,
+# knowing only the parts below it.
 # Usage: tests/layers.sh CC "CPPFLAGS of a program"; prints one line per
 # check and "layers: N passed, N failed".
 set -u
@@ -16,7 +16,7 @@ failed=0
 ok() { passed=$((passed + 1)); echo "ok      $*"; }
 bad() { failed=$((failed + 1)); echo "FAILED  $*"; }
 
-order="common archive loader binary"
+order="common archive loader binary producer"
 rank() { n=0; for p in $order; do [ "$p" = "$1" ] && { echo $n; return; }; n=$((n + 1)); done; echo 99; }
 
 for part in $order; do
