@@ -55,7 +55,8 @@ endif
 # it in this list: common/ (errors, byte order, input, msgpack, JSON),
 # archive/ (TOC, frames, reads, kernel cache, writer), loader/ (search
 # paths, targets, process maps, HIPK metadata), binary/ (ELF, offload
-# bundles, fat and host binaries, code objects).
+# bundles, fat and host binaries, code objects), producer/ (what makes
+# kpack installations: wheels).
 LIB_SRCS := $(sort $(wildcard libkpack/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SONAME   := librocm_kpack.so.$(SOVER)
@@ -312,6 +313,10 @@ $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_DRIVERS) $(FUZZ_L
 # demangling (-ldl above).
 $(FUZZ_BUILD)/fuzz_rules: $(RULES_FUZZ_SRCS:%.c=$(FUZZ_BUILD)/%.o)
 $(FUZZ_BUILD)/tests/fuzz/rules_driver.o $(BUILD)/tests/fuzz/rules_driver.o: CPPFLAGS += -Icontrib
+# The wheel driver reads libkpack's internal zip and wheel modules.
+WHEEL_FUZZ_SRCS := tests/fuzz/wheel_driver.c
+$(FUZZ_BUILD)/fuzz_wheel: $(WHEEL_FUZZ_SRCS:%.c=$(FUZZ_BUILD)/%.o)
+$(FUZZ_BUILD)/tests/fuzz/wheel_driver.o: CPPFLAGS += $(LIB_INCLUDES)
 
 .PHONY: fuzz fuzz-build fuzz-corpus fuzz-coverage
 fuzz-build: $(FUZZ_BINS)
@@ -333,14 +338,14 @@ fuzz: $(FUZZ_BINS)
 # make check replays the committed seeds and past crashes through the same
 # drivers (tests/test_fuzz_replay.c), with whatever SANITIZE/VALGRIND is set.
 $(BUILD)/tests/test_fuzz_replay: $(BUILD)/tests/test_fuzz_replay.o $(BUILD)/tests/fuzz/fuzz_drivers.o \
-    $(RULES_FUZZ_SRCS:%.c=$(BUILD)/%.o) $(TEST_SUPPORT) $(LIB_A)
+    $(RULES_FUZZ_SRCS:%.c=$(BUILD)/%.o) $(WHEEL_FUZZ_SRCS:%.c=$(BUILD)/%.o) $(TEST_SUPPORT) $(LIB_A)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -ldl
 
 # Seeds come from the project's writer; regenerate after a format change.
 MAKE_CORPUS := $(BUILD)/tests/fuzz/make_corpus
 $(MAKE_CORPUS): tests/fuzz/make_corpus.c tests/fuzz/fuzz_drivers.h $(TEST_FIXTURE) $(LIB_A) $(HEADERS) $(wildcard tests/fixture_*.h)
 	@mkdir -p $(@D)
-	$(call say,CC,$@)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(TEST_FIXTURE) $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
+	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(LIB_INCLUDES) -Itests $(CFLAGS) -o $@ $< $(TEST_FIXTURE) $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
 
 fuzz-corpus: $(MAKE_CORPUS)
 	rm -rf tests/fuzz/corpus
@@ -359,7 +364,7 @@ fuzz-coverage:
 	@rm -rf $(COV_BUILD) && mkdir -p $(COV_BUILD)
 	@for n in $(FUZZ_NAMES); do \
 	  $(FUZZ_CC) $(CPPFLAGS) $(LIB_CPPFLAGS) -Icontrib $(COV_FLAGS) -fsanitize=fuzzer \
-	    -o $(COV_BUILD)/fuzz_$$n tests/fuzz/fuzz_$$n.c tests/fuzz/fuzz_drivers.c $(RULES_FUZZ_SRCS) $(LIB_SRCS) $(DEPS_LIBS) -ldl || exit 1; \
+	    -o $(COV_BUILD)/fuzz_$$n tests/fuzz/fuzz_$$n.c tests/fuzz/fuzz_drivers.c $(RULES_FUZZ_SRCS) $(WHEEL_FUZZ_SRCS) $(LIB_SRCS) $(DEPS_LIBS) -ldl || exit 1; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
 	  LLVM_PROFILE_FILE=$(COV_BUILD)/$$n.profraw $(COV_BUILD)/fuzz_$$n -runs=0 \
 	    $(FUZZ_BUILD)/corpus/$$n tests/fuzz/corpus/$$n >$(COV_BUILD)/$$n.log 2>&1 || exit 1; \
