@@ -31,6 +31,7 @@
 #include "file_replace.h"
 #include "host_view.h"
 #include "json.h"
+#include "split_wheel.h"
 #include "split_write.h"
 
 // clang-format off
@@ -1357,6 +1358,8 @@ static bool is_relative_dir(const char* dir) {
 }
 
 static int split_run(int argc, char** argv) {
+  if (sw_wants_wheel(argc, argv))
+    return sw_run(argc, argv, split_run);
   enum {
     OPT_IN_PLACE = 256,
     OPT_PREFIX,

@@ -40,6 +40,7 @@
 #include "kpack_target.h"
 #include "kpack_trace.h"
 #include "kpack_transform.h"
+#include "kpack_wheel.h"
 #include "kpack_writer.h"
 
 #endif /* ROCM_KPACK_EXT_H */

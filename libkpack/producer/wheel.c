@@ -1273,7 +1273,7 @@ static kpack_error_t pack_wheel_file(const kp_wheel_pack_options* o,
 
 /* Writes the items to `fd` as a zip, RECORD last. */
 static kpack_error_t pack_write(pack_state* s, int fd, const char* dist_info,
-                                int level) {
+                                int level, const char* stored_suffix) {
   kp_zip_writer* zw = NULL;
   wheel_text record_text = {0};
   kpack_error_t err = kp_zip_writer_create(fd, &zw);
@@ -1300,8 +1300,13 @@ static kpack_error_t pack_write(pack_state* s, int fd, const char* dist_info,
       size = (uint64_t)st.st_size;
       mode = (st.st_mode & 0111) != 0 ? 0755 : 0644;
     }
-    err = kp_zip_writer_add(zw, it->name, mode, in, it->data, size, level,
-                            digest);
+    size_t name_len = strlen(it->name);
+    bool store =
+        stored_suffix != NULL && stored_suffix[0] != '\0' &&
+        name_len >= strlen(stored_suffix) &&
+        strcmp(it->name + name_len - strlen(stored_suffix), stored_suffix) == 0;
+    err = kp_zip_writer_add(zw, it->name, mode, in, it->data, size,
+                            store ? 0 : level, digest);
     if (in >= 0)
       close(in);
     char hash[WHEEL_HASH_SIZE], size_text[32];
@@ -1392,7 +1397,7 @@ kpack_error_t kp_wheel_pack(const char* dir, const char* out_dir,
     err = KPACK_ERROR_IO_ERROR;
     goto done;
   }
-  err = pack_write(&s, fd, dist_info, o->level);
+  err = pack_write(&s, fd, dist_info, o->level, o->stored_suffix);
   if (err == KPACK_SUCCESS && fsync(fd) != 0)
     err = KPACK_ERROR_IO_ERROR;
   if (close(fd) != 0 && err == KPACK_SUCCESS)

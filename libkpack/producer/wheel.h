@@ -162,6 +162,9 @@ typedef struct kp_wheel_pack_options {
   size_t extra_metadata_count;
   bool root_is_purelib;
   int level; /* deflate level 1-9; 0 stores */
+  /* Files whose path ends with it are stored whatever the level (data
+   * compressed already, e.g. ".kpack"); NULL for none. */
+  const char* stored_suffix;
 } kp_wheel_pack_options;
 
 /* Packs every file below `dir` into a wheel written to `out_dir` under the
