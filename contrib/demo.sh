@@ -21,8 +21,9 @@ make_cmd=${MAKE:-make}
 # HIP runtime) to load a split librocrand the way a program would, rsync
 # for the mount tests that copy a fresh mount, lld-14 and patchelf for the
 # suite that links programs with lld and patches transformed ones; the
-# python3 packages build and test the Python package (python/) offline.
-packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq libamdhip64-5 rsync lld-14 patchelf python3-dev python3-setuptools python3-wheel python3-pytest python3-venv python3-pip"
+# python3 packages build and test the Python package (python/) offline,
+# hipcc builds the HIP extension module of the wheel split's test.
+packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq libamdhip64-5 rsync lld-14 patchelf python3-dev python3-setuptools python3-wheel python3-pytest python3-venv python3-pip hipcc libamdhip64-dev rocm-device-libs"
 # What `make bench` compares against: squashfuse_ll, mksquashfs, zstd.
 bench_packages="squashfuse squashfs-tools zstd"
 

@@ -100,6 +100,28 @@ static int ws_remove_tree(const char* dir) {
   return nftw(dir, ws_remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+/* Why kp_wheel_unpack() failed, in words. */
+static const char* ws_unpack_reason(kpack_error_t err, int sys_errno) {
+  switch (err) {
+    case KPACK_ERROR_INVALID_FORMAT:
+      return "not a valid wheel (not a zip archive, a bad file name or "
+             "entry name, no .dist-info of its name and version, or a file "
+             "whose hash or size differs from its RECORD)";
+    case KPACK_ERROR_INVALID_METADATA:
+      return "its METADATA, WHEEL or RECORD is missing or malformed";
+    case KPACK_ERROR_UNSUPPORTED_VERSION:
+      return "a Wheel-Version other than 1.x, or a compression method other "
+             "than stored or deflate";
+    case KPACK_ERROR_DECOMPRESSION_FAILED:
+      return "an entry's compressed data is corrupt";
+    case KPACK_ERROR_IO_ERROR:
+    case KPACK_ERROR_FILE_NOT_FOUND:
+      return sys_errno != 0 ? strerror(sys_errno) : kpack_error_string(err);
+    default:
+      return kpack_error_string(err);
+  }
+}
+
 /* An extra as pip compares them (PEP 685): lower case, each run of '-',
  * '_' and '.' one '-'. */
 static char* ws_extra(const char* tree) {
@@ -453,12 +475,10 @@ kpack_error_t kpack_wheel_split(const char* wheel, const char* output_dir,
     goto cleanup;
   }
 
+  errno = 0;
   err = kp_wheel_unpack(wheel, in, &s.fat);
   if (err != KPACK_SUCCESS) {
-    err = ws_fail(&s, err, "%s: %s", wheel,
-                  err == KPACK_ERROR_IO_ERROR && errno != 0
-                      ? strerror(errno)
-                      : kpack_error_string(err));
+    err = ws_fail(&s, err, "%s: %s", wheel, ws_unpack_reason(err, errno));
     goto cleanup;
   }
   const char* name = kp_metadata_get(&s.fat->metadata, "Name");
