@@ -224,6 +224,10 @@ export KPACK_TEST_BIN := $(abspath $(BUILD)/bin)
 export KPACK_SANITIZE := $(SANITIZE)
 export KPACK_VALGRIND := $(VALGRIND)
 export KPACK_SOURCE_DIR := $(CURDIR)
+# python/setup.py builds the library in this BUILD, with this CC, too (make
+# python, and the installs the Python tests make).
+export KPACK_BUILD := $(BUILD)
+export KPACK_CC := $(CC)
 
 $(BUILD)/tests/%.o: tests/%.c
 	@mkdir -p $(@D)

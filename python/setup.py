@@ -6,7 +6,9 @@
 # compiled with the library's flags (warnings as errors, and SANITIZE when
 # the environment's KPACK_SANITIZE names sanitizers) and linked with the
 # static library, msgpack-c statically and libzstd and zlib shared.
-# Build products go to the Makefile's build tree (BUILD/python), not here.
+# Build products go to the Makefile's build tree (BUILD/python), not here;
+# the environment's KPACK_BUILD and KPACK_CC, which the Makefile exports,
+# choose BUILD (default build) and CC.
 import os
 import shlex
 import subprocess
@@ -14,7 +16,7 @@ import sys
 
 from setuptools import Extension, setup
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.realpath(__file__))
 ROOT = os.path.dirname(HERE)
 
 
@@ -25,7 +27,11 @@ def make(*args, capture=False):
     env = {k: v for k, v in os.environ.items()
            if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
     cmd = ["make", "--no-print-directory", "-C", ROOT,
-           "SANITIZE=" + os.environ.get("KPACK_SANITIZE", ""), *args]
+           "SANITIZE=" + os.environ.get("KPACK_SANITIZE", ""),
+           "BUILD=" + os.environ.get("KPACK_BUILD", "build"),
+           *(["CC=" + os.environ["KPACK_CC"]] if os.environ.get("KPACK_CC")
+             else []),
+           *args]
     try:
         done = subprocess.run(cmd, env=env, check=True, text=True,
                               stdout=subprocess.PIPE if capture else None)
