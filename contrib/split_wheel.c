@@ -179,8 +179,10 @@ int sw_run(int argc, char** argv, int (*tree_split)(int argc, char** argv)) {
                            argv[optind]);
 
   cli_catch_signals();
+  /* Deflate level 1: 2% larger than level 6 on HIP host binaries, three
+   * times faster. */
   kpack_wheel_split_options_t o = {
-      .split_tree = sw_split_tree, .user = &s, .level = 6};
+      .split_tree = sw_split_tree, .user = &s, .level = 1};
   kpack_wheel_split_result_t* r = NULL;
   char why[1024];
   kpack_error_t err =

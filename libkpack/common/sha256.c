@@ -1,11 +1,21 @@
 /* SPDX-License-Identifier: MIT
  *
  * SHA-256 as FIPS 180-4 specifies it: 64-byte blocks, big-endian words,
- * the message padded with 0x80, zeros and its length in bits.
+ * the message padded with 0x80, zeros and its length in bits. On x86-64
+ * processors with the SHA extensions (asked of CPUID at each update) the
+ * blocks go through SHA256RNDS2/MSG1/MSG2, about ten times faster: a wheel
+ * split hashes every byte of the wheel twice.
  */
 #include "common/sha256.h"
 
+#include <stdbool.h>
 #include <string.h>
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#define SHA_NI 1
+#endif
 
 static const uint32_t sha_k[64] = {
     0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1,
@@ -63,6 +73,70 @@ static void sha_block(uint32_t state[8], const uint8_t* p) {
   state[7] += h;
 }
 
+#ifdef SHA_NI
+static bool sha_have_ni(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & (1u << 29)))
+    return false; /* SHA */
+  return __get_cpuid(1, &a, &b, &c, &d) && (c & (1u << 19)) &&
+         (c & (1u << 9)); /* SSE4.1, SSSE3 */
+}
+
+/* `count` blocks with the SHA extensions. The state is kept as ABEF and
+ * CDGH, the order SHA256RNDS2 takes; each group of four rounds adds the
+ * next four constants to four message words, SHA256MSG1/MSG2 extending
+ * the message schedule from the four groups before. */
+__attribute__((target("sha,sse4.1,ssse3"))) static void sha_blocks_ni(
+    uint32_t state[8], const uint8_t* p, size_t count) {
+  const __m128i swap =
+      _mm_set_epi64x(0x0c0d0e0f08090a0bLL, 0x0405060700010203LL);
+  __m128i tmp = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i*)&state[0]),
+                                  0xB1); /* CDAB */
+  __m128i s1 = _mm_shuffle_epi32(_mm_loadu_si128((const __m128i*)&state[4]),
+                                 0x1B);     /* EFGH */
+  __m128i s0 = _mm_alignr_epi8(tmp, s1, 8); /* ABEF */
+  s1 = _mm_blend_epi16(s1, tmp, 0xF0);      /* CDGH */
+  for (; count > 0; count--, p += 64) {
+    __m128i abef = s0, cdgh = s1, w[4];
+    for (unsigned g = 0; g < 16; g++) {
+      __m128i m;
+      if (g < 4) {
+        m = _mm_shuffle_epi8(_mm_loadu_si128((const __m128i*)(p + 16 * g)),
+                             swap);
+      } else {
+        m = _mm_sha256msg1_epu32(w[g % 4], w[(g + 1) % 4]);
+        m = _mm_add_epi32(m,
+                          _mm_alignr_epi8(w[(g + 3) % 4], w[(g + 2) % 4], 4));
+        m = _mm_sha256msg2_epu32(m, w[(g + 3) % 4]);
+      }
+      w[g % 4] = m;
+      __m128i k =
+          _mm_add_epi32(m, _mm_loadu_si128((const __m128i*)&sha_k[4 * g]));
+      s1 = _mm_sha256rnds2_epu32(s1, s0, k);
+      s0 = _mm_sha256rnds2_epu32(s0, s1, _mm_shuffle_epi32(k, 0x0E));
+    }
+    s0 = _mm_add_epi32(s0, abef);
+    s1 = _mm_add_epi32(s1, cdgh);
+  }
+  tmp = _mm_shuffle_epi32(s0, 0x1B); /* FEBA */
+  s1 = _mm_shuffle_epi32(s1, 0xB1);  /* DCHG */
+  _mm_storeu_si128((__m128i*)&state[0], _mm_blend_epi16(tmp, s1, 0xF0));
+  _mm_storeu_si128((__m128i*)&state[4], _mm_alignr_epi8(s1, tmp, 8));
+}
+#endif
+
+/* Whole blocks at p. */
+static void sha_blocks(uint32_t state[8], const uint8_t* p, size_t count) {
+#ifdef SHA_NI
+  if (sha_have_ni()) {
+    sha_blocks_ni(state, p, count);
+    return;
+  }
+#endif
+  for (; count > 0; count--, p += 64)
+    sha_block(state, p);
+}
+
 void kp_sha256_init(kp_sha256_ctx* ctx) {
   static const uint32_t initial[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372,
                                       0xa54ff53a, 0x510e527f, 0x9b05688c,
@@ -83,11 +157,12 @@ void kp_sha256_update(kp_sha256_ctx* ctx, const void* data, size_t size) {
     size -= take;
     if (ctx->used < 64)
       return;
-    sha_block(ctx->state, ctx->block);
+    sha_blocks(ctx->state, ctx->block, 1);
     ctx->used = 0;
   }
-  for (; size >= 64; p += 64, size -= 64)
-    sha_block(ctx->state, p);
+  sha_blocks(ctx->state, p, size / 64);
+  p += size / 64 * 64;
+  size %= 64;
   memcpy(ctx->block, p, size);
   ctx->used = size;
 }
