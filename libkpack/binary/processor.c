@@ -163,8 +163,8 @@ KPACK_API bool kpack_target_check(const char* target, char* why, size_t size) {
                     "sramecc and xnack, each followed by + or -)",
                     (int)n, p);
     if (name_len == n)
-      return refuse(why, size, "'%.*s' needs a sign: %.*s+ or %.*s-", (int)n,
-                    p, (int)n, p, (int)n, p);
+      return refuse(why, size, "'%.*s' needs a sign: %.*s+ or %.*s-", (int)n, p,
+                    (int)n, p, (int)n, p);
     if (!(proc->features & features[f].bit))
       return refuse(why, size, "%s has no %s setting", proc->name,
                     features[f].name);
