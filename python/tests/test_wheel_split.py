@@ -4,6 +4,7 @@ librocrand and an extension module built by hipcc for two GPUs) split into
 a host wheel and device wheels, which pip installs from a directory with
 no index, and which the loader then finds where the host binaries look."""
 import base64
+import json
 import csv
 import hashlib
 import io
@@ -315,3 +316,26 @@ def test_what_is_not_a_wheel_is_refused(tmp_path, content, words):
     assert done.returncode == 1
     assert words in done.stderr and str(wheel).encode() in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_a_group_makes_one_device_wheel_and_arch_keeps_only_its_code(
+        fat_wheel, tmp_path):
+    out = tmp_path / "out"
+    done = kpack_tool("split", "--wheel", fat_wheel, "-o", out, "--json",
+                      "--group", "MI_2xx=gfx90a,gfx908", "--arch", "gfx90a",
+                      "--arch", "gfx908")
+    summary = json.loads(done.stdout)
+    assert summary["host"] == str(out / FAT_NAME)
+    assert [(d["tree"], d["extra"]) for d in summary["devices"]] == [
+        ("MI_2xx", "device-mi-2xx")]
+    device = out / f"{DIST}_device_mi_2xx-{VERSION}-{TAGS}.whl"
+    assert summary["devices"][0]["wheel"] == str(device)
+    with zipfile.ZipFile(device) as z:
+        archives = sorted(n for n in z.namelist() if n.endswith(".kpack"))
+    assert archives == [f"_kpack/{DIST}/{DIST}_{a}.kpack" for a in
+                        ("gfx908:xnack-", "gfx90a:xnack+", "gfx90a:xnack-")]
+    fields = read_metadata(out / FAT_NAME, f"{DIST}-{VERSION}.dist-info")
+    assert [v for k, v in fields if k == "Provides-Extra"] == [
+        "device-mi-2xx", "device-all"]
+    assert (f'{DIST}-device-MI_2xx=={VERSION}; extra == "device-mi-2xx"'
+            in [v for k, v in fields if k == "Requires-Dist"])
