@@ -52,10 +52,10 @@ typedef struct kpack_wheel_split_result {
 /* Splits the wheel at `wheel` into wheels written to `output_dir` (made
  * when missing; its parent must exist). Wheels are packed in a temporary
  * directory inside `output_dir` and moved into it only when every one is
- * complete: on failure nothing in `output_dir` has changed (a directory it
- * made is removed). `why` (may be NULL) receives, on failure, what went
- * wrong and in which file, in words.
- *   INVALID_ARGUMENT  a pointer is NULL, no split_tree, a bad level, or
+ * complete, by renames within its file system: a failure before them
+ * leaves `output_dir` as it was (a directory the call made is removed). `why`
+ * (may be NULL) receives, on failure, what went wrong and in which file, in
+ * words. INVALID_ARGUMENT  a pointer is NULL, no split_tree, a bad level, or
  *                     output_dir not a directory
  *   FILE_NOT_FOUND    no wheel at `wheel`
  *   INVALID_FORMAT, INVALID_METADATA, UNSUPPORTED_VERSION,
