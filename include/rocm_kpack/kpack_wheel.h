@@ -53,9 +53,10 @@ typedef struct kpack_wheel_split_result {
  * when missing; its parent must exist). Wheels are packed in a temporary
  * directory inside `output_dir` and moved into it only when every one is
  * complete, by renames within its file system: a failure before them
- * leaves `output_dir` as it was (a directory the call made is removed). `why`
- * (may be NULL) receives, on failure, what went wrong and in which file, in
- * words. INVALID_ARGUMENT  a pointer is NULL, no split_tree, a bad level, or
+ * leaves `output_dir` as it was (a directory the call made is removed).
+ * `why` (may be NULL) receives, on failure, what went wrong and in which
+ * file, in words.
+ *   INVALID_ARGUMENT  a pointer is NULL, no split_tree, a bad level, or
  *                     output_dir not a directory
  *   FILE_NOT_FOUND    no wheel at `wheel`
  *   INVALID_FORMAT, INVALID_METADATA, UNSUPPORTED_VERSION,
