@@ -64,10 +64,10 @@ endif
 # ---- libkpack --------------------------------------------------------------
 # libkpack/ in layers, each folder including only itself and the ones above
 # it in this list: common/ (errors, messages, byte order, input, msgpack,
-# JSON), archive/ (TOC, frames, reads, kernel cache, writer), loader/
-# (search paths, targets, process maps, HIPK metadata), binary/ (ELF,
-# offload bundles, fat and host binaries, code objects), producer/ (the
-# split of binaries and trees, and verify --binary).
+# JSON, zip, SHA-256), archive/ (TOC, frames, reads, kernel cache, writer),
+# loader/ (search paths, targets, process maps, HIPK metadata), binary/
+# (ELF, offload bundles, fat and host binaries, code objects), producer/
+# (the split of binaries, trees and wheels, and verify --binary).
 LIB_SRCS := $(sort $(wildcard libkpack/*/*.c))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SONAME   := librocm_kpack.so.$(SOVER)
@@ -165,6 +165,64 @@ test-deps:
 .PHONY: all
 all: $(LIB_SO) $(LIB_A) $(LIB_PC) $(PROGRAMS) $(MANPAGES) $(SPLIT_RULES)
 
+# ---- Python -------------------------------------------------------------------
+# python/ is the `kpack` package: a C extension over librocm_kpack.a built by
+# setuptools (python/setup.py). setup.py asks this Makefile for the static
+# library and the flags (python-config), so the extension is compiled with
+# the flags the library is, sanitizers included, and links msgpack-c
+# statically (libzstd and zlib stay shared: Debian's .a are not PIC).
+# Debian's python3 and its setuptools, wheel and pytest, whatever is first
+# on PATH.
+PYTHON    ?= /usr/bin/python3
+PY_BUILD  := $(BUILD)/python
+PY_SITE   := $(PY_BUILD)/site
+PY_SRCS   := python/pyproject.toml python/setup.py python/_kpack.c $(sort $(wildcard python/kpack/*))
+PIP_FLAGS ?=
+PIP_LOCAL := --no-build-isolation --no-index --disable-pip-version-check --root-user-action=ignore
+PY_STATIC_LIBS := -Wl,-Bstatic -lmsgpackc -Wl,-Bdynamic -lzstd -lz
+
+.PHONY: python python-config python-check
+python-config:
+	$(info version=$(VERSION))
+	$(info build=$(abspath $(BUILD)))
+	$(info static_lib=$(abspath $(LIB_A)))
+	$(info include=$(CURDIR)/include)
+	$(info cppflags=$(filter-out -Iinclude,$(CPPFLAGS)))
+	$(info cflags=$(CFLAGS))
+	$(info ldflags=$(LDFLAGS) -Wl$(comma)--exclude-libs$(comma)ALL)
+	$(info libs=$(PY_STATIC_LIBS))
+	@:
+
+# Installs the package into PYTHON's environment: a venv's python, or
+# Debian's (which needs PIP_FLAGS=--break-system-packages, PEP 668).
+python: $(LIB_A)
+	$(PYTHON) -m pip install $(PIP_LOCAL) $(PIP_FLAGS) ./python
+
+# The package as the tests import it: installed into $(PY_SITE), built by
+# $(CC) like the library.
+$(PY_SITE)/kpack/__init__.py: $(PY_SRCS) $(LIB_A) $(HEADERS)
+	$(call say,PIP,$(PY_SITE))rm -rf $(PY_SITE) && \
+	  CC="$(CC)" LDSHARED="$(CC) -shared" \
+	  $(PYTHON) -m pip install -q $(PIP_LOCAL) --target $(abspath $(PY_SITE)) ./python
+
+# python/tests under pytest, as `make check` runs them (tests/run_suites.sh
+# counts them in its total). Debian's python3 is not built with sanitizers,
+# so their runtime is preloaded: ASan (gcc's libasan; leaks are not
+# checked, the interpreter keeps memory to its end) or TSan. Under
+# VALGRIND=1 the interpreter runs in valgrind with the system allocator,
+# and only definite leaks count.
+san_runtime = $(shell $(CC) -print-file-name=lib$(1).so | grep '^/')
+PY_WRAP := $(strip \
+  $(if $(findstring address,$(SANITIZE)),LD_PRELOAD=$(call san_runtime,asan) ASAN_OPTIONS=detect_leaks=0) \
+  $(if $(findstring thread,$(SANITIZE)),LD_PRELOAD=$(call san_runtime,tsan)) \
+  $(if $(VALGRIND),PYTHONMALLOC=malloc valgrind --quiet --error-exitcode=99 --leak-check=full \
+    --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=tests/valgrind.supp))
+PYTEST := env PYTHONPATH=$(abspath $(PY_SITE)) PYTHONDONTWRITEBYTECODE=1 $(PY_WRAP) \
+  $(PYTHON) -m pytest -q -p no:cacheprovider python/tests
+
+python-check: all $(PY_SITE)/kpack/__init__.py
+	$(PYTEST)
+
 # ---- tests ------------------------------------------------------------------
 # tests/test_*.c: one cmocka binary each, linked statically so that internal
 # modules can be tested directly. tests/support.c and elf_contract.c (the
@@ -192,6 +250,10 @@ export KPACK_TEST_BIN := $(abspath $(BUILD)/bin)
 export KPACK_SANITIZE := $(SANITIZE)
 export KPACK_VALGRIND := $(VALGRIND)
 export KPACK_SOURCE_DIR := $(CURDIR)
+# python/setup.py builds the library in this BUILD, with this CC, too (make
+# python, and the installs the Python tests make).
+export KPACK_BUILD := $(BUILD)
+export KPACK_CC := $(CC)
 
 $(BUILD)/tests/%.o: tests/%.c | build-deps test-deps
 	@mkdir -p $(@D)
@@ -227,8 +289,8 @@ check: deps
 	@$(MAKE) --no-print-directory check-suites
 
 # Ends with one line totalling every suite: "check: N passed, N failed".
-check-suites: all $(TEST_BINS)
-	@tests/run_suites.sh "$(TEST_WRAP)" "$(CC)" "$(CPPFLAGS) $(CFLAGS)" $(TEST_BINS)
+check-suites: all $(TEST_BINS) $(PY_SITE)/kpack/__init__.py
+	@PYTEST="$(PYTEST)" tests/run_suites.sh "$(TEST_WRAP)" "$(CC)" "$(CPPFLAGS) $(CFLAGS)" $(TEST_BINS)
 
 # Every suite with every kernel read from a mapping of its archive, then
 # with every read a pread (ROCM_KPACK_MMAP=1 / 0, read by libkpack and by
@@ -301,6 +363,10 @@ $(FUZZ_BUILD)/fuzz_%: $(FUZZ_BUILD)/tests/fuzz/fuzz_%.o $(FUZZ_DRIVERS) $(FUZZ_L
 # The rules driver includes the library's internal header.
 $(FUZZ_BUILD)/fuzz_rules: $(RULES_FUZZ_SRCS:%.c=$(FUZZ_BUILD)/%.o)
 $(FUZZ_BUILD)/tests/fuzz/rules_driver.o $(BUILD)/tests/fuzz/rules_driver.o: CPPFLAGS += $(LIB_INCLUDES)
+# The wheel driver reads libkpack's internal zip and wheel modules.
+WHEEL_FUZZ_SRCS := tests/fuzz/wheel_driver.c
+$(FUZZ_BUILD)/fuzz_wheel: $(WHEEL_FUZZ_SRCS:%.c=$(FUZZ_BUILD)/%.o)
+$(FUZZ_BUILD)/tests/fuzz/wheel_driver.o: CPPFLAGS += $(LIB_INCLUDES)
 
 .PHONY: fuzz fuzz-build fuzz-corpus fuzz-coverage
 fuzz-build: $(FUZZ_BINS)
@@ -322,14 +388,14 @@ fuzz: $(FUZZ_BINS)
 # make check replays the committed seeds and past crashes through the same
 # drivers (tests/test_fuzz_replay.c), with whatever SANITIZE/VALGRIND is set.
 $(BUILD)/tests/test_fuzz_replay: $(BUILD)/tests/test_fuzz_replay.o $(BUILD)/tests/fuzz/fuzz_drivers.o \
-    $(RULES_FUZZ_SRCS:%.c=$(BUILD)/%.o) $(TEST_SUPPORT) $(LIB_A)
+    $(RULES_FUZZ_SRCS:%.c=$(BUILD)/%.o) $(WHEEL_FUZZ_SRCS:%.c=$(BUILD)/%.o) $(TEST_SUPPORT) $(LIB_A)
 	$(call say,LD,$@)$(CC) $(LDFLAGS) -o $@ $^ $(DEPS_LIBS) $(CMOCKA_LIBS) -ldl
 
 # Seeds come from the project's writer; regenerate after a format change.
 MAKE_CORPUS := $(BUILD)/tests/fuzz/make_corpus
 $(MAKE_CORPUS): tests/fuzz/make_corpus.c tests/fuzz/fuzz_drivers.h $(TEST_FIXTURE) $(LIB_A) $(HEADERS) $(wildcard tests/fixture_*.h)
 	@mkdir -p $(@D)
-	$(call say,CC,$@)$(CC) $(CPPFLAGS) -Itests $(CFLAGS) -o $@ $< $(TEST_FIXTURE) $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
+	$(call say,CC,$@)$(CC) $(CPPFLAGS) $(LIB_INCLUDES) -Itests $(CFLAGS) -o $@ $< $(TEST_FIXTURE) $(LIB_A) $(LDFLAGS) $(DEPS_LIBS)
 
 fuzz-corpus: $(MAKE_CORPUS)
 	rm -rf tests/fuzz/corpus
@@ -348,7 +414,7 @@ fuzz-coverage:
 	@rm -rf $(COV_BUILD) && mkdir -p $(COV_BUILD)
 	@for n in $(FUZZ_NAMES); do \
 	  $(FUZZ_CC) $(CPPFLAGS) $(LIB_CPPFLAGS) $(COV_FLAGS) -fsanitize=fuzzer \
-	    -o $(COV_BUILD)/fuzz_$$n tests/fuzz/fuzz_$$n.c tests/fuzz/fuzz_drivers.c $(RULES_FUZZ_SRCS) $(LIB_SRCS) $(DEPS_LIBS) -ldl || exit 1; \
+	    -o $(COV_BUILD)/fuzz_$$n tests/fuzz/fuzz_$$n.c tests/fuzz/fuzz_drivers.c $(RULES_FUZZ_SRCS) $(WHEEL_FUZZ_SRCS) $(LIB_SRCS) $(DEPS_LIBS) -ldl || exit 1; \
 	  mkdir -p $(FUZZ_BUILD)/corpus/$$n; \
 	  LLVM_PROFILE_FILE=$(COV_BUILD)/$$n.profraw $(COV_BUILD)/fuzz_$$n -runs=0 \
 	    $(FUZZ_BUILD)/corpus/$$n tests/fuzz/corpus/$$n >$(COV_BUILD)/$$n.log 2>&1 || exit 1; \

@@ -18,6 +18,7 @@
 
 #include "cli.h"
 #include "json.h"
+#include "split_wheel.h"
 
 // clang-format off
 static const char split_manual[] =
@@ -32,6 +33,8 @@ static const char split_manual[] =
 "                [--rules FILE]... [--dry-run [--json]] [OPTION]... TREE...\n"
 "    kpack split --in-place [--prefix NAME] [-j N] [--arch ARCH]...\n"
 "                [-l LEVEL | --no-compress] [-v | -q] TREE...\n"
+"    kpack split --wheel FAT.whl -o OUTDIR [--per-arch]\n"
+"                [--group NAME=ARCH,...]... [--arch ARCH]... [OPTION]...\n"
 "\n"
 "DESCRIPTION\n"
 "    Each INPUT is a directory tree (an install prefix, a wheel's unpacked\n"
@@ -106,6 +109,26 @@ static const char split_manual[] =
 "    are copied unchanged. Running split on its own output therefore\n"
 "    changes nothing and writes no archive.\n"
 "\n"
+"    Wheels. --wheel FAT.whl splits a Python wheel: it is unpacked (every\n"
+"    file checked against its RECORD), its files but its .dist-info and\n"
+"    .data are split as --per-arch splits a tree, and OUTDIR receives a\n"
+"    host wheel and one device wheel per processor or --group. The host\n"
+"    wheel has the input's name, version, build tag and tags, its HIP\n"
+"    binaries kpack-ified, looking for archives in _kpack/DIST/ below the\n"
+"    directory it installs into, and an extra device-TREE per device\n"
+"    wheel (and device-all), so that pip install 'DIST[device-gfx90a]'\n"
+"    installs the host wheel and the gfx90a one. Each device wheel,\n"
+"    DIST_device_TREE-VERSION-TAGS.whl (project DIST-device-TREE), holds\n"
+"    that tree's files, its archives in _kpack/DIST/, and installs where\n"
+"    the host wheel does (same tags, same Root-Is-Purelib). The zips are\n"
+"    deterministic: entries in byte-wise order, RECORD last, dated\n"
+"    1980-01-01; archives stored, other files deflated (level 1). The\n"
+"    wheels are written in a temporary directory in OUTDIR and moved into\n"
+"    OUTDIR once all are complete. .data files are carried into the host\n"
+"    wheel as they are. --prefix, --archive-dir, --in-place and --dry-run\n"
+"    do not go with --wheel; --json prints {host, devices: [{tree, extra,\n"
+"    wheel}], seconds}.\n"
+"\n"
 "    --in-place rewrites each TREE (or file) itself, archives into\n"
 "    TREE/.kpack/. Every transformed binary is first written in full to a\n"
 "    temporary file beside it and synced; then the archives are written;\n"
@@ -176,6 +199,8 @@ static const char split_manual[] =
 "                          ARCH that keeps nothing, or a binary that would\n"
 "                          keep nothing, is an error before anything is\n"
 "                          written\n"
+"        --wheel FAT.whl   split a wheel into a host wheel and device\n"
+"                          wheels written to OUTDIR (see Wheels)\n"
 "        --per-arch        write OUTDIR/generic and a tree per processor\n"
 "        --group NAME=ARCH,...\n"
 "                          with --per-arch, one tree NAME for these\n"
@@ -205,6 +230,7 @@ static const char split_manual[] =
 "    kpack split --in-place --arch gfx942 --arch gfx90a:xnack- install\n"
 "    kpack split --per-arch --archive-dir usr/lib/x86_64-linux-gnu/kpack \\\n"
 "                -o split debian/tmp\n"
+"    kpack split --wheel dist/rocrand-1.0-cp311-cp311-linux_x86_64.whl -o wheels\n"
 "    kpack verify --binary out/lib/librocrand.so.1.1\n"
 "\n"
 "EXIT STATUS\n"
@@ -447,6 +473,8 @@ static int split_status(kpack_error_t err) {
 }
 
 static int split_run(int argc, char** argv) {
+  if (sw_wants_wheel(argc, argv))
+    return sw_run(argc, argv, split_run);
   enum {
     OPT_IN_PLACE = 256,
     OPT_PREFIX,

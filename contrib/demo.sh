@@ -22,10 +22,12 @@ make_cmd=${MAKE:-make}
 # for the mount tests that copy a fresh mount, lld-14 and patchelf for the
 # suite that links programs with lld and patches transformed ones; hipcc,
 # rocm-device-libs, libamdhip64-dev and lld-15 to build the real HIP
-# programs the split is checked on, clang-tools-15 for the
-# clang-offload-bundler that checks it; git for the check that the suites
-# leave the clone as they found it.
-packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq libamdhip64-5 rsync lld-14 patchelf hipcc rocm-device-libs libamdhip64-dev lld-15 clang-tools-15 git"
+# programs the split is checked on (and the extension module of the wheel
+# split's test), clang-tools-15 for the clang-offload-bundler that checks
+# it; the python3 packages build and test the Python package (python/)
+# offline; git for the check that the suites leave the clone as they found
+# it.
+packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq libamdhip64-5 rsync lld-14 patchelf hipcc rocm-device-libs libamdhip64-dev lld-15 clang-tools-15 python3-dev python3-setuptools python3-wheel python3-pytest python3-venv python3-pip git"
 # What `make bench` compares against: squashfuse_ll, mksquashfs, zstd.
 bench_packages="squashfuse squashfs-tools zstd"
 

@@ -2,8 +2,10 @@
 # SPDX-License-Identifier: MIT
 #
 # `make check`'s runner: runs every cmocka suite (under WRAP, e.g.
-# valgrind, when given) and tests/layers.sh, shows their output as it
-# comes, and ends with one line totalling them: "check: N passed, N failed".
+# valgrind, when given), tests/layers.sh and, when the environment's
+# PYTEST holds a command, the Python package's pytest suite; shows their
+# output as it comes, and ends with one line totalling them: "check: N
+# passed, N failed".
 # A suite that dies before cmocka's summary (a crash, a valgrind error)
 # counts as one failure. A test writes only inside its temporary directory
 # or the build tree: when the source tree, as git sees it (ignored files
@@ -56,6 +58,24 @@ echo "== tests/layers.sh"
 count "$tmp/log" "$(cat "$tmp/status")" \
   '^layers: \([0-9]*\) passed, [0-9]* failed$' \
   '^layers: [0-9]* passed, \([0-9]*\) failed$'
+
+# pytest's closing line, e.g. "2 failed, 51 passed, 1 skipped in 9.1s"; an
+# error (a failed fixture) counts as a failure.
+if [ -n "${PYTEST:-}" ]; then
+  echo "== $PYTEST"
+  # shellcheck disable=SC2086
+  { $PYTEST 2>&1; echo $? >"$tmp/status"; } | tee "$tmp/log"
+  line=$(grep -E '^(=+ )?[0-9]+ [a-z]+.* in [0-9.]+s' "$tmp/log" | tail -n 1)
+  pytest_count() {
+    n=$(printf '%s\n' "$line" | sed -n "s/.*\b\([0-9][0-9]*\) $1.*/\1/p")
+    echo "${n:-0}"
+  }
+  f=$(($(pytest_count failed) + $(pytest_count error)))
+  if [ "$(cat "$tmp/status")" -ne 0 ] && [ "$f" -eq 0 ]; then f=1; fi
+  passed=$((passed + $(pytest_count passed)))
+  skipped=$((skipped + $(pytest_count skipped)))
+  failed=$((failed + f))
+fi
 
 tree_state >"$tmp/tree-after"
 if ! cmp -s "$tmp/tree-before" "$tmp/tree-after"; then

@@ -153,6 +153,34 @@ static void test_code_object_seeds_and_past_crashes_replay_cleanly(
   replay("code_object", kf_code_object_input, true);
 }
 
+static void test_wheel_seeds_and_past_crashes_replay_cleanly(void** state) {
+  (void)state;
+  replay("wheel", kf_wheel_input, true);
+  kf_wheel_teardown();
+}
+
+/* The packed seeds read whole and unpack: the fuzzer starts from wheels the
+ * reader accepts. */
+static void test_wheel_seeds_unpack(void** state) {
+  (void)state;
+  static const struct {
+    const char* name;
+    size_t used; /* entries, plus 1 for the unpack */
+  } seeds[] = {{"stored.whl", 6},
+               {"deflated-extras.whl", 6},
+               {"dist-info-and-data.whl", 7}};
+  for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+    char* path = kt_path("tests/fuzz/corpus/wheel", seeds[i].name);
+    size_t size;
+    void* data = kt_read_file(path, &size);
+    assert_non_null(data);
+    assert_int_equal(kf_wheel_input(data, size), seeds[i].used);
+    free(data);
+    free(path);
+  }
+  kf_wheel_teardown();
+}
+
 static void test_rules_seeds_and_past_crashes_replay_cleanly(void** state) {
   (void)state;
   replay("rules", kf_rules_input, true);
@@ -198,6 +226,8 @@ int main(void) {
       cmocka_unit_test(test_host_seeds_read_every_record),
       cmocka_unit_test(test_code_object_seeds_and_past_crashes_replay_cleanly),
       cmocka_unit_test(test_transform_seeds_and_past_crashes_replay_cleanly),
+      cmocka_unit_test(test_wheel_seeds_and_past_crashes_replay_cleanly),
+      cmocka_unit_test(test_wheel_seeds_unpack),
       cmocka_unit_test(test_transform_seeds_transform_every_record),
       cmocka_unit_test(test_rules_seeds_and_past_crashes_replay_cleanly),
       cmocka_unit_test(test_rules_shipped_seed_places_every_path_it_lists),

@@ -49,6 +49,7 @@
 #include "kpack_trace.h"
 #include "kpack_transform.h"
 #include "kpack_verify_binary.h"
+#include "kpack_wheel.h"
 #include "kpack_writer.h"
 
 #endif /* ROCM_KPACK_EXT_H */

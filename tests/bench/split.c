@@ -7,8 +7,9 @@
  * transform rows use it too): split against `kpack create --fatbin` of the
  * same library at the same -j; the same code objects as a tree of four
  * libraries (libsynth-parts/lib/libpartN.so, linked once), split against
- * create of the four; and split's peak RSS. Inputs are in the page cache
- * for every run.
+ * create of the four; --per-arch against a plain split; --wheel against
+ * --per-arch on a wheel of the library; and split's peak RSS. Inputs are in the
+ * page cache for every run.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -185,6 +186,83 @@ static void bench_split_per_arch(const bench_data* d, const char* kpack,
          value, "<= 1.10x", a / b <= 1.10);
 }
 
+/* A wheel of the linked library (python3 -m wheel pack, deflated as build
+ * backends write wheels), split by `kpack split --wheel` against a
+ * --per-arch split of the same files into the same layout: the difference
+ * is the zip I/O (inflating and hashing the input, deflating and hashing
+ * the host wheel, hashing the stored archives). */
+static void bench_split_wheel(const bench_data* d, const char* kpack,
+                              const char* lib, const char* out) {
+  static const char row[] =
+      "kpack split --wheel vs --per-arch tree, 1.2 GB library wheel, -j2";
+  static const char target[] = "<= 1.15x";
+  if (!bn_exists("/usr/bin/python3")) {
+    bn_row_not_run(row, target, "no /usr/bin/python3 (python3-wheel)");
+    return;
+  }
+  char tree[600], path[800], wheel[800], wheels[700], stamp[800];
+  snprintf(tree, sizeof(tree), "%s/synthwheel", d->dir);
+  snprintf(wheels, sizeof(wheels), "%s/synthwheel-dist", d->dir);
+  snprintf(wheel, sizeof(wheel), "%s/synth-1.0-cp311-cp311-linux_x86_64.whl",
+           wheels);
+  snprintf(stamp, sizeof(stamp), "%s/.complete", wheels);
+  if (!bn_exists(stamp)) {
+    char* rm_argv[] = {"rm", "-rf", tree, wheels, NULL};
+    bn_run_ok(rm_argv);
+    snprintf(path, sizeof(path), "%s/synth/lib", tree);
+    char* mkdir_argv[] = {"mkdir", "-p", path, wheels, NULL};
+    bn_run_ok(mkdir_argv);
+    snprintf(path, sizeof(path), "%s/synth/lib/libsynth.so", tree);
+    char* cp_argv[] = {"cp", (char*)lib, path, NULL};
+    bn_run_ok(cp_argv);
+    snprintf(path, sizeof(path), "%s/synth-1.0.dist-info", tree);
+    mkdir(path, 0755);
+    static const char* const files[][2] = {
+        {"METADATA", "Metadata-Version: 2.1\nName: synth\nVersion: 1.0\n"},
+        {"WHEEL",
+         "Wheel-Version: 1.0\nGenerator: bench\n"
+         "Root-Is-Purelib: false\nTag: cp311-cp311-linux_x86_64\n"}};
+    for (size_t i = 0; i < 2; i++) {
+      snprintf(path, sizeof(path), "%s/synth-1.0.dist-info/%s", tree,
+               files[i][0]);
+      FILE* f = fopen(path, "w");
+      if (f == NULL || fputs(files[i][1], f) < 0 || fclose(f) != 0)
+        bn_die("%s: cannot write", path);
+    }
+    fprintf(stderr, "bench: packing %s (once)\n", wheel);
+    char* pack_argv[] = {"python3", "-m",   "wheel", "pack",
+                         "-d",      wheels, tree,    NULL};
+    bn_run_ok(pack_argv);
+    snprintf(path, sizeof(path), "%s/synth-1.0.dist-info", tree);
+    char* rm_info[] = {"rm", "-rf", path, NULL};
+    bn_run_ok(rm_info);
+    FILE* f = fopen(stamp, "w");
+    if (f == NULL || fclose(f) != 0)
+      bn_die("%s: cannot write", stamp);
+  }
+  bn_warm(wheel);
+  bn_warm_tree(tree);
+  char* rm_argv[] = {"rm", "-rf", (char*)out, NULL};
+  char* wheel_argv[] = {(char*)kpack, "split", "-q",       "-j2", "--wheel",
+                        wheel,        "-o",    (char*)out, NULL};
+  char* tree_argv[] = {
+      (char*)kpack,   "split",    "-q",       "-j2",   "--per-arch",
+      "-o",           (char*)out, "--prefix", "synth", "--archive-dir",
+      "_kpack/synth", tree,       NULL};
+  double w[REPS], t[REPS];
+  for (int r = 0; r < REPS; r++) {
+    bn_run_ok(rm_argv);
+    w[r] = bn_run_ok(wheel_argv).seconds;
+    bn_run_ok(rm_argv);
+    t[r] = bn_run_ok(tree_argv).seconds;
+  }
+  bn_run_ok(rm_argv);
+  double a = bn_median(w, REPS), b = bn_median(t, REPS);
+  char value[96];
+  snprintf(value, sizeof(value), "%.2fx (%.2f vs %.2f s)", a / b, a, b);
+  bn_row(row, value, target, a / b <= 1.15);
+}
+
 void bench_split(const bench_data* d) {
   char kpack[600], lib[700], tree[600], out[600], archive[600];
   char fatbin_arg[800];
@@ -243,6 +321,7 @@ void bench_split(const bench_data* d) {
          "<= 1.10x", many.split / many.create <= 1.10);
 
   bench_split_per_arch(d, kpack, lib, out);
+  bench_split_wheel(d, kpack, lib, out);
 
   /* Two jobs, each holding its code object and its compressed frame. */
   uint64_t limit = (64u << 20) + 2u * 2u * d->largest_code_object;

@@ -81,4 +81,16 @@ size_t kf_transform_input(const uint8_t* data, size_t size);
 #define KF_RULES_MAX_PATHS 32 /* matching is fuzzed, not a tree's walk */
 size_t kf_rules_input(const uint8_t* data, size_t size);
 
+/* Wheel entry point (tests/fuzz/wheel_driver.c, built with libkpack's
+ * internal headers): the input is opened as a zip, every entry streamed
+ * (never more bytes than the central directory says, exactly as many on
+ * success) and the small ones parsed as METADATA (what parses formats to
+ * text that parses and formats the same); then it is unpacked as the wheel
+ * fz-1.0-py3-none-any.whl into a scratch directory under $TMPDIR, where
+ * every file it reports must be, with its size. Returns how many entries
+ * read, plus 1 when it unpacked. kf_wheel_teardown() removes the scratch
+ * directory (also at exit). */
+size_t kf_wheel_input(const uint8_t* data, size_t size);
+void kf_wheel_teardown(void);
+
 #endif /* KPACK_FUZZ_DRIVERS_H */

@@ -7,21 +7,25 @@
  * (tests/fixture_fatbin.h), and AMDGPU code objects from theirs
  * (tests/fixture_code_object.h), and rule files of `kpack split --per-arch`
  * (the shipped contrib/split-rules.conf, read from the current directory,
- * and small ones of each pattern feature). Output is deterministic; every
- * seed is a few KB.
+ * and small ones of each pattern feature), and wheels packed by the
+ * project's wheel writer. Output is deterministic; every seed is a few KB.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "fixture_code_object.h"
 #include "fixture_fatbin.h"
 #include "fixture_program.h"
 #include "fixture_toc.h"
+#include "common/zip.h"
 #include "fuzz_drivers.h"
+#include "producer/wheel.h"
 #include "rocm_kpack/kpack_ext.h"
 
 static const char* out_dir;
@@ -719,6 +723,98 @@ static void rules_seeds(void) {
     RULES_SEED(refused[i].name, refused[i].text, refused_paths);
 }
 
+/* ---- wheels (wheel_driver.c) --------------------------------------------- */
+
+static void put_file(const char* root, const char* rel, const char* text) {
+  char* path;
+  if (asprintf(&path, "%s/%s", root, rel) < 0)
+    die("out of memory");
+  if (mkdir(root, 0755) != 0 && errno != EEXIST)
+    die(root);
+  for (char* slash = strchr(path + strlen(root) + 1, '/'); slash != NULL;
+       slash = strchr(slash + 1, '/')) {
+    *slash = '\0';
+    if (mkdir(path, 0755) != 0 && errno != EEXIST)
+      die(path);
+    *slash = '/';
+  }
+  FILE* f = fopen(path, "wb");
+  if (f == NULL || fputs(text, f) < 0 || fclose(f) != 0)
+    die(path);
+  free(path);
+}
+
+/* Packs `tree` as the driver's fz 1.0 and saves the wheel as seed `name`. */
+static void wheel_seed(const char* name, const char* tree, const char* tmp,
+                       int level, const char* const* extra, size_t extra_n) {
+  kp_wheel_pack_options o = {.project = "fz",
+                             .version = "1.0",
+                             .tags = "py3-none-any",
+                             .extra_metadata = extra,
+                             .extra_metadata_count = extra_n,
+                             .root_is_purelib = true,
+                             .level = level};
+  char* path;
+  if (kp_wheel_pack(tree, tmp, &o, &path) != KPACK_SUCCESS)
+    die("packing a wheel seed");
+  size_t size;
+  void* data = load(path, &size);
+  save("wheel", name, data, size);
+  unlink(path);
+  free(data);
+  free(path);
+}
+
+static void wheel_seeds(void) {
+  char tmpl[] = "/tmp/kpack-corpus-wheel.XXXXXX";
+  if (mkdtemp(tmpl) == NULL)
+    die("a temporary directory");
+  char *plain, *full;
+  if (asprintf(&plain, "%s/plain", tmpl) < 0 ||
+      asprintf(&full, "%s/full", tmpl) < 0)
+    die("out of memory");
+  put_file(plain, "fz/__init__.py", "VALUE = 1\n");
+  put_file(plain, "fz/data/table.txt", "a,b,c\n\"quoted, field\"\n");
+  wheel_seed("stored.whl", plain, tmpl, 0, NULL, 0);
+  static const char* const extra[] = {
+      "Provides-Extra: device-gfx90a",
+      "Requires-Dist: fz-device-gfx90a==1.0; extra == \"device-gfx90a\""};
+  wheel_seed("deflated-extras.whl", plain, tmpl, 6, extra, 2);
+  /* A wheel's own .dist-info (carried over) and .data directory. */
+  put_file(full, "fz/__init__.py", "VALUE = 2\n");
+  put_file(full, "fz-0.9.dist-info/METADATA",
+           "Metadata-Version: 2.1\nName: fz\nVersion: 0.9\n"
+           "License: MIT\n  continued\nRequires-Dist: numpy\n\n"
+           "A description.\n");
+  put_file(full, "fz-0.9.dist-info/entry_points.txt",
+           "[console_scripts]\nfz = fz:main\n");
+  put_file(full, "fz-0.9.dist-info/RECORD", "stale,,\n");
+  put_file(full, "fz-0.9.data/scripts/fz-tool", "#!/bin/sh\n");
+  wheel_seed("dist-info-and-data.whl", full, tmpl, 6, NULL, 0);
+  /* A zip with no entry at all. */
+  char* empty;
+  if (asprintf(&empty, "%s/empty.zip", tmpl) < 0)
+    die("out of memory");
+  int fd = open(empty, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  kp_zip_writer* w;
+  if (fd < 0 || kp_zip_writer_create(fd, &w) != KPACK_SUCCESS ||
+      kp_zip_writer_finish(w) != KPACK_SUCCESS)
+    die("an empty zip");
+  kp_zip_writer_free(w);
+  close(fd);
+  size_t size;
+  void* data = load(empty, &size);
+  save("wheel", "empty.zip", data, size);
+  free(data);
+  char* rm;
+  if (asprintf(&rm, "rm -rf '%s'", tmpl) < 0 || system(rm) != 0)
+    die("removing the temporary directory");
+  free(rm);
+  free(empty);
+  free(plain);
+  free(full);
+}
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: make_corpus OUTPUT_DIR\n");
@@ -734,5 +830,6 @@ int main(int argc, char** argv) {
   host_seeds();
   transform_seeds();
   rules_seeds();
+  wheel_seeds();
   return 0;
 }
