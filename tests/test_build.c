@@ -90,6 +90,7 @@ static void test_check_fails_when_a_suite_writes_into_the_source_tree(
   assert_true(
       asprintf(
           &script,
+          "unset PYTEST\n"
           "mkdir -p '%s/tests' && cd '%s' && git init -q .\n"
           "printf 'ignored/\\n' > .gitignore\n"
           "printf '#!/bin/sh\\necho \"layers: 1 passed, 0 failed\"\\n' "
