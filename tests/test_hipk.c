@@ -386,6 +386,122 @@ static void test_malformed_kpack_arches_are_invalid(void** state) {
   }
 }
 
+/* ---- kpack_record_arches ------------------------------------------------- */
+
+/* kpack_arches [gfx1100, gfx90a:xnack-] and, unless kind is 8 (the per-record
+ * key alone), kpack_record_arches of shape `kind`: 0 valid ([[0, 1], [1],
+ * []]); 1 not an array; 2 empty; 3 an entry no array; 4 a position no
+ * uint; 5 a position past kpack_arches; 6 a negative position; 7 the key
+ * twice; 8 without kpack_arches. */
+static void pack_with_record_arches(msgpack_sbuffer* sb, int kind) {
+  msgpack_packer pk;
+  msgpack_sbuffer_init(sb);
+  msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+  msgpack_pack_map(&pk, kind == 8 ? 3 : kind == 7 ? 5 : 4);
+  pack_str(&pk, "kernel_name");
+  pack_str(&pk, "k");
+  pack_str(&pk, "kpack_search_paths");
+  msgpack_pack_array(&pk, 1);
+  pack_str(&pk, "x.kpack");
+  pack_str(&pk, "kpack_record_arches");
+  switch (kind) {
+    case 0:
+    case 7:
+    case 8:
+      msgpack_pack_array(&pk, 3);
+      msgpack_pack_array(&pk, 2);
+      msgpack_pack_uint8(&pk, 0);
+      msgpack_pack_uint8(&pk, 1);
+      msgpack_pack_array(&pk, 1);
+      msgpack_pack_uint8(&pk, 1);
+      msgpack_pack_array(&pk, 0);
+      break;
+    case 1:
+      msgpack_pack_uint8(&pk, 0);
+      break;
+    case 2:
+      msgpack_pack_array(&pk, 0);
+      break;
+    case 3:
+      msgpack_pack_array(&pk, 1);
+      pack_str(&pk, "gfx1100");
+      break;
+    case 4:
+      msgpack_pack_array(&pk, 1);
+      msgpack_pack_array(&pk, 1);
+      pack_str(&pk, "gfx1100");
+      break;
+    case 5:
+      msgpack_pack_array(&pk, 1);
+      msgpack_pack_array(&pk, 1);
+      msgpack_pack_uint8(&pk, 2);
+      break;
+    case 6:
+      msgpack_pack_array(&pk, 1);
+      msgpack_pack_array(&pk, 1);
+      msgpack_pack_int8(&pk, -1);
+      break;
+  }
+  if (kind == 7) {
+    pack_str(&pk, "kpack_record_arches");
+    msgpack_pack_array(&pk, 1);
+    msgpack_pack_array(&pk, 0);
+  }
+  if (kind != 8) { /* after the per-record key: any key order is read */
+    pack_str(&pk, "kpack_arches");
+    msgpack_pack_array(&pk, 2);
+    pack_str(&pk, "gfx1100");
+    pack_str(&pk, "gfx90a:xnack-");
+  }
+}
+
+/* Each record its own arches, by code object index; an index past the
+ * list has none; without the key, every record has the whole list. */
+static void test_record_arches_give_each_record_its_own(void** state) {
+  (void)state;
+  msgpack_sbuffer sb;
+  kp_hipk h;
+  const char* const* arches;
+  size_t count;
+  pack_with_record_arches(&sb, 0);
+  assert_int_equal(kp_hipk_parse(sb.data, sb.size, &h), KPACK_SUCCESS);
+  kp_hipk_record_arches(&h, 0, &arches, &count);
+  assert_int_equal(count, 2);
+  assert_string_equal(arches[0], "gfx1100");
+  assert_string_equal(arches[1], "gfx90a:xnack-");
+  kp_hipk_record_arches(&h, 1, &arches, &count);
+  assert_int_equal(count, 1);
+  assert_string_equal(arches[0], "gfx90a:xnack-");
+  kp_hipk_record_arches(&h, 2, &arches, &count);
+  assert_int_equal(count, 0);
+  assert_null(arches);
+  kp_hipk_record_arches(&h, 3, &arches, &count);
+  assert_int_equal(count, 0);
+  kp_hipk_free(&h);
+  msgpack_sbuffer_destroy(&sb);
+  pack_with_arches(&sb, 0);
+  assert_int_equal(kp_hipk_parse(sb.data, sb.size, &h), KPACK_SUCCESS);
+  kp_hipk_record_arches(&h, 5, &arches, &count);
+  assert_int_equal(count, 2);
+  kp_hipk_free(&h);
+  msgpack_sbuffer_destroy(&sb);
+}
+
+static void test_malformed_record_arches_are_invalid(void** state) {
+  (void)state;
+  for (int kind = 1; kind <= 8; kind++) {
+    msgpack_sbuffer sb;
+    kp_hipk h;
+    pack_with_record_arches(&sb, kind);
+    if (kp_hipk_parse(sb.data, sb.size, &h) != KPACK_ERROR_INVALID_METADATA)
+      fail_msg("kpack_record_arches shape %d was accepted", kind);
+    assert_null(h.kernel_name);
+    assert_int_equal(h.record_count, 0);
+    assert_null(h.record_arches);
+    msgpack_sbuffer_destroy(&sb);
+  }
+}
+
 /* ---- the read bound ------------------------------------------------------ */
 
 /* Two pages, the second made inaccessible: a read past the first faults. */
@@ -545,6 +661,8 @@ int main(void) {
       cmocka_unit_test(test_declared_lengths_beyond_the_input_are_invalid),
       cmocka_unit_test(test_kpack_arches_are_read_in_order),
       cmocka_unit_test(test_malformed_kpack_arches_are_invalid),
+      cmocka_unit_test(test_record_arches_give_each_record_its_own),
+      cmocka_unit_test(test_malformed_record_arches_are_invalid),
       cmocka_unit_test(test_metadata_ending_at_the_mapping_end_is_read),
       cmocka_unit_test(test_metadata_straddling_a_page_boundary_is_read),
       cmocka_unit_test(test_metadata_cut_by_the_mapping_end_is_invalid),

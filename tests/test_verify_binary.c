@@ -242,13 +242,15 @@ static void test_arch_takes_agent_targets_as_the_runtime_names_them(
   assert_int_equal(
       KT_KPACK(&text, NULL, "verify", "--binary", "--arch", "gfx90a", lib), 1);
   missing = archive_of("gfx90a");
+  char* spirv = archive_of("amdgcnspirv");
   assert_true(asprintf(&why,
                        "no archive for this arch is installed (looked for "
-                       "%s); the split recorded gfx90a:xnack-, which serves "
-                       "an agent with those settings (--arch gfx90a:xnack-), "
-                       "not a gfx90a agent, for which the loader looks for "
-                       "gfx90a itself",
-                       missing) > 0);
+                       "%s, %s); the split recorded gfx90a:xnack-, which "
+                       "serves an agent with those settings (--arch "
+                       "gfx90a:xnack-), not a gfx90a agent, for which the "
+                       "loader looks for gfx90a itself",
+                       missing, spirv) > 0);
+  free(spirv);
   assert_failure_line(text, lib, "gfx90a", "KPACK_ERROR_ARCHIVE_NOT_FOUND",
                       why);
   free(why);
@@ -467,6 +469,103 @@ static void test_split_records_the_arches_it_wrote(void** state) {
   free(lib);
 }
 
+/* A library linked from objects built for different --offload-arch sets:
+ * record 0's bundle holds gfx1100 and gfx90a:xnack-, record 1's only
+ * gfx942:sramecc+:xnack-. Each record is checked for its own arches: the
+ * correct split verifies, a missing archive is still caught, and an
+ * --arch agent a record has no code for says so for that record. */
+static void test_records_built_for_different_arches_are_each_checked(
+    void** state) {
+  (void)state;
+  void* k[3];
+  fx_entry a[3] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0}};
+  fx_entry b[2] = {{"host-x86_64-unknown-linux-gnu-", NULL, 0}};
+  char* ids[3];
+  for (size_t i = 0; i < 3; i++) {
+    assert_true(
+        asprintf(&ids[i], "hipv4-amdgcn-amd-amdhsa--%s", fat_arches[i]) > 0);
+    k[i] = kt_pattern(700 + 13 * i, 40 + (uint32_t)i);
+  }
+  a[1] = (fx_entry){ids[0], k[0], 700};
+  a[2] = (fx_entry){ids[1], k[1], 713};
+  b[1] = (fx_entry){ids[2], k[2], 726};
+  fx_buf bundles[2] = {fx_bundle(a, 3), fx_bundle(b, 2)};
+  size_t target[2] = {0, 1};
+  char* in = kt_path(kt_tmp, "in");
+  char* out = kt_path(kt_tmp, "out");
+  char* lib = kt_tree_path(in, "lib/libmixed.so.1");
+  char* dir = kt_path(kt_tmp, "build");
+  mkdir(dir, 0755);
+  fx_program_opts o = {.kind = FX_PROGRAM_SHARED,
+                       .bundles = bundles,
+                       .bundle_count = 2,
+                       .target = target,
+                       .record_count = 2};
+  assert_true(fx_build_program(dir, &o, lib));
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-q", "-o", out, "--prefix", "p", in), 0);
+  char* o_lib = kt_path(out, "lib/libmixed.so.1");
+  char* text;
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", o_lib), 0);
+  kt_assert_contains(text, "OK, 2 records, 3 loads (the arches recorded");
+  free(text);
+  /* What each record recorded, and the binary's whole list. */
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", "--json", o_lib),
+                   0);
+  if (!jq_true(text,
+               ".binaries[0].recorded_arches == [\"gfx1100\", "
+               "\"gfx90a:xnack-\", \"gfx942:sramecc+:xnack-\"] and "
+               "([.binaries[0].records[].agents | length] == [2, 1])"))
+    fail_msg("per-record checks are not as recorded in:\n%s", text);
+  free(text);
+  assert_int_equal(KT_KPACK(&text, NULL, "info", "--json", o_lib), 0);
+  if (!jq_true(text,
+               "[.[0].records[].recorded_arches] == [[\"gfx1100\", "
+               "\"gfx90a:xnack-\"], [\"gfx942:sramecc+:xnack-\"]]"))
+    fail_msg("info does not show each record's arches in:\n%s", text);
+  free(text);
+  /* gfx942's archive gone: record 1 fails, record 0 does not. */
+  char* archive = archive_of("gfx942:sramecc+:xnack-");
+  char* moved = kt_path(kt_tmp, "moved.kpack");
+  assert_int_equal(rename(archive, moved), 0);
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", o_lib), 1);
+  kt_assert_contains(text,
+                     "record 1 (lib/libmixed.so.1#1) "
+                     "gfx942:sramecc+:xnack-: "
+                     "KPACK_ERROR_ARCHIVE_NOT_FOUND: no archive for "
+                     "this arch is installed");
+  kt_assert_contains(text, "1 problem in 2 records");
+  free(text);
+  assert_int_equal(rename(moved, archive), 0);
+  /* An agent record 0 was not built for: that record has no code for it. */
+  assert_int_equal(KT_KPACK(&text, NULL, "verify", "--binary", "--arch",
+                            "gfx942:sramecc+:xnack-", o_lib),
+                   1);
+  kt_assert_contains(text,
+                     "record 0 (lib/libmixed.so.1#0) "
+                     "gfx942:sramecc+:xnack-: "
+                     "KPACK_ERROR_KERNEL_NOT_FOUND: kernel missing from ");
+  kt_assert_contains(text,
+                     "; no code for this GPU in this record: the split "
+                     "recorded gfx1100, gfx90a:xnack- for it\n");
+  kt_assert_contains(text, "1 problem in 2 records");
+  free(text);
+  kt_rmtree(dir);
+  free(dir);
+  free(archive);
+  free(moved);
+  free(o_lib);
+  free(lib);
+  free(out);
+  free(in);
+  for (size_t i = 0; i < 2; i++)
+    fx_free(&bundles[i]);
+  for (size_t i = 0; i < 3; i++) {
+    free(ids[i]);
+    free(k[i]);
+  }
+}
+
 int main(void) {
 #define T(name) \
   cmocka_unit_test_setup_teardown(name, kt_kpack_setup, kt_kpack_teardown)
@@ -479,6 +578,7 @@ int main(void) {
       T(test_directory_checks_every_split_binary_under_it),
       T(test_json_gives_every_binary_record_and_agent),
       T(test_split_records_the_arches_it_wrote),
+      T(test_records_built_for_different_arches_are_each_checked),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -112,17 +112,28 @@ KPACK_API kpack_error_t kpack_host_get_wrapper(const kpack_host_t* host,
                                                kpack_host_wrapper_t* wrapper);
 
 /* The arches `kpack split` wrote record `index`'s code objects for: the
- * kpack_arches list of its metadata, target IDs as the archives file them
- * (e.g. "gfx90a:xnack-"), sorted, at most 256. *arches is NULL and *count
- * 0 when the metadata has no such list (a binary kpack-ified by another
- * tool) or the record is unusable. The strings belong to the handle.
- * (A function of its own, not a kpack_host_wrapper_t member, so that a
- * caller built against an older header keeps its struct size.)
+ * kpack_arches list of its metadata, or, when the metadata lists arches
+ * per record (kpack_record_arches: records built for different arches),
+ * this record's own; target IDs as the archives file them (e.g.
+ * "gfx90a:xnack-"), sorted, at most 256. *arches is NULL and *count 0
+ * when the metadata has no such list (a binary kpack-ified by another
+ * tool), none for this record, or the record is unusable. The strings belong to
+ * the handle. (A function of its own, not a kpack_host_wrapper_t member, so
+ * that a caller built against an older header keeps its struct size.)
  *   INVALID_ARGUMENT  a pointer is NULL or index >= wrapper_count */
 KPACK_API kpack_error_t kpack_host_get_arches(const kpack_host_t* host,
                                               size_t index,
                                               const char* const** arches,
                                               size_t* count);
+
+/* The whole kpack_arches list of record `index`'s metadata: every arch
+ * the split wrote any of the binary's code objects for, whatever this
+ * record's own (kpack_host_get_arches()). NULL and 0 as there.
+ *   INVALID_ARGUMENT  a pointer is NULL or index >= wrapper_count */
+KPACK_API kpack_error_t kpack_host_get_binary_arches(const kpack_host_t* host,
+                                                     size_t index,
+                                                     const char* const** arches,
+                                                     size_t* count);
 
 /* A short English description of a problem, e.g. "the metadata pointer is
  * 0 and no relocation sets it"; never NULL. */

@@ -107,6 +107,36 @@ KPACK_API kpack_error_t kpack_transform_write(
     const kpack_transform_options_t* options, kpack_transform_result_t* result,
     kpack_transform_message_t* message);
 
+/* The arches one record's code object was written for, when they differ
+ * between the records of one binary (objects built with different
+ * --offload-arch sets, linked into one library). `co_index` is the
+ * record's code object index, the N of the TOC key NAME#N, which the
+ * transform gives records in segment order: 0, 1, 2... Every arch is one
+ * of options->arches. */
+typedef struct kpack_transform_record {
+  uint64_t co_index;
+  const char* const* arches;
+  size_t arch_count;
+} kpack_transform_record_t;
+
+/* kpack_transform_write(), recording also which arches each record's code
+ * object was written for: when some record has fewer than
+ * options->arches, a fourth key, kpack_record_arches, lists for every
+ * record (by co_index) the positions of its arches in the sorted
+ * kpack_arches (docs/split.md, "The metadata"), so that `kpack verify
+ * --binary` checks each record for its own arches. With records given, a
+ * record of the binary they leave out has no arch (none of its code
+ * objects was written). With every record having every arch, the metadata
+ * is that of kpack_transform_write(), byte for byte.
+ *   INVALID_ARGUMENT  also: `records` NULL with a count, an arch that
+ *                     options->arches does not hold, a co_index given
+ *                     twice or not a record of the binary */
+KPACK_API kpack_error_t kpack_transform_write_records(
+    const char* input_path, int output_fd,
+    const kpack_transform_options_t* options,
+    const kpack_transform_record_t* records, size_t record_count,
+    kpack_transform_result_t* result, kpack_transform_message_t* message);
+
 #ifdef __cplusplus
 }
 #endif

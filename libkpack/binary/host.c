@@ -222,6 +222,25 @@ KPACK_API kpack_error_t kpack_host_get_arches(const kpack_host_t* host,
   if (host == NULL || arches == NULL || count == NULL ||
       index >= host->info.wrapper_count)
     return KPACK_ERROR_INVALID_ARGUMENT;
+  if (host->wrappers[index].problem == KPACK_HOST_OK)
+    kp_hipk_record_arches(&host->metadata[index],
+                          host->wrappers[index].reserved, arches, count);
+  if (*count == 0)
+    *arches = NULL;
+  return KPACK_SUCCESS;
+}
+
+KPACK_API kpack_error_t kpack_host_get_binary_arches(const kpack_host_t* host,
+                                                     size_t index,
+                                                     const char* const** arches,
+                                                     size_t* count) {
+  if (arches != NULL)
+    *arches = NULL;
+  if (count != NULL)
+    *count = 0;
+  if (host == NULL || arches == NULL || count == NULL ||
+      index >= host->info.wrapper_count)
+    return KPACK_ERROR_INVALID_ARGUMENT;
   const kp_strlist* list = &host->metadata[index].arches;
   if (host->wrappers[index].problem == KPACK_HOST_OK && list->count > 0) {
     *arches = (const char* const*)list->items;

@@ -80,6 +80,8 @@ typedef struct tf_state {
    * the rest of .hip_fatbin's bytes stay in the file as zeros. */
   uint64_t cut_at, removed;
   uint64_t meta_addr;
+  const kpack_transform_record_t* records; /* kpack_transform_write_records */
+  size_t record_count;
 } tf_state;
 
 static kpack_error_t tf_fail(tf_state* st, kpack_error_t err, const char* fmt,
@@ -154,9 +156,70 @@ static int compare_strings(const void* a, const void* b) {
   return strcmp(*(const char* const*)a, *(const char* const*)b);
 }
 
+/* Which of the sorted, distinct `arches` each record has, from
+ * st->records: a wrapper_count x arch_count matrix of flags into *out
+ * (NULL when every record has every arch: no fourth key); *bytes, the
+ * key's size at most. */
+static kpack_error_t record_matrix(tf_state* st, const char** arches,
+                                   size_t arch_count, uint8_t** out,
+                                   size_t* bytes) {
+  size_t n = st->wrapper_count;
+  uint8_t* has;
+  bool differs = false;
+  *out = NULL;
+  *bytes = 0;
+  if (st->record_count == 0)
+    return KPACK_SUCCESS;
+  if (arch_count == 0)
+    return tf_fail(st, KPACK_ERROR_INVALID_ARGUMENT,
+                   "per-record arches without the binary's arches");
+  if ((has = malloc(n * arch_count + n)) == NULL)
+    return tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
+  uint8_t* given = has + n * arch_count; /* per record: listed already */
+  memset(has, 0, n * arch_count + n);    /* a record left out has none */
+  for (size_t r = 0; r < st->record_count; r++) {
+    const kpack_transform_record_t* rec = &st->records[r];
+    if (rec->co_index >= n || given[rec->co_index] ||
+        (rec->arch_count > 0 && rec->arches == NULL)) {
+      free(has);
+      return tf_fail(st, KPACK_ERROR_INVALID_ARGUMENT,
+                     "per-record arches %zu: code object index %" PRIu64
+                     " is repeated or not one of the %zu records",
+                     r, rec->co_index, n);
+    }
+    given[rec->co_index] = 1;
+    uint8_t* row = has + rec->co_index * arch_count;
+    for (size_t a = 0; a < rec->arch_count; a++) {
+      const char* key = rec->arches[a];
+      const char** at = key == NULL ? NULL
+                                    : bsearch(&key, arches, arch_count,
+                                              sizeof(*arches), compare_strings);
+      if (at == NULL) {
+        free(has);
+        return tf_fail(st, KPACK_ERROR_INVALID_ARGUMENT,
+                       "per-record arches %zu: %s is not one of the "
+                       "binary's arches",
+                       r, key != NULL ? key : "(null)");
+      }
+      row[at - arches] = 1;
+    }
+  }
+  for (size_t i = 0; i < n * arch_count; i++)
+    differs |= has[i] == 0;
+  if (!differs) {
+    free(has);
+    return KPACK_SUCCESS;
+  }
+  *out = has;
+  *bytes = 24 + n * (3 + 2 * arch_count);
+  return KPACK_SUCCESS;
+}
+
 /* The map {"kernel_name": NAME, "kpack_search_paths": [PATTERN...]}, keys
  * in that order, in the shortest encodings, then "kpack_arches": [ARCH...]
- * (sorted, without duplicates) when arches are given; malloc'ed. Without
+ * (sorted, without duplicates) when arches are given, then, when records
+ * differ, "kpack_record_arches": [[POSITION...]...], one array per record
+ * of the positions of its arches in kpack_arches; malloc'ed. Without
  * arches the bytes are exactly those of a two-key map. */
 static kpack_error_t encode_metadata(tf_state* st,
                                      const kpack_transform_options_t* o,
@@ -165,6 +228,8 @@ static kpack_error_t encode_metadata(tf_state* st,
   const char** arches = NULL;
   size_t arch_count = 0; /* distinct */
   uint8_t* b = NULL;
+  uint8_t* has = NULL; /* record_matrix() */
+  size_t has_bytes = 0;
   size_t n = 0;
   size_t cap = 64 + strlen(o->kernel_name);
   for (size_t i = 0; i < o->search_path_count; i++) {
@@ -198,6 +263,10 @@ static kpack_error_t encode_metadata(tf_state* st,
     for (size_t i = 0; i < arch_count; i++)
       cap += 2 + strlen(arches[i]);
   }
+  if ((err = record_matrix(st, arches, arch_count, &has, &has_bytes)) !=
+      KPACK_SUCCESS)
+    goto done;
+  cap += has_bytes;
   if (cap > KP_HIPK_MAX_SIZE) {
     err = tf_fail(st, KPACK_ERROR_INVALID_ARGUMENT,
                   "metadata of about %zu bytes exceeds the %zu a loader "
@@ -209,7 +278,7 @@ static kpack_error_t encode_metadata(tf_state* st,
     err = tf_fail(st, KPACK_ERROR_OUT_OF_MEMORY, "out of memory");
     goto done;
   }
-  b[n++] = arch_count > 0 ? 0x83 : 0x82; /* fixmap, 3 or 2 pairs */
+  b[n++] = has != NULL ? 0x84 : arch_count > 0 ? 0x83 : 0x82; /* fixmap */
   mp_str(b, &n, "kernel_name");
   mp_str(b, &n, o->kernel_name);
   mp_str(b, &n, "kpack_search_paths");
@@ -222,9 +291,28 @@ static kpack_error_t encode_metadata(tf_state* st,
     for (size_t i = 0; i < arch_count; i++)
       mp_str(b, &n, arches[i]);
   }
+  if (has != NULL) {
+    mp_str(b, &n, "kpack_record_arches");
+    mp_array(b, &n, st->wrapper_count);
+    for (size_t r = 0; r < st->wrapper_count; r++) {
+      const uint8_t* row = has + r * arch_count;
+      size_t count = 0;
+      for (size_t a = 0; a < arch_count; a++)
+        count += row[a];
+      mp_array(b, &n, count);
+      for (size_t a = 0; a < arch_count; a++) {
+        if (!row[a])
+          continue;
+        if (a >= 128)
+          b[n++] = 0xcc; /* uint 8 */
+        b[n++] = (uint8_t)a;
+      }
+    }
+  }
   *out = b;
   *size = n;
 done:
+  free(has);
   free(arches);
   return err;
 }
@@ -1329,7 +1417,19 @@ KPACK_API kpack_error_t kpack_transform_write(
     const char* input_path, int output_fd,
     const kpack_transform_options_t* options, kpack_transform_result_t* result,
     kpack_transform_message_t* message) {
-  tf_state st = {.path = input_path, .msg = message};
+  return kpack_transform_write_records(input_path, output_fd, options, NULL, 0,
+                                       result, message);
+}
+
+KPACK_API kpack_error_t kpack_transform_write_records(
+    const char* input_path, int output_fd,
+    const kpack_transform_options_t* options,
+    const kpack_transform_record_t* records, size_t record_count,
+    kpack_transform_result_t* result, kpack_transform_message_t* message) {
+  tf_state st = {.path = input_path,
+                 .msg = message,
+                 .records = records,
+                 .record_count = record_count};
   kpack_transform_result_t ignored;
   if (message == NULL)
     return KPACK_ERROR_INVALID_ARGUMENT;
@@ -1339,7 +1439,8 @@ KPACK_API kpack_error_t kpack_transform_write(
   memset(result, 0, sizeof(*result));
   if (input_path == NULL || options == NULL || options->kernel_name == NULL ||
       options->search_path_count == 0 || options->search_paths == NULL ||
-      (options->arch_count > 0 && options->arches == NULL) || output_fd < 0) {
+      (options->arch_count > 0 && options->arches == NULL) ||
+      (record_count > 0 && records == NULL) || output_fd < 0) {
     snprintf(message->text, sizeof(message->text),
              "transform: a path, the output, a kernel name, the search "
              "paths or the arches are missing");

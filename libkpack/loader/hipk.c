@@ -68,6 +68,55 @@ static kpack_error_t read_arches(mp_cursor* c, kp_strlist* out) {
   return KPACK_SUCCESS;
 }
 
+/* kpack_record_arches: per record, positions in kpack_arches, kept as
+ * positions (stored in the pointer slots) until the whole map is read and
+ * resolved by resolve_record_arches(). */
+static kpack_error_t read_record_arches(mp_cursor* c, kp_hipk* out) {
+  uint32_t n;
+  size_t total = 0, cap = 0;
+  if (mp_read_array(c, &n) != MP_OK || n == 0 ||
+      n > KP_HIPK_MAX_SIZE) /* each record takes a byte at least */
+    return KPACK_ERROR_INVALID_METADATA;
+  if ((out->record_start = malloc(((size_t)n + 1) * sizeof(uint32_t))) == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  out->record_count = n;
+  for (uint32_t r = 0; r < n; r++) {
+    uint32_t m;
+    out->record_start[r] = (uint32_t)total;
+    if (mp_read_array(c, &m) != MP_OK || m > KP_HIPK_MAX_ARCHES)
+      return KPACK_ERROR_INVALID_METADATA;
+    for (uint32_t i = 0; i < m; i++) {
+      uint64_t at;
+      if (mp_read_uint(c, &at) != MP_OK || at >= KP_HIPK_MAX_ARCHES)
+        return KPACK_ERROR_INVALID_METADATA;
+      if (total == cap) {
+        size_t grown = cap ? 2 * cap : 16;
+        const char** list = realloc(out->record_arches, grown * sizeof(*list));
+        if (list == NULL)
+          return KPACK_ERROR_OUT_OF_MEMORY;
+        out->record_arches = list;
+        cap = grown;
+      }
+      out->record_arches[total++] = (const char*)(uintptr_t)at;
+    }
+  }
+  out->record_start[n] = (uint32_t)total;
+  return KPACK_SUCCESS;
+}
+
+/* Positions into the strings of kpack_arches, each checked. */
+static kpack_error_t resolve_record_arches(kp_hipk* out) {
+  size_t total =
+      out->record_count > 0 ? out->record_start[out->record_count] : 0;
+  for (size_t i = 0; i < total; i++) {
+    uintptr_t at = (uintptr_t)out->record_arches[i];
+    if (at >= out->arches.count)
+      return KPACK_ERROR_INVALID_METADATA;
+    out->record_arches[i] = out->arches.items[at];
+  }
+  return KPACK_SUCCESS;
+}
+
 /* One key and its value. HIPK fields are checked; anything else skipped. */
 static kpack_error_t read_entry(mp_cursor* c, kp_hipk* out, bool* have_paths,
                                 bool* have_arches) {
@@ -104,6 +153,11 @@ static kpack_error_t read_entry(mp_cursor* c, kp_hipk* out, bool* have_paths,
     *have_arches = true;
     return read_arches(c, &out->arches);
   }
+  if (mp_str_eq(key, len, "kpack_record_arches")) {
+    if (out->record_start != NULL)
+      return KPACK_ERROR_INVALID_METADATA;
+    return read_record_arches(c, out);
+  }
   return mp_skip(c) == MP_OK ? KPACK_SUCCESS : KPACK_ERROR_INVALID_METADATA;
 }
 
@@ -118,10 +172,13 @@ kpack_error_t kp_hipk_parse(const void* data, size_t size, kp_hipk* out) {
   for (uint32_t i = 0; i < n; i++)
     if ((err = read_entry(&c, out, &have_paths, &have_arches)) != KPACK_SUCCESS)
       goto fail;
-  if (out->kernel_name == NULL || !have_paths) {
+  if (out->kernel_name == NULL || !have_paths ||
+      (out->record_count > 0 && !have_arches)) {
     err = KPACK_ERROR_INVALID_METADATA;
     goto fail;
   }
+  if ((err = resolve_record_arches(out)) != KPACK_SUCCESS)
+    goto fail;
   return KPACK_SUCCESS;
 
 fail:
@@ -173,4 +230,25 @@ void kp_hipk_free(kp_hipk* hipk) {
   hipk->kernel_name = NULL;
   kp_strlist_free(&hipk->search_paths);
   kp_strlist_free(&hipk->arches);
+  free(hipk->record_arches);
+  free(hipk->record_start);
+  hipk->record_arches = NULL;
+  hipk->record_start = NULL;
+  hipk->record_count = 0;
+}
+
+void kp_hipk_record_arches(const kp_hipk* hipk, uint64_t co_index,
+                           const char* const** arches, size_t* count) {
+  *arches = (const char* const*)hipk->arches.items;
+  *count = hipk->arches.count;
+  if (hipk->record_count == 0)
+    return;
+  if (co_index >= hipk->record_count) {
+    *arches = NULL;
+    *count = 0;
+    return;
+  }
+  uint32_t from = hipk->record_start[co_index];
+  *count = hipk->record_start[co_index + 1] - from;
+  *arches = *count > 0 ? hipk->record_arches + from : NULL;
 }

@@ -36,36 +36,84 @@ static char* search_path(const char* rel, const char* archive_dir,
   return out;
 }
 
-/* The distinct arches of file `file`'s code objects this run writes (after
- * --arch), for its metadata's kpack_arches; the strings are the kernels'.
- * s->kernels are in listing order, file by file: `*cursor` carries the
- * first kernel not yet looked at from one file to the next, so a tree of
- * many binaries is read once. False when out of memory. */
-static bool binary_arches(const sp_state* s, size_t file, size_t* cursor,
-                          const char*** out, size_t* count) {
-  const char** arches = NULL;
-  size_t n = 0, cap = 0, k = *cursor;
+/* What file `file`'s metadata records of the arches this run writes its
+ * code objects for (after --arch): `arches`, the distinct ones, for
+ * kpack_arches, and `records`, each code object's own (its key's #N), for
+ * kpack_record_arches. The strings are the kernels'. */
+typedef struct binary_arches {
+  const char** arches;
+  size_t count, cap;
+  kpack_transform_record_t* records;
+  size_t record_count, record_cap;
+  const char** lists; /* every record's arches, back to back */
+  size_t list_count, list_cap;
+} binary_arches;
+
+static void binary_arches_free(binary_arches* b) {
+  free(b->arches);
+  free(b->records);
+  free(b->lists);
+  memset(b, 0, sizeof(*b));
+}
+
+static bool push_arch(const char*** list, size_t* count, size_t* cap,
+                      const char* arch) {
+  const char** grown = kp_grow(*list, *count, cap, sizeof(*grown), 8);
+  if (grown == NULL)
+    return false;
+  *list = grown;
+  (*list)[(*count)++] = arch;
+  return true;
+}
+
+/* The code object index of key "REL#N". */
+static uint64_t key_co_index(const char* key) {
+  const char* hash = strrchr(key, '#');
+  return hash != NULL ? strtoull(hash + 1, NULL, 10) : 0;
+}
+
+/* Fills *b for file `file`. s->kernels are in listing order, file by file,
+ * a code object's arches together: `*cursor` carries the first kernel not
+ * yet looked at from one file to the next, so a tree of many binaries is
+ * read once. False when out of memory. */
+static bool collect_arches(const sp_state* s, size_t file, size_t* cursor,
+                           binary_arches* b) {
+  size_t k = *cursor;
+  memset(b, 0, sizeof(*b));
   while (k < s->kernel_count && s->kernels[k].file < file)
     k++;
+  size_t first = k;
   for (; k < s->kernel_count && s->kernels[k].file == file; k++) {
     const char* arch = s->kernels[k].arch;
     bool seen = false;
-    for (size_t j = 0; !seen && j < n; j++)
-      seen = strcmp(arches[j], arch) == 0;
-    if (seen)
+    for (size_t j = 0; !seen && j < b->count; j++)
+      seen = strcmp(b->arches[j], arch) == 0;
+    if ((!seen && !push_arch(&b->arches, &b->count, &b->cap, arch)) ||
+        !push_arch(&b->lists, &b->list_count, &b->list_cap, arch))
+      goto oom;
+  }
+  /* Now that `lists` stays where it is: one record per run of one key. */
+  for (size_t j = first; j < k; j++) {
+    uint64_t co = key_co_index(s->kernels[j].key);
+    kpack_transform_record_t* last =
+        b->record_count > 0 ? &b->records[b->record_count - 1] : NULL;
+    if (last != NULL && last->co_index == co) {
+      last->arch_count++;
       continue;
-    const char** grown = kp_grow(arches, n, &cap, sizeof(*grown), 8);
-    if (grown == NULL) {
-      free(arches);
-      return false;
     }
-    arches = grown;
-    arches[n++] = arch;
+    kpack_transform_record_t* grown =
+        kp_grow(b->records, b->record_count, &b->record_cap, sizeof(*grown), 8);
+    if (grown == NULL)
+      goto oom;
+    b->records = grown;
+    b->records[b->record_count++] = (kpack_transform_record_t){
+        .co_index = co, .arches = b->lists + (j - first), .arch_count = 1};
   }
   *cursor = k;
-  *out = arches;
-  *count = n;
   return true;
+oom:
+  binary_arches_free(b);
+  return false;
 }
 
 bool sp_transform_all(sp_state* s) {
@@ -103,23 +151,23 @@ bool sp_transform_all(sp_state* s) {
         paths[path_count++] = p;
       }
     }
-    const char** arches = NULL;
-    size_t arch_count = 0;
-    if (ok && !binary_arches(s, i, &kernel_cursor, &arches, &arch_count)) {
+    binary_arches arches = {0};
+    if (ok && !collect_arches(s, i, &kernel_cursor, &arches)) {
       kp_out_of_memory(&s->run.report);
       ok = false;
     }
     kpack_transform_options_t o = {.kernel_name = f->rel,
                                    .search_paths = (const char* const*)paths,
                                    .search_path_count = path_count,
-                                   .arches = arches,
-                                   .arch_count = arch_count};
+                                   .arches = arches.arches,
+                                   .arch_count = arches.count};
     kpack_transform_message_t msg = {{0}};
     int fd = -1;
     ok = ok && fr_create_temp(&s->run, f->dst, &f->tmp, &fd);
     if (ok) {
       kpack_error_t err =
-          kpack_transform_write(f->src, fd, &o, &f->result, &msg);
+          kpack_transform_write_records(f->src, fd, &o, arches.records,
+                                        arches.record_count, &f->result, &msg);
       /* The output's failure (whatever errno, EIO too), not the input's. */
       bool output_failed = err == KPACK_ERROR_IO_ERROR &&
                            (pr_is_write_errno(errno) ||
@@ -142,7 +190,7 @@ bool sp_transform_all(sp_state* s) {
     }
     for (size_t k = 0; k < path_count; k++)
       free(paths[k]);
-    free(arches);
+    binary_arches_free(&arches);
     if (!ok)
       return false;
     s->transformed++;

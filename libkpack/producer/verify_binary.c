@@ -469,6 +469,21 @@ static void record_problem(vb_run* r, kpack_verify_record_t* rec,
   r->sum.failures++;
 }
 
+/* A kernel missing from an archive for `agent` is no broken install when
+ * the record was built without code for that agent (a library linked from
+ * objects built for different arches): says so. */
+static void why_not_in_record(vb_outcome* o, const char* agent,
+                              const char* const* recorded, size_t count) {
+  for (size_t i = 0; i < count; i++)
+    if (strcmp(recorded[i], "amdgcnspirv") == 0 ||
+        kpack_target_may_serve(recorded[i], agent))
+      return;
+  why_add(o, "; no code for this GPU in this record: the split recorded");
+  for (size_t i = 0; i < count; i++)
+    why_add(o, "%s %s", i > 0 ? "," : "", recorded[i]);
+  why_add(o, " for it");
+}
+
 /* One record against every agent: the loader's search must return its
  * code object. */
 static bool check_record(vb_run* r, const char* path,
@@ -495,6 +510,8 @@ static bool check_record(vb_run* r, const char* path,
     explain(&r->trace, err, &o);
     if (o.reason == KPACK_VERIFY_NO_ARCHIVE && recorded_count > 0)
       why_not_built(&o, agent, recorded, recorded_count);
+    else if (o.reason == KPACK_VERIFY_KERNEL_MISSING && recorded_count > 0)
+      why_not_in_record(&o, agent, recorded, recorded_count);
     r->sum.loads++;
     *failures += err != KPACK_SUCCESS;
     kpack_verify_load_t* l = &loads[rec->load_count++];
@@ -526,12 +543,17 @@ static bool record_agents(vb_run* r, const char* path, const kpack_host_t* host,
   const char* const* recorded;
   size_t count;
   bool ok = true;
+  const char* const* whole;
+  size_t whole_count;
   kpack_host_get_arches(host, rec->index, &recorded, &count);
+  kpack_host_get_binary_arches(host, rec->index, &whole, &whole_count);
   if (r->o.agent_count > 0) {
     rec->checked = KPACK_VERIFY_AGENTS;
     for (size_t i = 0; ok && i < r->o.agent_count; i++)
       ok = set_add(agents, r->o.agents[i]);
-  } else if (count > 0) {
+  } else if (count > 0 || whole_count > 0) {
+    /* A record the split wrote no code object for (count 0 of a binary
+     * with arches) has nothing to load. */
     rec->checked = KPACK_VERIFY_RECORDED;
     for (size_t i = 0; ok && i < count; i++)
       ok = set_add(agents, recorded[i]);
@@ -646,13 +668,13 @@ static bool verify_binary(vb_run* r, const char* path, bool named) {
     b.kind = info.kind == KPACK_HOST_FAT ? KPACK_VERIFY_FAT : KPACK_VERIFY_NONE;
     r->sum.skipped++;
   } else {
-    /* One map serves every record: the first usable one's list is the
-     * binary's. */
+    /* One map serves every record: the first usable one's whole list is
+     * the binary's (each record is checked for its own). */
     b.kind = KPACK_VERIFY_KPACKIFIED;
     for (size_t i = 0; i < info.wrapper_count && b.recorded_arch_count == 0;
          i++)
-      kpack_host_get_arches(host, i, &b.recorded_arches,
-                            &b.recorded_arch_count);
+      kpack_host_get_binary_arches(host, i, &b.recorded_arches,
+                                   &b.recorded_arch_count);
     b.record_count = info.wrapper_count;
     if (!check_records(r, path, host, &b)) {
       kp_out_of_memory(&r->report);
