@@ -296,6 +296,7 @@ static void free_state(sp_state* s) {
     free(a->stale);
     free(a->arch);
     free(a->path);
+    free(a->tree);
   }
   free(s->archives);
   for (size_t i = 0; i < s->dropped_count; i++)
@@ -419,14 +420,12 @@ KPACK_API kpack_error_t kpack_split_get_archive(
   size_t name_len = strlen(s->archive_dir) + 1 + strlen(g->prefix) + 1 +
                     strlen(a->arch) + strlen(".kpack");
   const char* name = a->path + strlen(a->path) - name_len;
-  char buf[64];
   *archive = (kpack_split_archive_t){
       .path = a->path,
       .name = name,
       .prefix = g->prefix,
       .arch = a->arch,
-      .output_tree =
-          s->per_arch ? sp_tree_of_arch(s, a->arch, buf, sizeof(buf)) : NULL,
+      .output_tree = a->tree,
       .keys_added = a->fresh,
       .keys_carried = a->carried_count,
       .keys_removed = a->removed,

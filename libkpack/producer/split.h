@@ -90,6 +90,7 @@ typedef struct sp_archive {
   size_t group;
   char* arch;
   char* path;          /* OUT_ROOT[/TREE]/ARCHIVE_DIR/PREFIX_ARCH.kpack */
+  char* tree;          /* per_arch: TREE; NULL otherwise */
   size_t input;        /* the input file that is this archive, or SIZE_MAX */
   kpack_archive_t old; /* its earlier version, or NULL */
   const char* old_path;

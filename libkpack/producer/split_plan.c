@@ -438,6 +438,7 @@ static bool classify(sp_state* s) {
   }
   if (!name_system_prefixes(s))
     return false;
+  size_t reported = 0;
   for (size_t i = 0; i < s->file_count; i++) {
     sp_file* f = &s->files[i];
     if (f->type != SP_FILE || f->kind != KPACK_TRANSFORM_FAT)
@@ -462,8 +463,11 @@ static bool classify(sp_state* s) {
     }
     if (!sp_progress(s, KPACK_SPLIT_READING, i + 1, s->file_count))
       return false;
+    reported = i + 1;
   }
-  return true;
+  /* The phase ends at its total, whatever kind of file comes last. */
+  return reported == s->file_count ||
+         sp_progress(s, KPACK_SPLIT_READING, s->file_count, s->file_count);
 }
 
 /* Every --arch must keep a code object of the inputs (one that keeps
@@ -1044,10 +1048,14 @@ static sp_archive* add_archive(sp_state* s, size_t g, const char* arch) {
     return NULL;
   s->archives = items;
   sp_archive* a = &s->archives[s->archive_count];
+  char buf[64];
   *a = (sp_archive){.group = g, .arch = strdup(arch), .input = SIZE_MAX};
-  if (a->arch == NULL ||
+  if (s->per_arch)
+    a->tree = strdup(sp_tree_of_arch(s, arch, buf, sizeof(buf)));
+  if (a->arch == NULL || (s->per_arch && a->tree == NULL) ||
       (a->path = archive_path(s, &s->groups[g], arch)) == NULL) {
     free(a->arch);
+    free(a->tree);
     return NULL;
   }
   s->archive_count++;
@@ -1059,6 +1067,7 @@ static void drop_last_archive(sp_state* s) {
   sp_archive* a = &s->archives[--s->archive_count];
   free(a->arch);
   free(a->path);
+  free(a->tree);
   free(a->carried);
   free(a->stale);
 }
@@ -1388,6 +1397,7 @@ static bool plan_archives(sp_state* s) {
         free(archive->stale);
         free(archive->arch);
         free(archive->path);
+        free(archive->tree);
         continue;
       }
       archive->removed = removed_keys(s, i, end, archive);
