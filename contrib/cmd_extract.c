@@ -756,8 +756,9 @@ static int extract_archives(extract_state s, int argc, char** argv) {
    * settles them. */
   s.archive_count = (size_t)(argc - optind);
   s.archive_paths = argv + optind;
-  qsort(scan.binaries, scan.binary_count, sizeof(*scan.binaries),
-        compare_names);
+  if (scan.binary_count > 1)
+    qsort(scan.binaries, scan.binary_count, sizeof(*scan.binaries),
+          compare_names);
   size_t distinct = 0;
   for (size_t i = 0; i < scan.binary_count; i++)
     if (distinct == 0 ||

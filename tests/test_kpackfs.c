@@ -3100,6 +3100,7 @@ static void test_a_file_and_a_directory_on_one_path_settle_alike(void** state) {
   assert_string_equal(said, want);
   free(said);
   free(want);
+  m = &scratch[1];
   mnt_init(m, "clash-two");
   const char* args_two[] = {dir, file, NULL};
   mnt_start(m, args_two);
