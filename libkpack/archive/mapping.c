@@ -18,6 +18,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <ucontext.h>
 
 #include "archive/archive.h"
 
@@ -42,6 +43,7 @@ typedef struct kp_map_guard {
   sigjmp_buf env;
   const uint8_t* start;
   const uint8_t* end;
+  sigset_t mask; /* the thread's signal mask when the fault came */
 } kp_map_guard;
 
 static _Thread_local kp_map_guard* volatile kp_guard;
@@ -65,6 +67,7 @@ static void on_sigbus(int sig, siginfo_t* info, void* context) {
   const uint8_t* at = info->si_addr;
   if (g != NULL && at >= g->start && at < g->end) {
     kp_guard = NULL;
+    g->mask = ((const ucontext_t*)context)->uc_sigmask;
     siglongjmp(g->env, 1);
   }
   /* Not a guarded access: as if this handler were not installed. A fault
@@ -230,6 +233,11 @@ kpack_error_t kp_map_guarded(kpack_archive_t a, kp_map_fn* fn, void* context) {
   g.start = a->map;
   g.end = a->map + a->map_size;
   if (sigsetjmp(g.env, 0) != 0) {
+    /* The mask the fault interrupted, back: SA_NODEFER left SIGBUS
+     * unblocked through the jump, but a handler that wraps ours (a
+     * sanitizer's) may have been installed without it, and the thread
+     * would then die of the next fault. */
+    pthread_sigmask(SIG_SETMASK, &g.mask, NULL);
     errno = 0; /* the file shrank: no system error to show */
     return KPACK_ERROR_IO_ERROR;
   }
