@@ -31,6 +31,9 @@
 #define TF_PF_R 4u
 #define TF_SHF_WRITE 1u
 #define TF_SHF_EXECINSTR 4u
+#define TF_SHT_SYMTAB 2u
+#define TF_SHT_DYNSYM 11u
+#define TF_SHN_XINDEX 0xffffu
 #define TF_NEW_NAME ".rocm_kpack_ref"
 /* The allocated section that covers the moved program header table, so
  * that tools rebuilding a file from its sections keep the table. */
@@ -617,6 +620,10 @@ typedef struct tf_layout {
    * for a table, then the table, at its address less the load base. */
   bool apart;
   uint64_t apart_off, apart_vaddr, apart_size, apart_align;
+  /* When the table's segment takes .hip_fatbin's first page
+   * (place_table_in_fat()), .hip_fatbin and its piece start that much
+   * later; else 0. */
+  uint64_t fat_shift;
   uint64_t names_off; /* the section name table, rewritten */
   uint64_t names_size;
   uint64_t shoff; /* the section header table */
@@ -702,7 +709,7 @@ static void place_fat_piece(const tf_state* st, tf_layout* L) {
       low = tf_out(st, s->offset) + 1;
   }
   uint64_t a = ld->align > P ? ld->align : P;
-  uint64_t fa = elf->sections[st->fat].addr;
+  uint64_t fa = elf->sections[st->fat].addr + L->fat_shift;
   L->fat_off = low + (fa % a + a - low % a) % a;
   /* The block stays 8-aligned, at least 8 bytes above the piece. */
   if (L->block < L->fat_off + 8) {
@@ -758,7 +765,8 @@ static bool table_fits(const tf_state* st, size_t owner, uint64_t at,
  * a page-aligned .hip_fatbin after the last section of its head. Else the
  * table goes at the end of the file (`end`) when the pages at that offset
  * plus `base` are free (the gaps lld leaves between segments of 64 KiB
- * pages). False when neither is: plan() then puts the table above the
+ * pages). False when neither is: plan() then tries .hip_fatbin's own
+ * addresses (place_table_in_fat()), else puts the table above the
  * program at its address less `base`, the file growing to that offset. */
 static bool place_table(const tf_state* st, tf_layout* L, uint64_t base,
                         uint64_t end, uint64_t table) {
@@ -819,6 +827,68 @@ static bool place_table(const tf_state* st, tf_layout* L, uint64_t base,
   L->apart = true;
   L->apart_size = size;
   L->apart_vaddr = base + L->apart_off;
+  return true;
+}
+
+/* Whether a symbol of any symbol table lies in .hip_fatbin below `end`:
+ * such a symbol keeps .hip_fatbin's start where it is. */
+static bool fat_symbol_below(tf_state* st, uint64_t end) {
+  const elf_file* elf = &st->elf;
+  const elf_section* f = &elf->sections[st->fat];
+  for (size_t i = 1; i < elf->section_count; i++) {
+    uint32_t type = elf->sections[i].type;
+    kp_input syms;
+    if (type != TF_SHT_SYMTAB && type != TF_SHT_DYNSYM)
+      continue;
+    if (elf_section_input(&st->elf, i, &syms) != KPACK_SUCCESS)
+      return true;
+    for (uint64_t at = 0; at + 24 <= syms.size; at += 24) {
+      uint8_t sym[24];
+      if (kp_input_read(&syms, at, sym, sizeof(sym)) != KPACK_SUCCESS)
+        return true;
+      uint64_t shndx = kp_load_le(sym + 6, 2), value = kp_load_le(sym + 8, 8);
+      if (shndx == TF_SHN_XINDEX ||
+          (shndx == st->fat && value >= f->addr && value < end))
+        return true;
+    }
+  }
+  return false;
+}
+
+/* An executable's table where place_table() found no room, without
+ * growing the file past the program's addresses: in .hip_fatbin's second
+ * removal unit, at its address less the load base. A page-aligned
+ * .hip_fatbin that was split off has only its own memory there, and its
+ * file offset (kept bytes before the tail, zeros) lies inside the file
+ * when one unit less leaves it. The first unit stays free, as below the
+ * block: GNU objcopy may move the segment's start down into it. The table
+ * takes the second, and .hip_fatbin, with its piece, starts at the third.
+ * Only when no symbol lies in the two units (it would fall outside its
+ * section) and .hip_fatbin reaches past them. */
+static bool place_table_in_fat(tf_state* st, tf_layout* L, uint64_t base,
+                               uint64_t table) {
+  const elf_file* elf = &st->elf;
+  const elf_section* f = &elf->sections[st->fat];
+  const elf_segment* ld = &elf->segments[L->load];
+  uint64_t U = L->unit, size = 2 * align_up(table, 8);
+  if (!L->fat_piece || ld->vaddr - ld->offset != base || f->align > U ||
+      f->size <= 2 * U || size > U || fat_symbol_below(st, f->addr + 2 * U))
+    return false;
+  /* The kept bytes must hold the unit below the table and the table. */
+  uint64_t removed = st->removed;
+  while (removed > 0 && f->size - removed < U + size)
+    removed -= U;
+  if (removed == 0)
+    return false;
+  st->removed = removed;
+  for (size_t i = 0; i < elf->segment_count && L->apart_align == 0; i++)
+    if (elf->segments[i].type == ELF_PT_LOAD)
+      L->apart_align = elf->segments[i].align;
+  L->apart = true;
+  L->apart_off = f->offset + U; /* kept bytes: not moved */
+  L->apart_vaddr = f->addr + U;
+  L->apart_size = size;
+  L->fat_shift = 2 * U;
   return true;
 }
 
@@ -979,10 +1049,13 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
   L->head_memsz = L->split ? fa - elf->segments[L->load].vaddr : 0;
   L->meta_size = meta_size;
   uint64_t ph_off = 0; /* the table's offset in the block */
+  uint64_t table = (uint64_t)(L->phnum + 1) * ELF_PHDR_SIZE;
   if (exec_like && L->phnum + 1 < 0xffff &&
-      place_table(st, L, base, end, (uint64_t)(L->phnum + 1) * ELF_PHDR_SIZE)) {
+      (place_table(st, L, base, end, table) ||
+       place_table_in_fat(st, L, base, table))) {
     /* The table apart, the block only the metadata. */
     L->phnum++;
+    end = align_up(tf_out(st, L->cut), 8); /* st->removed may be less */
     if (L->apart_off >= end)
       end = align_up(L->apart_off + L->apart_size, 8);
     L->meta_off = 0;
@@ -1178,8 +1251,9 @@ static void build_phdrs(tf_state* st, const tf_layout* L, uint8_t* out) {
         if (L->head_filesz > 0)
           ph_put(&t, s->type, L->head_flags, s->offset, s->vaddr, s->paddr,
                  L->head_filesz, L->head_memsz, s->align);
-        ph_put(&t, s->type, TF_PF_R & s->flags, L->fat_off, f->addr,
-               s->paddr + lead, 0, f->size, s->align);
+        ph_put(&t, s->type, TF_PF_R & s->flags, L->fat_off,
+               f->addr + L->fat_shift, s->paddr + lead + L->fat_shift, 0,
+               f->size - L->fat_shift, s->align);
       }
       if (L->tail)
         ph_put(&t, s->type, L->tail_flags, tf_out(st, s->offset + skip),
@@ -1224,6 +1298,10 @@ static kpack_error_t build_shdrs(tf_state* st, const tf_layout* L,
       kp_store_le(p + 4, ELF_SHT_NOBITS, 4);
       kp_store_le(p + 24, L->fat_piece ? L->fat_off : elf->sections[i].offset,
                   8);
+      if (L->fat_shift != 0) {
+        kp_store_le(p + 16, elf->sections[i].addr + L->fat_shift, 8);
+        kp_store_le(p + 32, elf->sections[i].size - L->fat_shift, 8);
+      }
     } else if (i == elf->names) {
       kp_store_le(p + 24, L->names_off, 8);
       kp_store_le(p + 32, L->names_size, 8);
