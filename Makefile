@@ -210,7 +210,10 @@ $(PY_SITE)/kpack/__init__.py: $(PY_SRCS) $(LIB_A) $(HEADERS)
 # so ASan's runtime is preloaded (gcc's libasan; leaks are not checked, the
 # interpreter keeps memory to its end). Under VALGRIND=1 the interpreter
 # runs in valgrind with the system allocator, and only definite leaks
-# count. Under SANITIZE=thread the suite is left out: an interpreter with
+# count; it runs the files that call the extension in the interpreter
+# itself (PY_VALGRIND_TESTS): the others run pip, hipcc and kpack, whose
+# own runs the C suites cover, and the extension calls they make are the
+# same. Under SANITIZE=thread the suite is left out: an interpreter with
 # libtsan preloaded crashes or fails in the programs it starts (they
 # inherit the preload), and the library calls the extension makes run
 # under TSan in the C suites (docs/python.md).
@@ -219,8 +222,11 @@ PY_WRAP := $(strip \
   $(if $(findstring address,$(SANITIZE)),LD_PRELOAD=$(call san_runtime,asan) ASAN_OPTIONS=detect_leaks=0) \
   $(if $(VALGRIND),PYTHONMALLOC=malloc valgrind --quiet --error-exitcode=99 --leak-check=full \
     --errors-for-leak-kinds=definite --show-leak-kinds=definite --suppressions=tests/valgrind.supp))
+PY_VALGRIND_TESTS := $(addprefix python/tests/test_,archive.py errors.py load.py \
+  memory.py producer.py threads.py)
 PYTEST := $(if $(findstring thread,$(SANITIZE)),,env PYTHONPATH=$(abspath $(PY_SITE)) \
-  PYTHONDONTWRITEBYTECODE=1 $(PY_WRAP) $(PYTHON) -m pytest -q -p no:cacheprovider python/tests)
+  PYTHONDONTWRITEBYTECODE=1 $(PY_WRAP) $(PYTHON) -m pytest -q -p no:cacheprovider \
+  $(if $(VALGRIND),$(PY_VALGRIND_TESTS),python/tests))
 
 python-check: all $(PY_SITE)/kpack/__init__.py
 	$(if $(PYTEST),$(PYTEST),@echo "python-check: not run under SANITIZE=thread (see the Makefile)")
