@@ -494,6 +494,49 @@ static int scenario_program_handler_after(const char* dir) {
   return 0;
 }
 
+/* kpack's handler wrapped by one installed without SA_NODEFER, which
+ * calls it (as ThreadSanitizer's does): the kernel blocks SIGBUS while
+ * the wrapper runs, kpack's jumps out of both, and the thread must not
+ * keep SIGBUS blocked, or the next guarded read's fault would end the
+ * process. */
+static struct sigaction kpack_disposition;
+
+static void wrapping_handler(int sig, siginfo_t* info, void* context) {
+  kpack_disposition.sa_sigaction(sig, info, context);
+}
+
+static int scenario_wrapped_without_nodefer(const char* dir) {
+  char* path = kt_path(dir, "wrapped.kpack");
+  write_fixture(path, KPACK_COMPRESSION_ZSTD_PER_KERNEL, 1);
+  setenv("ROCM_KPACK_MMAP", "1", 1);
+  kpack_archive_t a;
+  if (kpack_open(path, &a) != KPACK_SUCCESS || a->map == NULL)
+    return 40;
+  struct sigaction wrap;
+  memset(&wrap, 0, sizeof(wrap));
+  wrap.sa_sigaction = wrapping_handler;
+  wrap.sa_flags = SA_SIGINFO;
+  sigemptyset(&wrap.sa_mask);
+  if (sigaction(SIGBUS, NULL, &kpack_disposition) != 0 ||
+      !(kpack_disposition.sa_flags & SA_SIGINFO) ||
+      sigaction(SIGBUS, &wrap, NULL) != 0)
+    return 41;
+  if (truncate(path, 4096) != 0)
+    return 42;
+  for (int i = 0; i < KERNELS; i++) {
+    void* d = NULL;
+    size_t n;
+    if (kpack_get_kernel(a, names[i], "gfx942", &d, &n) != KPACK_ERROR_IO_ERROR)
+      return 43;
+  }
+  sigset_t now;
+  if (pthread_sigmask(SIG_BLOCK, NULL, &now) != 0 || sigismember(&now, SIGBUS))
+    return 44;
+  kpack_close(a);
+  free(path);
+  return 0;
+}
+
 /* The path of this test binary, to run a scenario in a fresh process. */
 static char self[4096];
 
@@ -519,7 +562,15 @@ static void test_a_handler_installed_over_kpacks_is_wrapped_at_the_next_open(
   run_scenario("program-handler-after");
 }
 
+static void test_a_wrapper_without_nodefer_leaves_sigbus_unblocked(
+    void** state) {
+  (void)state;
+  run_scenario("wrapped-without-nodefer");
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && strcmp(argv[1], "wrapped-without-nodefer") == 0)
+    return scenario_wrapped_without_nodefer(argv[2]);
   if (argc == 3 && strcmp(argv[1], "program-handler-first") == 0)
     return scenario_program_handler_first(argv[2]);
   if (argc == 3 && strcmp(argv[1], "program-handler-after") == 0)
@@ -541,6 +592,7 @@ int main(int argc, char** argv) {
           test_a_sigbus_outside_kpack_reaches_the_programs_handler),
       cmocka_unit_test(
           test_a_handler_installed_over_kpacks_is_wrapped_at_the_next_open),
+      cmocka_unit_test(test_a_wrapper_without_nodefer_leaves_sigbus_unblocked),
   };
   return cmocka_run_group_tests_name("mapping", tests, kt_tmp_setup,
                                      kt_tmp_teardown);
