@@ -230,8 +230,8 @@ static void bench_split_wheel(const bench_data* d, const char* kpack,
         bn_die("%s: cannot write", path);
     }
     fprintf(stderr, "bench: packing %s (once)\n", wheel);
-    char* pack_argv[] = {"python3", "-m",   "wheel", "pack",
-                         "-d",      wheels, tree,    NULL};
+    char* pack_argv[] = {
+        "/usr/bin/python3", "-m", "wheel", "pack", "-d", wheels, tree, NULL};
     bn_run_ok(pack_argv);
     snprintf(path, sizeof(path), "%s/synth-1.0.dist-info", tree);
     char* rm_info[] = {"rm", "-rf", path, NULL};
