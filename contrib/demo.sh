@@ -28,8 +28,9 @@ make_cmd=${MAKE:-make}
 # offline; git for the check that the suites leave the clone as they found
 # it.
 packages="libzstd-dev libmsgpack-dev libfuse3-dev fuse3 libcmocka-dev pkg-config zlib1g-dev binutils elfutils groff-base cmake man-db jq libamdhip64-5 rsync lld-14 patchelf hipcc rocm-device-libs libamdhip64-dev lld-15 clang-tools-15 python3-dev python3-setuptools python3-wheel python3-pytest python3-venv python3-pip git"
-# What `make bench` compares against: squashfuse_ll, mksquashfs, zstd.
-bench_packages="squashfuse squashfs-tools zstd"
+# What `make bench` compares against: squashfuse_ll, mksquashfs, zstd;
+# and what packs the wheel of its wheel-split row.
+bench_packages="squashfuse squashfs-tools zstd python3-wheel"
 
 if [ -t 1 ]; then bold='\033[1m' plain='\033[0m'; else bold='' plain=''; fi
 say() { printf "\n${bold}== %s${plain}\n" "$*"; }

@@ -196,8 +196,8 @@ static void bench_split_wheel(const bench_data* d, const char* kpack,
   static const char row[] =
       "kpack split --wheel vs --per-arch tree, 1.2 GB library wheel, -j2";
   static const char target[] = "<= 1.15x";
-  if (!bn_exists("/usr/bin/python3")) {
-    bn_row_not_run(row, target, "no /usr/bin/python3 (python3-wheel)");
+  if (!bn_exists("/usr/lib/python3/dist-packages/wheel/__main__.py")) {
+    bn_row_not_run(row, target, "no python3-wheel to pack its wheel");
     return;
   }
   char tree[600], path[800], wheel[800], wheels[700], stamp[800];
