@@ -581,7 +581,8 @@ static kpack_error_t record_parse(const char* text, size_t size, record* r) {
     r->rows[r->count++] = (record_row){fields[0], fields[1], fields[2], false};
     at = next;
   }
-  qsort(r->rows, r->count, sizeof(*r->rows), record_cmp);
+  if (r->count > 1)
+    qsort(r->rows, r->count, sizeof(*r->rows), record_cmp);
   for (size_t i = 1; i < r->count; i++)
     if (strcmp(r->rows[i - 1].path, r->rows[i].path) == 0)
       goto fail;
@@ -593,6 +594,8 @@ fail:
 
 static record_row* record_find(record* r, const char* path) {
   record_row key = {.path = (char*)path};
+  if (r->count == 0)
+    return NULL; /* an empty RECORD: no rows to search */
   return bsearch(&key, r->rows, r->count, sizeof(*r->rows), record_cmp);
 }
 
