@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT
  *
  * The kpack tool when a file cannot be written or read: a full disk (a
- * small tmpfs), a read-only filesystem and an unreadable input, for split,
- * create and extract. Each message names the file and the system's reason,
- * the run stops at the first failed write, and what a failed run made is
- * taken back. Needs root (mount, setpriv); skipped without it.
+ * small tmpfs), a read-only filesystem and an unreadable input, for split
+ * (of trees and of wheels), create and extract. Each message names the file and
+ * the system's reason, the run stops at the first failed write, and what a
+ * failed run made is taken back. Needs root (mount, setpriv); skipped without
+ * it.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <unistd.h>
 
 #include "fixture_fatbin.h"
+#include "producer/wheel.h"
 #include "fixture_program.h"
 #include "support.h"
 
@@ -532,6 +534,52 @@ static void test_extract_to_a_read_only_filesystem_stops_at_once(void** state) {
   free(archive);
 }
 
+/* A wheel's large file is written by a second thread while the first
+ * inflates: a full disk there still names the wheel and the system's
+ * reason, and the output directory is left as it was. */
+static void test_wheel_split_to_a_full_disk_leaves_what_was_there(
+    void** state) {
+  (void)state;
+  char* tree = kt_in_tmp("wheel-tree");
+  char* big = kt_tree_path(tree, "kpfull/big.bin");
+  void* bytes = noise(3 << 20, 11);
+  kt_write_file(big, bytes, 3 << 20);
+  free(bytes);
+  char* wheels = kt_in_tmp("wheels");
+  kt_mkdirs(wheels);
+  kp_wheel_pack_options o = {.project = "kp-full",
+                             .version = "1.0",
+                             .tags = "py3-none-any",
+                             .root_is_purelib = true,
+                             .level = 1};
+  char* wheel;
+  assert_int_equal(kp_wheel_pack(tree, wheels, &o, &wheel), KPACK_SUCCESS);
+  char* full = mount_tmpfs("wheel-full", "1m", false);
+  char* out = kt_path(full, "out");
+  char* keep = kt_tree_path(out, "keep.txt");
+  kt_write_file(keep, "keep", 4);
+  char *stdout_text, *err, *expected;
+  int rc =
+      KT_KPACK(&stdout_text, &err, "split", "-q", "--wheel", wheel, "-o", out);
+  assert_int_equal(rc, 1);
+  assert_true(asprintf(&expected, "kpack: split: %s: No space left on device\n",
+                       wheel) > 0);
+  assert_string_equal(err, expected);
+  char* names = listing(out);
+  assert_string_equal(names, "keep.txt\n");
+  free(names);
+  free(expected);
+  free(stdout_text);
+  free(err);
+  free(keep);
+  free(out);
+  free(full);
+  free(wheel);
+  free(wheels);
+  free(big);
+  free(tree);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(
@@ -542,6 +590,9 @@ int main(void) {
           kt_kpack_setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_split_to_a_full_disk_leaves_what_was_there, kt_kpack_setup,
+          teardown),
+      cmocka_unit_test_setup_teardown(
+          test_wheel_split_to_a_full_disk_leaves_what_was_there, kt_kpack_setup,
           teardown),
       cmocka_unit_test_setup_teardown(
           test_split_directories_have_their_modes_from_the_start,

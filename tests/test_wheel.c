@@ -5,6 +5,7 @@
  * python3-setuptools-whl, and wheels Debian's setuptools builds) and
  * packing, whose output Debian's `python3 -m wheel unpack` (which checks
  * every RECORD hash) and pip (installing into a venv with no index) accept.
+ * And the pipe that hashes and writes a large entry on a second thread.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,9 +15,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/pipe.h"
 #include "common/sha256.h"
 #include "common/zip.h"
 #include "producer/wheel.h"
+#include "rocm_kpack/kpack_wheel.h"
 #include "support.h"
 
 #define PYTHON "/usr/bin/python3"
@@ -57,9 +60,16 @@ static char* sample_tree(const char* name) {
   char* p = kt_tree_path(root, "kpdemo/__init__.py");
   kt_write_file(p, "VALUE = 42\n", 11);
   free(p);
+  /* Both over KP_PIPE_MIN_SIZE: hashed and written on the pipe's thread,
+   * one deflated and one stored. */
   p = kt_tree_path(root, "kpdemo/data/blob.bin");
-  void* blob = kt_pattern(300000, 7);
-  kt_write_file(p, blob, 300000);
+  void* blob = kt_pattern(3000000, 7);
+  kt_write_file(p, blob, 3000000);
+  free(blob);
+  free(p);
+  p = kt_tree_path(root, "kpdemo/data/big.kpack");
+  blob = kt_pattern(1500000, 8);
+  kt_write_file(p, blob, 1500000);
   free(blob);
   free(p);
   p = kt_tree_path(root, "kpdemo/tool.sh");
@@ -74,7 +84,8 @@ static kp_wheel_pack_options sample_options(void) {
                                  .version = "1.2.0",
                                  .tags = "py3-none-any",
                                  .root_is_purelib = true,
-                                 .level = 6};
+                                 .level = 6,
+                                 .stored_suffix = ".kpack"};
 }
 
 /* A zip of the given entries (name, text) written by the project's
@@ -93,6 +104,109 @@ static void write_zip(const char* path, const char* const* entries,
   assert_int_equal(kp_zip_writer_finish(w), KPACK_SUCCESS);
   kp_zip_writer_free(w);
   close(fd);
+}
+
+/* ---- the pipe ------------------------------------------------------------ */
+
+/* What the pipe's functions saw: each function's bytes, the order of the
+ * calls (a letter per call) and, to fail on, a call count. */
+typedef struct pipe_log {
+  uint8_t* bytes[2];
+  size_t size[2];
+  char calls[4096];
+  size_t call_count;
+  size_t fail_at; /* the call that fails (1-based), 0 none */
+} pipe_log;
+
+typedef struct pipe_user {
+  pipe_log* log;
+  int which;
+} pipe_user;
+
+static kpack_error_t pipe_take(void* user, const void* data, size_t size) {
+  pipe_user* u = user;
+  pipe_log* l = u->log;
+  if (++l->call_count == l->fail_at)
+    return KPACK_ERROR_IO_ERROR;
+  assert_true(l->call_count < sizeof(l->calls));
+  l->calls[l->call_count - 1] = (char)('a' + u->which);
+  l->bytes[u->which] = realloc(l->bytes[u->which], l->size[u->which] + size);
+  memcpy(l->bytes[u->which] + l->size[u->which], data, size);
+  l->size[u->which] += size;
+  return KPACK_SUCCESS;
+}
+
+static void test_pipe_runs_pieces_in_order_on_its_thread(void** state) {
+  (void)state;
+  pipe_log log = {0};
+  pipe_user users[2] = {{&log, 0}, {&log, 1}};
+  uint8_t* data = kt_pattern(4 << 20, 3);
+  uint8_t* want[2] = {malloc(16 << 20), malloc(16 << 20)};
+  size_t want_size[2] = {0, 0};
+  char order[64];
+  size_t runs = 0;
+  kp_pipe* p = kp_pipe_start();
+  assert_non_null(p);
+  /* Pieces of either function, of sizes around the pipe's buffers. */
+  static const size_t sizes[] = {1,     65536, 0,       300000, 262144,
+                                 70000, 3,     1 << 20, 5,      500000};
+  size_t at = 0;
+  for (size_t i = 0; i < 40; i++) {
+    int which = (i / 3) % 2; /* runs of three pieces of one function */
+    size_t n = sizes[i % 10];
+    assert_int_equal(kp_pipe_push(p, pipe_take, &users[which], data + at, n),
+                     KPACK_SUCCESS);
+    memcpy(want[which] + want_size[which], data + at, n);
+    want_size[which] += n;
+    if (n > 0 && (runs == 0 || order[runs - 1] != 'a' + which))
+      order[runs++] = (char)('a' + which);
+    at = (at + 4099) % (2 << 20);
+  }
+  assert_int_equal(kp_pipe_finish(p), KPACK_SUCCESS);
+  for (int w = 0; w < 2; w++) {
+    assert_int_equal(log.size[w], want_size[w]);
+    assert_memory_equal(log.bytes[w], want[w], want_size[w]);
+    free(want[w]);
+    free(log.bytes[w]);
+  }
+  /* The calls, runs of one letter merged, go in the order pushed. */
+  size_t merged = 0;
+  for (size_t i = 0; i < log.call_count; i++)
+    if (merged == 0 || order[merged - 1] != log.calls[i]) {
+      assert_true(merged < runs);
+      assert_int_equal(log.calls[i], order[merged]);
+      merged++;
+    }
+  assert_int_equal(merged, runs);
+  /* Without a pipe, the call happens at once. */
+  pipe_log inline_log = {0};
+  pipe_user u = {&inline_log, 1};
+  assert_int_equal(kp_pipe_call(NULL, pipe_take, &u, data, 10), KPACK_SUCCESS);
+  assert_int_equal(inline_log.size[1], 10);
+  free(inline_log.bytes[1]);
+  assert_int_equal(kp_pipe_finish(NULL), KPACK_SUCCESS);
+  free(data);
+}
+
+static void test_pipe_stops_at_the_first_failure(void** state) {
+  (void)state;
+  pipe_log log = {.fail_at = 3};
+  pipe_user u = {&log, 0};
+  uint8_t* data = kt_pattern(256 << 10, 4);
+  kp_pipe* p = kp_pipe_start();
+  assert_non_null(p);
+  /* A slot a push: the third fails, and a push after it says so. */
+  kpack_error_t err = KPACK_SUCCESS;
+  size_t pushes = 0;
+  for (; pushes < 1000 && err == KPACK_SUCCESS; pushes++)
+    err = kp_pipe_push(p, pipe_take, &u, data, 256 << 10);
+  assert_int_equal(err, KPACK_ERROR_IO_ERROR);
+  assert_true(pushes > 3 && pushes < 1000);
+  assert_int_equal(kp_pipe_finish(p), KPACK_ERROR_IO_ERROR);
+  assert_int_equal(log.call_count, 3); /* nothing ran after it */
+  assert_int_equal(log.size[0], 2 * (256 << 10));
+  free(log.bytes[0]);
+  free(data);
 }
 
 /* ---- SHA-256 ------------------------------------------------------------- */
@@ -595,6 +709,57 @@ static void test_unpack_checks_every_file_against_record(void** state) {
   free(ok);
 }
 
+/* A large file is hashed on the pipe's thread: a byte changed in it
+ * after RECORD was made is still found. Python rewrites the wheel, the
+ * file changed or (the control) not. */
+static void test_unpack_checks_large_files_against_record(void** state) {
+  (void)state;
+  char* tree = sample_tree("tree-large");
+  char* out = kt_in_tmp("out-large");
+  kt_rmtree(out);
+  kt_mkdirs(out);
+  kp_wheel_pack_options o = sample_options();
+  char* path;
+  assert_int_equal(kp_wheel_pack(tree, out, &o, &path), KPACK_SUCCESS);
+  static const char* const changed[] = {NULL, "kpdemo/data/blob.bin",
+                                        "kpdemo/data/big.kpack"};
+  for (size_t i = 0; i < 3; i++) {
+    char* parent = kt_in_tmp("w-large");
+    char* copy = kt_path(parent, "kp_demo-1.2.0-py3-none-any.whl");
+    char* dir = kt_in_tmp("w-large-unpacked");
+    kt_rmtree(dir);
+    kt_mkdirs(parent);
+    free(parent);
+    char command[2048];
+    snprintf(command, sizeof(command),
+             PYTHON
+             " -c 'import sys, zipfile\n"
+             "src, dst, name = sys.argv[1:]\n"
+             "with zipfile.ZipFile(src) as z, "
+             "zipfile.ZipFile(dst, \"w\") as o:\n"
+             "  for i in z.infolist():\n"
+             "    d = z.read(i)\n"
+             "    if i.filename == name:\n"
+             "      d = d[:1200000] + bytes([d[1200000] ^ 1]) + "
+             "d[1200001:]\n"
+             "    o.writestr(i, d)\n' '%s' '%s' '%s'",
+             path, copy, changed[i] != NULL ? changed[i] : "");
+    assert_int_equal(sh(command, NULL), 0);
+    kp_wheel* w = NULL;
+    assert_int_equal(
+        kp_wheel_unpack(copy, dir, &w),
+        changed[i] != NULL ? KPACK_ERROR_INVALID_FORMAT : KPACK_SUCCESS);
+    kp_wheel_free(w);
+    kt_rmtree(dir);
+    free(dir);
+    free(copy);
+  }
+  kt_rmtree(out);
+  free(path);
+  free(out);
+  free(tree);
+}
+
 static void test_unpack_refuses_names_that_leave_the_directory(void** state) {
   (void)state;
   static const char* const names[] = {"../evil.py", "/etc/evil", "w/./x.py",
@@ -683,8 +848,29 @@ static void test_packed_wheels_pass_wheel_unpack(void** state) {
   assert_int_equal(kp_wheel_unpack(path, again, &w), KPACK_SUCCESS);
   assert_string_equal(w->dist_info, "kp_demo-1.2.0.dist-info");
   assert_string_equal(kp_metadata_get(&w->metadata, "Name"), "kp-demo");
-  assert_int_equal(w->file_count, 6); /* 3 files, METADATA, WHEEL, RECORD */
-  assert_string_equal(w->files[5].path, "kp_demo-1.2.0.dist-info/RECORD");
+  assert_int_equal(w->file_count, 7); /* 4 files, METADATA, WHEEL, RECORD */
+  assert_string_equal(w->files[6].path, "kp_demo-1.2.0.dist-info/RECORD");
+  /* The large files came back whole. */
+  char* from = kt_tree_path(tree, "kpdemo/data/blob.bin");
+  char* to = kt_tree_path(again, "kpdemo/data/blob.bin");
+  assert_true(kt_same_file(from, to));
+  free(from);
+  free(to);
+  from = kt_tree_path(tree, "kpdemo/data/big.kpack");
+  to = kt_tree_path(again, "kpdemo/data/big.kpack");
+  assert_true(kt_same_file(from, to));
+  free(from);
+  free(to);
+  /* Stored as asked, deflated otherwise. */
+  kp_zip* zip;
+  assert_int_equal(kp_zip_open(path, &zip), KPACK_SUCCESS);
+  assert_int_equal(
+      kp_zip_entry_at(zip, kp_zip_find(zip, "kpdemo/data/big.kpack"))->method,
+      KP_ZIP_STORED);
+  assert_int_equal(
+      kp_zip_entry_at(zip, kp_zip_find(zip, "kpdemo/data/blob.bin"))->method,
+      KP_ZIP_DEFLATED);
+  kp_zip_close(zip);
   kp_wheel_free(w);
   kt_rmtree(again);
   free(again);
@@ -808,6 +994,102 @@ static void test_an_unpacked_wheel_packs_again(void** state) {
   free(wheel_path);
 }
 
+/* A stand-in for the per-arch tree split: the generic tree and three
+ * device trees with an archive each, two of them over KP_PIPE_MIN_SIZE;
+ * with `user` set, a FIFO in one device tree, which no wheel can hold. */
+static kpack_error_t fake_tree_split(void* user, const char* input_dir,
+                                     const char* output_dir, const char* prefix,
+                                     const char* archive_dir) {
+  (void)input_dir;
+  static const char* const trees[] = {"gfx1030", "gfx90a", "gfx942"};
+  static const size_t sizes[] = {1500000, 1200000, 5000};
+  char* p = kt_tree_path(output_dir, "generic/kpdemo/__init__.py");
+  kt_write_file(p, "VALUE = 42\n", 11);
+  free(p);
+  for (size_t i = 0; i < 3; i++) {
+    char* rel = NULL;
+    assert_true(asprintf(&rel, "%s/%s/%s_%s.kpack", trees[i], archive_dir,
+                         prefix, trees[i]) > 0);
+    p = kt_tree_path(output_dir, rel);
+    void* bytes = kt_pattern(sizes[i], (uint32_t)i + 20);
+    kt_write_file(p, bytes, sizes[i]);
+    free(bytes);
+    free(p);
+    free(rel);
+  }
+  if (user != NULL) {
+    p = kt_tree_path(output_dir, "gfx90a/fifo");
+    assert_int_equal(mkfifo(p, 0644), 0);
+    free(p);
+  }
+  return KPACK_SUCCESS;
+}
+
+/* The wheels of a split are packed two at a time: every one is whole and
+ * checks against its RECORD, two runs give the same bytes, and a wheel that
+ * cannot be packed fails the run, named, leaving nothing. */
+static void test_wheel_split_packs_wheels_side_by_side(void** state) {
+  (void)state;
+  char* tree = sample_tree("fat-tree");
+  char* wheels = kt_in_tmp("fat-wheels");
+  kt_rmtree(wheels);
+  kt_mkdirs(wheels);
+  kp_wheel_pack_options o = sample_options();
+  char* fat;
+  assert_int_equal(kp_wheel_pack(tree, wheels, &o, &fat), KPACK_SUCCESS);
+  kpack_wheel_split_options_t split = {.split_tree = fake_tree_split,
+                                       .level = 1};
+  char* outs[2] = {kt_in_tmp("split-1"), kt_in_tmp("split-2")};
+  char why[512];
+  for (int r = 0; r < 2; r++) {
+    kt_rmtree(outs[r]);
+    kpack_wheel_split_result_t* result;
+    assert_int_equal(
+        kpack_wheel_split(fat, outs[r], &split, &result, why, sizeof(why)),
+        KPACK_SUCCESS);
+    assert_int_equal(result->device_count, 3);
+    assert_string_equal(result->trees[1], "gfx90a");
+    for (size_t i = 0; i <= result->device_count; i++) {
+      const char* path = i == 0 ? result->host : result->devices[i - 1];
+      assert_true(strncmp(path, outs[r], strlen(outs[r])) == 0);
+      char* dir = kt_in_tmp("split-unpacked");
+      kt_rmtree(dir);
+      kp_wheel* w;
+      assert_int_equal(kp_wheel_unpack(path, dir, &w), KPACK_SUCCESS);
+      kp_wheel_free(w);
+      if (r == 1) {
+        char* first = kt_path(outs[0], strrchr(path, '/') + 1);
+        assert_true(kt_same_file(first, path));
+        free(first);
+      }
+      kt_rmtree(dir);
+      free(dir);
+    }
+    kpack_wheel_split_result_free(result);
+  }
+  /* One wheel fails: the run says which, and its output directory goes. */
+  char* failed = kt_in_tmp("split-failed");
+  kt_rmtree(failed);
+  split.user = &split;
+  kpack_wheel_split_result_t* result = NULL;
+  assert_int_equal(
+      kpack_wheel_split(fat, failed, &split, &result, why, sizeof(why)),
+      KPACK_ERROR_INVALID_ARGUMENT);
+  assert_null(result);
+  kt_assert_contains(why, "cannot pack kp-demo-device-gfx90a 1.2.0 as a wheel");
+  struct stat st;
+  assert_int_equal(stat(failed, &st), -1);
+  free(failed);
+  for (int r = 0; r < 2; r++) {
+    kt_rmtree(outs[r]);
+    free(outs[r]);
+  }
+  free(fat);
+  kt_rmtree(wheels);
+  free(wheels);
+  free(tree);
+}
+
 static void test_pack_refuses_what_cannot_be_a_wheel(void** state) {
   (void)state;
   char* tree = sample_tree("tree-bad");
@@ -853,6 +1135,8 @@ static void test_pack_refuses_what_cannot_be_a_wheel(void** state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_pipe_runs_pieces_in_order_on_its_thread),
+      cmocka_unit_test(test_pipe_stops_at_the_first_failure),
       cmocka_unit_test(test_sha256_gives_the_fips_180_digests),
       cmocka_unit_test(test_zip_round_trip_reads_what_was_written),
       cmocka_unit_test(test_zip_with_70000_entries_uses_zip64_records),
@@ -866,6 +1150,7 @@ int main(void) {
       cmocka_unit_test(test_malformed_metadata_is_invalid_metadata),
       cmocka_unit_test(test_debian_wheels_unpack_as_pythons_zipfile_does),
       cmocka_unit_test(test_unpack_checks_every_file_against_record),
+      cmocka_unit_test(test_unpack_checks_large_files_against_record),
       cmocka_unit_test(test_unpack_refuses_names_that_leave_the_directory),
       cmocka_unit_test(test_unpack_needs_one_matching_dist_info),
       cmocka_unit_test(test_unpack_wants_an_empty_directory),
@@ -873,6 +1158,7 @@ int main(void) {
       cmocka_unit_test(test_packing_twice_gives_the_same_bytes),
       cmocka_unit_test(test_pip_installs_host_and_device_wheels_by_extra),
       cmocka_unit_test(test_an_unpacked_wheel_packs_again),
+      cmocka_unit_test(test_wheel_split_packs_wheels_side_by_side),
       cmocka_unit_test(test_pack_refuses_what_cannot_be_a_wheel),
   };
   return cmocka_run_group_tests(tests, kt_tmp_setup, kt_tmp_teardown);

@@ -17,6 +17,7 @@
 #include "common/byteorder.h"
 #include "common/grow.h"
 #include "common/input.h"
+#include "common/pipe.h"
 
 #define ZIP_LOCAL_SIG 0x04034b50u
 #define ZIP_CENTRAL_SIG 0x02014b50u
@@ -546,6 +547,26 @@ static kpack_error_t zip_input(int fd, const uint8_t* data, uint64_t at,
   return kp_pread_all(fd, buf, n, at);
 }
 
+/* What the pipe of a large entry does: hashes what goes in and, stored,
+ * writes it out. */
+typedef struct zip_piece_sink {
+  kp_zip_writer* w;
+  kp_sha256_ctx* digest;
+} zip_piece_sink;
+
+static kpack_error_t zip_hash_piece(void* user, const void* data, size_t n) {
+  zip_piece_sink* s = user;
+  kp_sha256_update(s->digest, data, n);
+  return KPACK_SUCCESS;
+}
+
+static kpack_error_t zip_hash_emit_piece(void* user, const void* data,
+                                         size_t n) {
+  zip_piece_sink* s = user;
+  kp_sha256_update(s->digest, data, n);
+  return zip_emit(s->w, data, n);
+}
+
 kpack_error_t kp_zip_writer_add(kp_zip_writer* w, const char* name,
                                 uint32_t mode, int fd, const void* data,
                                 uint64_t size, int level,
@@ -554,6 +575,7 @@ kpack_error_t kp_zip_writer_add(kp_zip_writer* w, const char* name,
   uint8_t *in_buf = NULL, *out_buf = NULL;
   z_stream zs;
   kp_sha256_ctx digest;
+  kp_pipe* pipe = NULL;
   bool deflating = false;
   kpack_error_t err;
   if (w == NULL || name == NULL || name[0] == '\0' || strlen(name) > 0xffff ||
@@ -596,6 +618,12 @@ kpack_error_t kp_zip_writer_add(kp_zip_writer* w, const char* name,
     deflating = true;
   }
   kp_sha256_init(&digest);
+  /* A large entry is hashed (and, stored, written) on a second thread
+   * while this one reads, sums and deflates: until the pipe is finished,
+   * the digest (and, stored, w->offset) are the pipe's. */
+  zip_piece_sink sink = {.w = w, .digest = &digest};
+  if (size >= KP_PIPE_MIN_SIZE)
+    pipe = kp_pipe_start();
   uint64_t at = 0;
   do {
     size_t n = size - at < ZIP_CHUNK ? (size_t)(size - at) : ZIP_CHUNK;
@@ -605,14 +633,16 @@ kpack_error_t kp_zip_writer_add(kp_zip_writer* w, const char* name,
       goto fail;
     at += n;
     e->crc32 = (uint32_t)crc32(e->crc32, piece, (uInt)n);
-    kp_sha256_update(&digest, piece, n);
     if (!deflating) {
-      err = zip_emit(w, piece, n);
+      err = kp_pipe_call(pipe, zip_hash_emit_piece, &sink, piece, n);
       if (err != KPACK_SUCCESS)
         goto fail;
       e->compressed_size += n;
       continue;
     }
+    err = kp_pipe_call(pipe, zip_hash_piece, &sink, piece, n);
+    if (err != KPACK_SUCCESS)
+      goto fail;
     zs.next_in = (Bytef*)piece;
     zs.avail_in = (uInt)n;
     int flush = at == size ? Z_FINISH : Z_NO_FLUSH;
@@ -628,6 +658,10 @@ kpack_error_t kp_zip_writer_add(kp_zip_writer* w, const char* name,
       e->compressed_size += out;
     } while (zs.avail_out == 0 || (flush == Z_FINISH && rc != Z_STREAM_END));
   } while (at < size);
+  err = kp_pipe_finish(pipe);
+  pipe = NULL;
+  if (err != KPACK_SUCCESS)
+    goto fail;
   /* The real CRC and sizes, in a header of the same length. */
   zip_local_header(header, e, zip64);
   err = kp_pwrite_all(w->fd, header, header_len, e->header_offset);
@@ -643,6 +677,12 @@ kpack_error_t kp_zip_writer_add(kp_zip_writer* w, const char* name,
   err = KPACK_SUCCESS;
   goto done;
 fail:
+  if (pipe != NULL) {
+    /* Its error, if any, is err or came after it: errno stays err's. */
+    int saved = errno;
+    kp_pipe_finish(pipe);
+    errno = saved;
+  }
   free(e->name);
   w->failed = err;
 done:

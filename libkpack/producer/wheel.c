@@ -19,6 +19,7 @@
 
 #include "common/grow.h"
 #include "common/input.h"
+#include "common/pipe.h"
 #include "common/sha256.h"
 #include "common/zip.h"
 
@@ -782,10 +783,13 @@ static kpack_error_t wheel_make_parents(int root_fd, const char* path) {
   return err;
 }
 
+/* Where an entry goes: its file, hashed as it is written (by the pipe's
+ * thread, when there is a pipe, until it is finished). */
 typedef struct wheel_sink {
   int fd;
   uint64_t written;
   kp_sha256_ctx digest;
+  kp_pipe* pipe;
 } wheel_sink;
 
 static kpack_error_t wheel_write_piece(void* user, const void* data,
@@ -795,6 +799,14 @@ static kpack_error_t wheel_write_piece(void* user, const void* data,
   kpack_error_t err = kp_pwrite_all(s->fd, data, size, s->written);
   s->written += size;
   return err;
+}
+
+/* What the entry's reader hands on: to the pipe's thread, for a large
+ * entry, while this one inflates the next piece. */
+static kpack_error_t wheel_pass_piece(void* user, const void* data,
+                                      size_t size) {
+  wheel_sink* s = user;
+  return kp_pipe_call(s->pipe, wheel_write_piece, s, data, size);
 }
 
 /* Whether a RECORD row says what was written: its hash (padding ignored)
@@ -866,7 +878,15 @@ static kpack_error_t wheel_extract(kp_zip* zip, size_t index, int root_fd,
     return errno == EEXIST || errno == EISDIR ? KPACK_ERROR_INVALID_FORMAT
                                               : KPACK_ERROR_IO_ERROR;
   kp_sha256_init(&s.digest);
-  err = kp_zip_read(zip, index, wheel_write_piece, &s);
+  if (e->size >= KP_PIPE_MIN_SIZE)
+    s.pipe = kp_pipe_start();
+  err = kp_zip_read(zip, index, wheel_pass_piece, &s);
+  int saved = errno; /* the reason for err, unless it is the pipe's */
+  kpack_error_t piped = kp_pipe_finish(s.pipe);
+  if (err == KPACK_SUCCESS)
+    err = piped;
+  else
+    errno = saved;
   if (close(s.fd) != 0 && err == KPACK_SUCCESS)
     err = KPACK_ERROR_IO_ERROR;
   if (err != KPACK_SUCCESS)

@@ -13,7 +13,11 @@
 #include <dirent.h>
 #include <errno.h>
 #include <ftw.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,14 +240,61 @@ static kpack_error_t ws_list_trees(ws_state* s, const char* split) {
   return err;
 }
 
-static kpack_error_t ws_pack(ws_state* s, const char* dir, const char* wheels,
-                             const kp_wheel_pack_options* o) {
-  char* path = NULL;
-  kpack_error_t err = kp_wheel_pack(dir, wheels, o, &path);
-  if (err != KPACK_SUCCESS)
-    return ws_fail(s, err, "cannot pack %s %s as a wheel: %s", o->project,
-                   o->version, kpack_error_string(err));
-  s->packed[s->packed_count++] = path;
+/* One wheel to pack: a tree and what to call it. */
+typedef struct ws_job {
+  char* dir;
+  kp_wheel_pack_options options;
+  char* project; /* device wheels: the options' project */
+  char* summary; /* and their one extra line */
+  const char* extra[1];
+  char* path; /* the packed wheel */
+  kpack_error_t err;
+} ws_job;
+
+/* Packs jobs[next...] until none is left; wheels are independent, so two
+ * threads pack two at once. */
+typedef struct ws_pool {
+  ws_job* jobs;
+  size_t count;
+  const char* wheels;
+  _Atomic size_t next;
+} ws_pool;
+
+static void* ws_pack_jobs(void* arg) {
+  ws_pool* pool = arg;
+  size_t i;
+  while ((i = atomic_fetch_add(&pool->next, 1)) < pool->count) {
+    ws_job* j = &pool->jobs[i];
+    j->err = kp_wheel_pack(j->dir, pool->wheels, &j->options, &j->path);
+  }
+  return NULL;
+}
+
+/* Packs every job, two at a time when a second thread can be had; then
+ * reports the first failure in job order, else records the wheels in it. */
+static kpack_error_t ws_pack_jobs_all(ws_state* s, ws_job* jobs, size_t count,
+                                      const char* wheels) {
+  ws_pool pool = {.jobs = jobs, .count = count, .wheels = wheels};
+  atomic_init(&pool.next, 0);
+  pthread_t helper;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  bool helped =
+      count > 1 && pthread_create(&helper, NULL, ws_pack_jobs, &pool) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  ws_pack_jobs(&pool);
+  if (helped)
+    pthread_join(helper, NULL);
+  for (size_t i = 0; i < count; i++)
+    if (jobs[i].err != KPACK_SUCCESS)
+      return ws_fail(s, jobs[i].err, "cannot pack %s %s as a wheel: %s",
+                     jobs[i].options.project, jobs[i].options.version,
+                     kpack_error_string(jobs[i].err));
+  for (size_t i = 0; i < count; i++) {
+    s->packed[s->packed_count++] = jobs[i].path;
+    jobs[i].path = NULL;
+  }
   return KPACK_SUCCESS;
 }
 
@@ -256,6 +307,7 @@ static char* ws_device_project(const char* name, const char* tree) {
 static kpack_error_t ws_pack_all(ws_state* s, const char* split,
                                  const char* wheels) {
   kpack_error_t err = KPACK_SUCCESS;
+  ws_job* jobs = NULL;
   const kp_metadata* md = &s->fat->metadata;
   const char* name = kp_metadata_get(md, "Name");
   const char* version = kp_metadata_get(md, "Version");
@@ -303,53 +355,61 @@ static kpack_error_t ws_pack_all(ws_state* s, const char* split,
     goto cleanup;
   }
 
-  char* generic = ws_join(split, "generic");
-  if (generic == NULL) {
+  /* The host wheel, then one per tree. */
+  jobs = calloc(s->tree_count + 1, sizeof(*jobs));
+  if (jobs == NULL) {
     err = KPACK_ERROR_OUT_OF_MEMORY;
     goto cleanup;
   }
-  kp_wheel_pack_options host = {.project = name,
-                                .version = version,
-                                .build = s->fat->name.build,
-                                .tags = s->fat->name.tags,
-                                .extra_metadata = (const char* const*)lines,
-                                .extra_metadata_count = n,
-                                .root_is_purelib = s->fat->root_is_purelib,
-                                .level = s->options->level,
-                                .stored_suffix = ".kpack"};
-  err = ws_pack(s, generic, wheels, &host);
-  free(generic);
+  jobs[0].dir = ws_join(split, "generic");
+  jobs[0].options =
+      (kp_wheel_pack_options){.project = name,
+                              .version = version,
+                              .build = s->fat->name.build,
+                              .tags = s->fat->name.tags,
+                              .extra_metadata = (const char* const*)lines,
+                              .extra_metadata_count = n,
+                              .root_is_purelib = s->fat->root_is_purelib,
+                              .level = s->options->level,
+                              .stored_suffix = ".kpack"};
+  if (jobs[0].dir == NULL)
+    err = KPACK_ERROR_OUT_OF_MEMORY;
   for (size_t t = 0; err == KPACK_SUCCESS && t < s->tree_count; t++) {
-    char* tree = ws_join(split, s->trees[t]);
-    char* project = ws_device_project(name, s->trees[t]);
-    char* summary = NULL;
-    if (tree == NULL || project == NULL ||
-        asprintf(&summary, "Summary: GPU code of %s %s for %s", name, version,
-                 s->trees[t]) < 0) {
-      summary = NULL;
+    ws_job* j = &jobs[t + 1];
+    j->dir = ws_join(split, s->trees[t]);
+    j->project = ws_device_project(name, s->trees[t]);
+    if (j->dir == NULL || j->project == NULL ||
+        asprintf(&j->summary, "Summary: GPU code of %s %s for %s", name,
+                 version, s->trees[t]) < 0) {
+      j->summary = NULL;
       err = KPACK_ERROR_OUT_OF_MEMORY;
-    } else {
-      const char* extra[] = {summary};
-      kp_wheel_pack_options device = {
-          .project = project,
-          .version = version,
-          .build = s->fat->name.build,
-          .tags = s->fat->name.tags,
-          .extra_metadata = extra,
-          .extra_metadata_count = 1,
-          /* Installed beside the host's files, whatever the scheme. */
-          .root_is_purelib = s->fat->root_is_purelib,
-          .level = s->options->level,
-          /* Archives are compressed already (or stored on purpose). */
-          .stored_suffix = ".kpack"};
-      err = ws_pack(s, tree, wheels, &device);
+      break;
     }
-    free(summary);
-    free(project);
-    free(tree);
+    j->extra[0] = j->summary;
+    j->options = (kp_wheel_pack_options){
+        .project = j->project,
+        .version = version,
+        .build = s->fat->name.build,
+        .tags = s->fat->name.tags,
+        .extra_metadata = j->extra,
+        .extra_metadata_count = 1,
+        /* Installed beside the host's files, whatever the scheme. */
+        .root_is_purelib = s->fat->root_is_purelib,
+        .level = s->options->level,
+        /* Archives are compressed already (or stored on purpose). */
+        .stored_suffix = ".kpack"};
   }
+  if (err == KPACK_SUCCESS)
+    err = ws_pack_jobs_all(s, jobs, s->tree_count + 1, wheels);
 
 cleanup:
+  for (size_t i = 0; jobs != NULL && i < s->tree_count + 1; i++) {
+    free(jobs[i].dir);
+    free(jobs[i].project);
+    free(jobs[i].summary);
+    free(jobs[i].path);
+  }
+  free(jobs);
   if (lines != NULL)
     for (size_t i = 0; i < line_count; i++)
       free(lines[i]);
