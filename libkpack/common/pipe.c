@@ -10,11 +10,12 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/thread.h"
 
 #define KP_PIPE_SLOTS 4
 #define KP_PIPE_SLOT_SIZE ((size_t)256 << 10)
@@ -97,13 +98,7 @@ kp_pipe* kp_pipe_start(void) {
     pipe_free(p);
     return NULL;
   }
-  /* The thread takes no signals: they stay the caller's threads'. */
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  int rc = pthread_create(&p->thread, NULL, pipe_thread, p);
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
-  if (rc != 0) {
+  if (kp_thread_start(&p->thread, pipe_thread, p) != 0) {
     pthread_cond_destroy(&p->room);
     pthread_cond_destroy(&p->ready);
     pthread_mutex_destroy(&p->lock);
@@ -134,8 +129,7 @@ kpack_error_t kp_pipe_push(kp_pipe* p, kp_pipe_fn fn, void* user,
       s = &p->slots[p->committed % KP_PIPE_SLOTS];
     }
     if (!p->filling) {
-      while (p->committed - p->done == KP_PIPE_SLOTS &&
-             p->err == KPACK_SUCCESS)
+      while (p->committed - p->done == KP_PIPE_SLOTS && p->err == KPACK_SUCCESS)
         pthread_cond_wait(&p->room, &p->lock);
       s->fn = fn;
       s->user = user;

@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <ftw.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -25,6 +24,7 @@
 #include <unistd.h>
 
 #include "common/grow.h"
+#include "common/thread.h"
 #include "producer/wheel.h"
 #include "rocm_kpack/kpack_archive.h"
 #include "rocm_kpack/kpack_wheel.h"
@@ -277,12 +277,7 @@ static kpack_error_t ws_pack_jobs_all(ws_state* s, ws_job* jobs, size_t count,
   ws_pool pool = {.jobs = jobs, .count = count, .wheels = wheels};
   atomic_init(&pool.next, 0);
   pthread_t helper;
-  sigset_t all, old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
-  bool helped =
-      count > 1 && pthread_create(&helper, NULL, ws_pack_jobs, &pool) == 0;
-  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  bool helped = count > 1 && kp_thread_start(&helper, ws_pack_jobs, &pool) == 0;
   ws_pack_jobs(&pool);
   if (helped)
     pthread_join(helper, NULL);
