@@ -88,6 +88,21 @@ static kp_wheel_pack_options sample_options(void) {
                                  .stored_suffix = ".kpack"};
 }
 
+/* sample_tree(name) packed with sample_options() into the fresh directory
+ * `out_name`: the wheel's path; the tree and the directory in *tree and
+ * *out, all three the caller's to free. */
+static char* pack_sample(const char* name, const char* out_name, char** tree,
+                         char** out) {
+  *tree = sample_tree(name);
+  *out = kt_in_tmp(out_name);
+  kt_rmtree(*out);
+  kt_mkdirs(*out);
+  kp_wheel_pack_options o = sample_options();
+  char* path;
+  assert_int_equal(kp_wheel_pack(*tree, *out, &o, &path), KPACK_SUCCESS);
+  return path;
+}
+
 /* A zip of the given entries (name, text) written by the project's
  * writer. */
 static void write_zip(const char* path, const char* const* entries,
@@ -714,13 +729,8 @@ static void test_unpack_checks_every_file_against_record(void** state) {
  * file changed or (the control) not. */
 static void test_unpack_checks_large_files_against_record(void** state) {
   (void)state;
-  char* tree = sample_tree("tree-large");
-  char* out = kt_in_tmp("out-large");
-  kt_rmtree(out);
-  kt_mkdirs(out);
-  kp_wheel_pack_options o = sample_options();
-  char* path;
-  assert_int_equal(kp_wheel_pack(tree, out, &o, &path), KPACK_SUCCESS);
+  char *tree, *out;
+  char* path = pack_sample("tree-large", "out-large", &tree, &out);
   static const char* const changed[] = {NULL, "kpdemo/data/blob.bin",
                                         "kpdemo/data/big.kpack"};
   for (size_t i = 0; i < 3; i++) {
@@ -822,13 +832,8 @@ static void test_unpack_wants_an_empty_directory(void** state) {
 
 static void test_packed_wheels_pass_wheel_unpack(void** state) {
   (void)state;
-  char* tree = sample_tree("tree");
-  char* out = kt_in_tmp("out");
-  kt_rmtree(out);
-  kt_mkdirs(out);
-  kp_wheel_pack_options o = sample_options();
-  char* path;
-  assert_int_equal(kp_wheel_pack(tree, out, &o, &path), KPACK_SUCCESS);
+  char *tree, *out;
+  char* path = pack_sample("tree", "out", &tree, &out);
   kt_assert_contains(path, "/kp_demo-1.2.0-py3-none-any.whl");
   char command[1024];
   snprintf(command, sizeof(command),
@@ -1030,13 +1035,8 @@ static kpack_error_t fake_tree_split(void* user, const char* input_dir,
  * cannot be packed fails the run, named, leaving nothing. */
 static void test_wheel_split_packs_wheels_side_by_side(void** state) {
   (void)state;
-  char* tree = sample_tree("fat-tree");
-  char* wheels = kt_in_tmp("fat-wheels");
-  kt_rmtree(wheels);
-  kt_mkdirs(wheels);
-  kp_wheel_pack_options o = sample_options();
-  char* fat;
-  assert_int_equal(kp_wheel_pack(tree, wheels, &o, &fat), KPACK_SUCCESS);
+  char *tree, *wheels;
+  char* fat = pack_sample("fat-tree", "fat-wheels", &tree, &wheels);
   kpack_wheel_split_options_t split = {.split_tree = fake_tree_split,
                                        .level = 1};
   char* outs[2] = {kt_in_tmp("split-1"), kt_in_tmp("split-2")};
