@@ -499,6 +499,21 @@ static void test_bad_input_is_refused_and_left_untouched(void** s) {
   refused(&so, orig, (size_t)shoff + 100, KPACK_ERROR_INVALID_FORMAT,
           "extends past end of file");
 
+  /* A .hip_fatbin whose size wraps its offset around: the layout would be
+   * computed from sums that wrap, and its records left HIPF. */
+  memcpy(b, orig, size);
+  fx_store_le(fx_section_header(b, ".hip_fatbin") + 32, ~(uint64_t)0x10b, 8);
+  refused(&so, b, size, KPACK_ERROR_INVALID_FORMAT, "extends past end of file");
+
+  /* A PT_LOAD whose bytes end past the file's. */
+  memcpy(b, orig, size);
+  uint64_t phoff = fx_load_le(b + 32, 8);
+  uint8_t* ph = b + phoff;
+  while (fx_load_le(ph, 4) != 1) /* PT_LOAD */
+    ph += 56;
+  fx_store_le(ph + 32, size + 1, 8); /* p_filesz */
+  refused(&so, b, size, KPACK_ERROR_INVALID_FORMAT, "(PT_LOAD) at 0x0 (");
+
   /* Unknown machine. */
   memcpy(b, orig, size);
   fx_store_le(b + 18, 0x1234, 2);

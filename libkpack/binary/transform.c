@@ -1459,6 +1459,30 @@ static kpack_error_t transform(tf_state* st, int fd,
                    "unsupported machine (e_machine %u): its page size and "
                    "relocations are unknown",
                    (unsigned)st->elf.machine);
+  /* Every byte the headers place in the file must be in it: a section or
+   * segment past its end (a truncated or corrupt file) would have the
+   * layout below computed with sums that wrap. */
+  for (size_t i = 1; i < st->elf.section_count; i++) {
+    kp_input bytes;
+    const elf_section* s = &st->elf.sections[i];
+    if (s->type != ELF_SHT_NOBITS && s->size > 0 &&
+        (err = elf_section_input(&st->elf, i, &bytes)) != KPACK_SUCCESS)
+      return tf_elf_fail(st, err);
+  }
+  for (size_t i = 0; i < st->elf.segment_count; i++) {
+    const elf_segment* s = &st->elf.segments[i];
+    uint64_t size = st->elf.in.size;
+    if (s->filesz > 0 && (s->offset > size || s->filesz > size - s->offset))
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     "program header %zu (%s) at 0x%" PRIx64 " (%" PRIu64
+                     " bytes) extends past end of file (%" PRIu64
+                     " bytes): truncated?",
+                     i, segment_name(s->type), s->offset, s->filesz, size);
+    if (s->memsz > UINT64_MAX - s->vaddr)
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     "program header %zu (%s): its addresses wrap", i,
+                     segment_name(s->type));
+  }
   size_t ref;
   if ((err = elf_find_section(&st->elf, TF_NEW_NAME, &ref)) != KPACK_SUCCESS)
     return tf_elf_fail(st, err);
