@@ -1470,14 +1470,15 @@ static kpack_error_t transform(tf_state* st, int fd,
       return tf_elf_fail(st, err);
   }
   for (size_t i = 0; i < st->elf.segment_count; i++) {
+    kp_input bytes;
     const elf_segment* s = &st->elf.segments[i];
-    uint64_t size = st->elf.in.size;
-    if (s->filesz > 0 && (s->offset > size || s->filesz > size - s->offset))
-      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
-                     "program header %zu (%s) at 0x%" PRIx64 " (%" PRIu64
-                     " bytes) extends past end of file (%" PRIu64
-                     " bytes): truncated?",
-                     i, segment_name(s->type), s->offset, s->filesz, size);
+    if (s->filesz > 0 && kp_input_slice(&st->elf.in, s->offset, s->filesz,
+                                        &bytes) != KPACK_SUCCESS)
+      return tf_fail(
+          st, KPACK_ERROR_INVALID_FORMAT,
+          "program header %zu (%s) at 0x%" PRIx64 " (%" PRIu64
+          " bytes) extends past end of file (%" PRIu64 " bytes): truncated?",
+          i, segment_name(s->type), s->offset, s->filesz, st->elf.in.size);
     if (s->memsz > UINT64_MAX - s->vaddr)
       return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
                      "program header %zu (%s): its addresses wrap", i,

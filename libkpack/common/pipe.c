@@ -79,33 +79,26 @@ kp_pipe* kp_pipe_start(void) {
   if (p == NULL)
     return NULL;
   for (size_t i = 0; i < KP_PIPE_SLOTS; i++)
-    if ((p->slots[i].data = malloc(KP_PIPE_SLOT_SIZE)) == NULL) {
-      pipe_free(p);
-      return NULL;
-    }
-  if (pthread_mutex_init(&p->lock, NULL) != 0) {
-    pipe_free(p);
-    return NULL;
-  }
-  if (pthread_cond_init(&p->ready, NULL) != 0) {
-    pthread_mutex_destroy(&p->lock);
-    pipe_free(p);
-    return NULL;
-  }
-  if (pthread_cond_init(&p->room, NULL) != 0) {
-    pthread_cond_destroy(&p->ready);
-    pthread_mutex_destroy(&p->lock);
-    pipe_free(p);
-    return NULL;
-  }
-  if (kp_thread_start(&p->thread, pipe_thread, p) != 0) {
-    pthread_cond_destroy(&p->room);
-    pthread_cond_destroy(&p->ready);
-    pthread_mutex_destroy(&p->lock);
-    pipe_free(p);
-    return NULL;
-  }
+    if ((p->slots[i].data = malloc(KP_PIPE_SLOT_SIZE)) == NULL)
+      goto no_lock;
+  if (pthread_mutex_init(&p->lock, NULL) != 0)
+    goto no_lock;
+  if (pthread_cond_init(&p->ready, NULL) != 0)
+    goto no_ready;
+  if (pthread_cond_init(&p->room, NULL) != 0)
+    goto no_room;
+  if (kp_thread_start(&p->thread, pipe_thread, p) != 0)
+    goto no_thread;
   return p;
+no_thread:
+  pthread_cond_destroy(&p->room);
+no_room:
+  pthread_cond_destroy(&p->ready);
+no_ready:
+  pthread_mutex_destroy(&p->lock);
+no_lock:
+  pipe_free(p);
+  return NULL;
 }
 
 /* Hands the slot being filled to the thread. Called locked. */
