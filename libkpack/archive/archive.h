@@ -124,10 +124,12 @@ typedef struct kp_reader {
   void* scratch;
   size_t scratch_cap;
   /* Small frames read in file order (kernel_read.c): the archive they
-   * were read from (its serial), where the last one ended, and a window
+   * were read from (its serial), where the last one ended, whether it
+   * followed the one before (in the window or just past it), and a window
    * of the file read ahead, [window_at, window_at + window_len). */
   uint64_t serial;
   uint64_t next;
+  bool in_order;
   uint8_t* window;
   uint64_t window_at;
   size_t window_len;

@@ -106,7 +106,9 @@ static kpack_error_t ensure_buffer(void** dst, size_t size) {
  * the mapping costs a fault each (docs/design.md, "Reads from a
  * mapping"). Other reads are not slowed: a frame is only read ahead of
  * when it starts at most a window past where the reader's last frame of
- * that archive ended. */
+ * that archive ended, or when that last frame followed the one before it
+ * (a reader going through the kernels by name, whose order is not quite
+ * the file's, jumps now and then and goes on in order from there). */
 #define KP_WINDOW_FRAME (16u << 10)
 #define KP_WINDOW (32u << 10)
 
@@ -122,12 +124,14 @@ static bool window_frame(kpack_archive_t a, kp_reader* r, const kp_extent* e,
   if (r->serial != a->serial) {
     r->serial = a->serial;
     r->next = UINT64_MAX;
+    r->in_order = false;
     r->window_len = 0;
   }
+  bool ahead = from >= r->next && from - r->next < KP_WINDOW;
   if (from < r->window_at || end > r->window_at + r->window_len) {
     /* Ahead of the last frame, by less than a window: in file order, or
      * so with another thread taking every other frame (kpackfs). */
-    if (from < r->next || from - r->next >= KP_WINDOW)
+    if (!ahead && !r->in_order)
       return false;
     if (r->window == NULL && (r->window = malloc(KP_WINDOW)) == NULL)
       return false;
@@ -143,6 +147,7 @@ static bool window_frame(kpack_archive_t a, kp_reader* r, const kp_extent* e,
   }
   *frame = r->window + (from - r->window_at) + 4;
   *err = KPACK_SUCCESS;
+  r->in_order = ahead;
   return true;
 }
 
@@ -162,8 +167,10 @@ static kpack_error_t read_frame(kpack_archive_t a, kp_reader* r,
     *size_field_ok = kp_load_le(*frame - 4, 4) == e->size;
     return KPACK_SUCCESS;
   }
-  if (r->serial == a->serial)
+  if (r->serial == a->serial) {
     r->next = e->offset + e->size; /* the next frame may start there */
+    r->in_order = false;
+  }
   if (kp_map_serves(a, e->size)) {
     *frame = a->map + e->offset;
     *size_field_ok = kp_load_le(*frame - 4, 4) == e->size;
@@ -277,6 +284,15 @@ kpack_error_t kp_read_kernel(kpack_archive_t a, const kp_kernel* k,
                              void** dst) {
   void* caller_buffer = *dst;
   read_job job = {.kernel = k, .dst = dst};
+  if (a->map_is_copy && a->toc.scheme == KPACK_COMPRESSION_NOOP) {
+    /* A small archive read whole at open, its blobs matched to their
+     * sizes and extents there: one copy, nothing to guard. A program
+     * loading a few tiny kernels spends most of its time here. */
+    kpack_error_t err = ensure_buffer(dst, (size_t)k->size);
+    if (err == KPACK_SUCCESS)
+      memcpy(*dst, a->map + a->toc.extents[k->ordinal].offset, (size_t)k->size);
+    return err;
+  }
   kpack_error_t err = kp_extents(a);
   if (err != KPACK_SUCCESS)
     return err;
