@@ -35,6 +35,9 @@
  * 1-2 MB in a real library; more only duplicates the page cache
  * (docs/design.md, "How reads work"). */
 #define KFS_DEFAULT_CACHE (2ull << 20)
+#define KFS_DEFAULT_RELEASE_AFTER_MS 1000u
+/* Past this, a pin lingers for good in practice: a day. */
+#define KFS_MAX_RELEASE_AFTER_MS (86400u * 1000u)
 
 typedef struct kfs_config {
   char** positional; /* SOURCE... MOUNTPOINT */
@@ -44,11 +47,22 @@ typedef struct kfs_config {
   gid_t gid;
   bool help;
   bool version;
-  bool nonempty; /* -o nonempty: a non-empty MOUNTPOINT is meant */
+  bool nonempty;             /* -o nonempty: a non-empty MOUNTPOINT is meant */
+  bool open_requests;        /* -o open_requests: no zero-message opens */
+  uint64_t release_after_ms; /* -o release_after=SECONDS */
   bool bad;
 } kfs_config;
 
-enum { KEY_HELP, KEY_VERSION, KEY_CACHE_SIZE, KEY_UID, KEY_GID, KEY_NONEMPTY };
+enum {
+  KEY_HELP,
+  KEY_VERSION,
+  KEY_CACHE_SIZE,
+  KEY_UID,
+  KEY_GID,
+  KEY_NONEMPTY,
+  KEY_OPEN_REQUESTS,
+  KEY_RELEASE_AFTER
+};
 
 static const struct fuse_opt kfs_opts[] = {
     FUSE_OPT_KEY("-h", KEY_HELP),
@@ -59,6 +73,8 @@ static const struct fuse_opt kfs_opts[] = {
     FUSE_OPT_KEY("uid=%s", KEY_UID),
     FUSE_OPT_KEY("gid=%s", KEY_GID),
     FUSE_OPT_KEY("nonempty", KEY_NONEMPTY),
+    FUSE_OPT_KEY("open_requests", KEY_OPEN_REQUESTS),
+    FUSE_OPT_KEY("release_after=%s", KEY_RELEASE_AFTER),
     /* mount(8) hands every fstab option to the helper. These mean nothing
      * to a FUSE mount, and "rw" would undo read-only, so they are dropped
      * (x-* options are dropped in kfs_opt_proc). */
@@ -139,6 +155,14 @@ static void usage(void) {
       "                           the mounting user)\n"
       "    -o nonempty            mount over a directory that is not empty\n"
       "                           without a warning (fuse2's option)\n"
+      "    -o open_requests       have the kernel ask kpackfs at every open\n"
+      "                           and close, as kernels without zero-message\n"
+      "                           opens do (by default files open and close\n"
+      "                           in the kernel alone)\n"
+      "    -o release_after=SECS  without open_requests, how long a file\n"
+      "                           read in part keeps its kernel pinned after\n"
+      "                           its last read (default 1; a file read to\n"
+      "                           its end lets go at once)\n"
       "    -h, --help             print this manual\n"
       "    -V, --version          print the versions of kpackfs and libfuse\n"
       "\n"
@@ -210,6 +234,26 @@ static int parse_size(const char* text, uint64_t* out) {
   return 0;
 }
 
+/* Seconds, whole or with up to three decimals ("1", "0.5", "2.25"), into
+ * milliseconds: 0 or -1. */
+static int parse_seconds(const char* text, uint64_t* ms) {
+  uint64_t whole = 0, frac = 0, scale = 1000;
+  const char* p = text;
+  if (*p < '0' || *p > '9')
+    return -1;
+  for (; *p >= '0' && *p <= '9'; p++)
+    if ((whole = whole * 10 + (uint64_t)(*p - '0')) > KFS_MAX_RELEASE_AFTER_MS)
+      return -1;
+  if (*p == '.') {
+    for (p++; *p >= '0' && *p <= '9' && scale > 1; p++)
+      frac += (uint64_t)(*p - '0') * (scale /= 10);
+  }
+  if (*p != '\0' || whole * 1000 + frac > KFS_MAX_RELEASE_AFTER_MS)
+    return -1;
+  *ms = whole * 1000 + frac;
+  return 0;
+}
+
 static int parse_id(const char* text, unsigned* out) {
   char* end;
   errno = 0;
@@ -257,6 +301,17 @@ static int kfs_opt_proc(void* data, const char* arg, int key,
       return 0;
     case KEY_NONEMPTY:
       cfg->nonempty = true;
+      return 0;
+    case KEY_OPEN_REQUESTS:
+      cfg->open_requests = true;
+      return 0;
+    case KEY_RELEASE_AFTER:
+      if (parse_seconds(value + 1, &cfg->release_after_ms) != 0) {
+        fprintf(stderr,
+                "kpackfs: bad release_after '%s' (seconds, e.g. 1 or 0.5)\n",
+                value + 1);
+        cfg->bad = true;
+      }
       return 0;
     case KEY_UID:
     case KEY_GID:
@@ -711,8 +766,10 @@ static void tune_malloc(void) {
 int main(int argc, char* argv[]) {
   struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
   struct fuse_cmdline_opts opts;
-  kfs_config cfg = {
-      .cache_size = KFS_DEFAULT_CACHE, .uid = getuid(), .gid = getgid()};
+  kfs_config cfg = {.cache_size = KFS_DEFAULT_CACHE,
+                    .release_after_ms = KFS_DEFAULT_RELEASE_AFTER_MS,
+                    .uid = getuid(),
+                    .gid = getgid()};
   kfs_paths paths = {0};
   kfs_fs fs;
   bool tree_built = false;
@@ -722,6 +779,10 @@ int main(int argc, char* argv[]) {
   memset(&fs, 0, sizeof(fs));
   fs.started_ns = kfs_clock_ns();
   pthread_mutex_init(&fs.handles_lock, NULL);
+  if (kfs_attach_init(&fs) != 0) {
+    fprintf(stderr, "kpackfs: out of memory\n");
+    return 1;
+  }
   /* A bad command line exits 2, as kpack's does. */
   rc = 2;
   if (fuse_opt_parse(&args, &cfg, kfs_opts, kfs_opt_proc) != 0 || cfg.bad)
@@ -793,6 +854,8 @@ int main(int argc, char* argv[]) {
   }
   fs.uid = cfg.uid;
   fs.gid = cfg.gid;
+  fs.want_no_open = !cfg.open_requests;
+  fs.release_after_ns = cfg.release_after_ms * 1000000u;
   rc = run_session(&fs, &opts);
   kfs_close_open_files(&fs);
 
@@ -801,6 +864,7 @@ out:
     fuse_session_destroy(fs.session);
   kpack_kcache_destroy(fs.cache);
   pthread_mutex_destroy(&fs.handles_lock);
+  kfs_attach_free(&fs);
   kfs_renders_free(&fs.renders);
   if (tree_built)
     kfs_tree_free(&fs.tree);

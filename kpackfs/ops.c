@@ -58,7 +58,8 @@ typedef struct kfs_handle {
   int pin_error;               /* a failed pin is not retried per READ */
   const char* data;
   size_t size;
-  char* owned; /* stats snapshot, freed at release */
+  char* owned;   /* stats snapshot, freed at release */
+  bool attached; /* found by inode (no OPEN): let go at end of file */
 } kfs_handle;
 
 static kfs_fs* fs_of(fuse_req_t req) {
@@ -94,16 +95,17 @@ static char* render_stats(kfs_fs* fs, size_t* size) {
       "\ndecompressions=%" PRIu64 "\nbytes_decompressed=%" PRIu64
       "\nfailures=%" PRIu64 "\nrecycled=%" PRIu64 "\nopens=%" PRIu64
       "\nread_errors=%" PRIu64 "\nread_requests=%" PRIu64
-      "\nstarted_ns=%" PRIu64 "\nsources_opened_ns=%" PRIu64
-      "\ntree_built_ns=%" PRIu64 "\nmounted_ns=%" PRIu64 "\ninit_ns=%" PRIu64
-      "\n",
+      "\nzero_message_opens=%d\nstarted_ns=%" PRIu64
+      "\nsources_opened_ns=%" PRIu64 "\ntree_built_ns=%" PRIu64
+      "\nmounted_ns=%" PRIu64 "\ninit_ns=%" PRIu64 "\n",
       t->source_count, t->binaries, t->kernels, t->skipped, t->shadowed,
       c.capacity, c.bytes, c.entries, c.pinned, c.hits, c.misses, c.waits,
       c.evictions, c.decompressions, c.bytes_decompressed, c.failures,
       c.recycled, (uint64_t)atomic_load(&fs->opens),
       (uint64_t)atomic_load(&fs->read_errors),
-      (uint64_t)atomic_load(&fs->read_requests), fs->started_ns, t->opened_ns,
-      t->built_ns, fs->mounted_ns, (uint64_t)atomic_load(&fs->init_ns));
+      (uint64_t)atomic_load(&fs->read_requests), fs->no_open ? 1 : 0,
+      fs->started_ns, t->opened_ns, t->built_ns, fs->mounted_ns,
+      (uint64_t)atomic_load(&fs->init_ns));
   if (n < 0)
     return NULL;
   /* The renders' counters follow (render.c). */
@@ -166,7 +168,21 @@ static bool fill_stat(kfs_fs* fs, fuse_ino_t ino, const kfs_node* n,
     }
     case KFS_STATS: {
       size_t size = 0;
-      free(render_stats(fs, &size));
+      char* text = render_stats(fs, &size);
+      if (fs->no_open && text != NULL) {
+        /* The snapshot its reads serve: the size just given out is its
+         * own, and its new time makes the kernel drop the pages it holds
+         * of the one before (FUSE_CAP_AUTO_INVAL_DATA). */
+        pthread_mutex_lock(&fs->attach_lock);
+        char* old = fs->stats_text;
+        fs->stats_text = text;
+        fs->stats_size = size;
+        pthread_mutex_unlock(&fs->attach_lock);
+        text = old;
+        clock_gettime(CLOCK_REALTIME, &st->st_mtim);
+        st->st_ctim = st->st_mtim;
+      }
+      free(text);
       st->st_mode = S_IFREG | 0444;
       st->st_size = (off_t)size;
       break;
@@ -205,12 +221,24 @@ static int text_size(kfs_fs* fs, const kfs_node* n) {
  * directories need no OPENDIR/RELEASEDIR at all: the kernel then caches
  * their entries for good (FOPEN_CACHE_DIR | FOPEN_KEEP_CACHE is its
  * default without opendir), so a second `find` costs none. */
+static void* sweep_idle(void* arg);
+
 static void kfs_init(void* userdata, struct fuse_conn_info* conn) {
   kfs_fs* fs = userdata;
   atomic_store(&fs->init_ns, kfs_clock_ns());
-  /* Contents never change: no need to re-validate cached pages when
-   * attributes are refreshed. */
-  conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+  /* Zero-message opens (see "Files read without OPEN"), with the one
+   * file whose bytes change, .kpackfs/stats, kept fresh by its time.
+   * Otherwise contents never change: no need to re-validate cached pages
+   * when attributes are refreshed. */
+  if (fs->want_no_open && (conn->capable & FUSE_CAP_NO_OPEN_SUPPORT) &&
+      (conn->capable & FUSE_CAP_AUTO_INVAL_DATA) &&
+      kfs_start_worker(&fs->sweeper, sweep_idle, fs) == 0) {
+    conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+    fs->sweeper_started = true;
+    fs->no_open = true;
+  } else {
+    conn->want &= ~FUSE_CAP_AUTO_INVAL_DATA;
+  }
   if (conn->capable & FUSE_CAP_READDIRPLUS) {
     conn->want |= FUSE_CAP_READDIRPLUS;
     conn->want &= ~FUSE_CAP_READDIRPLUS_AUTO;
@@ -359,16 +387,20 @@ static void lookup(fuse_req_t req, fuse_ino_t parent, const char* name,
   fuse_reply_entry(req, &e);
 }
 
+static void detach_inode(kfs_fs* fs, fuse_ino_t ino);
+
+/* Inodes live as long as the mount; a file the kernel forgets has no more
+ * reads to come (its pages went with it). */
 static void kfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup) {
-  (void)ino;
   (void)nlookup;
-  fuse_reply_none(req); /* inodes live as long as the mount */
+  detach_inode(fs_of(req), ino);
+  fuse_reply_none(req);
 }
 
 static void kfs_forget_multi(fuse_req_t req, size_t count,
                              struct fuse_forget_data* forgets) {
-  (void)count;
-  (void)forgets;
+  for (size_t i = 0; i < count; i++)
+    detach_inode(fs_of(req), forgets[i].ino);
   fuse_reply_none(req);
 }
 
@@ -539,8 +571,19 @@ static void release_handle(kfs_fs* fs, kfs_handle* h) {
 }
 
 void kfs_close_open_files(kfs_fs* fs) {
+  if (fs->sweeper_started) {
+    pthread_mutex_lock(&fs->attach_lock);
+    fs->sweep_stop = true;
+    pthread_cond_signal(&fs->sweep);
+    pthread_mutex_unlock(&fs->attach_lock);
+    pthread_join(fs->sweeper, NULL);
+    fs->sweeper_started = false;
+  }
+  memset(fs->attached, 0, sizeof(fs->attached)); /* in the list below */
   while (fs->handles != NULL)
     free_handle(fs, fs->handles);
+  free(fs->stats_text);
+  fs->stats_text = NULL;
 }
 
 /* Pins the handle's kernel on first use; 0 or an errno. */
@@ -590,27 +633,16 @@ static int pin_text(kfs_fs* fs, kfs_handle* h) {
   return err;
 }
 
-static void kfs_open(fuse_req_t req, fuse_ino_t ino,
-                     struct fuse_file_info* fi) {
-  kfs_fs* fs = fs_of(req);
-  kfs_node view;
-  const kfs_node* n = node_of(fs, ino, &view);
-  kfs_handle* h = NULL;
-  int err = 0;
-
-  if (n == NULL || n->kind == KFS_DIR) {
-    err = n == NULL ? ENOENT : EISDIR;
-    goto fail;
-  }
-  if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC)) {
-    err = EROFS;
-    goto fail;
-  }
-  h = calloc(1, sizeof(*h));
-  if (h == NULL) {
-    err = ENOMEM;
-    goto fail;
-  }
+/* A handle for reading node n (not a directory), with one reference:
+ * 0 or an errno. *direct says its reads must bypass the page cache (a
+ * stats snapshot per open). */
+static int new_handle(kfs_fs* fs, const kfs_node* n, kfs_handle** out,
+                      bool* direct) {
+  kfs_handle* h = calloc(1, sizeof(*h));
+  *out = NULL;
+  *direct = false;
+  if (h == NULL)
+    return ENOMEM;
   atomic_init(&h->refs, 1);
   atomic_init(&h->pinned, false);
   pthread_mutex_init(&h->pin_lock, NULL);
@@ -621,12 +653,10 @@ static void kfs_open(fuse_req_t req, fuse_ino_t ino,
     h->node = n;
     h->size = n->size; /* from the TOC; the pinned kernel has the same */
     atomic_fetch_add(&fs->opens, 1);
-    fi->keep_cache = 1; /* the page cache outlives this open */
   } else if (n->kind == KFS_KERNELS || n->kind == KFS_METADATA) {
     /* Its size was given out exact (text_size()); the render is pinned by
      * the first read. */
     h->node = n;
-    fi->keep_cache = 1;
   } else if (n->kind == KFS_TOC_METADATA) {
     /* The TOC's bytes, in memory since the archive was opened. */
     const void* map = NULL;
@@ -635,31 +665,237 @@ static void kfs_open(fuse_req_t req, fuse_ino_t ino,
                              n->arch, &map, &size);
     h->data = (const char*)map;
     h->size = size;
-    fi->keep_cache = 1;
   } else if (n->kind == KFS_ARCHIVES) {
     h->data = fs->tree.archives_text;
     h->size = fs->tree.archives_size;
-    fi->keep_cache = 1;
   } else {
     /* A snapshot per open, read past the page cache: counters move. */
     h->owned = render_stats(fs, &h->size);
     if (h->owned == NULL) {
-      err = ENOMEM;
-      goto fail;
+      release_handle(fs, h);
+      return ENOMEM;
     }
     h->data = h->owned;
-    fi->direct_io = 1;
+    *direct = true;
   }
+  *out = h;
+  return 0;
+}
+
+static void kfs_open(fuse_req_t req, fuse_ino_t ino,
+                     struct fuse_file_info* fi) {
+  kfs_fs* fs = fs_of(req);
+  kfs_node view;
+  const kfs_node* n = node_of(fs, ino, &view);
+  kfs_handle* h = NULL;
+  bool direct;
+  int err = 0;
+
+  if (n == NULL || n->kind == KFS_DIR)
+    err = n == NULL ? ENOENT : EISDIR;
+  else if ((fi->flags & O_ACCMODE) != O_RDONLY || (fi->flags & O_TRUNC))
+    err = EROFS;
+  else if (fs->no_open)
+    err = ENOSYS; /* this open and every later one succeed in the kernel */
+  else
+    err = new_handle(fs, n, &h, &direct);
+  if (err != 0) {
+    fuse_reply_err(req, err);
+    return;
+  }
+  fi->keep_cache = !direct; /* the page cache outlives this open */
+  fi->direct_io = direct;
   fi->noflush = 1;
   fi->fh = (uint64_t)(uintptr_t)h;
   /* An interrupted open is never released by the kernel: undo it here. */
   if (fuse_reply_open(req, fi) != 0)
     release_handle(fs, h);
-  return;
+}
 
-fail:
-  release_handle(fs, h);
-  fuse_reply_err(req, err);
+/* ---- files read without OPEN ---------------------------------------------
+ * With zero-message opens (FUSE_CAP_NO_OPEN_SUPPORT: kfs_open answers
+ * ENOSYS once, and the kernel opens and closes every file by itself from
+ * then on, keeping its page cache), open(2) and close(2) cost no round
+ * trip, and reading a file again from the page cache none at all. READs
+ * then come without a handle: the READ that starts a file makes one and
+ * attaches it to the inode, where the READs after it find it (its kernel
+ * or render pinned once, as for an open file); the READ that reaches the
+ * end of the file lets it go, as do a failed READ, FORGET and
+ * release_after without a READ (the sweeper thread), and a file whose
+ * reading stopped short is let go once KFS_ATTACHED others are being
+ * read. A read in progress holds its own reference, so letting go never
+ * pulls bytes from under a reply. .kpackfs/stats has no handle: its reads serve
+ * the snapshot its last attributes described (fill_stat()). */
+
+/* When another file starts being read, a file without a READ for this
+ * share of release_after (20 ms by default) is taken for done with: a
+ * reader's READs of one file come microseconds apart, and one that pauses
+ * longer only pins its kernel again (a hit in the kernel cache while it
+ * fits). */
+#define KFS_PASSED_SHARE 50
+
+/* The handle for a READ of inode `ino` at `off`, with a reference for
+ * that read: the one attached to the inode, or one attached now when the
+ * read starts the file. A read past the start of a file with nothing
+ * attached (a page the page cache let go of, readahead answered after the
+ * file's end, a reader that seeks) gets a handle of its own, not attached:
+ * its kernel is pinned for that read alone, and stays in the kernel cache
+ * as any released kernel does (a miss there decompresses into the memory
+ * of the kernel it evicts). NULL with *err set when there is no handle to
+ * make. */
+static kfs_handle* attach(kfs_fs* fs, fuse_ino_t ino, off_t off, int* err) {
+  kfs_handle* h = NULL;
+  pthread_mutex_lock(&fs->attach_lock);
+  for (size_t i = 0; i < KFS_ATTACHED && h == NULL; i++) {
+    kfs_attached* a = &fs->attached[i];
+    if (a->handle != NULL && a->ino == ino) {
+      h = a->handle;
+      atomic_fetch_add(&h->refs, 1);
+      a->used_ns = kfs_clock_ns();
+    }
+  }
+  pthread_mutex_unlock(&fs->attach_lock);
+  if (h != NULL)
+    return h;
+  kfs_node view;
+  const kfs_node* n = node_of(fs, ino, &view);
+  bool direct;
+  *err = n == NULL ? ENOENT : n->kind == KFS_DIR ? EISDIR : 0;
+  if (*err != 0 || (*err = new_handle(fs, n, &h, &direct)) != 0)
+    return NULL;
+  if (off > 0)
+    return h; /* the read's reference, the only one */
+  h->attached = true;
+  atomic_fetch_add(&h->refs, 1); /* the read's; the table holds the first */
+  /* Files not read for a while when another one starts are taken for
+   * done with: their readers went on to the next file (a reader whose
+   * last pages came from the page cache sends no READ at the end). A free
+   * slot is taken, else the least recently read file's (a file whose
+   * reading stopped short, let go once KFS_ATTACHED others are being
+   * read). */
+  kfs_handle* done[KFS_ATTACHED + 1];
+  size_t count = 0;
+  uint64_t now = kfs_clock_ns();
+  kfs_attached* slot = NULL;
+  pthread_mutex_lock(&fs->attach_lock);
+  for (size_t i = 0; i < KFS_ATTACHED; i++) {
+    kfs_attached* a = &fs->attached[i];
+    if (a->handle != NULL &&
+        now - a->used_ns > fs->release_after_ns / KFS_PASSED_SHARE) {
+      done[count++] = a->handle;
+      a->handle = NULL;
+    }
+    if (slot == NULL || (slot->handle != NULL &&
+                         (a->handle == NULL || a->used_ns < slot->used_ns)))
+      slot = a;
+  }
+  if (slot->handle != NULL)
+    done[count++] = slot->handle;
+  *slot = (kfs_attached){.ino = ino, .handle = h, .used_ns = now};
+  pthread_cond_signal(&fs->sweep); /* it may sleep with nothing to watch */
+  pthread_mutex_unlock(&fs->attach_lock);
+  for (size_t i = 0; i < count; i++)
+    release_handle(fs, done[i]);
+  return h;
+}
+
+/* Lets go of the table's reference to `h` (after its last bytes, or a
+ * failure: the next READ tries afresh), or to inode `ino`'s handle
+ * (FORGET). */
+static void detach(kfs_fs* fs, const kfs_handle* h, fuse_ino_t ino) {
+  kfs_handle* found = NULL;
+  pthread_mutex_lock(&fs->attach_lock);
+  for (size_t i = 0; i < KFS_ATTACHED && found == NULL; i++) {
+    kfs_attached* a = &fs->attached[i];
+    if (a->handle != NULL && (h != NULL ? a->handle == h : a->ino == ino)) {
+      found = a->handle;
+      a->handle = NULL;
+    }
+  }
+  pthread_mutex_unlock(&fs->attach_lock);
+  release_handle(fs, found);
+}
+
+static void detach_inode(kfs_fs* fs, fuse_ino_t ino) {
+  if (fs->no_open)
+    detach(fs, NULL, ino);
+}
+
+/* The thread that lets go of the handles of files not read for
+ * release_after_ns: a reader that stopped short, or whose last pages came
+ * from the page cache filled by another reader, never sends the READ that
+ * reaches the end. */
+static void* sweep_idle(void* arg) {
+  kfs_fs* fs = arg;
+  kfs_handle* idle[KFS_ATTACHED];
+  pthread_mutex_lock(&fs->attach_lock);
+  while (!fs->sweep_stop) {
+    uint64_t now = kfs_clock_ns(), due = UINT64_MAX;
+    size_t count = 0;
+    for (size_t i = 0; i < KFS_ATTACHED; i++) {
+      kfs_attached* a = &fs->attached[i];
+      if (a->handle == NULL)
+        continue;
+      if (now - a->used_ns >= fs->release_after_ns) {
+        idle[count++] = a->handle;
+        *a = (kfs_attached){0};
+      } else if (a->used_ns + fs->release_after_ns < due) {
+        due = a->used_ns + fs->release_after_ns;
+      }
+    }
+    if (count > 0) {
+      pthread_mutex_unlock(&fs->attach_lock);
+      for (size_t i = 0; i < count; i++)
+        release_handle(fs, idle[i]);
+      pthread_mutex_lock(&fs->attach_lock);
+      continue;
+    }
+    if (due == UINT64_MAX) {
+      pthread_cond_wait(&fs->sweep, &fs->attach_lock);
+    } else {
+      struct timespec at = {.tv_sec = (time_t)(due / 1000000000u),
+                            .tv_nsec = (long)(due % 1000000000u)};
+      pthread_cond_timedwait(&fs->sweep, &fs->attach_lock, &at);
+    }
+  }
+  pthread_mutex_unlock(&fs->attach_lock);
+  return NULL;
+}
+
+int kfs_attach_init(kfs_fs* fs) {
+  pthread_condattr_t attr;
+  if (pthread_mutex_init(&fs->attach_lock, NULL) != 0)
+    return -1;
+  if (pthread_condattr_init(&attr) != 0 ||
+      pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) != 0 ||
+      pthread_cond_init(&fs->sweep, &attr) != 0) {
+    pthread_mutex_destroy(&fs->attach_lock);
+    return -1;
+  }
+  pthread_condattr_destroy(&attr);
+  return 0;
+}
+
+void kfs_attach_free(kfs_fs* fs) {
+  pthread_cond_destroy(&fs->sweep);
+  pthread_mutex_destroy(&fs->attach_lock);
+}
+
+/* A read of .kpackfs/stats without OPEN. */
+static void read_stats(kfs_fs* fs, fuse_req_t req, size_t size, off_t off) {
+  pthread_mutex_lock(&fs->attach_lock);
+  if (fs->stats_text == NULL)
+    fs->stats_text = render_stats(fs, &fs->stats_size);
+  if (fs->stats_text == NULL)
+    fuse_reply_err(req, ENOMEM);
+  else if (off < 0 || (uint64_t)off >= fs->stats_size)
+    fuse_reply_buf(req, NULL, 0);
+  else
+    fuse_reply_buf(req, fs->stats_text + off,
+                   size < fs->stats_size - (size_t)off
+                       ? size
+                       : fs->stats_size - (size_t)off);
+  pthread_mutex_unlock(&fs->attach_lock);
 }
 
 /* Replies to a read of open file `h`, pinning its bytes first (which may
@@ -681,6 +917,11 @@ static void read_reply(kfs_fs* fs, fuse_req_t req, kfs_handle* h, size_t size,
     size_t left = h->size - (size_t)off;
     fuse_reply_buf(req, h->data + off, size < left ? size : left);
   }
+  /* Its last bytes are in the page cache now; or it failed, and the
+   * next read tries again. */
+  if (h->attached &&
+      (err != 0 || (off >= 0 && (uint64_t)off + size >= h->size)))
+    detach(fs, h, 0);
 }
 
 /* Whether the first read of `h` must wait for the archive. */
@@ -744,8 +985,16 @@ static void kfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
                      struct fuse_file_info* fi) {
   kfs_fs* fs = fs_of(req);
   kfs_handle* h = (kfs_handle*)(uintptr_t)fi->fh;
-  (void)ino;
-  atomic_fetch_add(&h->refs, 1); /* for this read, wherever it runs */
+  int err;
+  if (h != NULL) {
+    atomic_fetch_add(&h->refs, 1); /* for this read, wherever it runs */
+  } else if (ino == KFS_INO_STATS) {
+    read_stats(fs, req, size, off);
+    return;
+  } else if ((h = attach(fs, ino, off, &err)) == NULL) {
+    fuse_reply_err(req, err);
+    return;
+  }
   if (read_waits(h) && defer_read(fs, req, h, size, off))
     return;
   read_reply(fs, req, h, size, off);

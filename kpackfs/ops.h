@@ -22,6 +22,16 @@
 
 struct kfs_handle;
 
+/* Files being read with zero-message opens (ops.c, "Files read without
+ * OPEN"), each read's handle found by inode: at most this many at once. */
+#define KFS_ATTACHED 64
+
+typedef struct kfs_attached {
+  fuse_ino_t ino;
+  struct kfs_handle* handle; /* one reference held; NULL: the slot is free */
+  uint64_t used_ns;          /* kfs_clock_ns() at its last READ */
+} kfs_attached;
+
 /* Everything the request handlers share; fuse userdata. */
 typedef struct kfs_fs {
   kfs_tree tree;       /* read-only while mounted */
@@ -35,6 +45,24 @@ typedef struct kfs_fs {
   gid_t gid;
   struct fuse_session* session; /* for invalidations; set before mounting */
   bool no_opendir;              /* set once by init: the kernel skips OPENDIR */
+  /* Set before mounting: ask for zero-message opens when the kernel offers
+   * them (-o open_requests clears it); set once by init: they are on. */
+  bool want_no_open;
+  bool no_open;
+  /* With no_open: the handles of the files being read, the next slot to
+   * take, and the .kpackfs/stats snapshot whose size was last given out. */
+  pthread_mutex_t attach_lock;
+  kfs_attached attached[KFS_ATTACHED];
+  char* stats_text;
+  size_t stats_size;
+  /* A thread lets go of handles not read for release_after_ns (-o
+   * release_after): it sleeps on `sweep` (CLOCK_MONOTONIC) under
+   * attach_lock until the oldest is due, or `sweep_stop`. */
+  uint64_t release_after_ns;
+  pthread_cond_t sweep;
+  pthread_t sweeper;
+  bool sweeper_started;
+  bool sweep_stop;
   /* Workers for the requests that wait (ops.c, "Requests that wait"), so
    * that the one thread reading requests answers the others at once; NULL
    * (-s) answers every request where it is read. */
@@ -50,8 +78,14 @@ typedef struct kfs_fs {
 
 extern const struct fuse_lowlevel_ops kfs_ops;
 
-/* After the session loop has returned: closes every file the kernel never
- * released, unpinning its kernel, so the cache can be destroyed. */
+/* attach_lock and `sweep`, before anything else: 0, or -1 (out of
+ * memory); kfs_attach_free() at the end. */
+int kfs_attach_init(kfs_fs* fs);
+void kfs_attach_free(kfs_fs* fs);
+
+/* After the session loop has returned: stops the thread that lets go of
+ * idle files, then closes every file the kernel never released, unpinning
+ * its kernel, so the cache can be destroyed. */
 void kfs_close_open_files(kfs_fs* fs);
 
 #endif /* KPACKFS_OPS_H */

@@ -99,6 +99,24 @@ static void test_kpackfs_bad_command_line_exits_2(void** state) {
                    2);
   assert_string_equal(err, "kpackfs: bad cache_size 'lots' (e.g. 512M, 2G)\n");
   free(err);
+  static const char* const seconds[] = {
+      "release_after=", "release_after=-1", "release_after=1s",
+      "release_after=0.1234", "release_after=86401"};
+  for (size_t i = 0; i < sizeof(seconds) / sizeof(seconds[0]); i++) {
+    assert_int_equal(kt_run_args(kpackfs,
+                                 (const char* const[]){"-o", seconds[i],
+                                                       archive, kt_tmp, NULL},
+                                 30.0, NULL, &err),
+                     2);
+    char* want;
+    assert_true(asprintf(&want,
+                         "kpackfs: bad release_after '%s' (seconds, e.g. 1 or "
+                         "0.5)\n",
+                         seconds[i] + strlen("release_after=")) > 0);
+    assert_string_equal(err, want);
+    free(want);
+    free(err);
+  }
   /* An option neither kpackfs nor libfuse knows: it says which, and
    * nothing is opened or mounted. */
   assert_int_equal(kt_run_args(kpackfs,
