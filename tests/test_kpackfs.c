@@ -1219,22 +1219,55 @@ static void test_corrupt_frame_with_open_requests_fails_once_an_open(
   corrupt_frame_case(true);
 }
 
+/* Kernels in an archive and a mount of their own: kernel i, of sizes[i]
+ * bytes (or `size` each when sizes is NULL) and the pattern seed + i, is
+ * `arch` of binary lib/STEM<i>.so#0, in STEM.kpack (zstd). */
+enum { SET_MAX = 66 };
+typedef struct kernel_set {
+  size_t n;
+  kt_kernel k[SET_MAX];
+  char names[SET_MAX][32];
+  char* archive;
+} kernel_set;
+
+/* Makes set `s` and mounts it on scratch[0], with `-o OPTIONS` unless
+ * that is NULL. */
+static mnt* mount_kernels(kernel_set* s, const char* stem, const char* arch,
+                          size_t n, const size_t* sizes, size_t size,
+                          uint32_t seed, const char* options) {
+  assert_true(n <= SET_MAX);
+  s->n = n;
+  for (size_t i = 0; i < n; i++) {
+    size_t bytes = sizes != NULL ? sizes[i] : size;
+    snprintf(s->names[i], sizeof(s->names[i]), "lib/%s%zu.so#0", stem, i);
+    s->k[i] = (kt_kernel){s->names[i], arch,
+                          kt_pattern(bytes, seed + (uint32_t)i), bytes};
+  }
+  char file[64];
+  snprintf(file, sizeof(file), "%s.kpack", stem);
+  s->archive = kt_path(tmp, file);
+  write_fixture(s->archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, s->k,
+                n);
+  mnt* m = &scratch[0];
+  mnt_init(m, stem);
+  const char* with[] = {"-o", options, s->archive, NULL};
+  const char* without[] = {s->archive, NULL};
+  mnt_start(m, options != NULL ? with : without);
+  return m;
+}
+
+static void kernel_set_free(kernel_set* s) {
+  for (size_t i = 0; i < s->n; i++)
+    free((void*)s->k[i].data);
+  free(s->archive);
+}
+
 static void test_archive_truncated_under_the_mount_is_eio_not_a_crash(
     void** state) {
   (void)state;
-  char* archive = kt_path(tmp, "shrinking.kpack");
   enum { N = 6, SIZE = 100000 };
-  kt_kernel k[N];
-  char names[N][32];
-  for (int i = 0; i < N; i++) {
-    snprintf(names[i], sizeof(names[i]), "lib/s%d.so#0", i);
-    k[i] = (kt_kernel){names[i], "gfx90a", kt_pattern(SIZE, 60 + i), SIZE};
-  }
-  write_fixture(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, N);
-  mnt* m = &scratch[0];
-  mnt_init(m, "shrink");
-  const char* args[] = {archive, NULL};
-  mnt_start(m, args);
+  kernel_set s;
+  mnt* m = mount_kernels(&s, "s", "gfx90a", N, NULL, SIZE, 60, NULL);
 
   char* first = in_mount(m, "lib/s0.so#0/gfx90a/kernel.hsaco");
   size_t size;
@@ -1242,8 +1275,8 @@ static void test_archive_truncated_under_the_mount_is_eio_not_a_crash(
   assert_non_null(data);
   free(data);
   struct stat st;
-  assert_int_equal(stat(archive, &st), 0);
-  assert_int_equal(truncate(archive, st.st_size / 3), 0);
+  assert_int_equal(stat(s.archive, &st), 0);
+  assert_int_equal(truncate(s.archive, st.st_size / 3), 0);
 
   /* Kernels past the cut fail with EIO, each of them, every time. */
   for (int i = N / 2; i < N; i++) {
@@ -1260,36 +1293,23 @@ static void test_archive_truncated_under_the_mount_is_eio_not_a_crash(
   data = read_path(first, 4096, &size, O_DIRECT);
   assert_non_null(data);
   assert_int_equal(size, SIZE);
-  assert_memory_equal(data, k[0].data, SIZE);
+  assert_memory_equal(data, s.k[0].data, SIZE);
   free(data);
   /* Each at least once (once a request: no opens reach the daemon). */
   assert_true(stat_value(m, "read_errors") >= N - N / 2);
   mnt_stop_clean(m);
-  for (int i = 0; i < N; i++)
-    free((void*)k[i].data);
+  kernel_set_free(&s);
   free(first);
-  free(archive);
 }
 
 static void test_small_cache_still_serves_larger_kernels(void** state) {
   (void)state;
-  char* archive = kt_path(tmp, "big.kpack");
   enum { N = 6 };
   static const size_t sizes[N] = {3 << 20, 1536 << 10, 300000,
                                   300000,  300000,     300000};
-  kt_kernel k[N];
-  char names[N][32];
-  for (int i = 0; i < N; i++) {
-    snprintf(names[i], sizeof(names[i]), "lib/big%d.so#0", i);
-    k[i] =
-        (kt_kernel){names[i], "gfx942", kt_pattern(sizes[i], 70 + i), sizes[i]};
-  }
-  write_fixture(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, N);
-  mnt* m = &scratch[0];
-  mnt_init(m, "small");
-  const char* args[] = {"-o", "cache_size=1M,release_after=3600", archive,
-                        NULL};
-  mnt_start(m, args);
+  kernel_set s;
+  mnt* m = mount_kernels(&s, "big", "gfx942", N, sizes, 0, 70,
+                         "cache_size=1M,release_after=3600");
   assert_int_equal(stat_value(m, "cache_capacity"), 1 << 20);
 
   /* Two readers of the 3 MiB kernel at once share one pinned copy. */
@@ -1303,7 +1323,7 @@ static void test_small_cache_still_serves_larger_kernels(void** state) {
   for (off_t off = 0; off < (off_t)sizes[0]; off += 1 << 16) {
     int fd = (off >> 16) % 2 ? fd2 : fd1;
     assert_int_equal(pread(fd, buf, 1 << 16, off), 1 << 16);
-    assert_memory_equal(buf, (const uint8_t*)k[0].data + off, 1 << 16);
+    assert_memory_equal(buf, (const uint8_t*)s.k[0].data + off, 1 << 16);
     /* Until its last bytes are read (no close reaches the daemon). */
     if (off + (1 << 16) < (off_t)sizes[0])
       assert_int_equal(stat_value(m, "cache_pinned"), 1);
@@ -1319,13 +1339,13 @@ static void test_small_cache_still_serves_larger_kernels(void** state) {
   for (int round = 0; round < 2; round++) {
     for (int i = 0; i < N; i++) {
       char rel[256];
-      snprintf(rel, sizeof(rel), "%s/gfx942/kernel.hsaco", names[i]);
+      snprintf(rel, sizeof(rel), "%s/gfx942/kernel.hsaco", s.names[i]);
       char* path = in_mount(m, rel);
       size_t size;
       void* data = read_path(path, 65536, &size, O_DIRECT);
       assert_non_null(data);
       assert_int_equal(size, sizes[i]);
-      assert_memory_equal(data, k[i].data, size);
+      assert_memory_equal(data, s.k[i].data, size);
       free(data);
       free(path);
     }
@@ -1335,9 +1355,7 @@ static void test_small_cache_still_serves_larger_kernels(void** state) {
   assert_true(stat_value(m, "cache_bytes") <= 1 << 20);
   assert_true(stat_value(m, "decompressions") >= N + 1);
   mnt_stop_clean(m);
-  for (int i = 0; i < N; i++)
-    free((void*)k[i].data);
-  free(archive);
+  kernel_set_free(&s);
 }
 
 /* With -o open_requests every open and close reaches the daemon: a kernel
@@ -1345,16 +1363,11 @@ static void test_small_cache_still_serves_larger_kernels(void** state) {
  * and each open counts. */
 static void test_open_requests_pin_a_kernel_until_its_last_close(void** state) {
   (void)state;
-  char* archive = kt_path(tmp, "opens.kpack");
   enum { SIZE = 300000 };
-  kt_kernel k = {"lib/o.so#0", "gfx942", kt_pattern(SIZE, 90), SIZE};
-  write_fixture(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, &k, 1);
-  mnt* m = &scratch[0];
-  mnt_init(m, "opens");
-  const char* args[] = {"-o", "open_requests", archive, NULL};
-  mnt_start(m, args);
+  kernel_set s;
+  mnt* m = mount_kernels(&s, "o", "gfx942", 1, NULL, SIZE, 90, "open_requests");
   assert_int_equal(stat_value(m, "zero_message_opens"), 0);
-  char* path = in_mount(m, "lib/o.so#0/gfx942/kernel.hsaco");
+  char* path = in_mount(m, "lib/o0.so#0/gfx942/kernel.hsaco");
   int fd1 = open(path, O_RDONLY | O_DIRECT);
   int fd2 = open(path, O_RDONLY | O_DIRECT);
   assert_true(fd1 >= 0 && fd2 >= 0);
@@ -1362,7 +1375,7 @@ static void test_open_requests_pin_a_kernel_until_its_last_close(void** state) {
   void* buf = NULL;
   assert_int_equal(posix_memalign(&buf, 4096, SIZE + 4096), 0);
   assert_int_equal(pread(fd1, buf, SIZE + 4096, 0), SIZE);
-  assert_memory_equal(buf, k.data, SIZE);
+  assert_memory_equal(buf, s.k[0].data, SIZE);
   assert_int_equal(stat_value(m, "cache_pinned"), 1); /* read, still open */
   close(fd1);
   assert_int_equal(pread(fd2, buf, 4096, 0), 4096);
@@ -1372,8 +1385,7 @@ static void test_open_requests_pin_a_kernel_until_its_last_close(void** state) {
   free(buf);
   free(path);
   mnt_stop_clean(m);
-  free((void*)k.data);
-  free(archive);
+  kernel_set_free(&s);
 }
 
 /* With zero-message opens the daemon cannot see a close: a file whose
@@ -1383,33 +1395,24 @@ static void test_open_requests_pin_a_kernel_until_its_last_close(void** state) {
  * end is let go at once. */
 static void test_at_most_64_files_read_in_part_stay_pinned(void** state) {
   (void)state;
-  char* archive = kt_path(tmp, "part.kpack");
   enum { N = 66, SIZE = 8192 };
-  kt_kernel k[N];
-  char names[N][32];
-  for (int i = 0; i < N; i++) {
-    snprintf(names[i], sizeof(names[i]), "lib/p%d.so#0", i);
-    k[i] = (kt_kernel){names[i], "gfx942", kt_pattern(SIZE, 200 + i), SIZE};
-  }
-  write_fixture(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, N);
-  mnt* m = &scratch[0];
-  mnt_init(m, "part");
-  const char* args[] = {"-o", "release_after=3600", archive, NULL};
-  mnt_start(m, args);
+  kernel_set s;
+  mnt* m = mount_kernels(&s, "p", "gfx942", N, NULL, SIZE, 200,
+                         "release_after=3600");
   assert_int_equal(stat_value(m, "zero_message_opens"), 1);
   assert_int_equal(stat_value(m, "opens"), 0);
   void* buf = NULL;
   assert_int_equal(posix_memalign(&buf, 4096, SIZE), 0);
   char rel[64];
   for (int i = 0; i < N; i++) {
-    snprintf(rel, sizeof(rel), "%s/gfx942/kernel.hsaco", names[i]);
+    snprintf(rel, sizeof(rel), "%s/gfx942/kernel.hsaco", s.names[i]);
     char* path = in_mount(m, rel);
     int fd = open(path, O_RDONLY | O_DIRECT);
     assert_true(fd >= 0);
     /* The first half of all but the last, which is read whole. */
     size_t want = i < N - 1 ? 4096 : SIZE;
     assert_int_equal(pread(fd, buf, want, 0), (ssize_t)want);
-    assert_memory_equal(buf, k[i].data, want);
+    assert_memory_equal(buf, s.k[i].data, want);
     close(fd);
     free(path);
     /* The 65th takes the slot of the first; the last takes the second's
@@ -1420,41 +1423,34 @@ static void test_at_most_64_files_read_in_part_stay_pinned(void** state) {
   }
   free(buf);
   mnt_stop_clean(m);
-  for (int i = 0; i < N; i++)
-    free((void*)k[i].data);
-  free(archive);
+  kernel_set_free(&s);
 }
 
 /* A file read in part and left alone is let go release_after (0.2 s
  * here) after its last read. */
 static void test_a_file_read_in_part_is_let_go_when_left_alone(void** state) {
   (void)state;
-  char* archive = kt_path(tmp, "idle.kpack");
   enum { SIZE = 300000 };
-  kt_kernel k = {"lib/i.so#0", "gfx942", kt_pattern(SIZE, 91), SIZE};
-  write_fixture(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, &k, 1);
-  mnt* m = &scratch[0];
-  mnt_init(m, "idle");
-  const char* args[] = {"-o", "release_after=0.2", archive, NULL};
-  mnt_start(m, args);
-  char* path = in_mount(m, "lib/i.so#0/gfx942/kernel.hsaco");
+  kernel_set s;
+  mnt* m =
+      mount_kernels(&s, "i", "gfx942", 1, NULL, SIZE, 91, "release_after=0.2");
+  char* path = in_mount(m, "lib/i0.so#0/gfx942/kernel.hsaco");
   int fd = open(path, O_RDONLY | O_DIRECT);
   assert_true(fd >= 0);
   void* buf = NULL;
   assert_int_equal(posix_memalign(&buf, 4096, 4096), 0);
   assert_int_equal(pread(fd, buf, 4096, 0), 4096);
-  assert_memory_equal(buf, k.data, 4096);
+  assert_memory_equal(buf, s.k[0].data, 4096);
   assert_int_equal(stat_value(m, "decompressions"), 1);
   await_releases(m); /* still open: only the daemon's clock lets it go */
   assert_int_equal(pread(fd, buf, 4096, 8192), 4096); /* pinned afresh */
-  assert_memory_equal(buf, (const uint8_t*)k.data + 8192, 4096);
+  assert_memory_equal(buf, (const uint8_t*)s.k[0].data + 8192, 4096);
   close(fd);
   await_releases(m);
   free(buf);
   free(path);
   mnt_stop_clean(m);
-  free((void*)k.data);
-  free(archive);
+  kernel_set_free(&s);
 }
 
 /* Kernels of 200-260 KiB through a 1 MiB budget, by four readers at once
@@ -1501,25 +1497,17 @@ static void* read_recycled(void* arg) {
 static void test_tiny_budget_recycles_buffers_and_every_byte_is_exact(
     void** state) {
   (void)state;
-  char* archive = kt_path(tmp, "recycle.kpack");
-  kt_kernel k[RECYCLE_KERNELS];
-  char names[RECYCLE_KERNELS][32];
-  for (int i = 0; i < RECYCLE_KERNELS; i++) {
-    size_t size = (200u << 10) + (size_t)i * 2600;
-    snprintf(names[i], sizeof(names[i]), "lib/r%d.so#0", i);
-    k[i] = (kt_kernel){names[i], "gfx942", kt_pattern(size, 500 + i), size};
-  }
-  write_fixture(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k,
-                RECYCLE_KERNELS);
-  mnt* m = &scratch[0];
-  mnt_init(m, "recycle");
-  const char* args[] = {"-o", "cache_size=1M", archive, NULL};
-  mnt_start(m, args);
+  size_t sizes[RECYCLE_KERNELS];
+  for (int i = 0; i < RECYCLE_KERNELS; i++)
+    sizes[i] = (200u << 10) + (size_t)i * 2600;
+  kernel_set s;
+  mnt* m = mount_kernels(&s, "r", "gfx942", RECYCLE_KERNELS, sizes, 0, 500,
+                         "cache_size=1M");
 
   pthread_t threads[RECYCLE_READERS];
   recycle_reader readers[RECYCLE_READERS];
   for (size_t i = 0; i < RECYCLE_READERS; i++) {
-    readers[i] = (recycle_reader){m, k, i * 5, NULL};
+    readers[i] = (recycle_reader){m, s.k, i * 5, NULL};
     assert_int_equal(
         pthread_create(&threads[i], NULL, read_recycled, &readers[i]), 0);
   }
@@ -1534,9 +1522,7 @@ static void test_tiny_budget_recycles_buffers_and_every_byte_is_exact(
   assert_true(stat_value(m, "cache_bytes") <= 1 << 20);
   assert_int_equal(stat_value(m, "failures"), 0);
   mnt_stop_clean(m); /* TSan, ASan and valgrind builds: a clean exit */
-  for (int i = 0; i < RECYCLE_KERNELS; i++)
-    free((void*)k[i].data);
-  free(archive);
+  kernel_set_free(&s);
 }
 
 static void test_sigterm_unmounts_cleanly(void** state) {
