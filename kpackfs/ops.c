@@ -727,7 +727,7 @@ static void kfs_open(fuse_req_t req, fuse_ino_t ino,
  * pulls bytes from under a reply. .kpackfs/stats has no handle: its reads serve
  * the snapshot its last attributes described (fill_stat()). */
 
-/* When another file starts being read, a file without a READ for this
+/* When another file is read, a file without a READ for this
  * share of release_after (20 ms by default) is taken for done with: a
  * reader's READs of one file come microseconds apart, and one that pauses
  * longer only pins its kernel again (a hit in the kernel cache while it
@@ -763,16 +763,19 @@ static kfs_handle* attach(kfs_fs* fs, fuse_ino_t ino, off_t off, int* err) {
   *err = n == NULL ? ENOENT : n->kind == KFS_DIR ? EISDIR : 0;
   if (*err != 0 || (*err = new_handle(fs, n, &h, &direct)) != 0)
     return NULL;
-  if (off > 0)
-    return h; /* the read's reference, the only one */
-  h->attached = true;
-  atomic_fetch_add(&h->refs, 1); /* the read's; the table holds the first */
-  /* Files not read for a while when another one starts are taken for
-   * done with: their readers went on to the next file (a reader whose
-   * last pages came from the page cache sends no READ at the end). A free
-   * slot is taken, else the least recently read file's (a file whose
-   * reading stopped short, let go once KFS_ATTACHED others are being
-   * read). */
+  /* A file that starts is attached: the table holds its first reference,
+   * the read a second. A read past the start keeps its only one. */
+  bool starts = off == 0;
+  if (starts) {
+    h->attached = true;
+    atomic_fetch_add(&h->refs, 1);
+  }
+  /* Files not read for a while when another one is are taken for done
+   * with: their readers went on to the next file (a reader whose last
+   * pages came from the page cache sends no READ at the end). A file that
+   * starts takes a free slot, else the least recently read file's (a file
+   * whose reading stopped short, let go once KFS_ATTACHED others are
+   * being read). */
   kfs_handle* done[KFS_ATTACHED + 1];
   size_t count = 0;
   uint64_t now = kfs_clock_ns();
@@ -789,10 +792,12 @@ static kfs_handle* attach(kfs_fs* fs, fuse_ino_t ino, off_t off, int* err) {
                          (a->handle == NULL || a->used_ns < slot->used_ns)))
       slot = a;
   }
-  if (slot->handle != NULL)
-    done[count++] = slot->handle;
-  *slot = (kfs_attached){.ino = ino, .handle = h, .used_ns = now};
-  pthread_cond_signal(&fs->sweep); /* it may sleep with nothing to watch */
+  if (starts) {
+    if (slot->handle != NULL)
+      done[count++] = slot->handle;
+    *slot = (kfs_attached){.ino = ino, .handle = h, .used_ns = now};
+    pthread_cond_signal(&fs->sweep); /* it may sleep with nothing to watch */
+  }
   pthread_mutex_unlock(&fs->attach_lock);
   for (size_t i = 0; i < count; i++)
     release_handle(fs, done[i]);

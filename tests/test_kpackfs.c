@@ -1453,6 +1453,39 @@ static void test_a_file_read_in_part_is_let_go_when_left_alone(void** state) {
   kernel_set_free(&s);
 }
 
+/* A file read in part is let go as soon as another file is read, by any
+ * READ, once it has had none for a fiftieth of release_after (2 s here):
+ * the sweeper's own turn (100 s) is past the test's patience. */
+static void test_a_file_left_idle_is_let_go_when_another_is_read(void** state) {
+  (void)state;
+  enum { SIZE = 300000 };
+  kernel_set s;
+  mnt* m =
+      mount_kernels(&s, "n", "gfx942", 2, NULL, SIZE, 93, "release_after=100");
+  char* first = in_mount(m, "lib/n0.so#0/gfx942/kernel.hsaco");
+  char* second = in_mount(m, "lib/n1.so#0/gfx942/kernel.hsaco");
+  int fd1 = open(first, O_RDONLY | O_DIRECT);
+  int fd2 = open(second, O_RDONLY | O_DIRECT);
+  assert_true(fd1 >= 0 && fd2 >= 0);
+  void* buf = NULL;
+  assert_int_equal(posix_memalign(&buf, 4096, 4096), 0);
+  assert_int_equal(pread(fd1, buf, 4096, 0), 4096);
+  assert_int_equal(stat_value(m, "cache_pinned"), 1);
+  kt_sleep_ms(2100); /* the first file is now idle for longer than 2 s */
+  /* Past the second file's start: not attached, pinned for itself alone. */
+  assert_int_equal(pread(fd2, buf, 4096, 8192), 4096);
+  assert_memory_equal(buf, (const uint8_t*)s.k[1].data + 8192, 4096);
+  await_releases(m);
+  assert_int_equal(stat_value(m, "decompressions"), 2);
+  close(fd1);
+  close(fd2);
+  free(buf);
+  free(first);
+  free(second);
+  mnt_stop_clean(m);
+  kernel_set_free(&s);
+}
+
 /* Kernels of 200-260 KiB through a 1 MiB budget, by four readers at once
  * in different orders, every read a request to the daemon (O_DIRECT): the
  * misses keep taking over buffers of kernels just evicted while the other
@@ -3429,6 +3462,7 @@ int main(void) {
       T(test_open_requests_pin_a_kernel_until_its_last_close),
       T(test_at_most_64_files_read_in_part_stay_pinned),
       T(test_a_file_read_in_part_is_let_go_when_left_alone),
+      T(test_a_file_left_idle_is_let_go_when_another_is_read),
       T(test_archive_truncated_under_the_mount_is_eio_not_a_crash),
       T(test_small_cache_still_serves_larger_kernels),
       T(test_tiny_budget_recycles_buffers_and_every_byte_is_exact),
