@@ -170,10 +170,11 @@ static void usage(void) {
       "    noauto, user, nofail, _netdev, x-*...) are accepted; the mount is\n"
       "    read-only whatever they say.\n"
       "\n"
-      "    One thread answers the requests; decompressions and renders go to\n"
-      "    a pool of one worker per CPU (2 to 16). -s answers every request\n"
-      "    on the one thread. libfuse's clone_fd, max_idle_threads and\n"
-      "    max_threads are accepted and have no effect.\n"
+      "    One thread answers the requests. Renders, and decompressions while\n"
+      "    another kernel is being read, go to a pool of one worker per CPU\n"
+      "    (2 to 16); a kernel read alone is decompressed on the one thread.\n"
+      "    -s answers every request on the one thread. libfuse's clone_fd,\n"
+      "    max_idle_threads and max_threads are accepted and have no effect.\n"
       "\n"
       "FUSE OPTIONS\n",
       stdout);

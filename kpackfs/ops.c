@@ -95,7 +95,7 @@ static char* render_stats(kfs_fs* fs, size_t* size) {
       "\ndecompressions=%" PRIu64 "\nbytes_decompressed=%" PRIu64
       "\nfailures=%" PRIu64 "\nrecycled=%" PRIu64 "\nopens=%" PRIu64
       "\nread_errors=%" PRIu64 "\nread_requests=%" PRIu64
-      "\nzero_message_opens=%d\nstarted_ns=%" PRIu64
+      "\nreads_pooled=%" PRIu64 "\nzero_message_opens=%d\nstarted_ns=%" PRIu64
       "\nsources_opened_ns=%" PRIu64 "\ntree_built_ns=%" PRIu64
       "\nmounted_ns=%" PRIu64 "\ninit_ns=%" PRIu64 "\n",
       t->source_count, t->binaries, t->kernels, t->skipped, t->shadowed,
@@ -103,7 +103,8 @@ static char* render_stats(kfs_fs* fs, size_t* size) {
       c.evictions, c.decompressions, c.bytes_decompressed, c.failures,
       c.recycled, (uint64_t)atomic_load(&fs->opens),
       (uint64_t)atomic_load(&fs->read_errors),
-      (uint64_t)atomic_load(&fs->read_requests), fs->no_open ? 1 : 0,
+      (uint64_t)atomic_load(&fs->read_requests),
+      (uint64_t)atomic_load(&fs->reads_pooled), fs->no_open ? 1 : 0,
       fs->started_ns, t->opened_ns, t->built_ns, fs->mounted_ns,
       (uint64_t)atomic_load(&fs->init_ns));
   if (n < 0)
@@ -264,13 +265,27 @@ static const kfs_node* node_of(kfs_fs* fs, fuse_ino_t ino, kfs_node* view) {
  * (libfuse's own worker threads, handed each request in turn, made a
  * cached re-read of many small files a third slower than one thread
  * does). A request that must wait for the archive (a kernel's first read
- * past KFS_INLINE_BYTES, a text file's render for its size or bytes, a
- * code object attribute) is handed to the pool with what it needs, and its
- * handler runs again there, where it may wait. */
+ * past KFS_INLINE_BYTES while another kernel is being read, a text file's
+ * render for its size or bytes, a code object attribute) is handed to the
+ * pool with what it needs, and its handler runs again there, where it may
+ * wait. */
 
 /* Kernels up to this size are decompressed where their first read comes
  * in: less time than handing the request over. */
 #define KFS_INLINE_BYTES (64u << 10)
+
+/* So are kernels up to this size (milliseconds of zstd) while no other
+ * kernel is pinned, that is, while one file is read at a time. A kernel
+ * decompressed by a worker on one CPU and copied into the page cache by
+ * this thread's replies on another makes both slow: the replies read
+ * lines the other core wrote, and the next decompression into that
+ * recycled buffer writes lines the other core now holds. On two vCPUs a
+ * 1.5 MiB zstd decode took 0.9-1.3 ms into a buffer of its own core and
+ * 1.7-2.9 ms into one the other core had just read; every kernel of a
+ * 1.2 GB archive read in turn came at 490-650 MB/s through the pool and
+ * 860-990 MB/s here. Reads that overlap still decompress in parallel on
+ * the pool. */
+#define KFS_ALONE_BYTES (16u << 20)
 
 enum { DEFER_LOOKUP, DEFER_GETATTR, DEFER_READ, DEFER_GETXATTR };
 
@@ -929,11 +944,18 @@ static void read_reply(kfs_fs* fs, fuse_req_t req, kfs_handle* h, size_t size,
     detach(fs, h, 0);
 }
 
-/* Whether the first read of `h` must wait for the archive. */
-static bool read_waits(const kfs_handle* h) {
+/* Whether the first read of `h` goes to the pool (see KFS_ALONE_BYTES). */
+static bool read_waits(kfs_fs* fs, const kfs_handle* h) {
   if (h->node == NULL || atomic_load(&h->pinned))
     return false;
-  return h->node->kind != KFS_KERNEL || h->node->size > KFS_INLINE_BYTES;
+  if (h->node->kind != KFS_KERNEL)
+    return true;
+  if (h->node->size <= KFS_INLINE_BYTES)
+    return false;
+  kpack_kcache_stats_t cache;
+  return h->node->size > KFS_ALONE_BYTES ||
+         kpack_kcache_get_stats(fs->cache, &cache) != KPACK_SUCCESS ||
+         cache.pinned > 0;
 }
 
 /* After the pool's job has pinned `h`: answers the reads that came in
@@ -977,8 +999,13 @@ static bool defer_read(kfs_fs* fs, fuse_req_t req, kfs_handle* h, size_t size,
   }
   pthread_mutex_unlock(&h->pin_lock);
   if (first) {
-    if (defer(fs, req, DEFER_READ, 0, h, NULL, size, off))
+    /* Read before the job may have let go of h. */
+    bool kernel = h->node != NULL && h->node->kind == KFS_KERNEL;
+    if (defer(fs, req, DEFER_READ, 0, h, NULL, size, off)) {
+      if (kernel)
+        atomic_fetch_add(&fs->reads_pooled, 1);
       return true;
+    }
     pthread_mutex_lock(&h->pin_lock);
     h->pinning = false; /* answered here instead */
     pthread_mutex_unlock(&h->pin_lock);
@@ -1000,7 +1027,7 @@ static void kfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
     fuse_reply_err(req, err);
     return;
   }
-  if (read_waits(h) && defer_read(fs, req, h, size, off))
+  if (read_waits(fs, h) && defer_read(fs, req, h, size, off))
     return;
   read_reply(fs, req, h, size, off);
   release_handle(fs, h);

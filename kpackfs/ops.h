@@ -70,6 +70,7 @@ typedef struct kfs_fs {
   atomic_uint_fast64_t opens;         /* kernel files opened */
   atomic_uint_fast64_t read_requests; /* kernel reads the daemon served */
   atomic_uint_fast64_t read_errors;   /* first reads refused (EIO...) */
+  atomic_uint_fast64_t reads_pooled;  /* kernel first reads the pool served */
   /* The mount's phases, kfs_clock_ns(): main() entered, mount(2) done (set
    * before the session loop starts), INIT answered. */
   uint64_t started_ns, mounted_ns;

@@ -1486,6 +1486,58 @@ static void test_a_file_left_idle_is_let_go_when_another_is_read(void** state) {
   kernel_set_free(&s);
 }
 
+/* One file read at a time: a large kernel is decompressed where its first
+ * READ comes in, on the request thread; while another kernel is pinned (a
+ * file read in part, kept for an hour here), the next first read goes to
+ * the pool, so that readers that overlap decompress in parallel. */
+static void test_a_lone_reader_decompresses_where_its_reads_come_in(
+    void** state) {
+  (void)state;
+  enum { N = 3, SIZE = 300000 };
+  kernel_set s;
+  mnt* m =
+      mount_kernels(&s, "q", "gfx942", N, NULL, SIZE, 57, "release_after=3600");
+  char* paths[N];
+  for (int i = 0; i < N; i++) {
+    char rel[64];
+    snprintf(rel, sizeof(rel), "%s/gfx942/kernel.hsaco", s.names[i]);
+    paths[i] = in_mount(m, rel);
+  }
+  size_t size;
+  for (int i = 0; i < 2; i++) {
+    void* data = read_path(paths[i], 65536, &size, 0);
+    assert_non_null(data);
+    assert_int_equal(size, SIZE);
+    assert_memory_equal(data, s.k[i].data, SIZE);
+    free(data);
+  }
+  await_releases(m);
+  assert_int_equal(stat_value(m, "decompressions"), 2);
+  assert_int_equal(stat_value(m, "reads_pooled"), 0);
+
+  /* Kernel 0 read in part, past the page cache: pinned from now on. */
+  int fd = open(paths[0], O_RDONLY | O_DIRECT);
+  assert_true(fd >= 0);
+  void* buf = NULL;
+  assert_int_equal(posix_memalign(&buf, 4096, 4096), 0);
+  assert_int_equal(pread(fd, buf, 4096, 0), 4096);
+  assert_memory_equal(buf, s.k[0].data, 4096);
+  assert_int_equal(stat_value(m, "cache_pinned"), 1);
+  void* data = read_path(paths[2], 65536, &size, 0);
+  assert_non_null(data);
+  assert_int_equal(size, SIZE);
+  assert_memory_equal(data, s.k[2].data, SIZE);
+  free(data);
+  assert_int_equal(stat_value(m, "reads_pooled"), 1);
+  assert_int_equal(stat_value(m, "decompressions"), 3);
+  close(fd);
+  free(buf);
+  for (int i = 0; i < N; i++)
+    free(paths[i]);
+  mnt_stop_clean(m);
+  kernel_set_free(&s);
+}
+
 /* Kernels of 200-260 KiB through a 1 MiB budget, by four readers at once
  * in different orders, every read a request to the daemon (O_DIRECT): the
  * misses keep taking over buffers of kernels just evicted while the other
@@ -3463,6 +3515,7 @@ int main(void) {
       T(test_at_most_64_files_read_in_part_stay_pinned),
       T(test_a_file_read_in_part_is_let_go_when_left_alone),
       T(test_a_file_left_idle_is_let_go_when_another_is_read),
+      T(test_a_lone_reader_decompresses_where_its_reads_come_in),
       T(test_archive_truncated_under_the_mount_is_eio_not_a_crash),
       T(test_small_cache_still_serves_larger_kernels),
       T(test_tiny_budget_recycles_buffers_and_every_byte_is_exact),
