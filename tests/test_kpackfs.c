@@ -1256,6 +1256,18 @@ static mnt* mount_kernels(kernel_set* s, const char* stem, const char* arch,
   return m;
 }
 
+/* Opens `path` past the page cache and reads its first page into *page
+ * (the caller frees it), which must be `want`'s: the open descriptor. */
+static int open_first_page(const char* path, const void* want, void** page) {
+  int fd = open(path, O_RDONLY | O_DIRECT);
+  assert_true(fd >= 0);
+  *page = NULL;
+  assert_int_equal(posix_memalign(page, 4096, 4096), 0);
+  assert_int_equal(pread(fd, *page, 4096, 0), 4096);
+  assert_memory_equal(*page, want, 4096);
+  return fd;
+}
+
 static void kernel_set_free(kernel_set* s) {
   for (size_t i = 0; i < s->n; i++)
     free((void*)s->k[i].data);
@@ -1435,12 +1447,8 @@ static void test_a_file_read_in_part_is_let_go_when_left_alone(void** state) {
   mnt* m =
       mount_kernels(&s, "i", "gfx942", 1, NULL, SIZE, 91, "release_after=0.2");
   char* path = in_mount(m, "lib/i0.so#0/gfx942/kernel.hsaco");
-  int fd = open(path, O_RDONLY | O_DIRECT);
-  assert_true(fd >= 0);
-  void* buf = NULL;
-  assert_int_equal(posix_memalign(&buf, 4096, 4096), 0);
-  assert_int_equal(pread(fd, buf, 4096, 0), 4096);
-  assert_memory_equal(buf, s.k[0].data, 4096);
+  void* buf;
+  int fd = open_first_page(path, s.k[0].data, &buf);
   assert_int_equal(stat_value(m, "decompressions"), 1);
   await_releases(m); /* still open: only the daemon's clock lets it go */
   assert_int_equal(pread(fd, buf, 4096, 8192), 4096); /* pinned afresh */
@@ -1516,12 +1524,8 @@ static void test_a_lone_reader_decompresses_where_its_reads_come_in(
   assert_int_equal(stat_value(m, "reads_pooled"), 0);
 
   /* Kernel 0 read in part, past the page cache: pinned from now on. */
-  int fd = open(paths[0], O_RDONLY | O_DIRECT);
-  assert_true(fd >= 0);
-  void* buf = NULL;
-  assert_int_equal(posix_memalign(&buf, 4096, 4096), 0);
-  assert_int_equal(pread(fd, buf, 4096, 0), 4096);
-  assert_memory_equal(buf, s.k[0].data, 4096);
+  void* buf;
+  int fd = open_first_page(paths[0], s.k[0].data, &buf);
   assert_int_equal(stat_value(m, "cache_pinned"), 1);
   void* data = read_path(paths[2], 65536, &size, 0);
   assert_non_null(data);
