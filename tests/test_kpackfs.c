@@ -556,15 +556,22 @@ static void* read_path(const char* path, size_t chunk, size_t* size,
   return buf;
 }
 
-static void assert_file_equals(const mnt* m, const expected* e) {
-  char* path = in_mount(m, e->rel);
+/* Reads `path` whole, `chunk` bytes at a time, opened with `flags`: it
+ * must hold exactly `want`'s `size` bytes. */
+static void assert_reads(const char* path, size_t chunk, int flags,
+                         const void* want, size_t want_size) {
   size_t size = 0;
-  void* data = read_path(path, 65536, &size, 0);
+  void* data = read_path(path, chunk, &size, flags);
   if (data == NULL)
     fail_msg("%s: %s", path, strerror(errno));
-  assert_int_equal(size, e->size);
-  assert_memory_equal(data, e->data, size);
+  assert_int_equal(size, want_size);
+  assert_memory_equal(data, want, size);
   free(data);
+}
+
+static void assert_file_equals(const mnt* m, const expected* e) {
+  char* path = in_mount(m, e->rel);
+  assert_reads(path, 65536, 0, e->data, e->size);
   free(path);
 }
 
@@ -1001,32 +1008,21 @@ static void test_chunked_read_decompresses_once_and_rereads_hit_cache(
   char* path = in_mount(m, e->rel);
 
   /* 4 KiB O_DIRECT reads: every piece is a request to the daemon. */
-  size_t size;
-  void* data = read_path(path, 4096, &size, O_DIRECT);
-  assert_non_null(data);
-  assert_int_equal(size, e->size);
-  assert_memory_equal(data, e->data, size);
-  free(data);
+  assert_reads(path, 4096, O_DIRECT, e->data, e->size);
   assert_int_equal(stat_value(m, "decompressions"), 1);
   assert_int_equal(stat_value(m, "misses"), 1);
   assert_int_equal(stat_value(m, "bytes_decompressed"), e->size);
   assert_true(stat_value(m, "read_requests") >= e->size / 4096);
 
   /* Through the page cache: served from the kernel cache... */
-  data = read_path(path, 4096, &size, 0);
-  assert_non_null(data);
-  assert_memory_equal(data, e->data, size);
-  free(data);
+  assert_reads(path, 4096, 0, e->data, e->size);
   assert_int_equal(stat_value(m, "decompressions"), 1);
   assert_int_equal(stat_value(m, "hits"), 1);
   assert_int_equal(stat_value(m, "cache_bytes"), e->size);
   uint64_t requests = stat_value(m, "read_requests");
 
   /* ...and read again without a single read request (keep_cache). */
-  data = read_path(path, 65536, &size, 0);
-  assert_non_null(data);
-  assert_memory_equal(data, e->data, size);
-  free(data);
+  assert_reads(path, 65536, 0, e->data, e->size);
   assert_int_equal(stat_value(m, "read_requests"), requests);
   assert_int_equal(stat_value(m, "decompressions"), 1);
   await_releases(m);
@@ -1185,12 +1181,7 @@ static void corrupt_frame_case(bool open_requests) {
                        "lib/c.so#0/gfx90a/kernel.hsaco"};
   for (int i = 0; i < 2; i++) {
     char* path = in_mount(m, rel[i]);
-    size_t size;
-    void* data = read_path(path, 65536, &size, 0);
-    assert_non_null(data);
-    assert_int_equal(size, good_size[i]);
-    assert_memory_equal(data, good[i], size);
-    free(data);
+    assert_reads(path, 65536, 0, good[i], good_size[i]);
     free(path);
   }
   if (open_requests) {
@@ -1302,11 +1293,7 @@ static void test_archive_truncated_under_the_mount_is_eio_not_a_crash(
   }
   /* The daemon is alive and still serves what it has. */
   assert_int_equal(waitpid(m->pid, NULL, WNOHANG), 0);
-  data = read_path(first, 4096, &size, O_DIRECT);
-  assert_non_null(data);
-  assert_int_equal(size, SIZE);
-  assert_memory_equal(data, s.k[0].data, SIZE);
-  free(data);
+  assert_reads(first, 4096, O_DIRECT, s.k[0].data, SIZE);
   /* Each at least once (once a request: no opens reach the daemon). */
   assert_true(stat_value(m, "read_errors") >= N - N / 2);
   mnt_stop_clean(m);
@@ -1353,12 +1340,7 @@ static void test_small_cache_still_serves_larger_kernels(void** state) {
       char rel[256];
       snprintf(rel, sizeof(rel), "%s/gfx942/kernel.hsaco", s.names[i]);
       char* path = in_mount(m, rel);
-      size_t size;
-      void* data = read_path(path, 65536, &size, O_DIRECT);
-      assert_non_null(data);
-      assert_int_equal(size, sizes[i]);
-      assert_memory_equal(data, s.k[i].data, size);
-      free(data);
+      assert_reads(path, 65536, O_DIRECT, s.k[i].data, sizes[i]);
       free(path);
     }
   }
@@ -1511,14 +1493,8 @@ static void test_a_lone_reader_decompresses_where_its_reads_come_in(
     snprintf(rel, sizeof(rel), "%s/gfx942/kernel.hsaco", s.names[i]);
     paths[i] = in_mount(m, rel);
   }
-  size_t size;
-  for (int i = 0; i < 2; i++) {
-    void* data = read_path(paths[i], 65536, &size, 0);
-    assert_non_null(data);
-    assert_int_equal(size, SIZE);
-    assert_memory_equal(data, s.k[i].data, SIZE);
-    free(data);
-  }
+  for (int i = 0; i < 2; i++)
+    assert_reads(paths[i], 65536, 0, s.k[i].data, SIZE);
   await_releases(m);
   assert_int_equal(stat_value(m, "decompressions"), 2);
   assert_int_equal(stat_value(m, "reads_pooled"), 0);
@@ -1527,11 +1503,7 @@ static void test_a_lone_reader_decompresses_where_its_reads_come_in(
   void* buf;
   int fd = open_first_page(paths[0], s.k[0].data, &buf);
   assert_int_equal(stat_value(m, "cache_pinned"), 1);
-  void* data = read_path(paths[2], 65536, &size, 0);
-  assert_non_null(data);
-  assert_int_equal(size, SIZE);
-  assert_memory_equal(data, s.k[2].data, SIZE);
-  free(data);
+  assert_reads(paths[2], 65536, 0, s.k[2].data, SIZE);
   assert_int_equal(stat_value(m, "reads_pooled"), 1);
   assert_int_equal(stat_value(m, "decompressions"), 3);
   close(fd);
