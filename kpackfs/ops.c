@@ -265,10 +265,10 @@ static const kfs_node* node_of(kfs_fs* fs, fuse_ino_t ino, kfs_node* view) {
  * (libfuse's own worker threads, handed each request in turn, made a
  * cached re-read of many small files a third slower than one thread
  * does). A request that must wait for the archive (a kernel's first read
- * past KFS_INLINE_BYTES while another kernel is being read, a text file's
- * render for its size or bytes, a code object attribute) is handed to the
- * pool with what it needs, and its handler runs again there, where it may
- * wait. */
+ * past KFS_INLINE_BYTES but not read alone, see KFS_ALONE_BYTES, a text
+ * file's render for its size or bytes, a code object attribute) is handed
+ * to the pool with what it needs, and its handler runs again there, where
+ * it may wait. */
 
 /* Kernels up to this size are decompressed where their first read comes
  * in: less time than handing the request over. */
