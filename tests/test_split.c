@@ -1188,6 +1188,77 @@ static void test_failed_rerun_leaves_the_earlier_output_as_it_was(
   free(in);
 }
 
+/* An --in-place run that fails at any of its writes (each failed in turn
+ * through KPACK_SPLIT_FAIL_AFTER: each transformed binary, archive and
+ * rename, the hard-linked binary's rewrite in its inode) leaves the tree
+ * exactly as it was: the binaries of the earlier build, the archives of
+ * the earlier split (none of them gone or holding new keys), no archive
+ * directory that was not there, every mode and time, directories'
+ * included. The tree: an earlier in-place split of a library (with a hard
+ * link and a symbolic link to it) and of an executable, then both
+ * rebuilt, the library for fewer arches (an archive goes), the executable
+ * alone in its inode. */
+static void test_failed_in_place_run_leaves_the_tree_as_it_was(void** state) {
+  (void)state;
+  char* in = kt_in_tmp("inplace-fail");
+  char* ref = kt_in_tmp("inplace-fail-ref");
+  char* exe = kt_tree_path(in, "bin/y");
+  write_rerun_tree(in, 73, 3, "build 1\n");
+  write_program_for(exe, FX_PROGRAM_PIE, MANY_WRAPPERS, 74, 3);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-q", "--in-place", "--prefix", "x", in),
+      0);
+  write_rerun_tree(in, 75, 2, "build 2, longer\n");
+  unlink(exe);
+  write_program_for(exe, FX_PROGRAM_PIE, MANY_WRAPPERS, 76, 2);
+  char* cp_argv[] = {"cp", "-a", in, ref, NULL};
+  assert_int_equal(kt_run(cp_argv, 60, NULL, NULL), 0);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "-q", "--in-place", "--prefix", "x", ref),
+      0);
+  char* before = kt_tree_state(in, true);
+  unsigned failures = 0;
+  for (unsigned n = 1; n < 200; n++) {
+    char value[16], *err = NULL;
+    snprintf(value, sizeof(value), "%u", n);
+    setenv("KPACK_SPLIT_FAIL_AFTER", value, 1);
+    int rc =
+        KT_KPACK(NULL, &err, "split", "-q", "--in-place", "--prefix", "x", in);
+    unsetenv("KPACK_SPLIT_FAIL_AFTER");
+    if (rc == 0) {
+      free(err);
+      break;
+    }
+    assert_int_equal(rc, 1);
+    kt_assert_contains(err, "cannot write: Input/output error");
+    char* after = kt_tree_state(in, true);
+    if (strcmp(after, before) != 0)
+      fail_msg("failed at write %u (%s), the tree changed:\n%s\nwas:\n%s", n,
+               err, after, before);
+    free(after);
+    free(err);
+    failures++;
+  }
+  /* 2 binaries, 3 archives (one dropped), each put in place. */
+  assert_true(failures >= 8);
+  kt_assert_same_tree(in, ref);
+  char* gone = kt_path(in, ".kpack/x_gfx1100.kpack");
+  assert_int_not_equal(access(gone, F_OK), 0);
+  struct stat a, b;
+  char* lib = kt_path(in, "lib/libx.so");
+  char* hard = kt_path(in, "lib/libx-hard.so");
+  assert_int_equal(stat(lib, &a), 0);
+  assert_int_equal(stat(hard, &b), 0);
+  assert_int_equal(a.st_ino, b.st_ino);
+  free(lib);
+  free(hard);
+  free(gone);
+  free(before);
+  free(exe);
+  free(ref);
+  free(in);
+}
+
 /* A HIP relocatable object (.o, as -dev packages ship them) beside a
  * library in a tree: copied byte for byte with a note saying why and what
  * to split instead, the library split as usual; before, the whole run
@@ -1622,6 +1693,9 @@ int main(void) {
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_failed_rerun_leaves_the_earlier_output_as_it_was, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_failed_in_place_run_leaves_the_tree_as_it_was, kt_kpack_setup,
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_split_copies_a_relocatable_object_as_data, kt_kpack_setup,

@@ -221,16 +221,6 @@ bool fr_finish_temp(pr_run* r, int fd, const char* dst, const struct stat* like,
   return ok;
 }
 
-bool fr_install(pr_run* r, const char* tmp, const char* dst, bool durable) {
-  if (rename(tmp, dst) != 0) {
-    kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, errno,
-             "%s: cannot replace with %s: %s", dst, tmp, strerror(errno));
-    return false;
-  }
-  pr_step(r);
-  return !durable || sync_parent(r, dst);
-}
-
 /* Copies the committed redo file into `dst`'s own inode, syncs it, gives it
  * the redo file's mtime and removes the redo file. Safe to repeat: every
  * attempt writes the same bytes from the start. */
@@ -279,7 +269,7 @@ bool fr_rewrite_in_place(pr_run* r, const char* tmp, const char* dst) {
   if (!sync_parent(r, redo))
     goto done;
   pr_step(r); /* committed: from here the next run finishes the copy */
-  ok = apply_redo(r, redo, dst);
+  ok = !pr_fault(r, dst) && apply_redo(r, redo, dst);
 done:
   free(redo);
   return ok;
@@ -299,7 +289,10 @@ bool fr_recover(pr_run* r, const char* dir, unsigned* recovered) {
       continue;
     char *path = NULL, *target = NULL;
     bool is_redo = len > 5 && strcmp(e->d_name + len - 5, ".redo") == 0;
-    bool is_tmp = len > 4 && strcmp(e->d_name + len - 4, ".tmp") == 0;
+    /* A kept earlier version (.old) is as stale as a temporary file: a
+     * run killed while it put files in place had committed them. */
+    bool is_tmp = len > 4 && (strcmp(e->d_name + len - 4, ".tmp") == 0 ||
+                              strcmp(e->d_name + len - 4, ".old") == 0);
     size_t name_len = len - strlen(FR_PREFIX) - (is_redo ? 5 : 4);
     if (!is_redo && !is_tmp)
       continue;
@@ -385,8 +378,8 @@ bool fr_outputs_note(pr_run* r, fr_outputs* o, const char* path) {
   return true;
 }
 
-bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp,
-                     const char* dst) {
+bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp, const char* dst,
+                     bool durable) {
   struct stat st;
   char* kept = NULL;
   char* path = strdup(dst);
@@ -425,13 +418,78 @@ bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp,
       rename(kept, dst);
     goto fail;
   }
-  o->swaps[o->swap_count++] = (fr_swap){path, kept};
+  o->swaps[o->swap_count++] = (fr_swap){path, kept, false};
   pr_step(r);
-  return true;
+  return !durable || sync_parent(r, dst);
 fail:
   free(kept);
   free(path);
   return false;
+}
+
+/* A synced copy of `dst`, bytes and times, at `kept`. */
+static bool keep_copy(pr_run* r, const char* dst, const char* kept) {
+  struct stat st;
+  int in = open(dst, O_RDONLY | O_CLOEXEC);
+  unlink(kept); /* a killed run's */
+  int out =
+      in >= 0 ? open(kept, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600) : -1;
+  bool ok = out >= 0 && fstat(in, &st) == 0;
+  if (ok) {
+    const struct timespec times[2] = {st.st_atim, st.st_mtim};
+    ok = copy_fd(r, in, out, st.st_size) && futimens(out, times) == 0 &&
+         fsync(out) == 0;
+  }
+  int why = errno;
+  if (out >= 0 && close(out) != 0 && ok) {
+    ok = false;
+    why = errno;
+  }
+  if (in >= 0)
+    close(in);
+  if (!ok) {
+    unlink(kept);
+    kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, why,
+             "%s: cannot keep the earlier version as %s: %s", dst, kept,
+             strerror(why));
+  }
+  return ok;
+}
+
+bool fr_outputs_rewrite(pr_run* r, fr_outputs* o, const char* tmp,
+                        const char* dst) {
+  char* kept = own_name(dst, ".old");
+  char* path = strdup(dst);
+  fr_swap* swaps =
+      kp_grow(o->swaps, o->swap_count, &o->swap_cap, sizeof(*swaps), 64);
+  if (swaps != NULL)
+    o->swaps = swaps;
+  if (swaps == NULL || path == NULL || kept == NULL) {
+    kp_out_of_memory(&r->report);
+    free(kept);
+    free(path);
+    return false;
+  }
+  if (pr_fault(r, dst) || !keep_copy(r, dst, kept)) {
+    free(kept);
+    free(path);
+    return false;
+  }
+  /* Noted before the rewrite: one that fails halfway is taken back too. */
+  o->swaps[o->swap_count++] = (fr_swap){path, kept, true};
+  return fr_rewrite_in_place(r, tmp, dst);
+}
+
+/* Puts the bytes kept by fr_outputs_rewrite() back into x->path's inode,
+ * through the redo file as a rewrite goes (a redo file of the rewrite
+ * being taken back is replaced): a run killed meanwhile leaves the
+ * earlier bytes for the next one to finish copying. */
+static bool restore_copy(pr_run* r, const fr_swap* x) {
+  char* redo = own_name(x->path, ".redo");
+  bool ok = redo != NULL && rename(x->kept, redo) == 0 &&
+            sync_parent(r, redo) && apply_redo(r, redo, x->path);
+  free(redo);
+  return ok;
 }
 
 void fr_outputs_commit(pr_run* r, fr_outputs* o) {
@@ -475,7 +533,8 @@ void fr_outputs_undo(pr_run* r, const fr_outputs* o, const char* where) {
   /* What the run replaced, back in place (one rename each). */
   for (size_t i = o->swap_count; i-- > 0;) {
     const fr_swap* x = &o->swaps[i];
-    if (x->kept != NULL && rename(x->kept, x->path) == 0)
+    if (x->kept != NULL &&
+        (x->in_inode ? restore_copy(r, x) : rename(x->kept, x->path) == 0))
       restored++;
   }
   /* Newest first: what a directory holds goes before the directory. */

@@ -47,10 +47,6 @@ bool fr_copy_into(pr_run* r, const char* src, int fd,
 bool fr_finish_temp(pr_run* r, int fd, const char* dst, const struct stat* like,
                     bool durable);
 
-/* Renames `tmp` over `dst` (one atomic step: a reader sees the old file or
- * the new one); with `durable`, the directory is synced after. */
-bool fr_install(pr_run* r, const char* tmp, const char* dst, bool durable);
-
 /* Replaces the bytes of `dst`, which has other hard links, by those of the
  * finished temporary file `tmp`, keeping dst's inode (so every link sees the
  * new bytes): `tmp` is renamed to the redo name and the directory synced
@@ -61,7 +57,8 @@ bool fr_rewrite_in_place(pr_run* r, const char* tmp, const char* dst);
 
 /* Finishes or removes what an interrupted run left in directory `dir`:
  * each redo file is copied into the file it names (as
- * fr_rewrite_in_place() does) and removed; each temporary file is removed.
+ * fr_rewrite_in_place() does) and removed; each temporary file and each
+ * kept earlier version (".old") is removed.
  * *recovered counts the redo files completed. */
 bool fr_recover(pr_run* r, const char* dir, unsigned* recovered);
 
@@ -88,6 +85,7 @@ typedef struct fr_output {
 typedef struct fr_swap {
   char* path;
   char* kept;
+  bool in_inode; /* kept is a copy of path's bytes (fr_outputs_rewrite()) */
 } fr_swap;
 
 typedef struct fr_outputs {
@@ -106,9 +104,16 @@ bool fr_outputs_note_parents(pr_run* r, fr_outputs* o, const char* path);
 /* Puts the finished file `tmp` in place of `dst` (tmp NULL: removes
  * dst), keeping what dst was, under FR_PREFIX + NAME + ".old" beside it,
  * until fr_outputs_commit() drops it or fr_outputs_undo() puts it back. A
- * reader of dst sees the old file or the new one. */
-bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp,
-                     const char* dst);
+ * reader of dst sees the old file or the new one. With `durable`, the
+ * directory is synced after. */
+bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp, const char* dst,
+                     bool durable);
+/* fr_rewrite_in_place() for a run that may be taken back: a synced copy
+ * of dst's bytes and times is kept first, under FR_PREFIX + NAME + ".old",
+ * which fr_outputs_undo() copies back into dst's inode (through the redo
+ * file, as a rewrite goes) and fr_outputs_commit() drops. */
+bool fr_outputs_rewrite(pr_run* r, fr_outputs* o, const char* tmp,
+                        const char* dst);
 /* The run succeeded: the files kept by fr_outputs_swap() are removed (a
  * failure to is a warning). */
 void fr_outputs_commit(pr_run* r, fr_outputs* o);

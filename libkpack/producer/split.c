@@ -443,7 +443,8 @@ KPACK_API kpack_error_t kpack_split_execute(kpack_split_t* s) {
   if (s->dry_run)
     return KPACK_SUCCESS;
   /* Transformed binaries (held back), archives, then into place. */
-  bool ok = !pr_cancelled(&s->run) && (s->in_place || sp_make_directories(s)) &&
+  bool ok = !pr_cancelled(&s->run) &&
+            (s->in_place ? sp_note_in_place(s) : sp_make_directories(s)) &&
             sp_transform_all(s) && sp_write_archives(s) &&
             (s->in_place ? sp_install_in_place(s) : sp_install_mirror(s));
   if (ok)

@@ -214,9 +214,13 @@ bool sp_make_directories(sp_state* s);
  * times, deepest first (writing into a directory changes its mtime). */
 bool sp_install_mirror(sp_state* s);
 
-/* In place: each transformed binary over its original; one with other
- * hard links rewritten in its own inode. */
+/* In place: the archives, then each transformed binary over its
+ * original (one with other hard links rewritten in its own inode), what
+ * each replaces kept until the last is in place. */
 bool sp_install_in_place(sp_state* s);
+/* --in-place: notes every path the run may change before it writes
+ * anything, so that a failed run can take it all back. */
+bool sp_note_in_place(sp_state* s);
 
 /* After a failed -o run: its temporary files, then whatever it made that
  * was not there before; one note says what is left. */

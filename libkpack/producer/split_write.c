@@ -316,14 +316,13 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
                "%s: cannot create: %s", dir, strerror(errno));
       goto done;
     }
-    /* Without --in-place the new version waits beside the old one until
-     * the whole tree is ready (sp_install_mirror()). */
-    if (!s->in_place && (a->tmp = fr_temp_name(a->path)) == NULL) {
+    /* The new version waits beside the old one until the whole tree is
+     * ready (sp_install_mirror(), sp_install_in_place()). */
+    if ((a->tmp = fr_temp_name(a->path)) == NULL) {
       kp_out_of_memory(&s->run.report);
       goto done;
     }
-    kpack_error_t err =
-        kpack_writer_create(s->in_place ? a->path : a->tmp, &wo, &a->writer);
+    kpack_error_t err = kpack_writer_create(a->tmp, &wo, &a->writer);
     if (err != KPACK_SUCCESS) {
       pr_output_error(&s->run, a->path, err,
                       err == KPACK_ERROR_IO_ERROR ? errno : 0);
@@ -337,22 +336,9 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
     if (!archive_changes(a))
       continue; /* unchanged */
     s->removed += a->removed;
-    if (a->writer == NULL && !s->in_place) {
+    if (a->writer == NULL) {
       a->drop = true; /* removed when the tree is put in place */
       s->deleted++;
-      continue;
-    }
-    if (a->writer == NULL) {
-      /* Nothing left in it. Removed now, as other archives are rewritten
-       * now: a run killed later must not leave it to the next, which
-       * would take its keys for those of binaries it does not write. */
-      if (unlink(a->path) != 0 && errno != ENOENT) {
-        kp_error(&s->run.report, a->path, KPACK_ERROR_IO_ERROR, errno,
-                 "%s: cannot remove: %s", a->path, strerror(errno));
-        goto done;
-      }
-      s->deleted++;
-      pr_step(&s->run);
       continue;
     }
     if (pr_fault(&s->run, a->path))
@@ -365,7 +351,7 @@ static bool write_group(sp_state* s, size_t g, size_t first, size_t end,
       goto done;
     }
     struct stat st;
-    if (stat(s->in_place ? a->path : a->tmp, &st) == 0)
+    if (stat(a->tmp, &st) == 0)
       s->stored_bytes += (uint64_t)st.st_size;
     s->archives_written++;
     pr_step(&s->run);
@@ -461,7 +447,7 @@ static bool make_copy(sp_state* s, sp_file* f) {
 /* Puts the temporary file `*tmp` in place of `dst` (NULL: removes dst),
  * keeping what was there until the run commits. */
 static bool swap_in(sp_state* s, char** tmp, const char* dst) {
-  if (!fr_outputs_swap(&s->run, &s->outputs, *tmp, dst))
+  if (!fr_outputs_swap(&s->run, &s->outputs, *tmp, dst, s->in_place))
     return false;
   free(*tmp);
   *tmp = NULL;
@@ -528,20 +514,36 @@ bool sp_install_mirror(sp_state* s) {
   return true;
 }
 
+/* With --in-place, the same two passes over the files the run rewrites:
+ * each transformed binary is already written and synced beside its place,
+ * the archives too; they are put in place, the archives first (each
+ * directory synced, so that no binary reaches the disk before the
+ * archives it needs), what they replace kept aside until the run commits.
+ * A binary with other hard links is rewritten in its own inode, a copy of
+ * its earlier bytes kept instead (fr_outputs_rewrite()). */
 bool sp_install_in_place(sp_state* s) {
+  for (size_t i = 0; i < s->archive_count; i++) {
+    sp_archive* a = &s->archives[i];
+    if ((a->tmp != NULL || a->drop) && !swap_in(s, &a->tmp, a->path))
+      return false;
+  }
   for (size_t i = 0; i < s->file_count; i++) {
     sp_file* f = &s->files[i];
     if (f->tmp == NULL)
       continue;
     if (pr_cancelled(&s->run))
       return false;
-    bool ok = f->st.st_nlink > 1 ? fr_rewrite_in_place(&s->run, f->tmp, f->dst)
-                                 : fr_install(&s->run, f->tmp, f->dst, true);
-    if (!ok)
+    if (f->st.st_nlink == 1) {
+      if (!swap_in(s, &f->tmp, f->dst))
+        return false;
+      continue;
+    }
+    if (!fr_outputs_rewrite(&s->run, &s->outputs, f->tmp, f->dst))
       return false;
     free(f->tmp);
     f->tmp = NULL;
   }
+  fr_outputs_commit(&s->run, &s->outputs);
   return true;
 }
 
@@ -594,6 +596,25 @@ static bool note_directories(sp_state* s, const char* root, const char* dir) {
   return ok;
 }
 
+/* Notes each archive and the directories below its group's root that
+ * hold it (those that were there get their times back after a failure:
+ * an archive written or removed in them changes them). */
+static bool note_archives(sp_state* s) {
+  for (size_t i = 0; i < s->archive_count; i++) {
+    const sp_archive* a = &s->archives[i];
+    const sp_group* g = &s->groups[a->group];
+    char* dir = sp_archive_dir_of(s, g, a->arch);
+    bool ok = dir != NULL && note_directories(s, g->out_root, dir) &&
+              fr_outputs_note(&s->run, &s->outputs, a->path);
+    if (dir == NULL)
+      kp_out_of_memory(&s->run.report);
+    free(dir);
+    if (!ok)
+      return false;
+  }
+  return true;
+}
+
 /* Mirror: notes every path the run may write as it is now, so that a
  * failed run can take back what it made (undo_outputs), then makes the
  * directories. The archives and their directory are noted first, the tree
@@ -604,23 +625,40 @@ static bool note_outputs(sp_state* s) {
       return false;
   if (s->per_arch && !make_tree_roots(s))
     return false;
-  for (size_t i = 0; i < s->archive_count; i++) {
-    const sp_archive* a = &s->archives[i];
-    const sp_group* g = &s->groups[a->group];
-    if (a->fresh == 0)
-      continue; /* an earlier archive: there before */
-    char* dir = sp_archive_dir_of(s, g, a->arch);
-    bool ok = dir != NULL && note_directories(s, g->out_root, dir) &&
-              fr_outputs_note(&s->run, &s->outputs, a->path);
+  if (!note_archives(s))
+    return false;
+  for (size_t i = 0; i < s->file_count; i++)
+    if (!fr_outputs_note(&s->run, &s->outputs, s->files[i].dst))
+      return false;
+  return true;
+}
+
+/* --in-place: notes the tree roots, the new archives with the directories
+ * that hold them, and each binary to rewrite with its directory, whose
+ * times its temporary files change. */
+bool sp_note_in_place(sp_state* s) {
+  for (size_t i = 0; i < s->tree_count; i++)
+    if (!fr_outputs_note(&s->run, &s->outputs, s->trees[i].out_root))
+      return false;
+  if (!note_archives(s))
+    return false;
+  for (size_t i = 0; i < s->file_count; i++) {
+    const sp_file* f = &s->files[i];
+    if (f->type != SP_FILE || f->kind != KPACK_TRANSFORM_FAT)
+      continue;
+    char* dir = strdup(f->dst);
+    char* slash = dir != NULL ? strrchr(dir, '/') : NULL;
+    if (slash != NULL)
+      *slash = '\0';
+    bool ok = dir != NULL &&
+              (slash == NULL || fr_outputs_note(&s->run, &s->outputs, dir)) &&
+              fr_outputs_note(&s->run, &s->outputs, f->dst);
     if (dir == NULL)
       kp_out_of_memory(&s->run.report);
     free(dir);
     if (!ok)
       return false;
   }
-  for (size_t i = 0; i < s->file_count; i++)
-    if (!fr_outputs_note(&s->run, &s->outputs, s->files[i].dst))
-      return false;
   return true;
 }
 
@@ -684,5 +722,6 @@ void sp_undo_outputs(sp_state* s) {
       free(s->archives[i].tmp);
       s->archives[i].tmp = NULL;
     }
-  fr_outputs_undo(&s->run, &s->outputs, s->outdir);
+  fr_outputs_undo(&s->run, &s->outputs,
+                  s->outdir != NULL ? s->outdir : s->trees[0].out_root);
 }
