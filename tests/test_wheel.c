@@ -1090,6 +1090,53 @@ static void test_wheel_split_packs_wheels_side_by_side(void** state) {
   free(tree);
 }
 
+/* A wheel split into a directory holding an earlier run's wheels that
+ * fails while it moves the new wheels there (a directory in the way of
+ * the last one) leaves every earlier wheel as it was: none of the new
+ * host wheel beside the old device wheels. */
+static void test_wheel_split_failing_to_publish_keeps_the_earlier_wheels(
+    void** state) {
+  (void)state;
+  char *tree, *wheels;
+  char* fat = pack_sample("publish-tree", "publish-wheels", &tree, &wheels);
+  kpack_wheel_split_options_t split = {.split_tree = fake_tree_split,
+                                       .level = 1};
+  char* out = kt_in_tmp("publish-out");
+  kt_rmtree(out);
+  char why[512];
+  kpack_wheel_split_result_t* result;
+  assert_int_equal(
+      kpack_wheel_split(fat, out, &split, &result, why, sizeof(why)),
+      KPACK_SUCCESS);
+  /* An earlier build's host wheel, and a directory where the last device
+   * wheel goes. */
+  kt_write_file(result->host, "earlier host wheel", 18);
+  const char* last = result->devices[result->device_count - 1];
+  assert_int_equal(unlink(last), 0);
+  char* blocker = kt_path(last, "keep");
+  kt_mkdirs(last);
+  kt_write_file(blocker, "keep", 4);
+  char* before = kt_tree_state(out, true);
+  kpack_wheel_split_result_t* again = NULL;
+  assert_int_equal(
+      kpack_wheel_split(fat, out, &split, &again, why, sizeof(why)),
+      KPACK_ERROR_IO_ERROR);
+  assert_null(again);
+  kt_assert_contains(why, last);
+  char* after = kt_tree_state(out, true);
+  assert_string_equal(after, before);
+  free(after);
+  free(before);
+  free(blocker);
+  kpack_wheel_split_result_free(result);
+  kt_rmtree(out);
+  free(out);
+  free(fat);
+  kt_rmtree(wheels);
+  free(wheels);
+  free(tree);
+}
+
 static void test_pack_refuses_what_cannot_be_a_wheel(void** state) {
   (void)state;
   char* tree = sample_tree("tree-bad");
@@ -1159,6 +1206,8 @@ int main(void) {
       cmocka_unit_test(test_pip_installs_host_and_device_wheels_by_extra),
       cmocka_unit_test(test_an_unpacked_wheel_packs_again),
       cmocka_unit_test(test_wheel_split_packs_wheels_side_by_side),
+      cmocka_unit_test(
+          test_wheel_split_failing_to_publish_keeps_the_earlier_wheels),
       cmocka_unit_test(test_pack_refuses_what_cannot_be_a_wheel),
   };
   return cmocka_run_group_tests(tests, kt_tmp_setup, kt_tmp_teardown);

@@ -412,6 +412,54 @@ cleanup:
   return err;
 }
 
+/* Moves each packed wheel to its final path, a wheel of that name already
+ * there kept in the scratch directory (a second name: the final path never
+ * goes missing) until every one is in place; after a failed move, each
+ * final path is given back what it held. */
+static kpack_error_t ws_move_in(ws_state* s, char* const* finals) {
+  kpack_error_t err = KPACK_SUCCESS;
+  char** kept = calloc(s->packed_count + 1, sizeof(char*));
+  size_t moved = 0;
+  if (kept == NULL)
+    return KPACK_ERROR_OUT_OF_MEMORY;
+  for (; moved < s->packed_count; moved++) {
+    struct stat st;
+    const char* final = finals[moved];
+    if (lstat(final, &st) == 0 && !S_ISDIR(st.st_mode)) {
+      if ((kept[moved] = ws_printf("%s/kept-%zu", s->scratch, moved)) == NULL) {
+        err = KPACK_ERROR_OUT_OF_MEMORY;
+        break;
+      }
+      if (link(final, kept[moved]) != 0 && rename(final, kept[moved]) != 0) {
+        err = ws_sys(s, "cannot keep the earlier wheel", final);
+        free(kept[moved]);
+        kept[moved] = NULL;
+        break;
+      }
+    }
+    if (rename(s->packed[moved], final) != 0) {
+      err = ws_sys(s, "cannot move the wheel to", final);
+      if (kept[moved] != NULL)
+        rename(kept[moved], final);
+      free(kept[moved]);
+      kept[moved] = NULL;
+      break;
+    }
+  }
+  /* Taken back newest first: the earlier wheel renamed back over the new
+   * one, or the new one removed where there was none. */
+  while (err != KPACK_SUCCESS && moved-- > 0) {
+    if (kept[moved] != NULL)
+      rename(kept[moved], finals[moved]);
+    else
+      unlink(finals[moved]);
+  }
+  for (size_t i = 0; i < s->packed_count; i++)
+    free(kept[i]);
+  free(kept);
+  return err;
+}
+
 /* Moves the packed wheels into the output directory; fills the result. */
 static kpack_error_t ws_publish(ws_state* s,
                                 kpack_wheel_split_result_t** result) {
@@ -447,11 +495,8 @@ static kpack_error_t ws_publish(ws_state* s,
   }
   r->device_count = s->tree_count;
   /* Nothing can fail but the renames from here on. */
-  for (size_t i = 0; i < s->packed_count; i++)
-    if (rename(s->packed[i], finals[i]) != 0) {
-      err = ws_sys(s, "cannot move the wheel to", finals[i]);
-      goto cleanup;
-    }
+  if ((err = ws_move_in(s, finals)) != KPACK_SUCCESS)
+    goto cleanup;
   r->host = finals[0];
   for (size_t t = 0; t < s->tree_count; t++)
     r->devices[t] = finals[t + 1];
