@@ -9,6 +9,7 @@
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -54,11 +55,16 @@ static const char extract_manual[] =
     "    (lib/x#0/gfx906/kernels/y#0 beside lib/x#0's gfx906 kernel): kpackfs\n"
     "    settles such names by the same rule, so the trees stay one.\n"
     "\n"
-    "    A file or directory that cannot be written (a full disk, a read-only\n"
-    "    filesystem) stops the run at once: one message names it with the\n"
-    "    system's reason, the kernel being written is removed with the files\n"
-    "    beside it, and a last line says how many kernels DIR holds, each\n"
-    "    whole.\n"
+    "    Each file is written whole under a temporary name beside its place\n"
+    "    (.kpack-extract.NAME.tmp), then renamed there, the file it replaces\n"
+    "    kept as .kpack-extract.NAME.old until the run is complete. A file\n"
+    "    or directory that cannot be written (a full disk, a read-only\n"
+    "    filesystem) stops the run at once, as does an interrupt: one\n"
+    "    message names the file with the system's reason, and DIR is put\n"
+    "    back as it was: every file the run replaced or removed is put\n"
+    "    back, every file and directory it made is removed, and the\n"
+    "    directories that were there get their times back. A kernel that\n"
+    "    cannot be read is reported and the run goes on.\n"
     "\n"
     "OPTIONS\n"
     "    -C, --directory DIR  extract into DIR (default: the current directory)\n"
@@ -93,9 +99,9 @@ static const char extract_manual[] =
     "EXIT STATUS\n"
     "    0 every kernel was written; 1 an archive could not be opened, a\n"
     "    kernel could not be read or was skipped for its name (the run goes\n"
-    "    on), a file could not be written (the run stops), or -a or -b keeps\n"
-    "    no kernel; 2 bad command line (an -a that is no GPU target); 130\n"
-    "    interrupted.\n";
+    "    on), a file could not be written (the run stops, DIR as it was), or\n"
+    "    -a or -b keeps no kernel; 2 bad command line (an -a that is no GPU\n"
+    "    target); 130 interrupted (DIR as it was).\n";
 // clang-format on
 
 static int extract_run(int argc, char** argv);
@@ -103,6 +109,33 @@ static int extract_run(int argc, char** argv);
 const cli_command cli_extract_command = {
     "extract", "write archives out as the tree kpackfs shows", extract_manual,
     extract_run};
+
+/* What the run changed in DIR, so that a run that stops (a write failed,
+ * an interrupt) can leave DIR as it was: each file put in place with what
+ * it replaced kept beside it, each directory made, and the times of each
+ * directory that was there before the run changed what it holds. */
+typedef struct extract_change {
+  char* path;
+  char* kept; /* the earlier file, under EXTRACT_PREFIX NAME ".old"; NULL:
+               * there was none */
+} extract_change;
+
+typedef struct extract_dir_times {
+  char* path;
+  struct timespec times[2];
+} extract_dir_times;
+
+struct extract_undo {
+  extract_change* changes;
+  size_t change_count, change_cap;
+  char** made; /* directories, in the order made */
+  size_t made_count, made_cap;
+  extract_dir_times* dirs;
+  size_t dir_count, dir_cap;
+};
+
+/* The names extract gives its temporary and kept files beside a file. */
+#define EXTRACT_PREFIX ".kpack-extract."
 
 typedef struct extract_state {
   const char* dir;
@@ -124,6 +157,8 @@ typedef struct extract_state {
   /* A write failed: the disk is full, read-only..., and so would every
    * later write be; the run stops rather than repeat the message. */
   bool stopped;
+  struct extract_undo undo;
+  bool dir_is_new; /* the last make_dirs() made the directory itself */
 } extract_state;
 
 /* Whether -b and -a keep kernel (binary, arch). */
@@ -405,8 +440,8 @@ static bool settle_paths(extract_state* s, const char* const* binaries,
   return true;
 }
 
-/* Writes `path` whole; on failure removes what it began (it replaced the
- * file anyway), so no kernel or file beside it is left half written. */
+/* Writes `path` (a temporary name: one a killed run left is written
+ * over) whole; on failure removes what it began. */
 static bool write_whole(const char* path, const void* data, size_t size) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
@@ -434,28 +469,232 @@ static bool write_whole(const char* path, const void* data, size_t size) {
   return ok;
 }
 
-/* Writes dir/name, or with `data` NULL removes a dir/name an earlier
- * extraction left, so that nothing beside a kernel describes other bytes.
- * False after a message; the run then stops. */
-static bool put_file(extract_state* s, const char* dir, const char* name,
-                     const void* data, size_t size) {
-  char* path = NULL;
-  if (asprintf(&path, "%s/%s", dir, name) < 0) {
+/* Notes the times of directory `dir`, there before the run, before the
+ * run first changes what it holds (the same directory twice in a row is
+ * noted once; the first note of one noted twice is put back last). */
+static bool note_dir_times(extract_state* s, const char* dir) {
+  struct extract_undo* u = &s->undo;
+  struct stat st;
+  if (u->dir_count > 0 && strcmp(u->dirs[u->dir_count - 1].path, dir) == 0)
+    return true;
+  if (lstat(dir, &st) != 0)
+    return true; /* nothing to put back */
+  extract_dir_times* grown =
+      cli_grow(u->dirs, u->dir_count, &u->dir_cap, sizeof(*grown), 64);
+  char* path = strdup(dir);
+  if (grown == NULL || path == NULL) {
+    free(path);
     cli_error("out of memory");
     return false;
   }
-  bool ok = data != NULL ? write_whole(path, data, size)
-                         : unlink(path) == 0 || errno == ENOENT;
-  if (!ok) {
-    if (data != NULL)
-      cli_output_error(path, KPACK_ERROR_IO_ERROR, errno);
-    else
-      cli_error("%s: cannot remove: %s", path, strerror(errno));
-    s->stopped = true;
-  } else if (data != NULL && s->verbose)
-    printf("%s\n", path);
-  free(path);
+  u->dirs = grown;
+  u->dirs[u->dir_count++] = (extract_dir_times){path, {st.st_atim, st.st_mtim}};
+  return true;
+}
+
+/* mkdir -p `dir`, each directory made noted (and, before, the times of
+ * the one above the first); s->dir_is_new says whether `dir` itself was
+ * made, so that nothing in it is looked for. The deepest directory there is
+ * found from the end: a kernel's directory usually is, or lies one or two
+ * levels below one that is. False with errno set; out of memory said. */
+static bool make_dirs(extract_state* s, const char* dir) {
+  struct extract_undo* u = &s->undo;
+  struct stat st;
+  s->dir_is_new = false;
+  if (stat(dir, &st) == 0) {
+    errno = ENOTDIR;
+    return S_ISDIR(st.st_mode);
+  }
+  char* copy = strdup(dir);
+  if (copy == NULL) {
+    cli_error("out of memory");
+    errno = ENOMEM;
+    return false;
+  }
+  /* Back up to the deepest directory that is there: copy[0, cut). */
+  size_t cut = strlen(copy);
+  bool found = false;
+  while (!found && cut > 0) {
+    size_t start = cut; /* of the last component */
+    while (start > 0 && copy[start - 1] != '/')
+      start--;
+    if (start <= 1)
+      break; /* "x" or "/x": nothing above to look at */
+    cut = start - 1;
+    copy[cut] = '\0';
+    found = stat(copy, &st) == 0;
+    if (found && !S_ISDIR(st.st_mode)) {
+      free(copy);
+      errno = ENOTDIR;
+      return false;
+    }
+    bool ok = !found || note_dir_times(s, copy); /* the first made goes in */
+    copy[cut] = '/';
+    if (!ok) {
+      free(copy);
+      errno = ENOMEM;
+      return false;
+    }
+  }
+  /* Down again, making each directory below it. */
+  bool ok = true;
+  for (size_t i = found ? cut + 1 : 1; ok; i++) {
+    char c = copy[i];
+    if (c != '/' && c != '\0')
+      continue;
+    copy[i] = '\0';
+    char** grown =
+        cli_grow(u->made, u->made_count, &u->made_cap, sizeof(*grown), 64);
+    if (grown != NULL)
+      u->made = grown;
+    char* made = grown != NULL ? strdup(copy) : NULL;
+    if (made == NULL) {
+      cli_error("out of memory");
+      errno = ENOMEM;
+      ok = false;
+    } else if (mkdir(copy, 0755) == 0) {
+      u->made[u->made_count++] = made;
+      s->dir_is_new = c == '\0';
+    } else {
+      int saved = errno;
+      free(made);
+      errno = saved;
+      ok = errno == EEXIST; /* made meanwhile */
+    }
+    copy[i] = c;
+    if (c == '\0')
+      break;
+  }
+  free(copy);
   return ok;
+}
+
+/* Puts the new file `tmp` (NULL: nothing) in place of dir/name, what was
+ * there kept as dir/EXTRACT_PREFIX name ".old" until the run ends; noted
+ * in the run's changes. False with errno set. */
+static bool swap_in(extract_state* s, const char* dir, const char* name,
+                    const char* path, const char* tmp) {
+  struct extract_undo* u = &s->undo;
+  struct stat st;
+  char* kept = NULL;
+  char* noted = strdup(path);
+  extract_change* grown = cli_grow(u->changes, u->change_count, &u->change_cap,
+                                   sizeof(*grown), 256);
+  if (grown != NULL)
+    u->changes = grown;
+  if (grown == NULL || noted == NULL) {
+    free(noted);
+    errno = ENOMEM;
+    return false;
+  }
+  if (!s->dir_is_new && lstat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
+    if (asprintf(&kept, "%s/" EXTRACT_PREFIX "%s.old", dir, name) < 0) {
+      free(noted);
+      errno = ENOMEM;
+      return false;
+    }
+    unlink(kept); /* a killed run's */
+    /* A second name keeps the file in place until the rename replaces it. */
+    if ((tmp == NULL || link(path, kept) != 0) && rename(path, kept) != 0) {
+      free(kept);
+      free(noted);
+      return false;
+    }
+  } else if (tmp == NULL) {
+    free(noted);
+    return true; /* nothing to remove */
+  }
+  if (tmp != NULL && rename(tmp, path) != 0) {
+    int saved = errno;
+    if (kept != NULL)
+      rename(kept, path);
+    free(kept);
+    free(noted);
+    errno = saved;
+    return false;
+  }
+  u->changes[u->change_count++] = (extract_change){noted, kept};
+  return true;
+}
+
+/* Writes dir/name, or with `data` NULL removes a dir/name an earlier
+ * extraction left, so that nothing beside a kernel describes other bytes:
+ * the new file is written whole under a temporary name, then renamed into
+ * place, what was there kept until the run ends. False after a message;
+ * the run then stops. */
+static bool put_file(extract_state* s, const char* dir, const char* name,
+                     const void* data, size_t size) {
+  char *path = NULL, *tmp = NULL;
+  if (asprintf(&path, "%s/%s", dir, name) < 0 ||
+      asprintf(&tmp, "%s/" EXTRACT_PREFIX "%s.tmp", dir, name) < 0) {
+    free(path);
+    cli_error("out of memory");
+    s->stopped = true;
+    return false;
+  }
+  bool ok = s->dir_is_new || note_dir_times(s, dir);
+  if (ok && data != NULL && !write_whole(tmp, data, size)) {
+    cli_output_error(path, KPACK_ERROR_IO_ERROR, errno);
+    ok = false;
+  } else if (ok && !swap_in(s, dir, name, path, data != NULL ? tmp : NULL)) {
+    if (data != NULL) {
+      int saved = errno;
+      unlink(tmp);
+      errno = saved;
+      cli_output_error(path, KPACK_ERROR_IO_ERROR, errno);
+    } else {
+      cli_error("%s: cannot remove: %s", path, strerror(errno));
+    }
+    ok = false;
+  } else if (ok && data != NULL && s->verbose) {
+    printf("%s\n", path);
+  }
+  if (!ok)
+    s->stopped = true;
+  free(path);
+  free(tmp);
+  return ok;
+}
+
+/* The run is complete: the kept earlier files go. */
+static void undo_commit(extract_state* s) {
+  for (size_t i = 0; i < s->undo.change_count; i++)
+    if (s->undo.changes[i].kept != NULL)
+      unlink(s->undo.changes[i].kept);
+}
+
+/* The run stopped: every change is taken back, newest first (each file
+ * put back or removed, each directory made removed, the times of those
+ * that were there put back). Returns how many changes could not be. */
+static size_t undo_all(extract_state* s) {
+  struct extract_undo* u = &s->undo;
+  size_t left = 0;
+  for (size_t i = u->change_count; i-- > 0;) {
+    const extract_change* c = &u->changes[i];
+    if (c->kept != NULL ? rename(c->kept, c->path) != 0
+                        : unlink(c->path) != 0 && errno != ENOENT)
+      left++;
+  }
+  for (size_t i = u->made_count; i-- > 0;)
+    if (rmdir(u->made[i]) != 0 && errno != ENOENT)
+      left++;
+  for (size_t i = u->dir_count; i-- > 0;)
+    utimensat(AT_FDCWD, u->dirs[i].path, u->dirs[i].times, AT_SYMLINK_NOFOLLOW);
+  return left;
+}
+
+static void undo_free(struct extract_undo* u) {
+  for (size_t i = 0; i < u->change_count; i++) {
+    free(u->changes[i].path);
+    free(u->changes[i].kept);
+  }
+  for (size_t i = 0; i < u->made_count; i++)
+    free(u->made[i]);
+  for (size_t i = 0; i < u->dir_count; i++)
+    free(u->dirs[i].path);
+  free(u->changes);
+  free(u->made);
+  free(u->dirs);
 }
 
 /* The files beside the kernel: the TOC entry's metadata map, byte for byte,
@@ -542,25 +781,16 @@ static bool extract_kernel(kpack_archive_t archive, const char* binary,
     cli_error("%s: %s for %s: %s (%s)", s->path, binary, arch,
               kpack_error_string(err), cli_read_reason(err, errno));
     s->status = CLI_FAIL;
-  } else if (!cli_mkdirs(dir, 0755)) {
-    cli_error("%s: cannot create: %s", dir, strerror(errno));
+  } else if (!make_dirs(s, dir)) {
+    if (errno != ENOMEM)
+      cli_error("%s: cannot create: %s", dir, strerror(errno));
     s->status = CLI_FAIL;
     s->stopped = true;
-  } else if (!put_file(s, dir, name, data != NULL ? data : "", size)) {
-    s->status = CLI_FAIL;
-  } else if (!write_beside(s, archive, binary, arch, info->type, dir, data,
+  } else if (!put_file(s, dir, name, data != NULL ? data : "", size) ||
+             !write_beside(s, archive, binary, arch, info->type, dir, data,
                            size, clash != NULL ? clash->omitted : 0u)) {
-    /* Only whole kernels stay: one without its files is taken back. */
-    const char* const files[] = {name, KPACK_LAYOUT_TOC_METADATA_FILE,
-                                 KPACK_LAYOUT_KERNELS_FILE,
-                                 KPACK_LAYOUT_METADATA_FILE};
-    for (size_t i = 0; i < sizeof(files) / sizeof(files[0]); i++) {
-      char* path = NULL;
-      if (asprintf(&path, "%s/%s", dir, files[i]) >= 0)
-        unlink(path);
-      free(path);
-    }
-    s->status = CLI_FAIL;
+    s->status = CLI_FAIL; /* the run stops and takes back what it wrote */
+    s->stopped = true;
   } else {
     s->written++;
     cli_progress_show(&s->progress, false, "kpack: extract: %zu kernels, %s",
@@ -769,8 +999,10 @@ static int extract_archives(extract_state s, int argc, char** argv) {
     status = CLI_FAIL;
     goto done;
   }
-  if (!cli_mkdirs(s.dir, 0755)) {
-    cli_error("%s: %s", s.dir, strerror(errno));
+  if (!make_dirs(&s, s.dir)) {
+    if (errno != ENOMEM)
+      cli_error("%s: %s", s.dir, strerror(errno));
+    undo_all(&s);
     status = CLI_FAIL;
     goto done;
   }
@@ -785,18 +1017,24 @@ static int extract_archives(extract_state s, int argc, char** argv) {
     (void)cli_for_each_kernel(archive, extract_kernel, &s); /* reported */
   }
   cli_progress_end(&s.progress);
-  if (cli_interrupted()) {
-    cli_error("extract: interrupted after %zu kernels", s.written);
-    status = CLI_INTERRUPTED;
+  if (cli_interrupted() || s.stopped) {
+    size_t left = undo_all(&s);
+    const char* why = s.stopped ? "stopped" : "interrupted";
+    if (left == 0)
+      cli_error(
+          "extract: %s; %s is as it was (the %zu kernel%s written "
+          "taken back)",
+          why, s.dir, s.written, s.written == 1 ? "" : "s");
+    else
+      cli_error("extract: %s; %zu change%s to %s could not be taken back", why,
+                left, left == 1 ? "" : "s", s.dir);
+    status = s.stopped ? CLI_FAIL : CLI_INTERRUPTED;
     goto done;
   }
-  if (s.stopped)
-    cli_error(
-        "extract: stopped; %s holds the %zu kernel%s written before, "
-        "each whole",
-        s.dir, s.written, s.written == 1 ? "" : "s");
+  undo_commit(&s);
   status = s.status;
 done:
+  undo_free(&s.undo);
   for (int i = optind; i < argc; i++)
     kpack_close(s.earlier[i - optind]);
   free(s.earlier);
