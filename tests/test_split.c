@@ -130,6 +130,19 @@ static int run_killed(unsigned kill_after, const char* const* args) {
   return status;
 }
 
+/* dir/a and dir/b are one file. */
+static void assert_hard_linked(const char* dir, const char* a, const char* b) {
+  struct stat sa, sb;
+  char* pa = kt_path(dir, a);
+  char* pb = kt_path(dir, b);
+  assert_int_equal(stat(pa, &sa), 0);
+  assert_int_equal(stat(pb, &sb), 0);
+  assert_int_equal(sa.st_dev, sb.st_dev);
+  assert_int_equal(sa.st_ino, sb.st_ino);
+  free(pa);
+  free(pb);
+}
+
 /* The bytes of section `name` of an ELF file (malloc'ed); NULL if absent. */
 static void* section(const char* path, const char* name, size_t* size) {
   size_t n;
@@ -1093,14 +1106,7 @@ static void test_killed_in_place_run_leaves_no_half_written_file(void** state) {
           KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "k", run), 0);
     }
     kt_assert_same_tree(run, ref);
-    struct stat b, b2;
-    char* pb = kt_path(run, "lib/libb.so.1");
-    char* pb2 = kt_path(run, "lib/libb2.so.1");
-    assert_int_equal(stat(pb, &b), 0);
-    assert_int_equal(stat(pb2, &b2), 0);
-    assert_int_equal(b.st_ino, b2.st_ino);
-    free(pb);
-    free(pb2);
+    assert_hard_linked(run, "lib/libb.so.1", "lib/libb2.so.1");
     kt_rmtree(run);
     free(run);
     if (finished)
@@ -1134,6 +1140,38 @@ static void write_rerun_tree(const char* root, uint32_t seed, size_t arches,
   free(text);
 }
 
+/* Runs the tool with `args` failing its first write, then its second, and
+ * so on (KPACK_SPLIT_FAIL_AFTER) until a run succeeds; each failed run must
+ * exit 1 saying why and leave `watched` exactly as it was (kt_tree_state(),
+ * directory times included). Returns how many runs failed. */
+static unsigned fail_each_write_in_turn(const char* watched,
+                                        const char* const* args) {
+  char* before = kt_tree_state(watched, true);
+  unsigned failures = 0;
+  for (unsigned n = 1; n < 200; n++) {
+    char value[16], *err = NULL;
+    snprintf(value, sizeof(value), "%u", n);
+    setenv("KPACK_SPLIT_FAIL_AFTER", value, 1);
+    int rc = kt_run_args(kt_kpack, args, 300, NULL, &err);
+    unsetenv("KPACK_SPLIT_FAIL_AFTER");
+    if (rc == 0) {
+      free(err);
+      break;
+    }
+    assert_int_equal(rc, 1);
+    kt_assert_contains(err, "cannot write: Input/output error");
+    char* after = kt_tree_state(watched, true);
+    if (strcmp(after, before) != 0)
+      fail_msg("failed at write %u (%s), %s changed:\n%s\nwas:\n%s", n, err,
+               watched, after, before);
+    free(after);
+    free(err);
+    failures++;
+  }
+  free(before);
+  return failures;
+}
+
 /* A -o run over an earlier output that fails at any of its writes (each
  * failed in turn through KPACK_SPLIT_FAIL_AFTER: a transformed binary,
  * each archive, each copy and link, each file put in place, each
@@ -1152,29 +1190,9 @@ static void test_failed_rerun_leaves_the_earlier_output_as_it_was(
   write_rerun_tree(in, 72, 2, "build 2, longer\n");
   assert_int_equal(
       KT_KPACK(NULL, NULL, "split", "-q", "-o", ref, "--prefix", "x", in), 0);
-  char* before = kt_tree_state(out, true);
-  unsigned failures = 0;
-  for (unsigned n = 1; n < 200; n++) {
-    char value[16], *err = NULL;
-    snprintf(value, sizeof(value), "%u", n);
-    setenv("KPACK_SPLIT_FAIL_AFTER", value, 1);
-    int rc =
-        KT_KPACK(NULL, &err, "split", "-q", "-o", out, "--prefix", "x", in);
-    unsetenv("KPACK_SPLIT_FAIL_AFTER");
-    if (rc == 0) {
-      free(err);
-      break;
-    }
-    assert_int_equal(rc, 1);
-    kt_assert_contains(err, "cannot write: Input/output error");
-    char* after = kt_tree_state(out, true);
-    if (strcmp(after, before) != 0)
-      fail_msg("failed at write %u (%s), the output changed:\n%s\nwas:\n%s", n,
-               err, after, before);
-    free(after);
-    free(err);
-    failures++;
-  }
+  unsigned failures = fail_each_write_in_turn(
+      out, (const char* const[]){"split", "-q", "-o", out, "--prefix", "x", in,
+                                 NULL});
   /* 1 binary, 3 archives (one dropped), 3 copies and links, 6 files put
    * in place, 6 directories. */
   assert_true(failures >= 15);
@@ -1182,7 +1200,6 @@ static void test_failed_rerun_leaves_the_earlier_output_as_it_was(
   char* gone = kt_path(out, ".kpack/x_gfx1100.kpack");
   assert_int_not_equal(access(gone, F_OK), 0);
   free(gone);
-  free(before);
   free(ref);
   free(out);
   free(in);
@@ -1216,44 +1233,18 @@ static void test_failed_in_place_run_leaves_the_tree_as_it_was(void** state) {
   assert_int_equal(
       KT_KPACK(NULL, NULL, "split", "-q", "--in-place", "--prefix", "x", ref),
       0);
-  char* before = kt_tree_state(in, true);
-  unsigned failures = 0;
-  for (unsigned n = 1; n < 200; n++) {
-    char value[16], *err = NULL;
-    snprintf(value, sizeof(value), "%u", n);
-    setenv("KPACK_SPLIT_FAIL_AFTER", value, 1);
-    int rc =
-        KT_KPACK(NULL, &err, "split", "-q", "--in-place", "--prefix", "x", in);
-    unsetenv("KPACK_SPLIT_FAIL_AFTER");
-    if (rc == 0) {
-      free(err);
-      break;
-    }
-    assert_int_equal(rc, 1);
-    kt_assert_contains(err, "cannot write: Input/output error");
-    char* after = kt_tree_state(in, true);
-    if (strcmp(after, before) != 0)
-      fail_msg("failed at write %u (%s), the tree changed:\n%s\nwas:\n%s", n,
-               err, after, before);
-    free(after);
-    free(err);
-    failures++;
-  }
-  /* 2 binaries, 3 archives (one dropped), each put in place. */
-  assert_true(failures >= 8);
+  unsigned failures = fail_each_write_in_turn(
+      in, (const char* const[]){"split", "-q", "--in-place", "--prefix", "x",
+                                in, NULL});
+  /* 2 binaries and 2 archives written; 3 archives (one dropped) and the
+   * executable put in place; the library's copy kept, then its rewrite
+   * failed after the commit point. */
+  assert_true(failures >= 10);
   kt_assert_same_tree(in, ref);
   char* gone = kt_path(in, ".kpack/x_gfx1100.kpack");
   assert_int_not_equal(access(gone, F_OK), 0);
-  struct stat a, b;
-  char* lib = kt_path(in, "lib/libx.so");
-  char* hard = kt_path(in, "lib/libx-hard.so");
-  assert_int_equal(stat(lib, &a), 0);
-  assert_int_equal(stat(hard, &b), 0);
-  assert_int_equal(a.st_ino, b.st_ino);
-  free(lib);
-  free(hard);
+  assert_hard_linked(in, "lib/libx.so", "lib/libx-hard.so");
   free(gone);
-  free(before);
   free(exe);
   free(ref);
   free(in);

@@ -596,6 +596,19 @@ static bool note_directories(sp_state* s, const char* root, const char* dir) {
   return ok;
 }
 
+/* Notes `path` and each directory from below `root` down to `dir`, the
+ * one holding it (malloc'ed, freed here; NULL: out of memory). */
+static bool note_below(sp_state* s, const char* root, char* dir,
+                       const char* path) {
+  bool ok = dir != NULL &&
+            (strcmp(dir, root) == 0 || note_directories(s, root, dir)) &&
+            fr_outputs_note(&s->run, &s->outputs, path);
+  if (dir == NULL)
+    kp_out_of_memory(&s->run.report);
+  free(dir);
+  return ok;
+}
+
 /* Notes each archive and the directories below its group's root that
  * hold it (those that were there get their times back after a failure:
  * an archive written or removed in them changes them). */
@@ -603,13 +616,7 @@ static bool note_archives(sp_state* s) {
   for (size_t i = 0; i < s->archive_count; i++) {
     const sp_archive* a = &s->archives[i];
     const sp_group* g = &s->groups[a->group];
-    char* dir = sp_archive_dir_of(s, g, a->arch);
-    bool ok = dir != NULL && note_directories(s, g->out_root, dir) &&
-              fr_outputs_note(&s->run, &s->outputs, a->path);
-    if (dir == NULL)
-      kp_out_of_memory(&s->run.report);
-    free(dir);
-    if (!ok)
+    if (!note_below(s, g->out_root, sp_archive_dir_of(s, g, a->arch), a->path))
       return false;
   }
   return true;
@@ -644,19 +651,11 @@ bool sp_note_in_place(sp_state* s) {
     return false;
   for (size_t i = 0; i < s->file_count; i++) {
     const sp_file* f = &s->files[i];
-    if (f->type != SP_FILE || f->kind != KPACK_TRANSFORM_FAT)
-      continue;
-    char* dir = strdup(f->dst);
-    char* slash = dir != NULL ? strrchr(dir, '/') : NULL;
-    if (slash != NULL)
-      *slash = '\0';
-    bool ok = dir != NULL &&
-              (slash == NULL || fr_outputs_note(&s->run, &s->outputs, dir)) &&
-              fr_outputs_note(&s->run, &s->outputs, f->dst);
-    if (dir == NULL)
-      kp_out_of_memory(&s->run.report);
-    free(dir);
-    if (!ok)
+    const char* slash = strrchr(f->dst, '/');
+    if (f->type != SP_FILE || f->kind != KPACK_TRANSFORM_FAT || slash == NULL)
+      continue; /* (dst is ROOT/REL: it has one) */
+    if (!note_below(s, s->trees[f->tree].out_root,
+                    strndup(f->dst, (size_t)(slash - f->dst)), f->dst))
       return false;
   }
   return true;
