@@ -159,6 +159,11 @@ typedef struct extract_state {
   bool stopped;
   struct extract_undo undo;
   bool dir_is_new; /* the last make_dirs() made the directory itself */
+  /* Test hook: KPACK_EXTRACT_FAIL_AFTER=N makes the N-th write of the run
+   * (a directory made, a file written, a file put in place) fail with
+   * EIO, so that a test can fail each in turn. */
+  long fail_after;
+  unsigned long writes;
 } extract_state;
 
 /* Whether -b and -a keep kernel (binary, arch). */
@@ -492,6 +497,14 @@ static bool note_dir_times(extract_state* s, const char* dir) {
   return true;
 }
 
+/* Whether the test hook fails this write (errno EIO). */
+static bool write_fails(extract_state* s) {
+  if (s->fail_after <= 0 || ++s->writes != (unsigned long)s->fail_after)
+    return false;
+  errno = EIO;
+  return true;
+}
+
 /* mkdir -p `dir`, each directory made noted (and, before, the times of
  * the one above the first); s->dir_is_new says whether `dir` itself was
  * made, so that nothing in it is looked for. The deepest directory there is
@@ -552,7 +565,7 @@ static bool make_dirs(extract_state* s, const char* dir) {
       cli_error("out of memory");
       errno = ENOMEM;
       ok = false;
-    } else if (mkdir(copy, 0755) == 0) {
+    } else if (!write_fails(s) && mkdir(copy, 0755) == 0) {
       u->made[u->made_count++] = made;
       s->dir_is_new = c == '\0';
     } else {
@@ -577,6 +590,7 @@ static bool swap_in(extract_state* s, const char* dir, const char* name,
   struct extract_undo* u = &s->undo;
   struct stat st;
   char* kept = NULL;
+  bool linked = false;
   char* noted = strdup(path);
   extract_change* grown = cli_grow(u->changes, u->change_count, &u->change_cap,
                                    sizeof(*grown), 256);
@@ -594,8 +608,15 @@ static bool swap_in(extract_state* s, const char* dir, const char* name,
       return false;
     }
     unlink(kept); /* a killed run's */
-    /* A second name keeps the file in place until the rename replaces it. */
-    if ((tmp == NULL || link(path, kept) != 0) && rename(path, kept) != 0) {
+    /* A second name keeps the file in place until the rename replaces it
+     * (where links are refused, the file is moved aside). */
+    if (write_fails(s)) {
+      free(kept);
+      free(noted);
+      return false;
+    }
+    linked = tmp != NULL && link(path, kept) == 0;
+    if (!linked && rename(path, kept) != 0) {
       free(kept);
       free(noted);
       return false;
@@ -604,10 +625,12 @@ static bool swap_in(extract_state* s, const char* dir, const char* name,
     free(noted);
     return true; /* nothing to remove */
   }
-  if (tmp != NULL && rename(tmp, path) != 0) {
+  if (tmp != NULL && (write_fails(s) || rename(tmp, path) != 0)) {
     int saved = errno;
+    /* Back as it was: the second name dropped (a rename of one link over
+     * another of the same file does nothing), or the file moved back. */
     if (kept != NULL)
-      rename(kept, path);
+      linked ? unlink(kept) : rename(kept, path);
     free(kept);
     free(noted);
     errno = saved;
@@ -633,7 +656,7 @@ static bool put_file(extract_state* s, const char* dir, const char* name,
     return false;
   }
   bool ok = s->dir_is_new || note_dir_times(s, dir);
-  if (ok && data != NULL && !write_whole(tmp, data, size)) {
+  if (ok && data != NULL && (write_fails(s) || !write_whole(tmp, data, size))) {
     cli_output_error(path, KPACK_ERROR_IO_ERROR, errno);
     ok = false;
   } else if (ok && !swap_in(s, dir, name, path, data != NULL ? tmp : NULL)) {
@@ -848,6 +871,9 @@ static int extract_run(int argc, char** argv) {
   if (s.dir[0] == '\0')
     return cli_usage_error(&cli_extract_command, "empty -C directory");
 
+  const char* fail_after = getenv("KPACK_EXTRACT_FAIL_AFTER");
+  if (fail_after != NULL)
+    s.fail_after = strtol(fail_after, NULL, 10);
   if (!cli_expand_archives(argc, argv, optind, &argc, &argv))
     return CLI_FAIL; /* a directory stands for the archives in it */
   int status = extract_archives(s, argc, argv);

@@ -549,6 +549,76 @@ static void test_extract_to_a_read_only_filesystem_stops_at_once(void** state) {
   free(archive);
 }
 
+/* Extraction over an earlier one, each write failed in turn
+ * (KPACK_EXTRACT_FAIL_AFTER: each directory made, each file written, each
+ * file kept aside and put in place, a stale file beside a kernel moved
+ * away): every failed run leaves the tree exactly as it was, times
+ * included, and the run that succeeds gives the tree a clean extraction
+ * over a copy gives. */
+static void test_extract_failing_at_each_write_leaves_the_tree(void** state) {
+  (void)state;
+  void* d[3] = {noise(3000, 21), noise(5000, 22), noise(4000, 23)};
+  const kt_kernel first[] = {{"lib/a.so#0", "gfx90a", d[0], 3000},
+                             {"lib/b.so#0", "gfx90a", d[1], 5000}};
+  const kt_kernel second[] = {{"lib/a.so#0", "gfx90a", d[2], 4000},
+                              {"lib/b.so#0", "gfx942", d[1], 5000},
+                              {"lib/c.so#0", "gfx90a", d[0], 3000}};
+  char* one = kt_in_tmp("each-1.kpack");
+  char* two = kt_in_tmp("each-2.kpack");
+  kt_write_archive(one, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, first, 2);
+  kt_write_archive(two, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, second, 3);
+  char* dir = kt_in_tmp("each-tree");
+  char* ref = kt_in_tmp("each-ref");
+  assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", dir, one), 0);
+  /* A map the earlier archive had for lib/a.so#0, and a file of the
+   * user's. */
+  char* stale = kt_path(dir, "lib/a.so#0/gfx90a/toc-metadata.msgpack");
+  kt_write_file(stale, "\x80", 1);
+  char* mine = kt_path(dir, "notes.txt");
+  kt_write_file(mine, "mine", 4);
+  char* cp_argv[] = {"cp", "-a", dir, ref, NULL};
+  assert_int_equal(kt_run(cp_argv, 60, NULL, NULL), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", ref, two), 0);
+  char* before = kt_tree_state(dir, true);
+  unsigned failures = 0;
+  for (unsigned n = 1; n < 200; n++) {
+    char value[16], *err = NULL;
+    snprintf(value, sizeof(value), "%u", n);
+    setenv("KPACK_EXTRACT_FAIL_AFTER", value, 1);
+    int rc = KT_KPACK(NULL, &err, "extract", "-C", dir, two);
+    unsetenv("KPACK_EXTRACT_FAIL_AFTER");
+    if (rc == 0) {
+      free(err);
+      break;
+    }
+    assert_int_equal(rc, 1);
+    kt_assert_contains(err, "Input/output error");
+    kt_assert_contains(err, "is as it was");
+    char* after = kt_tree_state(dir, true);
+    if (strcmp(after, before) != 0)
+      fail_msg("failed at write %u (%s), the tree changed:\n%s\nwas:\n%s", n,
+               err, after, before);
+    free(after);
+    free(err);
+    failures++;
+  }
+  /* 3 directories made; lib/a.so#0's 3 files each written, kept and put
+   * in place, its stale map moved away; 3 files written and put in place
+   * for each of the other two kernels. */
+  assert_int_equal(failures, 25);
+  kt_assert_same_tree(dir, ref);
+  assert_int_not_equal(access(stale, F_OK), 0);
+  free(before);
+  free(mine);
+  free(stale);
+  free(ref);
+  free(dir);
+  free(two);
+  free(one);
+  for (size_t i = 0; i < 3; i++)
+    free(d[i]);
+}
+
 /* A wheel's large file is written by a second thread while the first
  * inflates: a full disk there still names the wheel and the system's
  * reason, and the output directory is left as it was. */
@@ -627,6 +697,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           test_extract_to_a_full_disk_stops_at_the_first_failure,
           kt_kpack_setup, teardown),
+      cmocka_unit_test_setup_teardown(
+          test_extract_failing_at_each_write_leaves_the_tree, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_extract_to_a_read_only_filesystem_stops_at_once, kt_kpack_setup,
           teardown),

@@ -382,6 +382,7 @@ bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp, const char* dst,
                      bool durable) {
   struct stat st;
   char* kept = NULL;
+  bool linked = false;
   char* path = strdup(dst);
   fr_swap* swaps =
       kp_grow(o->swaps, o->swap_count, &o->swap_cap, sizeof(*swaps), 64);
@@ -401,7 +402,8 @@ bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp, const char* dst,
     unlink(kept); /* a killed run's */
     /* A second name keeps dst in place until the rename below replaces it
      * (where links are refused, dst is moved aside). */
-    if ((tmp == NULL || link(dst, kept) != 0) && rename(dst, kept) != 0) {
+    linked = tmp != NULL && link(dst, kept) == 0;
+    if (!linked && rename(dst, kept) != 0) {
       kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, errno,
                "%s: cannot keep the earlier version as %s: %s", dst, kept,
                strerror(errno));
@@ -411,11 +413,19 @@ bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp, const char* dst,
     free(path);
     return true; /* nothing to remove */
   }
-  if (tmp != NULL && rename(tmp, dst) != 0) {
+  /* The hook fails this step too: what was kept must go back. */
+  bool failed = tmp != NULL && pr_fault(r, dst);
+  if (!failed && tmp != NULL && rename(tmp, dst) != 0) {
     kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, errno,
              "%s: cannot replace with %s: %s", dst, tmp, strerror(errno));
-    if (kept != NULL)
-      rename(kept, dst);
+    failed = true;
+  }
+  if (failed) {
+    /* Back as it was: the second name dropped (a rename of one link over
+     * another of the same file does nothing), or dst moved back. */
+    if (kept != NULL && (linked ? unlink(kept) : rename(kept, dst)) != 0)
+      kp_error(&r->report, dst, KPACK_ERROR_IO_ERROR, errno,
+               "%s: cannot put back from %s: %s", dst, kept, strerror(errno));
     goto fail;
   }
   o->swaps[o->swap_count++] = (fr_swap){path, kept, false};

@@ -424,13 +424,15 @@ static kpack_error_t ws_move_in(ws_state* s, char* const* finals) {
     return KPACK_ERROR_OUT_OF_MEMORY;
   for (; moved < s->packed_count; moved++) {
     struct stat st;
+    bool linked = false;
     const char* final = finals[moved];
     if (lstat(final, &st) == 0 && !S_ISDIR(st.st_mode)) {
       if ((kept[moved] = ws_printf("%s/kept-%zu", s->scratch, moved)) == NULL) {
         err = KPACK_ERROR_OUT_OF_MEMORY;
         break;
       }
-      if (link(final, kept[moved]) != 0 && rename(final, kept[moved]) != 0) {
+      linked = link(final, kept[moved]) == 0;
+      if (!linked && rename(final, kept[moved]) != 0) {
         err = ws_sys(s, "cannot keep the earlier wheel", final);
         free(kept[moved]);
         kept[moved] = NULL;
@@ -439,7 +441,9 @@ static kpack_error_t ws_move_in(ws_state* s, char* const* finals) {
     }
     if (rename(s->packed[moved], final) != 0) {
       err = ws_sys(s, "cannot move the wheel to", final);
-      if (kept[moved] != NULL)
+      /* A rename of one link over another of the same file does nothing:
+       * the second name is left to the scratch directory's removal. */
+      if (kept[moved] != NULL && !linked)
         rename(kept[moved], final);
       free(kept[moved]);
       kept[moved] = NULL;
