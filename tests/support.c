@@ -512,3 +512,31 @@ void kt_assert_same_tree(const char* a, const char* b) {
     fail_msg("%s and %s differ:\n%s", a, b, out);
   free(out);
 }
+
+unsigned kt_fail_each_write(const char* hook, const char* watched,
+                            const char* const* args) {
+  char* before = kt_tree_state(watched, true);
+  unsigned failures = 0;
+  for (unsigned n = 1; n < 200; n++) {
+    char value[16], *err = NULL;
+    snprintf(value, sizeof(value), "%u", n);
+    setenv(hook, value, 1);
+    int rc = kt_run_args(kt_kpack, args, 300, NULL, &err);
+    unsetenv(hook);
+    if (rc == 0) {
+      free(err);
+      break;
+    }
+    assert_int_equal(rc, 1);
+    kt_assert_contains(err, "Input/output error");
+    char* after = kt_tree_state(watched, true);
+    if (strcmp(after, before) != 0)
+      fail_msg("failed at write %u (%s), %s changed:\n%s\nwas:\n%s", n, err,
+               watched, after, before);
+    free(after);
+    free(err);
+    failures++;
+  }
+  free(before);
+  return failures;
+}

@@ -110,6 +110,15 @@ int kt_kpack_teardown(void** state);
 #define KT_KPACK(out, err, ...) \
   kt_run_args(kt_kpack, (const char* const[]){__VA_ARGS__, NULL}, 300, out, err)
 
+/* Runs kt_kpack with `args` (NULL-terminated) with the test hook `hook`
+ * (KPACK_SPLIT_FAIL_AFTER, KPACK_EXTRACT_FAIL_AFTER) failing its first
+ * write, then its second, and so on until a run succeeds. Each failed run
+ * must exit 1 with the system's reason for EIO and leave `watched` as it
+ * was (kt_tree_state(), directory times included). Returns how many runs
+ * failed. */
+unsigned kt_fail_each_write(const char* hook, const char* watched,
+                            const char* const* args);
+
 /* dlopen()s `path` in a child process, as a program linking it would, and
  * looks up `symbol` there: true when both work. What the object's
  * constructors do (e.g. the HIP runtime registering librocrand's records)

@@ -1140,38 +1140,6 @@ static void write_rerun_tree(const char* root, uint32_t seed, size_t arches,
   free(text);
 }
 
-/* Runs the tool with `args` failing its first write, then its second, and
- * so on (KPACK_SPLIT_FAIL_AFTER) until a run succeeds; each failed run must
- * exit 1 saying why and leave `watched` exactly as it was (kt_tree_state(),
- * directory times included). Returns how many runs failed. */
-static unsigned fail_each_write_in_turn(const char* watched,
-                                        const char* const* args) {
-  char* before = kt_tree_state(watched, true);
-  unsigned failures = 0;
-  for (unsigned n = 1; n < 200; n++) {
-    char value[16], *err = NULL;
-    snprintf(value, sizeof(value), "%u", n);
-    setenv("KPACK_SPLIT_FAIL_AFTER", value, 1);
-    int rc = kt_run_args(kt_kpack, args, 300, NULL, &err);
-    unsetenv("KPACK_SPLIT_FAIL_AFTER");
-    if (rc == 0) {
-      free(err);
-      break;
-    }
-    assert_int_equal(rc, 1);
-    kt_assert_contains(err, "cannot write: Input/output error");
-    char* after = kt_tree_state(watched, true);
-    if (strcmp(after, before) != 0)
-      fail_msg("failed at write %u (%s), %s changed:\n%s\nwas:\n%s", n, err,
-               watched, after, before);
-    free(after);
-    free(err);
-    failures++;
-  }
-  free(before);
-  return failures;
-}
-
 /* A -o run over an earlier output that fails at any of its writes (each
  * failed in turn through KPACK_SPLIT_FAIL_AFTER: a transformed binary,
  * each archive, each copy and link, each file put in place, each
@@ -1190,9 +1158,10 @@ static void test_failed_rerun_leaves_the_earlier_output_as_it_was(
   write_rerun_tree(in, 72, 2, "build 2, longer\n");
   assert_int_equal(
       KT_KPACK(NULL, NULL, "split", "-q", "-o", ref, "--prefix", "x", in), 0);
-  unsigned failures = fail_each_write_in_turn(
-      out, (const char* const[]){"split", "-q", "-o", out, "--prefix", "x", in,
-                                 NULL});
+  unsigned failures =
+      kt_fail_each_write("KPACK_SPLIT_FAIL_AFTER", out,
+                         (const char* const[]){"split", "-q", "-o", out,
+                                               "--prefix", "x", in, NULL});
   /* 1 binary, 3 archives (one dropped), 3 copies and links, 6 files put
    * in place, 6 directories. */
   assert_true(failures >= 15);
@@ -1233,9 +1202,10 @@ static void test_failed_in_place_run_leaves_the_tree_as_it_was(void** state) {
   assert_int_equal(
       KT_KPACK(NULL, NULL, "split", "-q", "--in-place", "--prefix", "x", ref),
       0);
-  unsigned failures = fail_each_write_in_turn(
-      in, (const char* const[]){"split", "-q", "--in-place", "--prefix", "x",
-                                in, NULL});
+  unsigned failures =
+      kt_fail_each_write("KPACK_SPLIT_FAIL_AFTER", in,
+                         (const char* const[]){"split", "-q", "--in-place",
+                                               "--prefix", "x", in, NULL});
   /* 2 binaries and 2 archives written; 3 archives (one dropped) and the
    * executable put in place; the library's copy kept, then its rewrite
    * failed after the commit point. */
