@@ -25,6 +25,7 @@
 
 #include "common/grow.h"
 #include "common/thread.h"
+#include "producer/file_replace.h"
 #include "producer/wheel.h"
 #include "rocm_kpack/kpack_archive.h"
 #include "rocm_kpack/kpack_wheel.h"
@@ -412,56 +413,32 @@ cleanup:
   return err;
 }
 
-/* Moves each packed wheel to its final path, a wheel of that name already
- * there kept in the scratch directory (a second name: the final path never
- * goes missing) until every one is in place; after a failed move, each
- * final path is given back what it held. */
+/* Records the first error of the moves into the output directory as the
+ * run's reason. */
+static void ws_on_message(const kpack_message_t* m, void* user) {
+  if (m->severity == KPACK_SEVERITY_ERROR)
+    ws_fail(user, m->status, "%s", m->text);
+}
+
+/* Moves each packed wheel to its final path as a split puts files in place
+ * (fr_outputs_swap()): a wheel of that name already there is kept beside
+ * it until every one is in place, and after a failed move each final path
+ * gets back what it held. The run has no test hooks of its own: those
+ * belong to the tree split's. */
 static kpack_error_t ws_move_in(ws_state* s, char* const* finals) {
-  kpack_error_t err = KPACK_SUCCESS;
-  char** kept = calloc(s->packed_count + 1, sizeof(char*));
-  size_t moved = 0;
-  if (kept == NULL)
-    return KPACK_ERROR_OUT_OF_MEMORY;
-  for (; moved < s->packed_count; moved++) {
-    struct stat st;
-    bool linked = false;
-    const char* final = finals[moved];
-    if (lstat(final, &st) == 0 && !S_ISDIR(st.st_mode)) {
-      if ((kept[moved] = ws_printf("%s/kept-%zu", s->scratch, moved)) == NULL) {
-        err = KPACK_ERROR_OUT_OF_MEMORY;
-        break;
-      }
-      linked = link(final, kept[moved]) == 0;
-      if (!linked && rename(final, kept[moved]) != 0) {
-        err = ws_sys(s, "cannot keep the earlier wheel", final);
-        free(kept[moved]);
-        kept[moved] = NULL;
-        break;
-      }
-    }
-    if (rename(s->packed[moved], final) != 0) {
-      err = ws_sys(s, "cannot move the wheel to", final);
-      /* A rename of one link over another of the same file does nothing:
-       * the second name is left to the scratch directory's removal. */
-      if (kept[moved] != NULL && !linked)
-        rename(kept[moved], final);
-      free(kept[moved]);
-      kept[moved] = NULL;
-      break;
-    }
-  }
-  /* Taken back newest first: the earlier wheel renamed back over the new
-   * one, or the new one removed where there was none. */
-  while (err != KPACK_SUCCESS && moved-- > 0) {
-    if (kept[moved] != NULL)
-      rename(kept[moved], finals[moved]);
-    else
-      unlink(finals[moved]);
-  }
-  for (size_t i = 0; i < s->packed_count; i++)
-    free(kept[i]);
-  free(kept);
-  return err;
+  pr_run run = {.report = {ws_on_message, s, KPACK_SUCCESS}};
+  fr_outputs out = {0};
+  bool ok = true;
+  for (size_t i = 0; ok && i < s->packed_count; i++)
+    ok = fr_outputs_note(&run, &out, finals[i]);
+  for (size_t i = 0; ok && i < s->packed_count; i++)
+    ok = fr_outputs_swap(&run, &out, s->packed[i], finals[i], false);
+  if (ok)
+    fr_outputs_commit(&run, &out);
+  else
+    fr_outputs_undo(&run, &out, s->outdir);
+  fr_outputs_free(&out);
+  return ok ? KPACK_SUCCESS : pr_status(&run, KPACK_ERROR_IO_ERROR);
 }
 
 /* Moves the packed wheels into the output directory; fills the result. */
