@@ -378,21 +378,26 @@ bool fr_outputs_note(pr_run* r, fr_outputs* o, const char* path) {
   return true;
 }
 
+/* Room for one more swap in `o`, and a copy of `dst` for it (malloc'ed);
+ * NULL, said, when out of memory. */
+static char* swap_room(pr_run* r, fr_outputs* o, const char* dst) {
+  fr_swap* swaps =
+      kp_grow(o->swaps, o->swap_count, &o->swap_cap, sizeof(*swaps), 64);
+  if (swaps != NULL)
+    o->swaps = swaps;
+  char* path = swaps != NULL ? strdup(dst) : NULL;
+  if (path == NULL)
+    kp_out_of_memory(&r->report);
+  return path;
+}
+
 bool fr_outputs_swap(pr_run* r, fr_outputs* o, const char* tmp, const char* dst,
                      bool durable) {
   struct stat st;
   char* kept = NULL;
   bool linked = false;
-  char* path = strdup(dst);
-  fr_swap* swaps =
-      kp_grow(o->swaps, o->swap_count, &o->swap_cap, sizeof(*swaps), 64);
-  if (swaps != NULL)
-    o->swaps = swaps;
-  if (swaps == NULL || path == NULL) {
-    kp_out_of_memory(&r->report);
-    goto fail;
-  }
-  if (pr_fault(r, dst))
+  char* path = swap_room(r, o, dst);
+  if (path == NULL || pr_fault(r, dst))
     goto fail;
   if (lstat(dst, &st) == 0 && !S_ISDIR(st.st_mode)) {
     if ((kept = own_name(dst, ".old")) == NULL) {
@@ -468,19 +473,11 @@ static bool keep_copy(pr_run* r, const char* dst, const char* kept) {
 
 bool fr_outputs_rewrite(pr_run* r, fr_outputs* o, const char* tmp,
                         const char* dst) {
-  char* kept = own_name(dst, ".old");
-  char* path = strdup(dst);
-  fr_swap* swaps =
-      kp_grow(o->swaps, o->swap_count, &o->swap_cap, sizeof(*swaps), 64);
-  if (swaps != NULL)
-    o->swaps = swaps;
-  if (swaps == NULL || path == NULL || kept == NULL) {
+  char* path = swap_room(r, o, dst);
+  char* kept = path != NULL ? own_name(dst, ".old") : NULL;
+  if (path != NULL && kept == NULL)
     kp_out_of_memory(&r->report);
-    free(kept);
-    free(path);
-    return false;
-  }
-  if (pr_fault(r, dst) || !keep_copy(r, dst, kept)) {
+  if (kept == NULL || pr_fault(r, dst) || !keep_copy(r, dst, kept)) {
     free(kept);
     free(path);
     return false;
