@@ -983,6 +983,17 @@ static void test_create_from_fatbin_corrupt_payload_names_code_object(
   free_bundles_cli(bundles, 2);
 }
 
+/* Sends Ctrl-C's SIGINT to the tool started by spawn_tool(), which must
+ * exit with 130; returns what it wrote to `err_path`. */
+static char* interrupt_tool(pid_t pid, const char* err_path) {
+  assert_int_equal(kill(pid, SIGINT), 0);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  assert_int_equal(WEXITSTATUS(status), 130);
+  return slurp(err_path, NULL);
+}
+
 /* Ctrl-C during a long create: exit 130, no archive, no temporary file. */
 static void test_interrupted_create_leaves_nothing(void** state) {
   (void)state;
@@ -1019,12 +1030,7 @@ static void test_interrupted_create_leaves_nothing(void** state) {
     closedir(d);
   }
   assert_true(started);
-  assert_int_equal(kill(pid, SIGINT), 0);
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 130);
-  char* err = slurp(e, NULL);
+  char* err = interrupt_tool(pid, e);
   kt_assert_contains(err, "interrupted");
   free(err);
   DIR* d = opendir(outdir);
@@ -1072,12 +1078,7 @@ static void test_interrupted_extract_leaves_the_tree_as_it_was(void** state) {
     started = access(first, F_OK) == 0;
   }
   assert_true(started);
-  assert_int_equal(kill(pid, SIGINT), 0);
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 130);
-  char* err = slurp(e, NULL);
+  char* err = interrupt_tool(pid, e);
   kt_assert_contains(err, "extract: interrupted; ");
   kt_assert_contains(err, " is as it was");
   char* after = kt_tree_state(dir, true);
