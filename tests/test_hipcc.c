@@ -210,6 +210,11 @@ typedef struct binary_kind {
    * (docs/split.md). GNU strip and objcopy, rebuilding the file, write it
    * at a lower offset but the same address. */
   bool gnu_moves_table;
+  /* Its loaded bytes after .hip_fatbin reach past .hip_fatbin's
+   * addresses less the base: the table keeps two of .hip_fatbin's pages
+   * in the file, as a hole, the free one below the table and the
+   * table's. */
+  bool table_in_fat;
 } binary_kind;
 
 typedef struct cell_run {
@@ -340,9 +345,7 @@ static void check_binary(cell_run* r, const binary_kind* b, oracle* o) {
           (unsigned long long)out_size, (double)out_size / (double)in_size,
           (unsigned long long)left, (unsigned long long)in_blocks * 512,
           (unsigned long long)out_blocks * 512);
-  /* The table in .hip_fatbin's freed addresses keeps two of its pages in
-   * the file, as a hole: the free one below the table and the table's. */
-  uint64_t kept = b->gnu_moves_table ? 2 * 4096 : 0;
+  uint64_t kept = b->table_in_fat ? 2 * 4096 : 0;
   uint64_t bound = in_size - left + kept + 4096;
   if (out_size > bound)
     fail_msg(
@@ -456,67 +459,81 @@ static void run_cell(const char* name, const binary_kind* bins, size_t count,
 
 static void test_executable_for_three_arches(void** s) {
   (void)s;
-  CELL("exe", 1, {"bin/app", NULL, false});
+  CELL("exe", 1, {"bin/app", NULL, false, false});
 }
 
 static void test_shared_library_and_the_program_linking_it(void** s) {
   (void)s;
-  CELL("shared", 2, {"lib/libvec.so", "bin/vecapp", false},
-       {"bin/vecapp", NULL, false});
+  CELL("shared", 2, {"lib/libvec.so", "bin/vecapp", false, false},
+       {"bin/vecapp", NULL, false, false});
 }
 
 static void test_three_translation_units_without_rdc(void** s) {
   (void)s;
-  CELL("multi", 3, {"bin/multi", NULL, false});
+  CELL("multi", 3, {"bin/multi", NULL, false, false});
 }
 
 /* Every record names the one code object -fgpu-rdc links: stored once. */
 static void test_three_translation_units_with_rdc(void** s) {
   (void)s;
-  CELL("rdc", 3, {"bin/rdc", NULL, false});
+  CELL("rdc", 3, {"bin/rdc", NULL, false, false});
 }
 
 static void test_static_archive_of_hip_objects(void** s) {
   (void)s;
-  CELL("static", 3, {"bin/static", NULL, false});
+  CELL("static", 3, {"bin/static", NULL, false, false});
 }
 
 static void test_target_id_variants(void** s) {
   (void)s;
-  CELL("targetid", 1, {"bin/app", NULL, false});
+  CELL("targetid", 1, {"bin/app", NULL, false, false});
 }
 
 static void test_code_object_v5(void** s) {
   (void)s;
-  CELL("cov5", 1, {"bin/app", NULL, false});
+  CELL("cov5", 1, {"bin/app", NULL, false, false});
 }
 
 static void test_hundreds_of_template_instantiations(void** s) {
   (void)s;
-  CELL("templates", 1, {"bin/templates", NULL, false});
+  CELL("templates", 1, {"bin/templates", NULL, false, false});
 }
 
 static void test_linked_by_lld_14(void** s) {
   (void)s;
-  CELL("lld", 1, {"bin/app", NULL, false});
+  CELL("lld", 1, {"bin/app", NULL, false, false});
 }
 
 /* lld leaves a gap of addresses between segments of 64 KiB pages: the
  * moved program header table fits there without a hole in the file. */
 static void test_lld_14_with_64k_pages(void** s) {
   (void)s;
-  CELL("lld64k", 1, {"bin/app", NULL, false});
+  CELL("lld64k", 1, {"bin/app", NULL, false, false});
 }
 
 /* GNU ld pads segments of 64 KiB pages with holes: a sparse input. */
 static void test_gnu_ld_with_64k_pages_stays_sparse(void** s) {
   (void)s;
-  CELL("bfd64k", 1, {"bin/app", NULL, false});
+  CELL("bfd64k", 1, {"bin/app", NULL, false, false});
 }
 
 static void test_no_separate_code(void** s) {
   (void)s;
-  CELL("nosep", 1, {"bin/app", NULL, true});
+  CELL("nosep", 1, {"bin/app", NULL, true, false});
+}
+
+/* The table's room in the file moves the symbols and the debug
+ * information up. */
+static void test_no_separate_code_with_debug_information(void** s) {
+  (void)s;
+  CELL("nosepdbg", 1, {"bin/app", NULL, true, false});
+}
+
+/* 256 KiB of .data after .hip_fatbin: no address past the loaded bytes
+ * is free, and the table goes in .hip_fatbin's own pages. */
+static void test_no_separate_code_with_large_data(void** s) {
+  (void)s;
+  CELL("nosepdata", 1, {"bin/app", NULL, true, true});
 }
 
 /* `rel` of `tree` is byte for byte `rel` of `from`. */
@@ -540,7 +557,7 @@ static void assert_same_file(const char* from, const char* tree,
  * is generic), and one whose name names another processor is reported. */
 static void test_genco_code_objects_in_a_tree(void** s) {
   (void)s;
-  CELL("genco", 1, {"bin/app", NULL, false});
+  CELL("genco", 1, {"bin/app", NULL, false, false});
   char* genco = join(cells, "genco");
   char* misnamed = join(cells, "misnamed");
   char* dir = kt_tmpdir();
@@ -634,6 +651,8 @@ int main(void) {
       cmocka_unit_test(test_lld_14_with_64k_pages),
       cmocka_unit_test(test_gnu_ld_with_64k_pages_stays_sparse),
       cmocka_unit_test(test_no_separate_code),
+      cmocka_unit_test(test_no_separate_code_with_debug_information),
+      cmocka_unit_test(test_no_separate_code_with_large_data),
       cmocka_unit_test(test_genco_code_objects_in_a_tree),
       cmocka_unit_test(test_debug_files_hold_no_device_code),
   };

@@ -82,6 +82,10 @@ typedef struct tf_state {
   /* The removed file range [cut_at, cut_at + removed) inside .hip_fatbin;
    * the rest of .hip_fatbin's bytes stay in the file as zeros. */
   uint64_t cut_at, removed;
+  /* Room made for the program header table (place_table_after()): the
+   * non-allocated sections from input offset insert_at on move up by
+   * `inserted` bytes; 0 when none do. */
+  uint64_t insert_at, inserted;
   uint64_t meta_addr;
   const kpack_transform_record_t* records; /* kpack_transform_write_records */
   size_t record_count;
@@ -106,6 +110,18 @@ static uint64_t tf_out(const tf_state* st, uint64_t x) {
   if (x - st->cut_at < st->removed)
     return st->cut_at;
   return x - st->removed;
+}
+
+/* The output offset of input offset x in a non-allocated section, or of
+ * the end of the bytes copied: past the room made for the table, if any. */
+static uint64_t tf_out_unloaded(const tf_state* st, uint64_t x) {
+  uint64_t out = tf_out(st, x);
+  return st->inserted != 0 && x >= st->insert_at ? out + st->inserted : out;
+}
+
+static uint64_t tf_out_section(const tf_state* st, const elf_section* s) {
+  return (s->flags & ELF_SHF_ALLOC) != 0 ? tf_out(st, s->offset)
+                                         : tf_out_unloaded(st, s->offset);
 }
 
 static kpack_error_t tf_add_patch(tf_state* st, uint64_t at, const void* bytes,
@@ -620,9 +636,9 @@ typedef struct tf_layout {
    * for a table, then the table, at its address less the load base. */
   bool apart;
   uint64_t apart_off, apart_vaddr, apart_size, apart_align;
-  /* When the table's segment takes .hip_fatbin's first page
-   * (place_table_in_fat()), .hip_fatbin and its piece start that much
-   * later; else 0. */
+  /* When the table's segment takes .hip_fatbin's first units
+   * (place_table_after(), place_table_in_fat()), .hip_fatbin and its piece
+   * start that much later; else 0. */
   uint64_t fat_shift;
   uint64_t names_off; /* the section name table, rewritten */
   uint64_t names_size;
@@ -766,8 +782,9 @@ static bool table_fits(const tf_state* st, size_t owner, uint64_t at,
  * table goes at the end of the file (`end`) when the pages at that offset
  * plus `base` are free (the gaps lld leaves between segments of 64 KiB
  * pages). False when neither is: plan() then tries .hip_fatbin's own
- * addresses (place_table_in_fat()), else puts the table above the
- * program at its address less `base`, the file growing to that offset. */
+ * addresses (place_table_after(), then place_table_in_fat()), else puts
+ * the table above the program at its address less `base`, the file
+ * growing to that offset. */
 static bool place_table(const tf_state* st, tf_layout* L, uint64_t base,
                         uint64_t end, uint64_t table) {
   const elf_file* elf = &st->elf;
@@ -855,11 +872,79 @@ static bool fat_symbol_below(tf_state* st, uint64_t end) {
   return false;
 }
 
-/* An executable's table where place_table() found no room, without
- * growing the file past the program's addresses: in .hip_fatbin's second
- * removal unit, at its address less the load base. A page-aligned
- * .hip_fatbin that was split off has only its own memory there, and its
- * file offset (kept bytes before the tail, zeros) lies inside the file
+/* An executable's table where place_table() found no room, after the
+ * program's loaded bytes, which end at input offset `loaded`: at that
+ * offset, in the output, plus the load base lie .hip_fatbin's own
+ * addresses when the bytes loaded after it moved down with the units that
+ * left. A page-aligned .hip_fatbin that was split off has only its own
+ * memory there. The non-allocated sections that follow (symbols, debug
+ * information) move up to make room. At least one removal unit below the
+ * table stays free, as below the block (GNU objcopy may move the
+ * segment's start down into it): when the loaded bytes end below
+ * .hip_fatbin's second unit, the table starts there, after a hole.
+ * .hip_fatbin, with its piece, then starts at the first unit above the
+ * table. Only when no symbol lies in the units it gives up and it keeps
+ * at least one. Unlike place_table_in_fat(), the file keeps none of
+ * .hip_fatbin's units. */
+static bool place_table_after(tf_state* st, tf_layout* L, uint64_t base,
+                              uint64_t table) {
+  const elf_file* elf = &st->elf;
+  const elf_section* f = &elf->sections[st->fat];
+  const elf_segment* ld = &elf->segments[L->load];
+  uint64_t U = L->unit, size = 2 * align_up(table, 8);
+  if (!L->fat_piece || ld->vaddr - ld->offset != base || f->align > U)
+    return false;
+  uint64_t loaded = f->offset + f->size, moved_align = 8;
+  for (size_t i = 0; i < elf->segment_count; i++)
+    if (elf->segments[i].filesz > 0 &&
+        elf->segments[i].offset + elf->segments[i].filesz > loaded)
+      loaded = elf->segments[i].offset + elf->segments[i].filesz;
+  for (size_t i = 1; i < elf->section_count; i++) {
+    const elf_section* c = &elf->sections[i];
+    if ((c->flags & ELF_SHF_ALLOC) != 0 && c->type != ELF_SHT_NOBITS &&
+        c->offset + c->size > loaded)
+      loaded = c->offset + c->size;
+  }
+  for (size_t i = 1; i < elf->section_count; i++) {
+    const elf_section* c = &elf->sections[i];
+    if ((c->flags & ELF_SHF_ALLOC) != 0 || c->type == ELF_SHT_NOBITS ||
+        c->size == 0 || c->offset + c->size <= f->offset)
+      continue;
+    if (c->offset < loaded) /* among the loaded bytes: it cannot move */
+      return false;
+    if (c->align > moved_align)
+      moved_align = c->align;
+  }
+  if (moved_align > U || (moved_align & (moved_align - 1)) != 0)
+    return false;
+  uint64_t from = tf_out(st, loaded);
+  uint64_t at = align_up(from, 8);
+  if (at < f->offset + U)
+    at = f->offset + U;
+  uint64_t shift = align_up(at + size - f->offset, U);
+  if (shift >= f->size || fat_symbol_below(st, f->addr + shift))
+    return false;
+  if (L->cut > loaded) {
+    st->insert_at = loaded;
+    st->inserted = align_up(at + size - from, moved_align);
+  }
+  for (size_t i = 0; i < elf->segment_count && L->apart_align == 0; i++)
+    if (elf->segments[i].type == ELF_PT_LOAD)
+      L->apart_align = elf->segments[i].align;
+  L->apart = true;
+  L->apart_off = at;
+  L->apart_vaddr = base + at;
+  L->apart_size = size;
+  L->fat_shift = shift;
+  return true;
+}
+
+/* An executable's table where place_table_after() found no room either
+ * (the bytes loaded after .hip_fatbin reach past its addresses less the
+ * load base), without growing the file past the program's addresses: in
+ * .hip_fatbin's second removal unit, at its address less the load base. A
+ * page-aligned .hip_fatbin that was split off has only its own memory there,
+ * and its file offset (kept bytes before the tail, zeros) lies inside the file
  * when one unit less leaves it. The first unit stays free, as below the
  * block: GNU objcopy may move the segment's start down into it. The table
  * takes the second, and .hip_fatbin, with its piece, starts at the third.
@@ -1052,10 +1137,12 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
   uint64_t table = (uint64_t)(L->phnum + 1) * ELF_PHDR_SIZE;
   if (exec_like && L->phnum + 1 < 0xffff &&
       (place_table(st, L, base, end, table) ||
+       place_table_after(st, L, base, table) ||
        place_table_in_fat(st, L, base, table))) {
     /* The table apart, the block only the metadata. */
     L->phnum++;
-    end = align_up(tf_out(st, L->cut), 8); /* st->removed may be less */
+    /* st->removed may be less, st->inserted more */
+    end = align_up(tf_out_unloaded(st, L->cut), 8);
     if (L->apart_off >= end)
       end = align_up(L->apart_off + L->apart_size, 8);
     L->meta_off = 0;
@@ -1306,7 +1393,7 @@ static kpack_error_t build_shdrs(tf_state* st, const tf_layout* L,
       kp_store_le(p + 24, L->names_off, 8);
       kp_store_le(p + 32, L->names_size, 8);
     } else {
-      kp_store_le(p + 24, tf_out(st, elf->sections[i].offset), 8);
+      kp_store_le(p + 24, tf_out_section(st, &elf->sections[i]), 8);
     }
   }
   uint64_t name = elf->sections[elf->names].size;
@@ -1329,8 +1416,11 @@ static kpack_error_t write_output(tf_state* st, int fd, const tf_layout* L,
   /* Everything but .hip_fatbin, whose bytes that stay are left unwritten
    * and read as zeros (a hole where they fill file blocks). */
   uint64_t fat_end = f->offset + f->size;
+  uint64_t mid = st->inserted != 0 ? st->insert_at : L->cut;
   if ((err = copy_range(st, fd, 0, 0, f->offset, &buf)) ||
-      (err = copy_range(st, fd, fat_end, tf_out(st, fat_end), L->cut - fat_end,
+      (err = copy_range(st, fd, fat_end, tf_out(st, fat_end), mid - fat_end,
+                        &buf)) ||
+      (err = copy_range(st, fd, mid, tf_out_unloaded(st, mid), L->cut - mid,
                         &buf)))
     goto done;
   for (size_t i = 0; i < st->patch_count; i++) {

@@ -16,8 +16,17 @@ __global__ void fill(int* p, int v, int n) {
     p[i] = v + i;
 }
 
+#ifdef BIG_DATA
+// 256 KiB of initialized data, loaded after the device code: more than
+// the device code leaves behind.
+volatile int big_data[65536] = {1};
+#endif
+
 int main(int argc, char** argv) {
   (void)argv;
+#ifdef BIG_DATA
+  printf("app: data %d\n", big_data[0] + big_data[65535]);
+#endif
   printf("app: %d argument%s, kernels at %s\n", argc - 1, argc == 2 ? "" : "s",
          (void*)axpy != NULL && (void*)fill != NULL ? "known addresses" : "?");
   return 0;

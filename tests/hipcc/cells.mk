@@ -17,7 +17,7 @@ TU := $(SRC)tu_a.hip $(SRC)tu_b.hip $(SRC)tu_c.hip
 CELLS := exe/bin/app shared/lib/libvec.so shared/bin/vecapp multi/bin/multi \
   rdc/bin/rdc static/bin/static targetid/bin/app cov5/bin/app \
   templates/bin/templates lld/bin/app lld64k/bin/app bfd64k/bin/app \
-  nosep/bin/app genco/bin/app genco/share/kern/kern_gfx906.hsaco \
+  nosep/bin/app nosepdbg/bin/app nosepdata/bin/app genco/bin/app genco/share/kern/kern_gfx906.hsaco \
   genco/share/kern/kern_gfx1030.hsaco genco/share/kern/kern_two.hsaco \
   misnamed/share/kern/standalone_gfx1030.hsaco
 all: $(addprefix $(OUT)/,$(CELLS))
@@ -84,6 +84,14 @@ $(OUT)/bfd64k/bin/app: $(SRC)app.hip
 $(OUT)/nosep/bin/app: $(SRC)app.hip
 	@mkdir -p $(@D)
 	$(HIPCC) $(FLAGS) $(ARCH3) -Wl,-z,noseparate-code $< -o $@
+
+$(OUT)/nosepdbg/bin/app: $(SRC)app.hip
+	@mkdir -p $(@D)
+	$(HIPCC) $(FLAGS) $(ARCH3) -g -Wl,-z,noseparate-code $< -o $@
+
+$(OUT)/nosepdata/bin/app: $(SRC)app.hip
+	@mkdir -p $(@D)
+	$(HIPCC) $(FLAGS) $(ARCH3) -DBIG_DATA -Wl,-z,noseparate-code $< -o $@
 
 # --genco code-object files: one processor each, two processors, and one
 # whose name says gfx1030 for gfx906 code.
