@@ -559,6 +559,13 @@ static void test_bad_input_is_refused_and_left_untouched(void** s) {
   refused(&so, b, size, KPACK_ERROR_INVALID_FORMAT,
           "name lies outside the section name table");
 
+  /* An allocated NOBITS section at an offset far past the file's end:
+   * .hip_fatbin's piece, placed past it, made the output that long. */
+  memcpy(b, orig, size);
+  fx_store_le(fx_section_header(b, ".bss") + 24, (uint64_t)1 << 49, 8);
+  refused(&so, b, size, KPACK_ERROR_INVALID_FORMAT,
+          "(SHT_NOBITS) lies at offset 0x2000000000000, past the end");
+
   /* Nothing to do: already transformed. */
   kpack_transform_result_t r;
   kpack_transform_message_t msg;

@@ -1024,6 +1024,15 @@ static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
       return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
                      "section %zu's name lies outside the section name table",
                      i);
+    /* A NOBITS section has no bytes, but .hip_fatbin's piece goes past
+     * its offset (place_fat_piece()): one past the file's end would make
+     * the output that long. */
+    if (s->type == ELF_SHT_NOBITS && (s->flags & ELF_SHF_ALLOC) != 0 &&
+        s->offset > elf->in.size)
+      return tf_fail(st, KPACK_ERROR_INVALID_FORMAT,
+                     "section %zu (SHT_NOBITS) lies at offset 0x%" PRIx64
+                     ", past the end of the file",
+                     i, s->offset);
     if (i == st->fat || s->type == ELF_SHT_NOBITS || s->size == 0)
       continue;
     if (s->offset < fo + fs && fo < s->offset + s->size)
