@@ -7,8 +7,11 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,7 +67,10 @@ static const char extract_manual[] =
     "    back as it was: every file the run replaced or removed is put\n"
     "    back, every file and directory it made is removed, and the\n"
     "    directories that were there get their times back. A kernel that\n"
-    "    cannot be read is reported and the run goes on.\n"
+    "    cannot be read is reported and the run goes on. Each change is\n"
+    "    written down first in DIR/.kpack-extract.journal: when a run is\n"
+    "    killed, the next extract into DIR takes it back before it writes\n"
+    "    anything, and says so.\n"
     "\n"
     "OPTIONS\n"
     "    -C, --directory DIR  extract into DIR (default: the current directory)\n"
@@ -137,6 +143,18 @@ struct extract_undo {
 /* The names extract gives its temporary and kept files beside a file. */
 #define EXTRACT_PREFIX ".kpack-extract."
 
+/* Each change written down before it is made (see "The journal"). */
+struct extract_journal {
+  char* path; /* DIR/.kpack-extract.journal; NULL: none open */
+  int fd;
+  uint8_t* map;
+  size_t used, cap;
+  /* DIR's times before the journal went in, and whether the run changed
+   * what DIR itself holds (else they are put back at the end). */
+  struct timespec dir_times[2];
+  bool dir_changed;
+};
+
 typedef struct extract_state {
   const char* dir;
   const char* only_binary;
@@ -158,11 +176,14 @@ typedef struct extract_state {
    * later write be; the run stops rather than repeat the message. */
   bool stopped;
   struct extract_undo undo;
+  struct extract_journal journal;
   bool dir_is_new; /* the last make_dirs() made the directory itself */
-  /* Test hook: KPACK_EXTRACT_FAIL_AFTER=N makes the N-th write of the run
-   * (a directory made, a file written, a file put in place) fail with
-   * EIO, so that a test can fail each in turn. */
-  long fail_after;
+  /* Test hooks: KPACK_EXTRACT_FAIL_AFTER=N makes the N-th write of the
+   * run (a directory made, a file written, a file put in place) fail with
+   * EIO, so that a test can fail each in turn; KPACK_EXTRACT_KILL_AFTER=N
+   * kills the run with SIGKILL at the N-th write or, past the last, at
+   * the N-th step of its end (each kept file removed, then the journal). */
+  long fail_after, kill_after;
   unsigned long writes;
 } extract_state;
 
@@ -474,6 +495,333 @@ static bool write_whole(const char* path, const void* data, size_t size) {
   return ok;
 }
 
+/* ---- the journal ---------------------------------------------------------
+ * A run that stops takes back its own changes (undo_all()); one that is
+ * killed (SIGKILL, the OOM killer) cannot. So each change is written down
+ * before it is made, in DIR/.kpack-extract.journal, and the next run into
+ * DIR takes back what an earlier run's journal names before it writes
+ * anything (journal_recover()). The file is mapped shared, its room
+ * reserved (posix_fallocate(), so that a full disk is an error, not a
+ * SIGBUS): a record is stores into the page cache, which outlive the
+ * process, with no system call. Nothing is synced: a power cut is not
+ * covered.
+ *
+ * After the magic, each record is a type byte, a path relative to DIR and
+ * its NUL, and for JOURNAL_TIMES the directory's two times. The type byte
+ * is stored last: a record cut short by a kill reads as the end. */
+#define JOURNAL_NAME EXTRACT_PREFIX "journal"
+#define JOURNAL_MAGIC "kpack extract journal 1\n"
+#define JOURNAL_ROOM ((size_t)64 << 10) /* at first; doubled as needed */
+
+enum {
+  JOURNAL_DIR = 'D',   /* a directory made */
+  JOURNAL_NEW = 'N',   /* a file put where there was none */
+  JOURNAL_KEPT = 'K',  /* a file replaced or removed, kept as ".old" */
+  JOURNAL_TIMES = 'T', /* a directory's times before the run changed it */
+  JOURNAL_DONE = 'C',  /* the run is complete: its kept files go */
+};
+
+/* A test hook's step: KPACK_EXTRACT_KILL_AFTER kills the run at its N-th. */
+static void hook_step(extract_state* s) {
+  if (++s->writes == (unsigned long)s->kill_after)
+    kill(getpid(), SIGKILL);
+}
+
+/* Whether the test hook fails this write (errno EIO). */
+static bool write_fails(extract_state* s) {
+  hook_step(s);
+  if (s->fail_after <= 0 || s->writes != (unsigned long)s->fail_after)
+    return false;
+  errno = EIO;
+  return true;
+}
+
+/* `path` (DIR followed by a path) relative to DIR, "." for DIR itself;
+ * NULL when outside it (DIR and the directories above it that the run
+ * made before the journal was there). */
+static const char* journal_relative(const extract_state* s, const char* path) {
+  size_t n = strlen(s->dir);
+  while (n > 1 && s->dir[n - 1] == '/')
+    n--;
+  if (strncmp(path, s->dir, n) != 0 || (path[n] != '\0' && path[n] != '/'))
+    return NULL;
+  while (path[n] == '/')
+    n++;
+  return path[n] != '\0' ? path + n : ".";
+}
+
+/* Room for `need` bytes, reserved on the disk. False with errno set. */
+static bool journal_grow(struct extract_journal* j, size_t need) {
+  size_t cap = j->cap > 0 ? j->cap : JOURNAL_ROOM;
+  while (cap < need)
+    cap *= 2;
+  int err = posix_fallocate(j->fd, 0, (off_t)cap);
+  if (err != 0) {
+    errno = err;
+    return false;
+  }
+  void* map = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                   j->fd, 0);
+  if (map == MAP_FAILED)
+    return false;
+  if (j->map != NULL)
+    munmap(j->map, j->cap);
+  j->map = map;
+  j->cap = cap;
+  return true;
+}
+
+/* Writes down a change before it is made; `times` for JOURNAL_TIMES. A
+ * path outside DIR is not written down. False with errno set (no room on
+ * the disk). */
+static bool journal_add(extract_state* s, int type, const char* path,
+                        const struct timespec* times) {
+  struct extract_journal* j = &s->journal;
+  const char* rel = journal_relative(s, path);
+  if (j->path == NULL || rel == NULL)
+    return true;
+  size_t len = strlen(rel) + 1, extra = times != NULL ? 2 * sizeof(*times) : 0;
+  if (j->used + 1 + len + extra + 1 > j->cap &&
+      !journal_grow(j, j->used + 1 + len + extra + 1))
+    return false;
+  memcpy(j->map + j->used + 1, rel, len);
+  if (times != NULL)
+    memcpy(j->map + j->used + 1 + len, times, extra);
+  /* A kill, like a signal, sees this thread's stores in program order:
+   * the type byte only after the rest. */
+  atomic_signal_fence(memory_order_release);
+  j->map[j->used] = (uint8_t)type;
+  j->used += 1 + len + extra;
+  return true;
+}
+
+/* Unmaps and closes the journal; with `remove`, deletes it. */
+static void journal_close(extract_state* s, bool remove) {
+  struct extract_journal* j = &s->journal;
+  if (j->path == NULL)
+    return;
+  munmap(j->map, j->cap);
+  close(j->fd);
+  if (remove)
+    unlink(j->path);
+  free(j->path);
+  j->path = NULL;
+  j->map = NULL;
+}
+
+/* Starts this run's journal, its first record DIR's own times (the journal
+ * going in changes them). False after a message. */
+static bool journal_open(extract_state* s) {
+  struct extract_journal* j = &s->journal;
+  struct stat st;
+  char* path;
+  if (asprintf(&path, "%s/" JOURNAL_NAME, s->dir) < 0) {
+    cli_error("out of memory");
+    return false;
+  }
+  if (stat(s->dir, &st) != 0) {
+    cli_error("%s: %s", s->dir, strerror(errno));
+    free(path);
+    return false;
+  }
+  j->dir_times[0] = st.st_atim;
+  j->dir_times[1] = st.st_mtim;
+  j->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (j->fd < 0) {
+    cli_error("%s: cannot create: %s", path, strerror(errno));
+    free(path);
+    return false;
+  }
+  j->path = path;
+  if (!journal_grow(j, JOURNAL_ROOM)) {
+    cli_error("%s: cannot write: %s", path, strerror(errno));
+    journal_close(s, true);
+    utimensat(AT_FDCWD, s->dir, j->dir_times, 0);
+    return false;
+  }
+  memcpy(j->map, JOURNAL_MAGIC, sizeof(JOURNAL_MAGIC) - 1);
+  j->used = sizeof(JOURNAL_MAGIC) - 1;
+  if (!journal_add(s, JOURNAL_TIMES, s->dir, j->dir_times)) {
+    cli_error("%s: cannot write: %s", path, strerror(errno));
+    return false;
+  }
+  return true;
+}
+
+/* Whether a journal's path stays inside DIR: relative, no "..". */
+static bool journal_path_is_safe(const char* rel) {
+  if (rel[0] == '/' || rel[0] == '\0')
+    return false;
+  for (const char* c = rel; *c != '\0';) {
+    size_t n = strcspn(c, "/");
+    if (n == 2 && c[0] == '.' && c[1] == '.')
+      return false;
+    c += n;
+    c += *c == '/';
+  }
+  return true;
+}
+
+/* DIR/rel's temporary or kept name (`suffix` ".tmp" or ".old"). */
+static char* journal_aside(const char* full, const char* suffix) {
+  const char* base = strrchr(full, '/');
+  char* aside = NULL;
+  if (asprintf(&aside, "%.*s/" EXTRACT_PREFIX "%s%s", (int)(base - full), full,
+               base + 1, suffix) < 0)
+    return NULL;
+  return aside;
+}
+
+typedef struct journal_record {
+  int type;
+  const char* rel;
+  const struct timespec* times;
+} journal_record;
+
+/* Takes back (or, after JOURNAL_DONE, completes) the run that wrote the
+ * records, as undo_all() and undo_commit() would have. Returns how many
+ * changes could not be taken back. */
+static size_t journal_replay(const extract_state* s, const journal_record* r,
+                             size_t count, bool done) {
+  size_t left = 0;
+  for (size_t pass = 0; pass < 3; pass++) {
+    for (size_t i = count; i-- > 0;) {
+      char* full = NULL;
+      if (asprintf(&full, "%s/%s", s->dir, r[i].rel) < 0)
+        return left + 1;
+      if (pass == 0 &&
+          (r[i].type == JOURNAL_NEW || r[i].type == JOURNAL_KEPT)) {
+        char* kept = journal_aside(full, ".old");
+        char* tmp = journal_aside(full, ".tmp");
+        struct stat a, b;
+        if (kept == NULL || tmp == NULL) {
+          left++;
+        } else if (r[i].type == JOURNAL_NEW) {
+          if (!done && unlink(full) != 0 && errno != ENOENT)
+            left++;
+        } else if (lstat(kept, &a) == 0) {
+          /* Kept by a second name while still in place, the two one file:
+           * the second name goes. */
+          bool same = lstat(full, &b) == 0 && a.st_dev == b.st_dev &&
+                      a.st_ino == b.st_ino;
+          if (done || same ? unlink(kept) != 0 : rename(kept, full) != 0)
+            left++;
+        }
+        if (tmp != NULL)
+          unlink(tmp);
+        free(kept);
+        free(tmp);
+      } else if (pass == 1 && r[i].type == JOURNAL_DIR && !done) {
+        rmdir(full); /* one that holds files of another's stays */
+      } else if (pass == 2 && r[i].type == JOURNAL_TIMES && !done) {
+        utimensat(AT_FDCWD, full, r[i].times, AT_SYMLINK_NOFOLLOW);
+      }
+      free(full);
+    }
+    if (pass == 1 && left == 0) {
+      /* Before the times: removing the journal changes DIR's. */
+      char* path = NULL;
+      if (asprintf(&path, "%s/" JOURNAL_NAME, s->dir) < 0 || unlink(path) != 0)
+        left++;
+      free(path);
+    }
+    if (left > 0)
+      break;
+  }
+  return left;
+}
+
+/* An earlier run's journal in DIR: that run was killed before it ended.
+ * Its changes are taken back, newest first, or when it had ended, its kept
+ * files removed. False after a message: the run writes nothing then, and
+ * the journal stays for the next. */
+static bool journal_recover(const extract_state* s) {
+  char* path = NULL;
+  if (asprintf(&path, "%s/" JOURNAL_NAME, s->dir) < 0) {
+    cli_error("out of memory");
+    return false;
+  }
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    bool none = errno == ENOENT;
+    if (!none)
+      cli_error("%s: %s", path, strerror(errno));
+    free(path);
+    return none;
+  }
+  struct stat st;
+  uint8_t* bytes = NULL;
+  size_t size = 0;
+  bool ok = fstat(fd, &st) == 0 &&
+            (size = (size_t)st.st_size, (bytes = malloc(size + 1)) != NULL);
+  for (size_t got = 0; ok && got < size;) {
+    ssize_t n = pread(fd, bytes + got, size - got, (off_t)got);
+    ok = n > 0;
+    got += ok ? (size_t)n : 0;
+  }
+  close(fd);
+  if (!ok) {
+    cli_error("%s: cannot read: %s", path, strerror(errno));
+    free(bytes);
+    free(path);
+    return false;
+  }
+  bytes[size] = 0;
+  /* The records, up to the first type byte not stored or cut short. */
+  size_t magic = sizeof(JOURNAL_MAGIC) - 1, count = 0, at = magic;
+  bool valid = size == 0 || bytes[0] == 0 ||
+               (size >= magic && memcmp(bytes, JOURNAL_MAGIC, magic) == 0);
+  bool done = false;
+  journal_record* r = calloc(size / 2 + 1, sizeof(*r));
+  while (valid && r != NULL && size > 0 && bytes[0] != 0 && at < size &&
+         bytes[at] != 0) {
+    const char* rel = (const char*)bytes + at + 1;
+    size_t len = strnlen(rel, size - at - 1);
+    size_t extra = bytes[at] == JOURNAL_TIMES ? 2 * sizeof(struct timespec) : 0;
+    if (at + 1 + len + 1 + extra > size)
+      break; /* cut short */
+    r[count] = (journal_record){bytes[at], rel, NULL};
+    if (extra > 0) {
+      struct timespec* times = calloc(2, sizeof(*times));
+      /* bytes[] holds them unaligned */
+      if (times != NULL)
+        memcpy(times, rel + len + 1, extra);
+      r[count].times = times;
+    }
+    valid = strchr("DNKTC", bytes[at]) != NULL &&
+            (bytes[at] == JOURNAL_DONE || journal_path_is_safe(rel) ||
+             (bytes[at] == JOURNAL_TIMES && strcmp(rel, ".") == 0));
+    done |= bytes[at] == JOURNAL_DONE;
+    count++;
+    at += 1 + len + 1 + extra;
+  }
+  size_t left = 0;
+  if (r == NULL) {
+    cli_error("out of memory");
+  } else if (!valid) {
+    cli_error("%s: not a journal kpack extract wrote; remove it to go on",
+              path);
+  } else if ((left = journal_replay(s, r, count, done)) != 0) {
+    cli_error(
+        "extract: %s: %zu change%s of a run that was killed could not "
+        "be taken back; the journal stays",
+        s->dir, left, left == 1 ? "" : "s");
+  } else {
+    cli_error(done ? "extract: %s: the run before, killed as it ended, was "
+                     "completed"
+                   : "extract: %s: the run before was killed; what it had "
+                     "changed was taken back",
+              s->dir);
+  }
+  for (size_t i = 0; r != NULL && i < count; i++)
+    free((void*)r[i].times);
+  bool recovered = r != NULL && valid && left == 0;
+  free(r);
+  free(bytes);
+  free(path);
+  return recovered;
+}
+
 /* Notes the times of directory `dir`, there before the run, before the
  * run first changes what it holds (the same directory twice in a row is
  * noted once; the first note of one noted twice is put back last). */
@@ -484,6 +832,9 @@ static bool note_dir_times(extract_state* s, const char* dir) {
     return true;
   if (lstat(dir, &st) != 0)
     return true; /* nothing to put back */
+  const char* rel = journal_relative(s, dir);
+  if (rel != NULL && strcmp(rel, ".") == 0)
+    s->journal.dir_changed = true;
   extract_dir_times* grown =
       cli_grow(u->dirs, u->dir_count, &u->dir_cap, sizeof(*grown), 64);
   char* path = strdup(dir);
@@ -493,15 +844,13 @@ static bool note_dir_times(extract_state* s, const char* dir) {
     return false;
   }
   u->dirs = grown;
-  u->dirs[u->dir_count++] = (extract_dir_times){path, {st.st_atim, st.st_mtim}};
-  return true;
-}
-
-/* Whether the test hook fails this write (errno EIO). */
-static bool write_fails(extract_state* s) {
-  if (s->fail_after <= 0 || ++s->writes != (unsigned long)s->fail_after)
+  u->dirs[u->dir_count] = (extract_dir_times){path, {st.st_atim, st.st_mtim}};
+  if (!journal_add(s, JOURNAL_TIMES, dir, u->dirs[u->dir_count].times)) {
+    cli_error("%s: cannot write: %s", s->journal.path, strerror(errno));
+    free(path);
     return false;
-  errno = EIO;
+  }
+  u->dir_count++;
   return true;
 }
 
@@ -565,6 +914,11 @@ static bool make_dirs(extract_state* s, const char* dir) {
       cli_error("out of memory");
       errno = ENOMEM;
       ok = false;
+    } else if (!journal_add(s, JOURNAL_DIR, copy, NULL)) {
+      int saved = errno;
+      free(made);
+      errno = saved;
+      ok = false;
     } else if (!write_fails(s) && mkdir(copy, 0755) == 0) {
       u->made[u->made_count++] = made;
       s->dir_is_new = c == '\0';
@@ -583,12 +937,11 @@ static bool make_dirs(extract_state* s, const char* dir) {
 }
 
 /* Puts the new file `tmp` (NULL: nothing) in place of dir/name, what was
- * there kept as dir/EXTRACT_PREFIX name ".old" until the run ends; noted
- * in the run's changes. False with errno set. */
+ * there (`there`: a file) kept as dir/EXTRACT_PREFIX name ".old" until the
+ * run ends; noted in the run's changes. False with errno set. */
 static bool swap_in(extract_state* s, const char* dir, const char* name,
-                    const char* path, const char* tmp) {
+                    const char* path, const char* tmp, bool there) {
   struct extract_undo* u = &s->undo;
-  struct stat st;
   char* kept = NULL;
   bool linked = false;
   char* noted = strdup(path);
@@ -601,7 +954,7 @@ static bool swap_in(extract_state* s, const char* dir, const char* name,
     errno = ENOMEM;
     return false;
   }
-  if (!s->dir_is_new && lstat(path, &st) == 0 && !S_ISDIR(st.st_mode)) {
+  if (there) {
     if (asprintf(&kept, "%s/" EXTRACT_PREFIX "%s.old", dir, name) < 0) {
       free(noted);
       errno = ENOMEM;
@@ -655,11 +1008,22 @@ static bool put_file(extract_state* s, const char* dir, const char* name,
     s->stopped = true;
     return false;
   }
+  struct stat st;
   bool ok = s->dir_is_new || note_dir_times(s, dir);
-  if (ok && data != NULL && (write_fails(s) || !write_whole(tmp, data, size))) {
+  bool there =
+      ok && !s->dir_is_new && lstat(path, &st) == 0 && !S_ISDIR(st.st_mode);
+  if (ok && data == NULL && !there) {
+    /* nothing to remove */
+  } else if (ok &&
+             !journal_add(s, there ? JOURNAL_KEPT : JOURNAL_NEW, path, NULL)) {
     cli_output_error(path, KPACK_ERROR_IO_ERROR, errno);
     ok = false;
-  } else if (ok && !swap_in(s, dir, name, path, data != NULL ? tmp : NULL)) {
+  } else if (ok && data != NULL &&
+             (write_fails(s) || !write_whole(tmp, data, size))) {
+    cli_output_error(path, KPACK_ERROR_IO_ERROR, errno);
+    ok = false;
+  } else if (ok &&
+             !swap_in(s, dir, name, path, data != NULL ? tmp : NULL, there)) {
     if (data != NULL) {
       int saved = errno;
       unlink(tmp);
@@ -679,11 +1043,27 @@ static bool put_file(extract_state* s, const char* dir, const char* name,
   return ok;
 }
 
-/* The run is complete: the kept earlier files go. */
+/* The run is complete: the journal says so, the kept earlier files go,
+ * then the journal. DIR gets its times back when only the journal changed
+ * what it holds. */
 static void undo_commit(extract_state* s) {
+  if (!journal_add(s, JOURNAL_DONE, s->dir, NULL)) {
+    /* No room for the record: the kept files stay, and the next run,
+     * taking this one back, finds the tree as it was. */
+    cli_error("%s: cannot write: %s", s->journal.path, strerror(errno));
+    journal_close(s, false);
+    return;
+  }
   for (size_t i = 0; i < s->undo.change_count; i++)
-    if (s->undo.changes[i].kept != NULL)
+    if (s->undo.changes[i].kept != NULL) {
+      hook_step(s);
       unlink(s->undo.changes[i].kept);
+    }
+  hook_step(s);
+  bool opened = s->journal.path != NULL;
+  journal_close(s, true);
+  if (opened && !s->journal.dir_changed)
+    utimensat(AT_FDCWD, s->dir, s->journal.dir_times, 0);
 }
 
 /* The run stopped: every change is taken back, newest first (each file
@@ -701,8 +1081,14 @@ static size_t undo_all(extract_state* s) {
   for (size_t i = u->made_count; i-- > 0;)
     if (rmdir(u->made[i]) != 0 && errno != ENOENT)
       left++;
+  /* The journal goes once nothing is left for the next run to take back,
+   * before the times: removing it changes DIR's. */
+  bool opened = s->journal.path != NULL;
+  journal_close(s, left == 0);
   for (size_t i = u->dir_count; i-- > 0;)
     utimensat(AT_FDCWD, u->dirs[i].path, u->dirs[i].times, AT_SYMLINK_NOFOLLOW);
+  if (opened && left == 0)
+    utimensat(AT_FDCWD, s->dir, s->journal.dir_times, 0);
   return left;
 }
 
@@ -872,8 +1258,11 @@ static int extract_run(int argc, char** argv) {
     return cli_usage_error(&cli_extract_command, "empty -C directory");
 
   const char* fail_after = getenv("KPACK_EXTRACT_FAIL_AFTER");
+  const char* kill_after = getenv("KPACK_EXTRACT_KILL_AFTER");
   if (fail_after != NULL)
     s.fail_after = strtol(fail_after, NULL, 10);
+  if (kill_after != NULL)
+    s.kill_after = strtol(kill_after, NULL, 10);
   if (!cli_expand_archives(argc, argv, optind, &argc, &argv))
     return CLI_FAIL; /* a directory stands for the archives in it */
   int status = extract_archives(s, argc, argv);
@@ -1032,6 +1421,13 @@ static int extract_archives(extract_state s, int argc, char** argv) {
     status = CLI_FAIL;
     goto done;
   }
+  if (!journal_recover(&s)) {
+    undo_all(&s);
+    status = CLI_FAIL;
+    goto done;
+  }
+  if (!journal_open(&s))
+    s.stopped = true; /* said; the run writes nothing */
   for (int i = optind; i < argc && !cli_interrupted() && !s.stopped; i++) {
     kpack_archive_t archive = s.earlier[i - optind];
     if (archive == NULL)
@@ -1060,6 +1456,7 @@ static int extract_archives(extract_state s, int argc, char** argv) {
   undo_commit(&s);
   status = s.status;
 done:
+  journal_close(&s, false); /* a run stopped with changes left: it stays */
   undo_free(&s.undo);
   for (int i = optind; i < argc; i++)
     kpack_close(s.earlier[i - optind]);

@@ -513,6 +513,31 @@ void kt_assert_same_tree(const char* a, const char* b) {
   free(out);
 }
 
+int kt_run_killed(const char* hook, unsigned step, const char* const* args) {
+  char* argv[64];
+  size_t n = 0;
+  argv[n++] = kt_kpack;
+  for (const char* const* a = args; *a != NULL && n < 63; a++)
+    argv[n++] = (char*)*a;
+  argv[n] = NULL;
+  char value[32];
+  snprintf(value, sizeof(value), "%u", step);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    int null = open("/dev/null", O_RDWR);
+    dup2(null, 1);
+    dup2(null, 2);
+    if (step > 0)
+      setenv(hook, value, 1);
+    execv(kt_kpack, argv);
+    _exit(127);
+  }
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  return status;
+}
+
 unsigned kt_fail_each_write(const char* hook, const char* watched,
                             const char* const* args) {
   char* before = kt_tree_state(watched, true);

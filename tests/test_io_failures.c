@@ -247,30 +247,6 @@ static void test_split_to_a_full_disk_leaves_what_was_there(void** state) {
   free(in);
 }
 
-/* Runs split killed by SIGKILL at its first step (KPACK_SPLIT_KILL_AFTER:
- * the first transformed binary synced), so that nothing is cleaned up. */
-static void run_killed_at_first_step(const char* const* args) {
-  char* argv[16];
-  size_t n = 0;
-  argv[n++] = kt_kpack;
-  for (const char* const* a = args; *a != NULL; a++)
-    argv[n++] = (char*)*a;
-  argv[n] = NULL;
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int null = open("/dev/null", O_RDWR);
-    dup2(null, 1);
-    dup2(null, 2);
-    setenv("KPACK_SPLIT_KILL_AFTER", "1", 1);
-    execv(kt_kpack, argv);
-    _exit(127);
-  }
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-}
-
 /* Directories get the input's modes when they are made: a run stopped
  * before its end (here killed, so that nothing is cleaned up) leaves none
  * with a mode of its own. */
@@ -283,8 +259,12 @@ static void test_split_directories_have_their_modes_from_the_start(
   char* out = kt_in_tmp("out");
   assert_int_equal(chmod(share, 0711), 0);
   assert_int_equal(chmod(in, 0750), 0);
-  run_killed_at_first_step(
-      (const char* const[]){"split", "-q", "-o", out, in, NULL});
+  /* Killed at its first step (the first transformed binary synced), so
+   * that nothing is cleaned up. */
+  int status =
+      kt_run_killed("KPACK_SPLIT_KILL_AFTER", 1,
+                    (const char* const[]){"split", "-q", "-o", out, in, NULL});
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
   static const struct {
     const char* rel;
     mode_t mode;
@@ -537,8 +517,8 @@ static void test_extract_to_a_read_only_filesystem_stops_at_once(void** state) {
   char *err, *expected;
   assert_int_equal(KT_KPACK(NULL, &err, "extract", "-C", ro, archive), 1);
   assert_true(asprintf(&expected,
-                       "kpack: %s/lib/x.so#0/gfx90a: cannot create: Read-only "
-                       "file system\n"
+                       "kpack: %s/.kpack-extract.journal: cannot create: "
+                       "Read-only file system\n"
                        "kpack: extract: stopped; %s is as it was (the 0 "
                        "kernels written taken back)\n",
                        ro, ro) > 0);
@@ -596,6 +576,141 @@ static void test_extract_failing_at_each_write_leaves_the_tree(void** state) {
   free(one);
   for (size_t i = 0; i < 3; i++)
     free(d[i]);
+}
+
+/* The same extraction killed (SIGKILL: nothing cleaned up) at each of
+ * its writes, then at each step of its end (each kept file removed, then
+ * its journal), then run again: the next run takes back what the killed
+ * one changed, or completes it when it had ended. The next run is failed
+ * at its own first write, which it takes back, so the tree shows what the
+ * recovery left: the tree as it was, or as the whole extraction makes
+ * it. */
+static void test_extract_killed_at_each_step_is_taken_back_by_the_next_run(
+    void** state) {
+  (void)state;
+  void* d[3] = {noise(3000, 31), noise(5000, 32), noise(4000, 33)};
+  const kt_kernel first[] = {{"lib/a.so#0", "gfx90a", d[0], 3000},
+                             {"lib/b.so#0", "gfx90a", d[1], 5000}};
+  const kt_kernel second[] = {{"lib/a.so#0", "gfx90a", d[2], 4000},
+                              {"lib/b.so#0", "gfx942", d[1], 5000},
+                              {"lib/c.so#0", "gfx90a", d[0], 3000}};
+  char* one = kt_in_tmp("killed-1.kpack");
+  char* two = kt_in_tmp("killed-2.kpack");
+  kt_write_archive(one, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, first, 2);
+  kt_write_archive(two, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, second, 3);
+  char* dir = kt_in_tmp("killed-tree");
+  char* ref = kt_in_tmp("killed-ref");
+  assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", dir, one), 0);
+  char* stale = kt_path(dir, "lib/a.so#0/gfx90a/toc-metadata.msgpack");
+  kt_write_file(stale, "\x80", 1);
+  char* mine = kt_path(dir, "notes.txt");
+  kt_write_file(mine, "mine", 4);
+  char* cp_argv[] = {"cp", "-a", dir, ref, NULL};
+  assert_int_equal(kt_run(cp_argv, 60, NULL, NULL), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", ref, two), 0);
+  char* before = kt_tree_state(dir, true);
+  const char* const args[] = {"extract", "-C", dir, two, NULL};
+  unsigned kills = 0;
+  for (unsigned step = 1; step < 100; step++) {
+    int status = kt_run_killed("KPACK_EXTRACT_KILL_AFTER", step, args);
+    if (WIFEXITED(status)) {
+      assert_int_equal(WEXITSTATUS(status), 0);
+      break;
+    }
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    kills++;
+    char* err = NULL;
+    setenv("KPACK_EXTRACT_FAIL_AFTER", "1", 1);
+    int rc = kt_run_args(kt_kpack, args, 300, NULL, &err);
+    unsetenv("KPACK_EXTRACT_FAIL_AFTER");
+    assert_int_equal(rc, 1);
+    /* 25 writes (test_extract_failing_at_each_write_leaves_the_tree),
+     * then the end. */
+    bool ended = step > 25;
+    kt_assert_contains(err, ended ? "killed as it ended, was completed"
+                                  : "what it had changed was taken back");
+    if (!ended) {
+      char* after = kt_tree_state(dir, true);
+      if (strcmp(after, before) != 0)
+        fail_msg(
+            "killed at step %u, then taken back: %s changed:\n%s\n"
+            "was:\n%s",
+            step, dir, after, before);
+      free(after);
+    } else {
+      kt_assert_same_tree(dir, ref);
+      /* and back for the next kill */
+      kt_rmtree(dir);
+      assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", dir, one), 0);
+      kt_write_file(stale, "\x80", 1);
+      kt_write_file(mine, "mine", 4);
+      free(before);
+      before = kt_tree_state(dir, true);
+    }
+    free(err);
+  }
+  /* 25 writes; 4 files kept (lib/a.so#0's 3 and its stale map), then the
+   * journal. */
+  assert_int_equal(kills, 30);
+  kt_assert_same_tree(dir, ref);
+  free(before);
+  free(mine);
+  free(stale);
+  free(ref);
+  free(dir);
+  free(two);
+  free(one);
+  for (size_t i = 0; i < 3; i++)
+    free(d[i]);
+}
+
+/* A journal kpack extract did not write, or one naming a path outside
+ * DIR, stops the run before it writes anything, and nothing it names is
+ * touched. */
+static void test_extract_refuses_a_journal_it_did_not_write(void** state) {
+  (void)state;
+  void* data = noise(3000, 41);
+  const kt_kernel k[] = {{"lib/a.so#0", "gfx90a", data, 3000}};
+  char* archive = kt_in_tmp("journal.kpack");
+  kt_write_archive(archive, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, k, 1);
+  char* dir = kt_in_tmp("journal-tree");
+  char* outside = kt_in_tmp("outside.txt");
+  kt_write_file(outside, "outside", 7);
+  kt_mkdirs(dir);
+  char* journal = kt_path(dir, ".kpack-extract.journal");
+  static const char escape[] = "kpack extract journal 1\nN../outside.txt";
+  const struct {
+    const char* bytes;
+    size_t size;
+  } bad[] = {{"not a journal", 13}, {escape, sizeof(escape)}};
+  for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+    kt_write_file(journal, bad[i].bytes, bad[i].size);
+    char* before = kt_tree_state(dir, true);
+    char* err = NULL;
+    assert_int_equal(KT_KPACK(NULL, &err, "extract", "-C", dir, archive), 1);
+    char* expected;
+    assert_true(asprintf(&expected,
+                         "kpack: %s: not a journal kpack extract wrote; "
+                         "remove it to go on\n",
+                         journal) > 0);
+    assert_string_equal(err, expected);
+    char* after = kt_tree_state(dir, true);
+    assert_string_equal(after, before);
+    assert_int_equal(access(outside, F_OK), 0);
+    free(after);
+    free(before);
+    free(expected);
+    free(err);
+  }
+  /* Removed, the run goes on. */
+  assert_int_equal(unlink(journal), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", dir, archive), 0);
+  assert_int_not_equal(access(journal, F_OK), 0);
+  free(journal);
+  free(outside);
+  free(dir);
+  free(archive);
+  free(data);
 }
 
 /* A wheel's large file is written by a second thread while the first
@@ -678,6 +793,12 @@ int main(void) {
           kt_kpack_setup, teardown),
       cmocka_unit_test_setup_teardown(
           test_extract_failing_at_each_write_leaves_the_tree, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_extract_killed_at_each_step_is_taken_back_by_the_next_run,
+          kt_kpack_setup, kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_extract_refuses_a_journal_it_did_not_write, kt_kpack_setup,
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_extract_to_a_read_only_filesystem_stops_at_once, kt_kpack_setup,

@@ -101,35 +101,6 @@ static void test_create_fatbin_with_only_host_code_is_a_clear_error(
 
 /* ---- kpack split: helpers ------------------------------------------------ */
 
-extern char** environ;
-
-/* Runs the tool with KPACK_SPLIT_KILL_AFTER=kill_after (0: unset); its
- * wait status. Output goes to /dev/null. */
-static int run_killed(unsigned kill_after, const char* const* args) {
-  char* argv[64];
-  size_t n = 0;
-  argv[n++] = kt_kpack;
-  for (const char* const* a = args; *a != NULL; a++)
-    argv[n++] = (char*)*a;
-  argv[n] = NULL;
-  char value[32];
-  snprintf(value, sizeof(value), "%u", kill_after);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    int null = open("/dev/null", O_RDWR);
-    dup2(null, 1);
-    dup2(null, 2);
-    if (kill_after > 0)
-      setenv("KPACK_SPLIT_KILL_AFTER", value, 1);
-    execv(kt_kpack, argv);
-    _exit(127);
-  }
-  int status;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  return status;
-}
-
 /* dir/a and dir/b are one file. */
 static void assert_hard_linked(const char* dir, const char* a, const char* b) {
   struct stat sa, sb;
@@ -1070,8 +1041,9 @@ static void test_killed_in_place_run_leaves_no_half_written_file(void** state) {
     char* run = kt_in_tmp(name);
     write_kill_tree(run);
     int status =
-        run_killed(step, (const char* const[]){"split", "--in-place",
-                                               "--prefix", "k", run, NULL});
+        kt_run_killed("KPACK_SPLIT_KILL_AFTER", step,
+                      (const char* const[]){"split", "--in-place", "--prefix",
+                                            "k", run, NULL});
     bool finished = WIFEXITED(status);
     if (finished)
       assert_int_equal(WEXITSTATUS(status), 0);
