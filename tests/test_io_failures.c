@@ -529,6 +529,64 @@ static void test_extract_to_a_read_only_filesystem_stops_at_once(void** state) {
   free(archive);
 }
 
+/* An extraction over an earlier one: `dir` holds archive `one`
+ * extracted, a map beside lib/a.so#0 that archive `two` has not, and a
+ * file of the user's; `ref` is a copy of it with `two` extracted over. */
+typedef struct over_earlier {
+  void* d[3];
+  char *one, *two, *dir, *ref, *stale, *mine;
+} over_earlier;
+
+/* `dir` as it is before the extraction of `two`. */
+static void over_earlier_reset(const over_earlier* o) {
+  kt_rmtree(o->dir);
+  assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", o->dir, o->one), 0);
+  kt_write_file(o->stale, "\x80", 1);
+  kt_write_file(o->mine, "mine", 4);
+}
+
+static void over_earlier_make(over_earlier* o, const char* name,
+                              uint32_t seed) {
+  size_t sizes[3] = {3000, 5000, 4000};
+  for (size_t i = 0; i < 3; i++)
+    o->d[i] = noise(sizes[i], seed + (uint32_t)i);
+  const kt_kernel first[] = {{"lib/a.so#0", "gfx90a", o->d[0], 3000},
+                             {"lib/b.so#0", "gfx90a", o->d[1], 5000}};
+  const kt_kernel second[] = {{"lib/a.so#0", "gfx90a", o->d[2], 4000},
+                              {"lib/b.so#0", "gfx942", o->d[1], 5000},
+                              {"lib/c.so#0", "gfx90a", o->d[0], 3000}};
+  char path[64];
+  snprintf(path, sizeof(path), "%s-1.kpack", name);
+  o->one = kt_in_tmp(path);
+  snprintf(path, sizeof(path), "%s-2.kpack", name);
+  o->two = kt_in_tmp(path);
+  kt_write_archive(o->one, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, first,
+                   2);
+  kt_write_archive(o->two, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, second,
+                   3);
+  snprintf(path, sizeof(path), "%s-tree", name);
+  o->dir = kt_in_tmp(path);
+  snprintf(path, sizeof(path), "%s-ref", name);
+  o->ref = kt_in_tmp(path);
+  o->stale = kt_path(o->dir, "lib/a.so#0/gfx90a/toc-metadata.msgpack");
+  o->mine = kt_path(o->dir, "notes.txt");
+  over_earlier_reset(o);
+  char* cp_argv[] = {"cp", "-a", o->dir, o->ref, NULL};
+  assert_int_equal(kt_run(cp_argv, 60, NULL, NULL), 0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", o->ref, o->two), 0);
+}
+
+static void over_earlier_free(over_earlier* o) {
+  free(o->mine);
+  free(o->stale);
+  free(o->ref);
+  free(o->dir);
+  free(o->two);
+  free(o->one);
+  for (size_t i = 0; i < 3; i++)
+    free(o->d[i]);
+}
+
 /* Extraction over an earlier one, each write failed in turn
  * (KPACK_EXTRACT_FAIL_AFTER: each directory made, each file written, each
  * file kept aside and put in place, a stale file beside a kernel moved
@@ -537,45 +595,18 @@ static void test_extract_to_a_read_only_filesystem_stops_at_once(void** state) {
  * over a copy gives. */
 static void test_extract_failing_at_each_write_leaves_the_tree(void** state) {
   (void)state;
-  void* d[3] = {noise(3000, 21), noise(5000, 22), noise(4000, 23)};
-  const kt_kernel first[] = {{"lib/a.so#0", "gfx90a", d[0], 3000},
-                             {"lib/b.so#0", "gfx90a", d[1], 5000}};
-  const kt_kernel second[] = {{"lib/a.so#0", "gfx90a", d[2], 4000},
-                              {"lib/b.so#0", "gfx942", d[1], 5000},
-                              {"lib/c.so#0", "gfx90a", d[0], 3000}};
-  char* one = kt_in_tmp("each-1.kpack");
-  char* two = kt_in_tmp("each-2.kpack");
-  kt_write_archive(one, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, first, 2);
-  kt_write_archive(two, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, second, 3);
-  char* dir = kt_in_tmp("each-tree");
-  char* ref = kt_in_tmp("each-ref");
-  assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", dir, one), 0);
-  /* A map the earlier archive had for lib/a.so#0, and a file of the
-   * user's. */
-  char* stale = kt_path(dir, "lib/a.so#0/gfx90a/toc-metadata.msgpack");
-  kt_write_file(stale, "\x80", 1);
-  char* mine = kt_path(dir, "notes.txt");
-  kt_write_file(mine, "mine", 4);
-  char* cp_argv[] = {"cp", "-a", dir, ref, NULL};
-  assert_int_equal(kt_run(cp_argv, 60, NULL, NULL), 0);
-  assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", ref, two), 0);
+  over_earlier o;
+  over_earlier_make(&o, "each", 21);
   unsigned failures = kt_fail_each_write(
-      "KPACK_EXTRACT_FAIL_AFTER", dir,
-      (const char* const[]){"extract", "-C", dir, two, NULL});
+      "KPACK_EXTRACT_FAIL_AFTER", o.dir,
+      (const char* const[]){"extract", "-C", o.dir, o.two, NULL});
   /* 3 directories made; lib/a.so#0's 3 files each written, kept and put
    * in place, its stale map moved away; 3 files written and put in place
    * for each of the other two kernels. */
   assert_int_equal(failures, 25);
-  kt_assert_same_tree(dir, ref);
-  assert_int_not_equal(access(stale, F_OK), 0);
-  free(mine);
-  free(stale);
-  free(ref);
-  free(dir);
-  free(two);
-  free(one);
-  for (size_t i = 0; i < 3; i++)
-    free(d[i]);
+  kt_assert_same_tree(o.dir, o.ref);
+  assert_int_not_equal(access(o.stale, F_OK), 0);
+  over_earlier_free(&o);
 }
 
 /* The same extraction killed (SIGKILL: nothing cleaned up) at each of
@@ -588,28 +619,10 @@ static void test_extract_failing_at_each_write_leaves_the_tree(void** state) {
 static void test_extract_killed_at_each_step_is_taken_back_by_the_next_run(
     void** state) {
   (void)state;
-  void* d[3] = {noise(3000, 31), noise(5000, 32), noise(4000, 33)};
-  const kt_kernel first[] = {{"lib/a.so#0", "gfx90a", d[0], 3000},
-                             {"lib/b.so#0", "gfx90a", d[1], 5000}};
-  const kt_kernel second[] = {{"lib/a.so#0", "gfx90a", d[2], 4000},
-                              {"lib/b.so#0", "gfx942", d[1], 5000},
-                              {"lib/c.so#0", "gfx90a", d[0], 3000}};
-  char* one = kt_in_tmp("killed-1.kpack");
-  char* two = kt_in_tmp("killed-2.kpack");
-  kt_write_archive(one, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, first, 2);
-  kt_write_archive(two, KPACK_COMPRESSION_ZSTD_PER_KERNEL, NULL, 0, second, 3);
-  char* dir = kt_in_tmp("killed-tree");
-  char* ref = kt_in_tmp("killed-ref");
-  assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", dir, one), 0);
-  char* stale = kt_path(dir, "lib/a.so#0/gfx90a/toc-metadata.msgpack");
-  kt_write_file(stale, "\x80", 1);
-  char* mine = kt_path(dir, "notes.txt");
-  kt_write_file(mine, "mine", 4);
-  char* cp_argv[] = {"cp", "-a", dir, ref, NULL};
-  assert_int_equal(kt_run(cp_argv, 60, NULL, NULL), 0);
-  assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", ref, two), 0);
-  char* before = kt_tree_state(dir, true);
-  const char* const args[] = {"extract", "-C", dir, two, NULL};
+  over_earlier o;
+  over_earlier_make(&o, "killed", 31);
+  char* before = kt_tree_state(o.dir, true);
+  const char* const args[] = {"extract", "-C", o.dir, o.two, NULL};
   unsigned kills = 0;
   for (unsigned step = 1; step < 100; step++) {
     int status = kt_run_killed("KPACK_EXTRACT_KILL_AFTER", step, args);
@@ -630,38 +643,27 @@ static void test_extract_killed_at_each_step_is_taken_back_by_the_next_run(
     kt_assert_contains(err, ended ? "killed as it ended, was completed"
                                   : "what it had changed was taken back");
     if (!ended) {
-      char* after = kt_tree_state(dir, true);
+      char* after = kt_tree_state(o.dir, true);
       if (strcmp(after, before) != 0)
         fail_msg(
             "killed at step %u, then taken back: %s changed:\n%s\n"
             "was:\n%s",
-            step, dir, after, before);
+            step, o.dir, after, before);
       free(after);
     } else {
-      kt_assert_same_tree(dir, ref);
-      /* and back for the next kill */
-      kt_rmtree(dir);
-      assert_int_equal(KT_KPACK(NULL, NULL, "extract", "-C", dir, one), 0);
-      kt_write_file(stale, "\x80", 1);
-      kt_write_file(mine, "mine", 4);
+      kt_assert_same_tree(o.dir, o.ref);
+      over_earlier_reset(&o); /* for the next kill */
       free(before);
-      before = kt_tree_state(dir, true);
+      before = kt_tree_state(o.dir, true);
     }
     free(err);
   }
   /* 25 writes; 4 files kept (lib/a.so#0's 3 and its stale map), then the
    * journal. */
   assert_int_equal(kills, 30);
-  kt_assert_same_tree(dir, ref);
+  kt_assert_same_tree(o.dir, o.ref);
   free(before);
-  free(mine);
-  free(stale);
-  free(ref);
-  free(dir);
-  free(two);
-  free(one);
-  for (size_t i = 0; i < 3; i++)
-    free(d[i]);
+  over_earlier_free(&o);
 }
 
 /* A journal kpack extract did not write, or one naming a path outside

@@ -769,6 +769,23 @@ static bool table_fits(const tf_state* st, size_t owner, uint64_t at,
   return true;
 }
 
+/* The table's own segment at file offset `off`, address `base` + `off`,
+ * `size` bytes (room, then the table), .hip_fatbin starting `fat_shift`
+ * later. Its alignment is the first PT_LOAD's, of which `base` is a
+ * multiple. True, for the placers' returns. */
+static bool take_apart(const elf_file* elf, tf_layout* L, uint64_t base,
+                       uint64_t off, uint64_t size, uint64_t fat_shift) {
+  for (size_t i = 0; i < elf->segment_count && L->apart_align == 0; i++)
+    if (elf->segments[i].type == ELF_PT_LOAD)
+      L->apart_align = elf->segments[i].align;
+  L->apart = true;
+  L->apart_off = off;
+  L->apart_vaddr = base + off;
+  L->apart_size = size;
+  L->fat_shift = fat_shift;
+  return true;
+}
+
 /* Finds a place for an executable's program header table that kernels
  * before 5.18 find: they pass AT_PHDR as the first PT_LOAD's p_vaddr -
  * p_offset (`base`) plus e_phoff, so the table's address less its file
@@ -831,20 +848,10 @@ static bool place_table(const tf_state* st, tf_layout* L, uint64_t base,
       L->head_filesz = best_at - elf->segments[best].offset;
       L->head_memsz = L->head_filesz;
     }
-    L->apart_off = best_at;
-  } else if (table_fits(st, SIZE_MAX, end, size, base)) {
-    L->apart_off = end;
-  } else {
-    return false;
+    return take_apart(elf, L, base, best_at, size, 0);
   }
-  /* `base` is a multiple of the first PT_LOAD's alignment. */
-  for (size_t i = 0; i < elf->segment_count && L->apart_align == 0; i++)
-    if (elf->segments[i].type == ELF_PT_LOAD)
-      L->apart_align = elf->segments[i].align;
-  L->apart = true;
-  L->apart_size = size;
-  L->apart_vaddr = base + L->apart_off;
-  return true;
+  return table_fits(st, SIZE_MAX, end, size, base) &&
+         take_apart(elf, L, base, end, size, 0);
 }
 
 /* Whether a symbol of any symbol table lies in .hip_fatbin below `end`:
@@ -872,6 +879,16 @@ static bool fat_symbol_below(tf_state* st, uint64_t end) {
   return false;
 }
 
+/* Whether .hip_fatbin's own addresses may take the table: it starts a page
+ * and was split off (only its memory lies there), in a segment loaded at
+ * `base` (its address less `base` is its offset), aligned within a unit. */
+static bool fat_may_take_table(const tf_state* st, const tf_layout* L,
+                               uint64_t base) {
+  const elf_section* f = &st->elf.sections[st->fat];
+  const elf_segment* ld = &st->elf.segments[L->load];
+  return L->fat_piece && ld->vaddr - ld->offset == base && f->align <= L->unit;
+}
+
 /* An executable's table where place_table() found no room, after the
  * program's loaded bytes, which end at input offset `loaded`: at that
  * offset, in the output, plus the load base lie .hip_fatbin's own
@@ -890,9 +907,8 @@ static bool place_table_after(tf_state* st, tf_layout* L, uint64_t base,
                               uint64_t table) {
   const elf_file* elf = &st->elf;
   const elf_section* f = &elf->sections[st->fat];
-  const elf_segment* ld = &elf->segments[L->load];
   uint64_t U = L->unit, size = 2 * align_up(table, 8);
-  if (!L->fat_piece || ld->vaddr - ld->offset != base || f->align > U)
+  if (!fat_may_take_table(st, L, base))
     return false;
   uint64_t loaded = f->offset + f->size, moved_align = 8;
   for (size_t i = 0; i < elf->segment_count; i++)
@@ -928,15 +944,7 @@ static bool place_table_after(tf_state* st, tf_layout* L, uint64_t base,
     st->insert_at = loaded;
     st->inserted = align_up(at + size - from, moved_align);
   }
-  for (size_t i = 0; i < elf->segment_count && L->apart_align == 0; i++)
-    if (elf->segments[i].type == ELF_PT_LOAD)
-      L->apart_align = elf->segments[i].align;
-  L->apart = true;
-  L->apart_off = at;
-  L->apart_vaddr = base + at;
-  L->apart_size = size;
-  L->fat_shift = shift;
-  return true;
+  return take_apart(elf, L, base, at, size, shift);
 }
 
 /* An executable's table where place_table_after() found no room either
@@ -954,10 +962,9 @@ static bool place_table_in_fat(tf_state* st, tf_layout* L, uint64_t base,
                                uint64_t table) {
   const elf_file* elf = &st->elf;
   const elf_section* f = &elf->sections[st->fat];
-  const elf_segment* ld = &elf->segments[L->load];
   uint64_t U = L->unit, size = 2 * align_up(table, 8);
-  if (!L->fat_piece || ld->vaddr - ld->offset != base || f->align > U ||
-      f->size <= 2 * U || size > U || fat_symbol_below(st, f->addr + 2 * U))
+  if (!fat_may_take_table(st, L, base) || f->size <= 2 * U || size > U ||
+      fat_symbol_below(st, f->addr + 2 * U))
     return false;
   /* The kept bytes must hold the unit below the table and the table. */
   uint64_t removed = st->removed;
@@ -966,15 +973,9 @@ static bool place_table_in_fat(tf_state* st, tf_layout* L, uint64_t base,
   if (removed == 0)
     return false;
   st->removed = removed;
-  for (size_t i = 0; i < elf->segment_count && L->apart_align == 0; i++)
-    if (elf->segments[i].type == ELF_PT_LOAD)
-      L->apart_align = elf->segments[i].align;
-  L->apart = true;
-  L->apart_off = f->offset + U; /* kept bytes: not moved */
-  L->apart_vaddr = f->addr + U;
-  L->apart_size = size;
-  L->fat_shift = 2 * U;
-  return true;
+  /* In kept bytes, not moved; .hip_fatbin's address less the base is its
+   * offset. */
+  return take_apart(elf, L, base, f->offset + U, size, 2 * U);
 }
 
 static kpack_error_t plan(tf_state* st, size_t meta_size, tf_layout* L) {
