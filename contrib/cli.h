@@ -19,6 +19,10 @@
 
 #define CLI_VERSION KPACK_VERSION_STRING
 
+/* What `kpack extract` names its temporary, kept and journal files with
+ * (cmd_extract.c), which `kpack create` refuses to pack. */
+#define CLI_EXTRACT_PREFIX ".kpack-extract."
+
 /* Exit statuses shared by every subcommand. */
 enum {
   CLI_OK = 0,

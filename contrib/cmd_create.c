@@ -233,6 +233,13 @@ static bool scan_tree_file(cr_state* s, size_t source, const char* full,
   bool sidecar =
       in_arch_dir && strcmp(name, KPACK_LAYOUT_TOC_METADATA_FILE) == 0;
   const char* type = kpack_layout_kernel_type(name);
+  if (strncmp(name, CLI_EXTRACT_PREFIX, strlen(CLI_EXTRACT_PREFIX)) == 0) {
+    cli_error(
+        "%s: left by a kpack extract that was killed; run it into "
+        "this tree again, which first takes the killed run back",
+        full);
+    return false;
+  }
   if (!sidecar && (type == NULL || !in_arch_dir)) {
     cli_error("%s: not in the kpackfs layout <binary>#N/<arch>/kernel.hsaco",
               full);

@@ -122,7 +122,7 @@ const cli_command cli_extract_command = {
  * directory that was there before the run changed what it holds. */
 typedef struct extract_change {
   char* path;
-  char* kept; /* the earlier file, under EXTRACT_PREFIX NAME ".old"; NULL:
+  char* kept; /* the earlier file, under CLI_EXTRACT_PREFIX NAME ".old"; NULL:
                * there was none */
 } extract_change;
 
@@ -139,9 +139,6 @@ struct extract_undo {
   extract_dir_times* dirs;
   size_t dir_count, dir_cap;
 };
-
-/* The names extract gives its temporary and kept files beside a file. */
-#define EXTRACT_PREFIX ".kpack-extract."
 
 /* Each change written down before it is made (see "The journal"). */
 struct extract_journal {
@@ -509,7 +506,7 @@ static bool write_whole(const char* path, const void* data, size_t size) {
  * After the magic, each record is a type byte, a path relative to DIR and
  * its NUL, and for JOURNAL_TIMES the directory's two times. The type byte
  * is stored last: a record cut short by a kill reads as the end. */
-#define JOURNAL_NAME EXTRACT_PREFIX "journal"
+#define JOURNAL_NAME CLI_EXTRACT_PREFIX "journal"
 #define JOURNAL_MAGIC "kpack extract journal 1\n"
 #define JOURNAL_ROOM ((size_t)64 << 10) /* at first; doubled as needed */
 
@@ -666,8 +663,8 @@ static bool journal_path_is_safe(const char* rel) {
 static char* journal_aside(const char* full, const char* suffix) {
   const char* base = strrchr(full, '/');
   char* aside = NULL;
-  if (asprintf(&aside, "%.*s/" EXTRACT_PREFIX "%s%s", (int)(base - full), full,
-               base + 1, suffix) < 0)
+  if (asprintf(&aside, "%.*s/" CLI_EXTRACT_PREFIX "%s%s", (int)(base - full),
+               full, base + 1, suffix) < 0)
     return NULL;
   return aside;
 }
@@ -937,7 +934,7 @@ static bool make_dirs(extract_state* s, const char* dir) {
 }
 
 /* Puts the new file `tmp` (NULL: nothing) in place of dir/name, what was
- * there (`there`: a file) kept as dir/EXTRACT_PREFIX name ".old" until the
+ * there (`there`: a file) kept as dir/CLI_EXTRACT_PREFIX name ".old" until the
  * run ends; noted in the run's changes. False with errno set. */
 static bool swap_in(extract_state* s, const char* dir, const char* name,
                     const char* path, const char* tmp, bool there) {
@@ -955,7 +952,7 @@ static bool swap_in(extract_state* s, const char* dir, const char* name,
     return false;
   }
   if (there) {
-    if (asprintf(&kept, "%s/" EXTRACT_PREFIX "%s.old", dir, name) < 0) {
+    if (asprintf(&kept, "%s/" CLI_EXTRACT_PREFIX "%s.old", dir, name) < 0) {
       free(noted);
       errno = ENOMEM;
       return false;
@@ -1002,7 +999,7 @@ static bool put_file(extract_state* s, const char* dir, const char* name,
                      const void* data, size_t size) {
   char *path = NULL, *tmp = NULL;
   if (asprintf(&path, "%s/%s", dir, name) < 0 ||
-      asprintf(&tmp, "%s/" EXTRACT_PREFIX "%s.tmp", dir, name) < 0) {
+      asprintf(&tmp, "%s/" CLI_EXTRACT_PREFIX "%s.tmp", dir, name) < 0) {
     free(path);
     cli_error("out of memory");
     s->stopped = true;
