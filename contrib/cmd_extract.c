@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -630,6 +631,9 @@ static bool journal_open(extract_state* s) {
     return false;
   }
   j->path = path;
+  /* Held until the run ends or dies: another run does not take back a
+   * journal still being written (journal_recover()). */
+  (void)flock(j->fd, LOCK_EX);
   if (!journal_grow(j, JOURNAL_ROOM)) {
     cli_error("%s: cannot write: %s", path, strerror(errno));
     journal_close(s, true);
@@ -745,6 +749,15 @@ static bool journal_recover(const extract_state* s) {
       cli_error("%s: %s", path, strerror(errno));
     free(path);
     return none;
+  }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    cli_error(
+        "%s: another kpack extract is writing into %s; wait for it "
+        "to end",
+        path, s->dir);
+    close(fd);
+    free(path);
+    return false;
   }
   struct stat st;
   uint8_t* bytes = NULL;

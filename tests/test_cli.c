@@ -1049,7 +1049,8 @@ static void test_interrupted_create_leaves_nothing(void** state) {
 /* Ctrl-C during an extraction over an earlier one: exit 130, and the tree
  * as it was, times included (docs/mount.md). The signal is sent once the
  * run has made its first new directory: the handler is in place and
- * writing has begun; 20,000 kernels take far longer than that. */
+ * writing has begun; 20,000 kernels take far longer than that. A second
+ * extraction into the tree meanwhile is refused and touches nothing. */
 static void test_interrupted_extract_leaves_the_tree_as_it_was(void** state) {
   (void)state;
   enum { N = 20000 };
@@ -1078,6 +1079,11 @@ static void test_interrupted_extract_leaves_the_tree_as_it_was(void** state) {
     started = access(first, F_OK) == 0;
   }
   assert_true(started);
+  /* A second run into the tree meanwhile touches nothing of it. */
+  char* second = NULL;
+  assert_int_equal(KP(NULL, &second, "extract", "-C", dir, archive), 1);
+  kt_assert_contains(second, "another kpack extract is writing into");
+  free(second);
   char* err = interrupt_tool(pid, e);
   kt_assert_contains(err, "extract: interrupted; ");
   kt_assert_contains(err, " is as it was");
