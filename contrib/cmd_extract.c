@@ -676,14 +676,14 @@ static char* journal_aside(const char* full, const char* suffix) {
 typedef struct journal_record {
   int type;
   const char* rel;
-  const struct timespec* times;
+  struct timespec times[2]; /* JOURNAL_TIMES; the file holds them unaligned */
 } journal_record;
 
 /* Takes back (or, after JOURNAL_DONE, completes) the run that wrote the
  * records, as undo_all() and undo_commit() would have. Returns how many
  * changes could not be taken back. */
-static size_t journal_replay(const extract_state* s, const journal_record* r,
-                             size_t count, bool done) {
+static size_t journal_replay(const extract_state* s, const char* journal,
+                             const journal_record* r, size_t count, bool done) {
   size_t left = 0;
   for (size_t pass = 0; pass < 3; pass++) {
     for (size_t i = count; i-- > 0;) {
@@ -719,13 +719,9 @@ static size_t journal_replay(const extract_state* s, const journal_record* r,
       }
       free(full);
     }
-    if (pass == 1 && left == 0) {
-      /* Before the times: removing the journal changes DIR's. */
-      char* path = NULL;
-      if (asprintf(&path, "%s/" JOURNAL_NAME, s->dir) < 0 || unlink(path) != 0)
-        left++;
-      free(path);
-    }
+    /* Before the times: removing the journal changes DIR's. */
+    if (pass == 1 && left == 0 && unlink(journal) != 0)
+      left++;
     if (left > 0)
       break;
   }
@@ -790,14 +786,8 @@ static bool journal_recover(const extract_state* s) {
     size_t extra = bytes[at] == JOURNAL_TIMES ? 2 * sizeof(struct timespec) : 0;
     if (at + 1 + len + 1 + extra > size)
       break; /* cut short */
-    r[count] = (journal_record){bytes[at], rel, NULL};
-    if (extra > 0) {
-      struct timespec* times = calloc(2, sizeof(*times));
-      /* bytes[] holds them unaligned */
-      if (times != NULL)
-        memcpy(times, rel + len + 1, extra);
-      r[count].times = times;
-    }
+    r[count] = (journal_record){.type = bytes[at], .rel = rel};
+    memcpy(r[count].times, rel + len + 1, extra);
     valid = strchr("DNKTC", bytes[at]) != NULL &&
             (bytes[at] == JOURNAL_DONE || journal_path_is_safe(rel) ||
              (bytes[at] == JOURNAL_TIMES && strcmp(rel, ".") == 0));
@@ -811,7 +801,7 @@ static bool journal_recover(const extract_state* s) {
   } else if (!valid) {
     cli_error("%s: not a journal kpack extract wrote; remove it to go on",
               path);
-  } else if ((left = journal_replay(s, r, count, done)) != 0) {
+  } else if ((left = journal_replay(s, path, r, count, done)) != 0) {
     cli_error(
         "extract: %s: %zu change%s of a run that was killed could not "
         "be taken back; the journal stays",
@@ -823,8 +813,6 @@ static bool journal_recover(const extract_state* s) {
                      "changed was taken back",
               s->dir);
   }
-  for (size_t i = 0; r != NULL && i < count; i++)
-    free((void*)r[i].times);
   bool recovered = r != NULL && valid && left == 0;
   free(r);
   free(bytes);
