@@ -180,8 +180,9 @@ typedef struct extract_state {
    * run (a directory made, a file written, a file put in place) fail with
    * EIO, so that a test can fail each in turn; KPACK_EXTRACT_KILL_AFTER=N
    * kills the run with SIGKILL at the N-th write or, past the last, at
-   * the N-th step of its end (each kept file removed, then the journal). */
-  long fail_after, kill_after;
+   * the N-th step of its end (each kept file removed, then the journal);
+   * KPACK_EXTRACT_STOP_AFTER=N stops it there (SIGSTOP) instead. */
+  long fail_after, kill_after, stop_after;
   unsigned long writes;
 } extract_state;
 
@@ -519,10 +520,13 @@ enum {
   JOURNAL_DONE = 'C',  /* the run is complete: its kept files go */
 };
 
-/* A test hook's step: KPACK_EXTRACT_KILL_AFTER kills the run at its N-th. */
+/* A test hook's step: KPACK_EXTRACT_KILL_AFTER kills the run at its N-th,
+ * KPACK_EXTRACT_STOP_AFTER stops it there until it is sent SIGCONT. */
 static void hook_step(extract_state* s) {
   if (++s->writes == (unsigned long)s->kill_after)
     kill(getpid(), SIGKILL);
+  if (s->writes == (unsigned long)s->stop_after)
+    kill(getpid(), SIGSTOP);
 }
 
 /* Whether the test hook fails this write (errno EIO). */
@@ -607,8 +611,41 @@ static void journal_close(extract_state* s, bool remove) {
   j->map = NULL;
 }
 
+/* The message for a journal another run holds. */
+static void journal_busy(const char* path, const char* dir) {
+  cli_error(
+      "%s: another kpack extract is writing into %s; wait for it to "
+      "end",
+      path, dir);
+}
+
+/* The message for a journal that cannot be made: EEXIST is another run's,
+ * made since this one looked (journal_recover()). */
+static void journal_refused(const char* path, const char* dir) {
+  if (errno == EEXIST)
+    journal_busy(path, dir);
+  else
+    cli_error("%s: cannot create: %s", path, strerror(errno));
+}
+
+/* Puts the journal, written in an unnamed file, under its name in DIR:
+ * another run then never sees it unlocked or empty. False with errno set
+ * (EEXIST: another run's journal got there first). */
+static bool journal_link(int fd, const char* path) {
+  char proc[64];
+  snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+  if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
+    return true;
+  if (errno != ENOENT) /* ENOENT: no /proc; this needs CAP_DAC_READ_SEARCH */
+    return false;
+  return linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0;
+}
+
 /* Starts this run's journal, its first record DIR's own times (the journal
- * going in changes them). False after a message. */
+ * going in changes them). The journal is made unnamed, locked and given
+ * that record before it takes its name, where the filesystem can make
+ * unnamed files (O_TMPFILE); elsewhere it is locked right after it is
+ * made. False after a message. */
 static bool journal_open(extract_state* s) {
   struct extract_journal* j = &s->journal;
   struct stat st;
@@ -624,9 +661,14 @@ static bool journal_open(extract_state* s) {
   }
   j->dir_times[0] = st.st_atim;
   j->dir_times[1] = st.st_mtim;
-  j->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  bool named = false;
+  j->fd = open(s->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+  if (j->fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
+    j->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    named = true;
+  }
   if (j->fd < 0) {
-    cli_error("%s: cannot create: %s", path, strerror(errno));
+    journal_refused(path, s->dir);
     free(path);
     return false;
   }
@@ -634,16 +676,21 @@ static bool journal_open(extract_state* s) {
   /* Held until the run ends or dies: another run does not take back a
    * journal still being written (journal_recover()). */
   (void)flock(j->fd, LOCK_EX);
-  if (!journal_grow(j, JOURNAL_ROOM)) {
-    cli_error("%s: cannot write: %s", path, strerror(errno));
-    journal_close(s, true);
-    utimensat(AT_FDCWD, s->dir, j->dir_times, 0);
-    return false;
+  bool ok = journal_grow(j, JOURNAL_ROOM);
+  if (ok) {
+    memcpy(j->map, JOURNAL_MAGIC, sizeof(JOURNAL_MAGIC) - 1);
+    j->used = sizeof(JOURNAL_MAGIC) - 1;
+    ok = journal_add(s, JOURNAL_TIMES, s->dir, j->dir_times);
   }
-  memcpy(j->map, JOURNAL_MAGIC, sizeof(JOURNAL_MAGIC) - 1);
-  j->used = sizeof(JOURNAL_MAGIC) - 1;
-  if (!journal_add(s, JOURNAL_TIMES, s->dir, j->dir_times)) {
+  if (!ok) {
     cli_error("%s: cannot write: %s", path, strerror(errno));
+  } else if (!named && !journal_link(j->fd, path)) {
+    journal_refused(path, s->dir);
+    ok = false;
+  }
+  if (!ok) {
+    journal_close(s, named);
+    utimensat(AT_FDCWD, s->dir, j->dir_times, 0);
     return false;
   }
   return true;
@@ -747,10 +794,7 @@ static bool journal_recover(const extract_state* s) {
     return none;
   }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-    cli_error(
-        "%s: another kpack extract is writing into %s; wait for it "
-        "to end",
-        path, s->dir);
+    journal_busy(path, s->dir);
     close(fd);
     free(path);
     return false;
@@ -1257,10 +1301,13 @@ static int extract_run(int argc, char** argv) {
 
   const char* fail_after = getenv("KPACK_EXTRACT_FAIL_AFTER");
   const char* kill_after = getenv("KPACK_EXTRACT_KILL_AFTER");
+  const char* stop_after = getenv("KPACK_EXTRACT_STOP_AFTER");
   if (fail_after != NULL)
     s.fail_after = strtol(fail_after, NULL, 10);
   if (kill_after != NULL)
     s.kill_after = strtol(kill_after, NULL, 10);
+  if (stop_after != NULL)
+    s.stop_after = strtol(stop_after, NULL, 10);
   if (!cli_expand_archives(argc, argv, optind, &argc, &argv))
     return CLI_FAIL; /* a directory stands for the archives in it */
   int status = extract_archives(s, argc, argv);

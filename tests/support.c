@@ -513,7 +513,8 @@ void kt_assert_same_tree(const char* a, const char* b) {
   free(out);
 }
 
-int kt_run_killed(const char* hook, unsigned step, const char* const* args) {
+pid_t kt_start_hooked(const char* hook, unsigned step,
+                      const char* const* args) {
   char* argv[64];
   size_t n = 0;
   argv[n++] = kt_kpack;
@@ -533,6 +534,11 @@ int kt_run_killed(const char* hook, unsigned step, const char* const* args) {
     execv(kt_kpack, argv);
     _exit(127);
   }
+  return pid;
+}
+
+int kt_run_killed(const char* hook, unsigned step, const char* const* args) {
+  pid_t pid = kt_start_hooked(hook, step, args);
   int status;
   assert_int_equal(waitpid(pid, &status, 0), pid);
   return status;

@@ -609,6 +609,41 @@ static void test_extract_failing_at_each_write_leaves_the_tree(void** state) {
   over_earlier_free(&o);
 }
 
+/* A second extraction into DIR while the first is stopped at its first
+ * write, its journal just in place: the second is refused and changes
+ * nothing, and the first, let go on, completes as if alone. The journal
+ * takes its name only once it is locked and written (O_TMPFILE here), so
+ * there is no moment at which the second could take it for a killed
+ * run's and take it back. */
+static void test_extract_beside_a_run_that_just_began_is_refused(void** state) {
+  (void)state;
+  over_earlier o;
+  over_earlier_make(&o, "beside", 41);
+  const char* const args[] = {"extract", "-C", o.dir, o.two, NULL};
+  pid_t first = kt_start_hooked("KPACK_EXTRACT_STOP_AFTER", 1, args);
+  int status;
+  assert_int_equal(waitpid(first, &status, WUNTRACED), first);
+  assert_true(WIFSTOPPED(status));
+  char* journal = kt_path(o.dir, ".kpack-extract.journal");
+  assert_int_equal(access(journal, F_OK), 0);
+  char* before = kt_tree_state(o.dir, true);
+  char* err = NULL;
+  assert_int_equal(kt_run_args(kt_kpack, args, 300, NULL, &err), 1);
+  kt_assert_contains(err, "another kpack extract is writing into");
+  char* after = kt_tree_state(o.dir, true);
+  assert_string_equal(after, before);
+  assert_int_equal(kill(first, SIGCONT), 0);
+  assert_int_equal(waitpid(first, &status, 0), first);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_not_equal(access(journal, F_OK), 0);
+  kt_assert_same_tree(o.dir, o.ref);
+  free(after);
+  free(before);
+  free(err);
+  free(journal);
+  over_earlier_free(&o);
+}
+
 /* The same extraction killed (SIGKILL: nothing cleaned up) at each of
  * its writes, then at each step of its end (each kept file removed, then
  * its journal), then run again: the next run takes back what the killed
@@ -809,6 +844,9 @@ int main(void) {
           kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_extract_refuses_a_journal_it_did_not_write, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_extract_beside_a_run_that_just_began_is_refused, kt_kpack_setup,
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_extract_to_a_read_only_filesystem_stops_at_once, kt_kpack_setup,
