@@ -1090,6 +1090,56 @@ static void test_killed_in_place_run_leaves_no_half_written_file(void** state) {
   free(ref);
 }
 
+/* An in-place run over a tree while another is writing there: the first
+ * is stopped with its first temporary file written and synced, which a
+ * second run would take for a killed run's and remove. The second is
+ * refused and touches nothing, as are runs over a directory and a file
+ * inside the tree; the first, let go on, ends as if it had been alone. */
+static void test_in_place_run_beside_another_is_refused(void** state) {
+  (void)state;
+  char* run = kt_in_tmp("beside");
+  char* ref = kt_in_tmp("beside-ref");
+  write_kill_tree(run);
+  write_kill_tree(ref);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "k", ref), 0);
+  const char* const args[] = {"split", "--in-place", "--prefix",
+                              "k",     run,          NULL};
+  pid_t first = kt_start_hooked("KPACK_SPLIT_STOP_AFTER", 1, args);
+  int status;
+  assert_int_equal(waitpid(first, &status, WUNTRACED), first);
+  assert_true(WIFSTOPPED(status));
+  char* before = kt_tree_state(run, true);
+  assert_non_null(strstr(before, ".kpack-split."));
+  char* lib = kt_path(run, "lib");
+  char* file = kt_path(run, "bin/c");
+  const char* operands[] = {run, lib, file};
+  const char* why[] = {"is writing in this directory or below it",
+                       "which holds it", "which holds it"};
+  for (size_t i = 0; i < 3; i++) {
+    char* err = NULL;
+    assert_int_equal(KT_KPACK(NULL, &err, "split", "--in-place", "--prefix",
+                              "k", operands[i]),
+                     1);
+    kt_assert_contains(err, "another kpack split --in-place is writing in");
+    kt_assert_contains(err, why[i]);
+    free(err);
+  }
+  char* after = kt_tree_state(run, true);
+  assert_string_equal(after, before);
+  assert_int_equal(kill(first, SIGCONT), 0);
+  assert_int_equal(waitpid(first, &status, 0), first);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  kt_assert_same_tree(run, ref);
+  assert_hard_linked(run, "lib/libb.so.1", "lib/libb2.so.1");
+  free(after);
+  free(before);
+  free(file);
+  free(lib);
+  free(run);
+  free(ref);
+}
+
 /* The input of a re-split over an earlier output: a binary (rebuilt for
  * fewer arches the second time, so that an archive goes), a hard link to
  * it, a symbolic link, a data file that changes, and a directory. */
@@ -1623,6 +1673,9 @@ int main(void) {
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_killed_in_place_run_leaves_no_half_written_file, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_in_place_run_beside_another_is_refused, kt_kpack_setup,
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_failed_rerun_leaves_the_earlier_output_as_it_was, kt_kpack_setup,

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -323,6 +324,86 @@ bool fr_recover(pr_run* r, const char* dir, unsigned* recovered) {
   }
   closedir(d);
   return ok;
+}
+
+/* ---- one in-place run at a time ------------------------------------------ */
+
+/* Locks directory `path`, unless this run holds it already at least as
+ * strongly. 1: locked, or not lockable (cannot be opened, no locks on its
+ * filesystem); 0: another process holds it; -1: out of memory. */
+static int lock_one(fr_locks* l, const char* path, bool exclusive) {
+  struct stat st;
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fd >= 0)
+      close(fd);
+    return 1;
+  }
+  for (size_t i = 0; i < l->count; i++) {
+    fr_lock* held = &l->items[i];
+    if (held->dev != st.st_dev || held->ino != st.st_ino)
+      continue;
+    close(fd);
+    if (!exclusive || held->exclusive)
+      return 1;
+    /* Shared as the parent of another input, now wanted whole. */
+    if (flock(held->fd, LOCK_EX | LOCK_NB) != 0)
+      return errno == EWOULDBLOCK ? 0 : 1;
+    held->exclusive = true;
+    return 1;
+  }
+  if (flock(fd, (exclusive ? LOCK_EX : LOCK_SH) | LOCK_NB) != 0) {
+    bool busy = errno == EWOULDBLOCK;
+    close(fd);
+    return busy ? 0 : 1;
+  }
+  fr_lock* grown = kp_grow(l->items, l->count, &l->cap, sizeof(*l->items), 8);
+  if (grown == NULL) {
+    close(fd);
+    return -1;
+  }
+  l->items = grown;
+  l->items[l->count++] = (fr_lock){st.st_dev, st.st_ino, fd, exclusive};
+  return 1;
+}
+
+bool fr_lock_dir(pr_run* r, fr_locks* l, const char* dir) {
+  char* path = realpath(dir, NULL);
+  if (path == NULL)
+    return true; /* the walk says why it cannot be read */
+  int got = 1;
+  bool first = true;
+  for (;;) {
+    got = lock_one(l, path, first);
+    if (got != 1)
+      break;
+    char* slash = strrchr(path, '/');
+    if (slash == NULL || strcmp(path, "/") == 0)
+      break;
+    slash[slash == path] = '\0'; /* "/usr" goes up to "/" */
+    first = false;
+  }
+  if (got == 0 && first)
+    kp_error(&r->report, dir, KPACK_ERROR_IO_ERROR, EWOULDBLOCK,
+             "%s: another kpack split --in-place is writing in this "
+             "directory or below it; wait for it to end",
+             dir);
+  else if (got == 0)
+    kp_error(&r->report, dir, KPACK_ERROR_IO_ERROR, EWOULDBLOCK,
+             "%s: another kpack split --in-place is writing in %s, which "
+             "holds it; wait for it to end",
+             dir, path);
+  else if (got < 0)
+    kp_out_of_memory(&r->report);
+  free(path);
+  return got == 1;
+}
+
+void fr_locks_free(fr_locks* l) {
+  for (size_t i = 0; i < l->count; i++)
+    close(l->items[i].fd);
+  free(l->items);
+  *l = (fr_locks){0};
 }
 
 bool fr_mkdirs(const char* path) {

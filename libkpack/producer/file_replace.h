@@ -62,6 +62,33 @@ bool fr_rewrite_in_place(pr_run* r, const char* tmp, const char* dst);
  * *recovered counts the redo files completed. */
 bool fr_recover(pr_run* r, const char* dir, unsigned* recovered);
 
+/* The directories an in-place run holds locked (flock), each open once. */
+typedef struct fr_lock {
+  dev_t dev;
+  ino_t ino;
+  int fd;
+  bool exclusive;
+} fr_lock;
+
+typedef struct fr_locks {
+  fr_lock* items;
+  size_t count, cap;
+} fr_locks;
+
+/* Keeps other in-place runs out of what this one writes in, before it
+ * writes anything: fr_recover() would take a live run's kept and temporary
+ * files for a killed run's, and two runs would each write the archives of
+ * one directory without the other's kernels. Directory `dir` (a tree the
+ * run walks, or the directory of a file it rewrites) is locked exclusive
+ * (flock) and every directory above it shared, so two runs over one tree
+ * or directory, or over a tree and a tree or file inside it, cannot both
+ * go on; runs in unrelated directories can. Reports and returns false
+ * when another process holds a lock that stands in the way. A directory
+ * that cannot be opened, or whose filesystem has no locks, is passed
+ * over. The locks last until fr_locks_free() or the process ends. */
+bool fr_lock_dir(pr_run* r, fr_locks* l, const char* dir);
+void fr_locks_free(fr_locks* l);
+
 /* mkdir -p: `path` and the directories above it, mode 0755 less the
  * umask; an existing directory is fine. False with errno set on failure
  * (ENOTDIR when something else is in the way). */

@@ -15,10 +15,13 @@
 void pr_init(pr_run* r, kpack_message_fn fn, void* user,
              const volatile int* cancel) {
   const char* kill_after = getenv("KPACK_SPLIT_KILL_AFTER");
+  const char* stop_after = getenv("KPACK_SPLIT_STOP_AFTER");
   const char* fail_after = getenv("KPACK_SPLIT_FAIL_AFTER");
   *r = (pr_run){.report = {fn, user, KPACK_SUCCESS}, .cancel = cancel};
   if (kill_after != NULL && *kill_after != '\0')
     r->kill_after = strtol(kill_after, NULL, 10);
+  if (stop_after != NULL && *stop_after != '\0')
+    r->stop_after = strtol(stop_after, NULL, 10);
   if (fail_after != NULL && *fail_after != '\0')
     r->fail_after = strtol(fail_after, NULL, 10);
 }
@@ -54,8 +57,11 @@ void pr_bad_options(pr_run* r, bool usage, const char* file, const char* fmt,
 }
 
 void pr_step(pr_run* r) {
-  if (r->kill_after > 0 && ++r->steps == (unsigned long)r->kill_after)
+  ++r->steps;
+  if (r->kill_after > 0 && r->steps == (unsigned long)r->kill_after)
     raise(SIGKILL);
+  if (r->stop_after > 0 && r->steps == (unsigned long)r->stop_after)
+    raise(SIGSTOP);
 }
 
 bool pr_fault(pr_run* r, const char* path) {

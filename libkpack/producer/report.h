@@ -20,10 +20,11 @@ typedef struct pr_run {
   bool cancelled;             /* seen, or asked by a callback */
   bool bad_options;           /* the caller's options are at fault */
   /* Test hooks (docs/split.md): KPACK_SPLIT_KILL_AFTER=N kills the
-   * process with SIGKILL at the N-th step of a run;
+   * process with SIGKILL at the N-th step of a run, and
+   * KPACK_SPLIT_STOP_AFTER=N stops it there (SIGSTOP) until SIGCONT;
    * KPACK_SPLIT_FAIL_AFTER=N makes its N-th write fail (pr_fault()). */
   unsigned long steps, writes;
-  long kill_after, fail_after;
+  long kill_after, stop_after, fail_after;
 } pr_run;
 
 /* A run reporting to `fn` (NULL: nowhere), cancelled once *cancel is

@@ -315,6 +315,7 @@ static void free_state(sp_state* s) {
   free(s->arch_groups);
   ar_rules_free(&s->rules);
   fr_outputs_free(&s->outputs);
+  fr_locks_free(&s->locks);
   free(s->outdir);
   free(s->archive_dir);
   free(s);

@@ -1425,10 +1425,15 @@ bool sp_progress(sp_state* s, kpack_split_phase_t phase, size_t done,
 }
 
 /* Adds the files of tree t: a single file, or the tree's root (unless in
- * place: the root itself is not rewritten) and what it holds. */
+ * place: the root itself is not rewritten) and what it holds. In place,
+ * the tree is locked first (fr_lock_dir()). */
 static bool add_input_files(sp_state* s, size_t t) {
   const sp_tree* tree = &s->trees[t];
   struct stat st;
+  /* In place, before the walk finishes what a killed run left. */
+  if (s->in_place && !s->dry_run &&
+      !fr_lock_dir(&s->run, &s->locks, tree->root))
+    return false;
   if (tree->single != NULL) {
     char* src = join(tree->root, tree->single);
     bool ok = src != NULL && stat(src, &st) == 0 &&
