@@ -1114,8 +1114,8 @@ static void test_in_place_run_beside_another_is_refused(void** state) {
   char* lib = kt_path(run, "lib");
   char* file = kt_path(run, "bin/c");
   const char* operands[] = {run, lib, file};
-  const char* why[] = {"is writing in this directory or below it",
-                       "which holds it", "which holds it"};
+  const char* why[] = {"is writing in this tree", "which holds it",
+                       "which holds it"};
   for (size_t i = 0; i < 3; i++) {
     char* err = NULL;
     assert_int_equal(KT_KPACK(NULL, &err, "split", "--in-place", "--prefix",
@@ -1136,6 +1136,54 @@ static void test_in_place_run_beside_another_is_refused(void** state) {
   free(before);
   free(file);
   free(lib);
+  free(run);
+  free(ref);
+}
+
+/* In-place runs over single files: while one rewrites a file, a second
+ * over the same file is refused and changes nothing; one over another
+ * file of the same directory goes on and ends, and so does the first. */
+static void test_in_place_runs_over_files_side_by_side(void** state) {
+  (void)state;
+  char* run = kt_in_tmp("side");
+  char* ref = kt_in_tmp("side-ref");
+  write_kill_tree(run);
+  write_kill_tree(ref);
+  char* a = kt_path(run, "lib/liba.so.1");
+  char* b = kt_path(run, "lib/libb.so.1");
+  char* ref_a = kt_path(ref, "lib/liba.so.1");
+  char* ref_b = kt_path(ref, "lib/libb.so.1");
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "ka", ref_a), 0);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "kb", ref_b), 0);
+  const char* const args[] = {"split", "--in-place", "--prefix", "ka", a, NULL};
+  pid_t first = kt_start_hooked("KPACK_SPLIT_STOP_AFTER", 1, args);
+  int status;
+  assert_int_equal(waitpid(first, &status, WUNTRACED), first);
+  assert_true(WIFSTOPPED(status));
+  char* before = kt_tree_state(run, true);
+  char* err = NULL;
+  assert_int_equal(
+      KT_KPACK(NULL, &err, "split", "--in-place", "--prefix", "ka", a), 1);
+  kt_assert_contains(err,
+                     "another kpack split --in-place is rewriting "
+                     "this file; wait for it to end");
+  char* after = kt_tree_state(run, true);
+  assert_string_equal(after, before);
+  assert_int_equal(
+      KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "kb", b), 0);
+  assert_int_equal(kill(first, SIGCONT), 0);
+  assert_int_equal(waitpid(first, &status, 0), first);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  kt_assert_same_tree(run, ref);
+  free(err);
+  free(after);
+  free(before);
+  free(ref_b);
+  free(ref_a);
+  free(b);
+  free(a);
   free(run);
   free(ref);
 }
@@ -1676,6 +1724,9 @@ int main(void) {
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_in_place_run_beside_another_is_refused, kt_kpack_setup,
+          kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_in_place_runs_over_files_side_by_side, kt_kpack_setup,
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_failed_rerun_leaves_the_earlier_output_as_it_was, kt_kpack_setup,

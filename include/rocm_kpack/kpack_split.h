@@ -48,10 +48,10 @@ typedef struct kpack_split_options {
   size_t size;
   /* Where the output goes: a directory the inputs are mirrored into, or
    * (in_place, output_dir NULL) the inputs themselves. In place, each
-   * input tree (or a file input's directory) is locked from the plan until
-   * kpack_split_free(): a second in-place split over it, or over a part of
-   * it, fails with KPACK_ERROR_IO_ERROR (errno EWOULDBLOCK) meanwhile
-   * (docs/split.md, "Replacing files safely"). */
+   * input, tree or file, is locked from the plan until kpack_split_free():
+   * a second in-place split over it, or over a part of it, fails with
+   * KPACK_ERROR_IO_ERROR (errno EWOULDBLOCK) meanwhile (docs/split.md,
+   * "Replacing files safely"). */
   const char* output_dir;
   bool in_place;
   /* output_dir/generic and one tree per GPU processor (docs/split.md,

@@ -328,12 +328,13 @@ bool fr_recover(pr_run* r, const char* dir, unsigned* recovered) {
 
 /* ---- one in-place run at a time ------------------------------------------ */
 
-/* Locks directory `path`, unless this run holds it already at least as
- * strongly. 1: locked, or not lockable (cannot be opened, no locks on its
- * filesystem); 0: another process holds it; -1: out of memory. */
+/* Locks `path` (a directory, or the file input itself), unless this run
+ * holds it already at least as strongly. 1: locked, or not lockable
+ * (cannot be opened, no locks on its filesystem); 0: another process
+ * holds it; -1: out of memory. */
 static int lock_one(fr_locks* l, const char* path, bool exclusive) {
   struct stat st;
-  int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0 || fstat(fd, &st) != 0) {
     if (fd >= 0)
       close(fd);
@@ -367,10 +368,13 @@ static int lock_one(fr_locks* l, const char* path, bool exclusive) {
   return 1;
 }
 
-bool fr_lock_dir(pr_run* r, fr_locks* l, const char* dir) {
-  char* path = realpath(dir, NULL);
-  if (path == NULL)
+bool fr_lock_input(pr_run* r, fr_locks* l, const char* input) {
+  struct stat st;
+  char* path = realpath(input, NULL);
+  if (path == NULL || stat(path, &st) != 0) {
+    free(path);
     return true; /* the walk says why it cannot be read */
+  }
   int got = 1;
   bool first = true;
   for (;;) {
@@ -384,15 +388,15 @@ bool fr_lock_dir(pr_run* r, fr_locks* l, const char* dir) {
     first = false;
   }
   if (got == 0 && first)
-    kp_error(&r->report, dir, KPACK_ERROR_IO_ERROR, EWOULDBLOCK,
-             "%s: another kpack split --in-place is writing in this "
-             "directory or below it; wait for it to end",
-             dir);
+    kp_error(
+        &r->report, input, KPACK_ERROR_IO_ERROR, EWOULDBLOCK,
+        "%s: another kpack split --in-place is %s; wait for it to end", input,
+        S_ISDIR(st.st_mode) ? "writing in this tree" : "rewriting this file");
   else if (got == 0)
-    kp_error(&r->report, dir, KPACK_ERROR_IO_ERROR, EWOULDBLOCK,
+    kp_error(&r->report, input, KPACK_ERROR_IO_ERROR, EWOULDBLOCK,
              "%s: another kpack split --in-place is writing in %s, which "
              "holds it; wait for it to end",
-             dir, path);
+             input, path);
   else if (got < 0)
     kp_out_of_memory(&r->report);
   free(path);

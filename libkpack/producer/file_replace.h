@@ -62,7 +62,7 @@ bool fr_rewrite_in_place(pr_run* r, const char* tmp, const char* dst);
  * *recovered counts the redo files completed. */
 bool fr_recover(pr_run* r, const char* dir, unsigned* recovered);
 
-/* The directories an in-place run holds locked (flock), each open once. */
+/* What an in-place run holds locked (flock), each open once. */
 typedef struct fr_lock {
   dev_t dev;
   ino_t ino;
@@ -75,18 +75,18 @@ typedef struct fr_locks {
   size_t count, cap;
 } fr_locks;
 
-/* Keeps other in-place runs out of what this one writes in, before it
- * writes anything: fr_recover() would take a live run's kept and temporary
- * files for a killed run's, and two runs would each write the archives of
- * one directory without the other's kernels. Directory `dir` (a tree the
- * run walks, or the directory of a file it rewrites) is locked exclusive
- * (flock) and every directory above it shared, so two runs over one tree
- * or directory, or over a tree and a tree or file inside it, cannot both
- * go on; runs in unrelated directories can. Reports and returns false
- * when another process holds a lock that stands in the way. A directory
- * that cannot be opened, or whose filesystem has no locks, is passed
- * over. The locks last until fr_locks_free() or the process ends. */
-bool fr_lock_dir(pr_run* r, fr_locks* l, const char* dir);
+/* Keeps other in-place runs out of what this one writes, before it
+ * writes anything: fr_recover() would take a live run's kept and
+ * temporary files for a killed run's, and two runs rewriting one file
+ * would each replace the other's temporary file. The input (a tree the
+ * run walks, or a file it rewrites) is locked exclusive and every
+ * directory above it shared, so two runs over one tree or file, or over
+ * a tree and a tree or file inside it, cannot both go on; runs over other
+ * files, those of one directory too, can. Reports and returns false when
+ * another process holds a lock that stands in the way. What cannot be
+ * opened, or lies on a filesystem without locks, is passed over. The
+ * locks last until fr_locks_free() or the process ends. */
+bool fr_lock_input(pr_run* r, fr_locks* l, const char* input);
 void fr_locks_free(fr_locks* l);
 
 /* mkdir -p: `path` and the directories above it, mode 0755 less the

@@ -1426,16 +1426,17 @@ bool sp_progress(sp_state* s, kpack_split_phase_t phase, size_t done,
 
 /* Adds the files of tree t: a single file, or the tree's root (unless in
  * place: the root itself is not rewritten) and what it holds. In place,
- * the tree is locked first (fr_lock_dir()). */
+ * each input is locked first (fr_lock_input()). */
 static bool add_input_files(sp_state* s, size_t t) {
   const sp_tree* tree = &s->trees[t];
   struct stat st;
-  /* In place, before the walk finishes what a killed run left. */
-  if (s->in_place && !s->dry_run &&
-      !fr_lock_dir(&s->run, &s->locks, tree->root))
-    return false;
   if (tree->single != NULL) {
     char* src = join(tree->root, tree->single);
+    if (src != NULL && s->in_place && !s->dry_run &&
+        !fr_lock_input(&s->run, &s->locks, src)) {
+      free(src);
+      return false;
+    }
     bool ok = src != NULL && stat(src, &st) == 0 &&
               add_file(s, t, tree->single, src, &st);
     if (src == NULL)
@@ -1451,6 +1452,10 @@ static bool add_input_files(sp_state* s, size_t t) {
              tree->root, strerror(errno));
     return false;
   }
+  /* In place, before the walk finishes what a killed run left. */
+  if (s->in_place && !s->dry_run &&
+      !fr_lock_input(&s->run, &s->locks, tree->root))
+    return false;
   return (s->in_place || add_file(s, t, "", tree->root, &st)) &&
          walk(s, t, "", 0);
 }
