@@ -537,6 +537,23 @@ pid_t kt_start_hooked(const char* hook, unsigned step,
   return pid;
 }
 
+pid_t kt_start_stopped(const char* hook, unsigned step,
+                       const char* const* args) {
+  pid_t pid = kt_start_hooked(hook, step, args);
+  int status;
+  assert_int_equal(waitpid(pid, &status, WUNTRACED), pid);
+  assert_true(WIFSTOPPED(status));
+  return pid;
+}
+
+int kt_resume_stopped(pid_t pid) {
+  int status;
+  assert_int_equal(kill(pid, SIGCONT), 0);
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
 int kt_run_killed(const char* hook, unsigned step, const char* const* args) {
   pid_t pid = kt_start_hooked(hook, step, args);
   int status;

@@ -125,6 +125,13 @@ unsigned kt_fail_each_write(const char* hook, const char* watched,
  * pid. kt_run_killed() waits for it to end: its wait status. */
 pid_t kt_start_hooked(const char* hook, unsigned step, const char* const* args);
 int kt_run_killed(const char* hook, unsigned step, const char* const* args);
+/* kt_start_hooked() with a hook that stops the run (KPACK_SPLIT_STOP_AFTER,
+ * KPACK_EXTRACT_STOP_AFTER): returns once it has stopped. Then
+ * kt_resume_stopped() lets it go on and returns its exit status once it
+ * has ended. */
+pid_t kt_start_stopped(const char* hook, unsigned step,
+                       const char* const* args);
+int kt_resume_stopped(pid_t pid);
 
 /* dlopen()s `path` in a child process, as a program linking it would, and
  * looks up `symbol` there: true when both work. What the object's

@@ -620,10 +620,7 @@ static void test_extract_beside_a_run_that_just_began_is_refused(void** state) {
   over_earlier o;
   over_earlier_make(&o, "beside", 41);
   const char* const args[] = {"extract", "-C", o.dir, o.two, NULL};
-  pid_t first = kt_start_hooked("KPACK_EXTRACT_STOP_AFTER", 1, args);
-  int status;
-  assert_int_equal(waitpid(first, &status, WUNTRACED), first);
-  assert_true(WIFSTOPPED(status));
+  pid_t first = kt_start_stopped("KPACK_EXTRACT_STOP_AFTER", 1, args);
   char* journal = kt_path(o.dir, ".kpack-extract.journal");
   assert_int_equal(access(journal, F_OK), 0);
   char* before = kt_tree_state(o.dir, true);
@@ -632,9 +629,7 @@ static void test_extract_beside_a_run_that_just_began_is_refused(void** state) {
   kt_assert_contains(err, "another kpack extract is writing into");
   char* after = kt_tree_state(o.dir, true);
   assert_string_equal(after, before);
-  assert_int_equal(kill(first, SIGCONT), 0);
-  assert_int_equal(waitpid(first, &status, 0), first);
-  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(kt_resume_stopped(first), 0);
   assert_int_not_equal(access(journal, F_OK), 0);
   kt_assert_same_tree(o.dir, o.ref);
   free(after);

@@ -1105,10 +1105,7 @@ static void test_in_place_run_beside_another_is_refused(void** state) {
       KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "k", ref), 0);
   const char* const args[] = {"split", "--in-place", "--prefix",
                               "k",     run,          NULL};
-  pid_t first = kt_start_hooked("KPACK_SPLIT_STOP_AFTER", 1, args);
-  int status;
-  assert_int_equal(waitpid(first, &status, WUNTRACED), first);
-  assert_true(WIFSTOPPED(status));
+  pid_t first = kt_start_stopped("KPACK_SPLIT_STOP_AFTER", 1, args);
   char* before = kt_tree_state(run, true);
   assert_non_null(strstr(before, ".kpack-split."));
   char* lib = kt_path(run, "lib");
@@ -1127,9 +1124,7 @@ static void test_in_place_run_beside_another_is_refused(void** state) {
   }
   char* after = kt_tree_state(run, true);
   assert_string_equal(after, before);
-  assert_int_equal(kill(first, SIGCONT), 0);
-  assert_int_equal(waitpid(first, &status, 0), first);
-  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(kt_resume_stopped(first), 0);
   kt_assert_same_tree(run, ref);
   assert_hard_linked(run, "lib/libb.so.1", "lib/libb2.so.1");
   free(after);
@@ -1158,10 +1153,7 @@ static void test_in_place_runs_over_files_side_by_side(void** state) {
   assert_int_equal(
       KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "kb", ref_b), 0);
   const char* const args[] = {"split", "--in-place", "--prefix", "ka", a, NULL};
-  pid_t first = kt_start_hooked("KPACK_SPLIT_STOP_AFTER", 1, args);
-  int status;
-  assert_int_equal(waitpid(first, &status, WUNTRACED), first);
-  assert_true(WIFSTOPPED(status));
+  pid_t first = kt_start_stopped("KPACK_SPLIT_STOP_AFTER", 1, args);
   char* before = kt_tree_state(run, true);
   char* err = NULL;
   assert_int_equal(
@@ -1173,9 +1165,7 @@ static void test_in_place_runs_over_files_side_by_side(void** state) {
   assert_string_equal(after, before);
   assert_int_equal(
       KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "kb", b), 0);
-  assert_int_equal(kill(first, SIGCONT), 0);
-  assert_int_equal(waitpid(first, &status, 0), first);
-  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(kt_resume_stopped(first), 0);
   kt_assert_same_tree(run, ref);
   free(err);
   free(after);
