@@ -88,7 +88,15 @@ class Error(Exception):
 
     def __str__(self) -> str:
         parts = [p for p in (self.file, self.where, self.name) if p]
-        why = self.strerror or self.detail
+        # The library's own words when it gave some (less the file they
+        # start with, said first already), else the system's, else the
+        # status described.
+        told = self.detail
+        if told == _DESCRIPTIONS.get(self.code):
+            told = None
+        elif told and self.file and told.startswith(self.file + ": "):
+            told = told[len(self.file) + 2:]
+        why = told or self.strerror or self.detail
         return ": ".join(parts + ([why] if why else []))
 
     def __reduce__(self):  # picklable across processes

@@ -3,7 +3,10 @@
 kpack.verify_binary(): libkpack's producer through the binding, on a tree
 holding Debian's librocrand, checked against what the kpack tool plans,
 writes and verifies for the same input."""
+import errno
 import os
+import signal
+import subprocess
 import sys
 import threading
 import time
@@ -12,7 +15,7 @@ from pathlib import Path
 import pytest
 
 import kpack
-from conftest import BUILD, kpack_json, kpack_tool
+from conftest import BUILD, KPACK, kpack_json, kpack_tool
 from test_wheel_split import DIST, FAT_NAME, write_wheel
 
 PHASES = ["reading", "transforming", "packing", "writing"]
@@ -253,6 +256,34 @@ def test_split_in_place_rewrites_the_tree(tmp_path, rand_in):
     assert kpack.verify_binary(tree).ok
     again = kpack.split(tree, in_place=True, prefix="rand_lib")
     assert (again.transformed, again.kpackified, again.archives) == (0, 1, 0)
+
+
+def test_split_in_place_beside_a_running_split_is_refused(tmp_path,
+                                                         rand_in):
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "librocrand.so.1.1").write_bytes(
+        (rand_in / "librocrand.so.1.1").read_bytes())
+    # The C tool, held (SIGSTOP) with its first temporary file written.
+    first = subprocess.Popen(
+        [str(KPACK), "split", "--in-place", "--prefix", "rand_lib", "-j1",
+         str(tree)], env={**os.environ, "KPACK_SPLIT_STOP_AFTER": "1"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _, status = os.waitpid(first.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status)
+        before = snapshot(tree)
+        with pytest.raises(kpack.IOFailure) as e:
+            kpack.split(tree, in_place=True, prefix="rand_lib")
+        assert e.value.code == 9 and e.value.errno == errno.EWOULDBLOCK
+        assert e.value.file == str(tree)
+        assert "another kpack split --in-place is writing in this tree" in \
+            str(e.value)
+        assert snapshot(tree) == before
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert first.wait() == 0
+    assert kpack.verify_binary(tree).ok
 
 
 def test_verify_binary_reports_a_load_whose_archive_is_gone(tmp_path,
