@@ -121,7 +121,7 @@ unsigned kt_fail_each_write(const char* hook, const char* watched,
 
 /* Starts kt_kpack with `args` (NULL-terminated) and, when `step` is not 0,
  * the test hook `hook` (KPACK_SPLIT_KILL_AFTER, KPACK_EXTRACT_KILL_AFTER,
- * KPACK_EXTRACT_STOP_AFTER) set to it, stdout and stderr to /dev/null: its
+ * or a STOP_AFTER hook) set to it, stdout and stderr to /dev/null: its
  * pid. kt_run_killed() waits for it to end: its wait status. */
 pid_t kt_start_hooked(const char* hook, unsigned step, const char* const* args);
 int kt_run_killed(const char* hook, unsigned step, const char* const* args);

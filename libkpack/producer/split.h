@@ -156,7 +156,7 @@ struct kpack_split {
   unsigned recovered;
   uint64_t host_before, host_after, code_bytes, stored_bytes;
   fr_outputs outputs; /* -o: what a failed run takes back */
-  fr_locks locks;     /* --in-place: the directories it writes in */
+  fr_locks locks;     /* --in-place: its inputs and the directories above */
 };
 
 /* ---- planning (split_plan.c) --------------------------------------------- */
