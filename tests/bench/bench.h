@@ -143,6 +143,8 @@ typedef struct bn_kernel {
 /* Opens an archive (or exits) and lists its kernels in TOC order. */
 kpack_archive_t bn_open_listed(const char* path, bn_kernel** kernels,
                                size_t* count);
+/* Lists an open archive's kernels in TOC order, named by its own strings. */
+void bn_list(kpack_archive_t a, bn_kernel** kernels, size_t* count);
 
 /* ---- the rows ---- */
 void bench_library(const bench_data* d);

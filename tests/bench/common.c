@@ -301,9 +301,14 @@ kpack_archive_t bn_open_listed(const char* path, bn_kernel** kernels,
                                size_t* count) {
   kpack_archive_t a;
   kpack_error_t err = kpack_open(path, &a);
-  size_t binaries, n = 0;
   if (err != KPACK_SUCCESS)
     bn_die_kpack(path, err);
+  bn_list(a, kernels, count);
+  return a;
+}
+
+void bn_list(kpack_archive_t a, bn_kernel** kernels, size_t* count) {
+  size_t binaries, n = 0;
   kpack_get_kernel_count(a, count);
   bn_kernel* k = calloc(*count ? *count : 1, sizeof(*k));
   kpack_get_binary_count(a, &binaries);
@@ -322,7 +327,6 @@ kpack_archive_t bn_open_listed(const char* path, bn_kernel** kernels,
     }
   }
   *kernels = k;
-  return a;
 }
 
 /* ---- FUSE daemons -------------------------------------------------------- */
