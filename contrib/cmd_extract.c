@@ -181,8 +181,11 @@ typedef struct extract_state {
    * EIO, so that a test can fail each in turn; KPACK_EXTRACT_KILL_AFTER=N
    * kills the run with SIGKILL at the N-th write or, past the last, at
    * the N-th step of its end (each kept file removed, then the journal);
-   * KPACK_EXTRACT_STOP_AFTER=N stops it there (SIGSTOP) instead. */
+   * KPACK_EXTRACT_STOP_AFTER=N stops it there (SIGSTOP) instead;
+   * KPACK_EXTRACT_NAMED_JOURNAL=1 fails the link of the unnamed journal,
+   * so that it is made by name (journal_open()). */
   long fail_after, kill_after, stop_after;
+  bool named_journal;
   unsigned long writes;
 } extract_state;
 
@@ -631,46 +634,45 @@ static void journal_refused(const char* path, const char* dir) {
 /* Puts the journal, written in an unnamed file, under its name in DIR:
  * another run then never sees it unlocked or empty. False with errno set
  * (EEXIST: another run's journal got there first). */
-static bool journal_link(int fd, const char* path) {
+static bool journal_link(const extract_state* s, int fd, const char* path) {
+  if (s->named_journal) { /* the test hook: as without /proc, below */
+    errno = ENOENT;
+    return false;
+  }
   char proc[64];
   snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
   if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) == 0)
     return true;
-  if (errno != ENOENT) /* ENOENT: no /proc; this needs CAP_DAC_READ_SEARCH */
+  /* ENOENT: no /proc. Older kernels link a file by its descriptor alone
+   * only for a process with CAP_DAC_READ_SEARCH. */
+  if (errno != ENOENT)
     return false;
   return linkat(fd, "", AT_FDCWD, path, AT_EMPTY_PATH) == 0;
 }
 
-/* Starts this run's journal, its first record DIR's own times (the journal
- * going in changes them). The journal is made unnamed, locked and given
- * that record before it takes its name, where the filesystem can make
- * unnamed files (O_TMPFILE); elsewhere it is locked right after it is
- * made. False after a message. */
-static bool journal_open(extract_state* s) {
+/* One try at starting the journal (journal_open()): made unnamed, locked
+ * and given its first record, then linked under its name, or, `named`,
+ * made under its name and locked at once. 1 when it is in place, 0 after
+ * a message, -1 when this system cannot give an unnamed file a name: the
+ * filesystem makes none (EOPNOTSUPP; EISDIR from kernels before 3.11), or
+ * linking it needs /proc or a capability the run lacks. */
+static int journal_start(extract_state* s, bool named) {
   struct extract_journal* j = &s->journal;
-  struct stat st;
   char* path;
   if (asprintf(&path, "%s/" JOURNAL_NAME, s->dir) < 0) {
     cli_error("out of memory");
-    return false;
+    return 0;
   }
-  if (stat(s->dir, &st) != 0) {
-    cli_error("%s: %s", s->dir, strerror(errno));
-    free(path);
-    return false;
-  }
-  j->dir_times[0] = st.st_atim;
-  j->dir_times[1] = st.st_mtim;
-  bool named = false;
-  j->fd = open(s->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
-  if (j->fd < 0 && (errno == EOPNOTSUPP || errno == EISDIR)) {
+  if (named)
     j->fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    named = true;
-  }
+  else
+    j->fd = open(s->dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
   if (j->fd < 0) {
-    journal_refused(path, s->dir);
+    bool unsupported = !named && (errno == EOPNOTSUPP || errno == EISDIR);
+    if (!unsupported)
+      journal_refused(path, s->dir);
     free(path);
-    return false;
+    return unsupported ? -1 : 0;
   }
   j->path = path;
   /* Held until the run ends or dies: another run does not take back a
@@ -684,16 +686,41 @@ static bool journal_open(extract_state* s) {
   }
   if (!ok) {
     cli_error("%s: cannot write: %s", path, strerror(errno));
-  } else if (!named && !journal_link(j->fd, path)) {
+  } else if (!named && !journal_link(s, j->fd, path)) {
+    if (errno != EEXIST) {
+      journal_close(s, false);
+      return -1;
+    }
     journal_refused(path, s->dir);
     ok = false;
   }
   if (!ok) {
     journal_close(s, named);
     utimensat(AT_FDCWD, s->dir, j->dir_times, 0);
+    return 0;
+  }
+  return 1;
+}
+
+/* Starts this run's journal, its first record DIR's own times (the journal
+ * going in changes them). The journal takes its name only once it is
+ * locked and holds that record, so another run never finds it unlocked or
+ * empty and takes it for a killed run's; where the system cannot do that
+ * (journal_start() says -1), it is made by name and locked right after,
+ * which leaves that moment open. False after a message. */
+static bool journal_open(extract_state* s) {
+  struct extract_journal* j = &s->journal;
+  struct stat st;
+  if (stat(s->dir, &st) != 0) {
+    cli_error("%s: %s", s->dir, strerror(errno));
     return false;
   }
-  return true;
+  j->dir_times[0] = st.st_atim;
+  j->dir_times[1] = st.st_mtim;
+  int started = journal_start(s, false);
+  if (started < 0)
+    started = journal_start(s, true);
+  return started > 0;
 }
 
 /* Whether a journal's path stays inside DIR: relative, no "..". */
@@ -1308,6 +1335,8 @@ static int extract_run(int argc, char** argv) {
     s.kill_after = strtol(kill_after, NULL, 10);
   if (stop_after != NULL)
     s.stop_after = strtol(stop_after, NULL, 10);
+  const char* named_journal = getenv("KPACK_EXTRACT_NAMED_JOURNAL");
+  s.named_journal = named_journal != NULL && strcmp(named_journal, "1") == 0;
   if (!cli_expand_archives(argc, argv, optind, &argc, &argv))
     return CLI_FAIL; /* a directory stands for the archives in it */
   int status = extract_archives(s, argc, argv);

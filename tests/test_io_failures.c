@@ -593,10 +593,9 @@ static void over_earlier_free(over_earlier* o) {
  * away): every failed run leaves the tree exactly as it was, times
  * included, and the run that succeeds gives the tree a clean extraction
  * over a copy gives. */
-static void test_extract_failing_at_each_write_leaves_the_tree(void** state) {
-  (void)state;
+static void failing_at_each_write(const char* name) {
   over_earlier o;
-  over_earlier_make(&o, "each", 21);
+  over_earlier_make(&o, name, 21);
   unsigned failures = kt_fail_each_write(
       "KPACK_EXTRACT_FAIL_AFTER", o.dir,
       (const char* const[]){"extract", "-C", o.dir, o.two, NULL});
@@ -609,16 +608,20 @@ static void test_extract_failing_at_each_write_leaves_the_tree(void** state) {
   over_earlier_free(&o);
 }
 
+static void test_extract_failing_at_each_write_leaves_the_tree(void** state) {
+  (void)state;
+  failing_at_each_write("each");
+}
+
 /* A second extraction into DIR while the first is stopped at its first
  * write, its journal just in place: the second is refused and changes
  * nothing, and the first, let go on, completes as if alone. The journal
- * takes its name only once it is locked and written (O_TMPFILE here), so
+ * takes its name only once it is locked and written (O_TMPFILE), so
  * there is no moment at which the second could take it for a killed
- * run's and take it back. */
-static void test_extract_beside_a_run_that_just_began_is_refused(void** state) {
-  (void)state;
+ * run's and take it back; made by name, it is locked at once. */
+static void beside_a_run_that_just_began(const char* name) {
   over_earlier o;
-  over_earlier_make(&o, "beside", 41);
+  over_earlier_make(&o, name, 41);
   const char* const args[] = {"extract", "-C", o.dir, o.two, NULL};
   pid_t first = kt_start_stopped("KPACK_EXTRACT_STOP_AFTER", 1, args);
   char* journal = kt_path(o.dir, ".kpack-extract.journal");
@@ -639,6 +642,11 @@ static void test_extract_beside_a_run_that_just_began_is_refused(void** state) {
   over_earlier_free(&o);
 }
 
+static void test_extract_beside_a_run_that_just_began_is_refused(void** state) {
+  (void)state;
+  beside_a_run_that_just_began("beside");
+}
+
 /* The same extraction killed (SIGKILL: nothing cleaned up) at each of
  * its writes, then at each step of its end (each kept file removed, then
  * its journal), then run again: the next run takes back what the killed
@@ -646,11 +654,9 @@ static void test_extract_beside_a_run_that_just_began_is_refused(void** state) {
  * at its own first write, which it takes back, so the tree shows what the
  * recovery left: the tree as it was, or as the whole extraction makes
  * it. */
-static void test_extract_killed_at_each_step_is_taken_back_by_the_next_run(
-    void** state) {
-  (void)state;
+static void killed_at_each_step(const char* name) {
   over_earlier o;
-  over_earlier_make(&o, "killed", 31);
+  over_earlier_make(&o, name, 31);
   char* before = kt_tree_state(o.dir, true);
   const char* const args[] = {"extract", "-C", o.dir, o.two, NULL};
   unsigned kills = 0;
@@ -702,6 +708,48 @@ static void test_extract_killed_at_each_step_is_taken_back_by_the_next_run(
   kt_assert_same_tree(o.dir, o.ref);
   free(before);
   over_earlier_free(&o);
+}
+
+static void test_extract_killed_at_each_step_is_taken_back_by_the_next_run(
+    void** state) {
+  (void)state;
+  killed_at_each_step("killed");
+}
+
+/* ---- a journal made by name ----------------------------------------------
+ * Where an unnamed file cannot be linked into DIR (no /proc on an older
+ * kernel, without CAP_DAC_READ_SEARCH), or the filesystem makes none, the
+ * journal is made under its name and locked at once. The same three
+ * checks, with the link failed through KPACK_EXTRACT_NAMED_JOURNAL: a run
+ * that fails at each write, or is killed at each step and taken back, and
+ * a second run beside one held at its first write, which the lock still
+ * refuses. */
+
+static int named_journal_setup(void** state) {
+  setenv("KPACK_EXTRACT_NAMED_JOURNAL", "1", 1);
+  return kt_kpack_setup(state);
+}
+
+static int named_journal_teardown(void** state) {
+  unsetenv("KPACK_EXTRACT_NAMED_JOURNAL");
+  return kt_kpack_teardown(state);
+}
+
+static void test_named_journal_failing_at_each_write_leaves_the_tree(
+    void** state) {
+  (void)state;
+  failing_at_each_write("each-named");
+}
+
+static void test_named_journal_killed_at_each_step_is_taken_back(void** state) {
+  (void)state;
+  killed_at_each_step("killed-named");
+}
+
+static void test_named_journal_beside_a_run_that_just_began_is_refused(
+    void** state) {
+  (void)state;
+  beside_a_run_that_just_began("beside-named");
 }
 
 /* A journal kpack extract did not write, or one naming a path outside
@@ -843,6 +891,15 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           test_extract_beside_a_run_that_just_began_is_refused, kt_kpack_setup,
           kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_named_journal_failing_at_each_write_leaves_the_tree,
+          named_journal_setup, named_journal_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_named_journal_killed_at_each_step_is_taken_back,
+          named_journal_setup, named_journal_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_named_journal_beside_a_run_that_just_began_is_refused,
+          named_journal_setup, named_journal_teardown),
       cmocka_unit_test_setup_teardown(
           test_extract_to_a_read_only_filesystem_stops_at_once, kt_kpack_setup,
           teardown),
