@@ -7,6 +7,7 @@
 #include "fixture_fatbin.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <linux/capability.h>
@@ -513,8 +514,10 @@ void kt_assert_same_tree(const char* a, const char* b) {
   free(out);
 }
 
-pid_t kt_start_hooked(const char* hook, unsigned step,
-                      const char* const* args) {
+/* Forks kt_kpack with `args`, stdout to /dev/null, stderr to `err` (or
+ * /dev/null when negative), `hook` set to `step` when that is not 0. */
+static pid_t start_kpack(const char* hook, unsigned step,
+                         const char* const* args, int err) {
   char* argv[64];
   size_t n = 0;
   argv[n++] = kt_kpack;
@@ -528,13 +531,56 @@ pid_t kt_start_hooked(const char* hook, unsigned step,
   if (pid == 0) {
     int null = open("/dev/null", O_RDWR);
     dup2(null, 1);
-    dup2(null, 2);
+    dup2(err >= 0 ? err : null, 2);
     if (step > 0)
       setenv(hook, value, 1);
     execv(kt_kpack, argv);
     _exit(127);
   }
   return pid;
+}
+
+pid_t kt_start_hooked(const char* hook, unsigned step,
+                      const char* const* args) {
+  return start_kpack(hook, step, args, -1);
+}
+
+pid_t kt_start_piped(const char* const* args, int* err) {
+  int fds[2];
+  assert_int_equal(pipe2(fds, O_CLOEXEC), 0);
+  pid_t pid = start_kpack(NULL, 0, args, fds[1]);
+  close(fds[1]);
+  *err = fds[0];
+  return pid;
+}
+
+bool kt_read_until(int fd, const char* needle, char** text) {
+  size_t len = 0, cap = 256;
+  char* buf = malloc(cap);
+  assert_non_null(buf);
+  buf[0] = '\0';
+  while (strstr(buf, needle) == NULL) {
+    if (len + 1 == cap) {
+      buf = realloc(buf, cap *= 2);
+      assert_non_null(buf);
+    }
+    ssize_t got = read(fd, buf + len, cap - 1 - len);
+    if (got < 0 && errno == EINTR)
+      continue;
+    if (got <= 0)
+      break;
+    len += (size_t)got;
+    buf[len] = '\0';
+  }
+  *text = buf;
+  return strstr(buf, needle) != NULL;
+}
+
+int kt_wait_exit(pid_t pid) {
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  return WEXITSTATUS(status);
 }
 
 pid_t kt_start_stopped(const char* hook, unsigned step,
@@ -547,11 +593,8 @@ pid_t kt_start_stopped(const char* hook, unsigned step,
 }
 
 int kt_resume_stopped(pid_t pid) {
-  int status;
   assert_int_equal(kill(pid, SIGCONT), 0);
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFEXITED(status));
-  return WEXITSTATUS(status);
+  return kt_wait_exit(pid);
 }
 
 int kt_run_killed(const char* hook, unsigned step, const char* const* args) {

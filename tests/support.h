@@ -132,6 +132,14 @@ int kt_run_killed(const char* hook, unsigned step, const char* const* args);
 pid_t kt_start_stopped(const char* hook, unsigned step,
                        const char* const* args);
 int kt_resume_stopped(pid_t pid);
+/* Starts kt_kpack with `args` (NULL-terminated), stdout to /dev/null and
+ * stderr to a pipe, whose read end goes to *err (close it): its pid.
+ * kt_read_until() reads such a pipe until `needle` has come (true) or the
+ * program closed it (false), what it read in *text (free it);
+ * kt_wait_exit() waits for a program to end: its exit status. */
+pid_t kt_start_piped(const char* const* args, int* err);
+bool kt_read_until(int fd, const char* needle, char** text);
+int kt_wait_exit(pid_t pid);
 
 /* dlopen()s `path` in a child process, as a program linking it would, and
  * looks up `symbol` there: true when both work. What the object's

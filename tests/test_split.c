@@ -1135,13 +1135,19 @@ static void test_in_place_run_beside_another_is_refused(void** state) {
   free(ref);
 }
 
-/* In-place runs over single files: while one rewrites a file, a second
- * over the same file is refused and changes nothing; one over another
- * file of the same directory goes on and ends, and so does the first. */
-static void test_in_place_runs_over_files_side_by_side(void** state) {
-  (void)state;
-  char* run = kt_in_tmp("side");
-  char* ref = kt_in_tmp("side-ref");
+/* In-place runs over single files of one directory, `pa` and `pb` their
+ * prefixes: while the first rewrites its file, a second over the same
+ * file is refused and changes nothing; one over the other file writes its
+ * archives in the same directory, so it waits, saying so, and changes
+ * nothing until the first has ended (Ctrl-C ends such a wait, changing
+ * nothing). Both then end as the same two runs one after the other do. With one
+ * prefix they share the archives: the second reads the first's and keeps its
+ * kernels. */
+static void runs_over_neighbours_take_turns(const char* name, const char* pa,
+                                            const char* pb) {
+  char* run = kt_in_tmp(name);
+  char* ref = kt_in_tmp("turns-ref");
+  kt_rmtree(ref);
   write_kill_tree(run);
   write_kill_tree(ref);
   char* a = kt_path(run, "lib/liba.so.1");
@@ -1149,24 +1155,53 @@ static void test_in_place_runs_over_files_side_by_side(void** state) {
   char* ref_a = kt_path(ref, "lib/liba.so.1");
   char* ref_b = kt_path(ref, "lib/libb.so.1");
   assert_int_equal(
-      KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "ka", ref_a), 0);
+      KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", pa, ref_a), 0);
   assert_int_equal(
-      KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "kb", ref_b), 0);
-  const char* const args[] = {"split", "--in-place", "--prefix", "ka", a, NULL};
+      KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", pb, ref_b), 0);
+  const char* const args[] = {"split", "--in-place", "--prefix", pa, a, NULL};
   pid_t first = kt_start_stopped("KPACK_SPLIT_STOP_AFTER", 1, args);
   char* before = kt_tree_state(run, true);
   char* err = NULL;
   assert_int_equal(
-      KT_KPACK(NULL, &err, "split", "--in-place", "--prefix", "ka", a), 1);
+      KT_KPACK(NULL, &err, "split", "--in-place", "--prefix", pa, a), 1);
   kt_assert_contains(err,
                      "another kpack split --in-place is rewriting "
                      "this file; wait for it to end");
   char* after = kt_tree_state(run, true);
   assert_string_equal(after, before);
-  assert_int_equal(
-      KT_KPACK(NULL, NULL, "split", "--in-place", "--prefix", "kb", b), 0);
+  /* Ctrl-C ends the wait: exit 130, nothing changed. */
+  int waiting_fd;
+  pid_t waiting = kt_start_piped(
+      (const char* const[]){"split", "--in-place", "--prefix", pb, b, NULL},
+      &waiting_fd);
+  char* waited = NULL;
+  if (!kt_read_until(waiting_fd, "waiting for it to end", &waited))
+    fail_msg("the run over %s did not wait for the one over %s:\n%s", b, a,
+             waited);
+  kt_assert_contains(waited,
+                     "/lib/.kpack: another kpack split is writing "
+                     "archives here; waiting for it to end");
+  assert_int_equal(kill(waiting, SIGINT), 0);
+  assert_int_equal(kt_wait_exit(waiting), 130);
+  close(waiting_fd);
+  free(waited);
+  free(after);
+  after = kt_tree_state(run, true);
+  assert_string_equal(after, before);
+  int pipe_fd;
+  pid_t second = kt_start_piped(
+      (const char* const[]){"split", "--in-place", "--prefix", pb, b, NULL},
+      &pipe_fd);
+  char* said = NULL;
+  assert_true(kt_read_until(pipe_fd, "waiting for it to end", &said));
+  free(after);
+  after = kt_tree_state(run, true);
+  assert_string_equal(after, before);
   assert_int_equal(kt_resume_stopped(first), 0);
+  assert_int_equal(kt_wait_exit(second), 0);
+  close(pipe_fd);
   kt_assert_same_tree(run, ref);
+  free(said);
   free(err);
   free(after);
   free(before);
@@ -1176,6 +1211,20 @@ static void test_in_place_runs_over_files_side_by_side(void** state) {
   free(a);
   free(run);
   free(ref);
+}
+
+static void test_in_place_runs_over_files_of_one_directory_take_turns(
+    void** state) {
+  (void)state;
+  runs_over_neighbours_take_turns("turns", "ka", "kb");
+}
+
+/* Without turns, the second run would write the shared archives with its
+ * kernels only, and the first, ending after it, with its own only. */
+static void test_in_place_runs_sharing_archives_keep_each_others_kernels(
+    void** state) {
+  (void)state;
+  runs_over_neighbours_take_turns("turns-shared", "k", "k");
 }
 
 /* The input of a re-split over an earlier output: a binary (rebuilt for
@@ -1716,8 +1765,11 @@ int main(void) {
           test_in_place_run_beside_another_is_refused, kt_kpack_setup,
           kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
-          test_in_place_runs_over_files_side_by_side, kt_kpack_setup,
-          kt_kpack_teardown),
+          test_in_place_runs_over_files_of_one_directory_take_turns,
+          kt_kpack_setup, kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_in_place_runs_sharing_archives_keep_each_others_kernels,
+          kt_kpack_setup, kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_failed_rerun_leaves_the_earlier_output_as_it_was, kt_kpack_setup,
           kt_kpack_teardown),

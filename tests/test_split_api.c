@@ -198,6 +198,34 @@ static void test_plan_refuses_a_bad_target(void** state) {
   free(tree);
 }
 
+/* In place, the plan makes the archive directory it locks: a split freed
+ * without being executed removes it again, and the tree is as it was,
+ * its root's times included. */
+static void test_in_place_plan_freed_unexecuted_leaves_the_tree(void** state) {
+  (void)state;
+  api_messages messages = {0};
+  char* tree = write_tree("unexecuted", 4);
+  char* archives = kt_path(tree, ".kpack");
+  char* before = kt_tree_state(tree, true);
+  kpack_split_options_t o = options_for(NULL, &messages);
+  o.in_place = true;
+  kpack_split_t* split = NULL;
+  const char* inputs[] = {tree};
+  assert_int_equal(kpack_split_plan(&o, inputs, 1, &split), KPACK_SUCCESS);
+  struct stat st;
+  assert_int_equal(stat(archives, &st), 0);
+  assert_true(S_ISDIR(st.st_mode));
+  kpack_split_free(split);
+  assert_int_not_equal(access(archives, F_OK), 0);
+  char* after = kt_tree_state(tree, true);
+  assert_string_equal(after, before);
+  free(after);
+  free(before);
+  free(archives);
+  free(tree);
+  messages_free(&messages);
+}
+
 /* ---- execution and verification ------------------------------------------ */
 
 /* Executed, the plan gives the result it promised, and every record loads
@@ -433,6 +461,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_plan_is_data_and_writes_nothing),
       cmocka_unit_test(test_plan_refuses_a_bad_target),
+      cmocka_unit_test(test_in_place_plan_freed_unexecuted_leaves_the_tree),
       cmocka_unit_test(test_execute_then_verify_every_load),
       cmocka_unit_test(test_verify_names_the_missing_archive),
       cmocka_unit_test(test_progress_that_cancels_leaves_the_output_as_it_was),

@@ -6,7 +6,8 @@
  * system, a binding or another tool can make. A split is planned first
  * (the inputs walked, every file classified, the code objects and the
  * archives listed, the archives already there read), which writes nothing
- * and can be read back as data; then executed. docs/split.md describes the
+ * (but for an in-place run's archive directory, below) and can be read
+ * back as data; then executed. docs/split.md describes the
  * layout, the order of the writes and what a failure leaves. Messages go
  * to the caller's callback (kpack_message.h), never to a stream. Status
  * values are those of kpack_types.h.
@@ -51,7 +52,12 @@ typedef struct kpack_split_options {
    * input, tree or file, is locked from the plan until kpack_split_free():
    * a second in-place split over it, or over a part of it, fails with
    * KPACK_ERROR_IO_ERROR (errno EWOULDBLOCK) meanwhile (docs/split.md,
-   * "Replacing files safely"). */
+   * "Replacing files safely"). So is each directory the run writes
+   * archives into, which the plan makes when it is missing (and
+   * kpack_split_free() removes again unless the split was executed): a
+   * second in-place split that writes there waits in kpack_split_plan(),
+   * after a note that says so, until the first is freed, then reads the
+   * archives as the first left them. */
   const char* output_dir;
   bool in_place;
   /* output_dir/generic and one tree per GPU processor (docs/split.md,
@@ -134,6 +140,8 @@ KPACK_API bool kpack_split_check_group(const char* const* groups, size_t count,
  *                     not parse, an arch that matches no code object of
  *                     the inputs, a binary left without code objects
  *   CANCELLED         the progress callback or the cancel flag said so
+ *                     (also while waiting for another run's archive
+ *                     directory)
  *   OUT_OF_MEMORY     allocation failed */
 KPACK_API kpack_error_t kpack_split_plan(const kpack_split_options_t* options,
                                          const char* const* inputs,

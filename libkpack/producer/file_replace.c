@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "common/grow.h"
@@ -401,6 +402,57 @@ bool fr_lock_input(pr_run* r, fr_locks* l, const char* input) {
     kp_out_of_memory(&r->report);
   free(path);
   return got == 1;
+}
+
+int fr_lock_turn(pr_run* r, fr_locks* l, const char* dir) {
+  struct stat st, now;
+  int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0 || fstat(fd, &st) != 0) {
+    if (fd >= 0)
+      close(fd);
+    return 1;
+  }
+  for (size_t i = 0; i < l->count; i++)
+    if (l->items[i].dev == st.st_dev && l->items[i].ino == st.st_ino) {
+      close(fd);
+      return 1;
+    }
+  if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK) {
+      close(fd);
+      return 1;
+    }
+    kp_say(&r->report, KPACK_SEVERITY_NOTE, dir, KPACK_SUCCESS, 0,
+           "%s: another kpack split is writing archives here; waiting for "
+           "it to end",
+           dir);
+    /* Polled, so that Ctrl-C (a handler that restarts system calls) or
+     * the caller's cancel flag ends the wait. */
+    const struct timespec pause = {0, 50 * 1000 * 1000};
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (pr_cancelled(r)) {
+        close(fd);
+        return -1;
+      }
+      nanosleep(&pause, NULL);
+    }
+  }
+  /* A run that failed while this one waited removed the directory it had
+   * made: its name leads elsewhere now, or nowhere. */
+  if (stat(dir, &now) != 0 || now.st_dev != st.st_dev ||
+      now.st_ino != st.st_ino) {
+    close(fd);
+    return 0;
+  }
+  fr_lock* grown = kp_grow(l->items, l->count, &l->cap, sizeof(*l->items), 8);
+  if (grown == NULL) {
+    close(fd);
+    kp_out_of_memory(&r->report);
+    return -1;
+  }
+  l->items = grown;
+  l->items[l->count++] = (fr_lock){st.st_dev, st.st_ino, fd, true};
+  return 1;
 }
 
 void fr_locks_free(fr_locks* l) {

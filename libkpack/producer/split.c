@@ -259,6 +259,8 @@ static bool take_options(sp_state* s, const kpack_split_options_t* o,
 /* ---- the split ----------------------------------------------------------- */
 
 static void free_state(sp_state* s) {
+  if (s->undo_plan)
+    sp_undo_outputs(s);
   for (size_t i = 0; i < s->tree_count; i++) {
     free(s->trees[i].root);
     free(s->trees[i].single);
@@ -441,6 +443,7 @@ KPACK_API kpack_error_t kpack_split_execute(kpack_split_t* s) {
   if (s == NULL || s->executed)
     return KPACK_ERROR_INVALID_ARGUMENT;
   s->executed = true;
+  s->undo_plan = false; /* a failure here takes back the plan's outputs too */
   if (s->dry_run)
     return KPACK_SUCCESS;
   /* Transformed binaries (held back), archives, then into place. */

@@ -155,8 +155,13 @@ struct kpack_split {
   size_t by_content, by_rule; /* --per-arch: files placed in a GPU's tree */
   unsigned recovered;
   uint64_t host_before, host_after, code_bytes, stored_bytes;
-  fr_outputs outputs; /* -o: what a failed run takes back */
-  fr_locks locks;     /* --in-place: its inputs and the directories above */
+  fr_outputs outputs; /* what a failed run takes back */
+  /* The plan made archive directories to lock them (in place): taken back
+   * when the split is freed unless it was executed. */
+  bool undo_plan;
+  /* --in-place: its inputs, the directories above, and the archive
+   * directories it writes into */
+  fr_locks locks;
 };
 
 /* ---- planning (split_plan.c) --------------------------------------------- */

@@ -1460,6 +1460,72 @@ static bool add_input_files(sp_state* s, size_t t) {
          walk(s, t, "", 0);
 }
 
+/* In place: whether group g has binaries to rewrite, so archives to
+ * write. */
+static bool group_writes(const sp_state* s, size_t g) {
+  for (size_t f = 0; f < s->file_count; f++)
+    if (s->files[f].type == SP_FILE &&
+        s->files[f].kind == KPACK_TRANSFORM_FAT && s->files[f].group == g)
+      return true;
+  return false;
+}
+
+/* Makes `dir` and what is missing above it, each noted first as an output
+ * that a run failing, or freed unexecuted, takes back. */
+static bool make_archive_dir(sp_state* s, const char* dir) {
+  if (!fr_outputs_note_parents(&s->run, &s->outputs, dir))
+    return false;
+  s->undo_plan = true;
+  if (fr_mkdirs(dir))
+    return true;
+  kp_error(&s->run.report, dir, KPACK_ERROR_IO_ERROR, errno,
+           "%s: cannot create: %s", dir, strerror(errno));
+  return false;
+}
+
+/* In place: the archive directories this run reads earlier archives from
+ * and writes into, locked until it ends. Two runs that write the same
+ * archives (files of one directory split with one prefix, or trees whose
+ * --archive-dir leads to one place) then take turns, the second reading
+ * what the first wrote, instead of each writing them without the other's
+ * kernels. A missing directory that the run will write into is made
+ * first, to have something to lock; the directories are locked in the
+ * order of their real paths, so that two runs never each wait for the
+ * other. */
+static bool lock_archive_dirs(sp_state* s) {
+  char** dirs = calloc(s->group_count ? s->group_count : 1, sizeof(*dirs));
+  size_t n = 0;
+  bool ok = dirs != NULL;
+  if (!ok)
+    kp_out_of_memory(&s->run.report);
+  for (size_t g = 0; ok && g < s->group_count; g++) {
+    char* dir = sp_archive_dir_of(s, &s->groups[g], "");
+    struct stat st;
+    if (dir == NULL)
+      kp_out_of_memory(&s->run.report);
+    ok = dir != NULL && (stat(dir, &st) == 0 || !group_writes(s, g) ||
+                         make_archive_dir(s, dir));
+    char* real = ok ? realpath(dir, NULL) : NULL;
+    if (real != NULL)
+      dirs[n++] = real; /* none: nothing to read there, nor to write */
+    free(dir);
+  }
+  if (n > 1)
+    qsort(dirs, n, sizeof(*dirs), compare_strings);
+  for (size_t i = 0; ok && i < n; i++) {
+    if (i > 0 && strcmp(dirs[i], dirs[i - 1]) == 0)
+      continue;
+    int got;
+    while (ok && (got = fr_lock_turn(&s->run, &s->locks, dirs[i])) == 0)
+      ok = make_archive_dir(s, dirs[i]); /* another run took it back */
+    ok = ok && got > 0;
+  }
+  for (size_t i = 0; i < n; i++)
+    free(dirs[i]);
+  free(dirs);
+  return ok;
+}
+
 bool sp_plan(sp_state* s, const char* const* inputs, size_t count,
              const char* prefix, bool archive_dir_given) {
   s->trees = calloc(count, sizeof(*s->trees));
@@ -1488,5 +1554,6 @@ bool sp_plan(sp_state* s, const char* const* inputs, size_t count,
   return find_hard_links(s) && check_collisions(s) && classify(s) &&
          check_arches_matched(s) &&
          (!s->per_arch || (choose_trees(s) && place_directories(s))) &&
+         (!s->in_place || s->dry_run || lock_archive_dirs(s)) &&
          plan_archives(s);
 }
