@@ -57,7 +57,9 @@ typedef struct kpack_split_options {
    * kpack_split_free() removes again unless the split was executed): a
    * second in-place split that writes there waits in kpack_split_plan(),
    * after a note that says so, until the first is freed, then reads the
-   * archives as the first left them. */
+   * archives as the first left them; while it waits, the progress
+   * callback is called again (KPACK_SPLIT_READING, every file read) and
+   * the cancel flag read, either of which can cancel it. */
   const char* output_dir;
   bool in_place;
   /* output_dir/generic and one tree per GPU processor (docs/split.md,

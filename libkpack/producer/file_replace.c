@@ -404,7 +404,8 @@ bool fr_lock_input(pr_run* r, fr_locks* l, const char* input) {
   return got == 1;
 }
 
-int fr_lock_turn(pr_run* r, fr_locks* l, const char* dir) {
+int fr_lock_turn(pr_run* r, fr_locks* l, const char* dir,
+                 bool (*go_on)(void* user), void* user) {
   struct stat st, now;
   int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0 || fstat(fd, &st) != 0) {
@@ -426,11 +427,11 @@ int fr_lock_turn(pr_run* r, fr_locks* l, const char* dir) {
            "%s: another kpack split is writing archives here; waiting for "
            "it to end",
            dir);
-    /* Polled, so that Ctrl-C (a handler that restarts system calls) or
-     * the caller's cancel flag ends the wait. */
+    /* Polled, so that Ctrl-C (a handler that restarts system calls), the
+     * caller's cancel flag or go_on ends the wait. */
     const struct timespec pause = {0, 50 * 1000 * 1000};
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-      if (pr_cancelled(r)) {
+      if (pr_cancelled(r) || !go_on(user)) {
         close(fd);
         return -1;
       }

@@ -89,12 +89,14 @@ typedef struct fr_locks {
 bool fr_lock_input(pr_run* r, fr_locks* l, const char* input);
 /* Takes turns with other runs that write archives into directory `dir`:
  * locks it exclusive, waiting while another process holds it (after a
- * note that says so, polling so that a cancelled run stops waiting). A
- * directory this run holds already is fine. 1: locked, or not lockable
- * (cannot be opened, no locks on its filesystem); 0: `dir` was removed or
- * replaced while this run waited (nothing held: make it and try again);
- * -1: cancelled, or out of memory (said). */
-int fr_lock_turn(pr_run* r, fr_locks* l, const char* dir);
+ * note that says so, polling so that a cancelled run stops waiting, and
+ * asking go_on(user) at each poll: false cancels). A directory this run
+ * holds already is fine. 1: locked, or not lockable (cannot be opened, no
+ * locks on its filesystem); 0: `dir` was removed or replaced while this
+ * run waited (nothing held: make it and try again); -1: cancelled, or out
+ * of memory (said). */
+int fr_lock_turn(pr_run* r, fr_locks* l, const char* dir,
+                 bool (*go_on)(void* user), void* user);
 void fr_locks_free(fr_locks* l);
 
 /* mkdir -p: `path` and the directories above it, mode 0755 less the

@@ -1483,6 +1483,13 @@ static bool make_archive_dir(sp_state* s, const char* dir) {
   return false;
 }
 
+/* While a run waits for another's archive directory: the caller's
+ * progress callback, asked again, may cancel it. */
+static bool still_reading(void* user) {
+  sp_state* s = user;
+  return sp_progress(s, KPACK_SPLIT_READING, s->file_count, s->file_count);
+}
+
 /* In place: the archive directories this run reads earlier archives from
  * and writes into, locked until it ends. Two runs that write the same
  * archives (files of one directory split with one prefix, or trees whose
@@ -1516,7 +1523,8 @@ static bool lock_archive_dirs(sp_state* s) {
     if (i > 0 && strcmp(dirs[i], dirs[i - 1]) == 0)
       continue;
     int got;
-    while (ok && (got = fr_lock_turn(&s->run, &s->locks, dirs[i])) == 0)
+    while (ok && (got = fr_lock_turn(&s->run, &s->locks, dirs[i], still_reading,
+                                     s)) == 0)
       ok = make_archive_dir(s, dirs[i]); /* another run took it back */
     ok = ok && got > 0;
   }

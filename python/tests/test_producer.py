@@ -286,6 +286,57 @@ def test_split_in_place_beside_a_running_split_is_refused(tmp_path,
     assert kpack.verify_binary(tree).ok
 
 
+def test_split_waiting_for_a_shared_archive_directory_can_be_cancelled(
+        tmp_path, rand_in):
+    # Two libraries of one directory share its archives: a split of the
+    # second waits for the C tool's split of the first, held (SIGSTOP) with
+    # its first temporary file written. The progress callback, asked again
+    # while it waits, cancels it: nothing changed. Let go, the tool ends,
+    # and a split of the second then keeps the first's kernels.
+    lib = tmp_path / "build"
+    lib.mkdir()
+    rand = (rand_in / "librocrand.so.1.1").read_bytes()
+    (lib / "liba.so").write_bytes(rand)
+    (lib / "libb.so").write_bytes(rand)
+    first = subprocess.Popen(
+        [str(KPACK), "split", "--in-place", "-j1", str(lib / "liba.so")],
+        env={**os.environ, "KPACK_SPLIT_STOP_AFTER": "1"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _, status = os.waitpid(first.pid, os.WUNTRACED)
+        assert os.WIFSTOPPED(status)
+        before = snapshot(lib)
+        finished = []
+
+        def progress(phase, done, total):
+            if phase == "reading" and done == total:
+                finished.append(done)
+            return len(finished) < 2  # the second: while it waits
+
+        outcome = []
+
+        def second():
+            try:
+                kpack.split(lib / "libb.so", in_place=True, progress=progress)
+                outcome.append(None)
+            except kpack.Error as e:
+                outcome.append(e)
+
+        waiting = threading.Thread(target=second)
+        waiting.start()
+        waiting.join(300)  # a wait no callback can end would hang here
+        assert outcome, "the split went on waiting after its callback said no"
+        assert isinstance(outcome[0], kpack.Cancelled)
+        assert snapshot(lib) == before
+    finally:
+        os.kill(first.pid, signal.SIGCONT)
+    assert first.wait() == 0
+    kpack.split(lib / "libb.so", in_place=True)
+    with kpack.open(lib / ".kpack" / "build_gfx1030.kpack") as archive:
+        assert sorted(archive.binaries) == ["liba.so#0", "libb.so#0"]
+    assert kpack.verify_binary(lib).ok
+
+
 def test_verify_binary_reports_a_load_whose_archive_is_gone(tmp_path,
                                                             rand_in):
     out = tmp_path / "out"
