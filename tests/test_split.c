@@ -1227,6 +1227,53 @@ static void test_in_place_runs_sharing_archives_keep_each_others_kernels(
   runs_over_neighbours_take_turns("turns-shared", "k", "k");
 }
 
+/* Two -o runs into one OUTDIR write its archives, with one prefix the
+ * same ones: the second waits for the first, changing nothing meanwhile,
+ * then ends as it would after it. Without turns each would write the
+ * archives with its own kernels only, one failing as the other replaced
+ * the temporary file they share. */
+static void test_runs_into_one_output_directory_take_turns(void** state) {
+  (void)state;
+  char* in = kt_in_tmp("turns-o-in");
+  char* out = kt_in_tmp("turns-o");
+  char* ref = kt_in_tmp("turns-o-ref");
+  write_kill_tree(in);
+  char* a = kt_path(in, "lib/liba.so.1");
+  char* b = kt_path(in, "lib/libb.so.1");
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", ref, "--prefix", "k", a),
+                   0);
+  assert_int_equal(KT_KPACK(NULL, NULL, "split", "-o", ref, "--prefix", "k", b),
+                   0);
+  pid_t first = kt_start_stopped(
+      "KPACK_SPLIT_STOP_AFTER", 1,
+      (const char* const[]){"split", "-o", out, "--prefix", "k", a, NULL});
+  char* before = kt_tree_state(out, true);
+  int pipe_fd;
+  pid_t second = kt_start_piped(
+      (const char* const[]){"split", "-o", out, "--prefix", "k", b, NULL},
+      &pipe_fd);
+  char* said = NULL;
+  if (!kt_read_until(pipe_fd, "waiting for it to end", &said))
+    fail_msg("the run into %s did not wait for the other:\n%s", out, said);
+  kt_assert_contains(said,
+                     "/turns-o/.kpack: another kpack split is writing "
+                     "archives here; waiting for it to end");
+  char* after = kt_tree_state(out, true);
+  assert_string_equal(after, before);
+  assert_int_equal(kt_resume_stopped(first), 0);
+  assert_int_equal(kt_wait_exit(second), 0);
+  close(pipe_fd);
+  kt_assert_same_tree(out, ref);
+  free(after);
+  free(said);
+  free(before);
+  free(b);
+  free(a);
+  free(ref);
+  free(out);
+  free(in);
+}
+
 /* The input of a re-split over an earlier output: a binary (rebuilt for
  * fewer arches the second time, so that an archive goes), a hard link to
  * it, a symbolic link, a data file that changes, and a directory. */
@@ -1770,6 +1817,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(
           test_in_place_runs_sharing_archives_keep_each_others_kernels,
           kt_kpack_setup, kt_kpack_teardown),
+      cmocka_unit_test_setup_teardown(
+          test_runs_into_one_output_directory_take_turns, kt_kpack_setup,
+          kt_kpack_teardown),
       cmocka_unit_test_setup_teardown(
           test_failed_rerun_leaves_the_earlier_output_as_it_was, kt_kpack_setup,
           kt_kpack_teardown),

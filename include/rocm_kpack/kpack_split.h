@@ -6,8 +6,8 @@
  * system, a binding or another tool can make. A split is planned first
  * (the inputs walked, every file classified, the code objects and the
  * archives listed, the archives already there read), which writes nothing
- * (but for an in-place run's archive directory, below) and can be read
- * back as data; then executed. docs/split.md describes the
+ * but the archive directory it locks (below) and can be read back as
+ * data; then executed. docs/split.md describes the
  * layout, the order of the writes and what a failure leaves. Messages go
  * to the caller's callback (kpack_message.h), never to a stream. Status
  * values are those of kpack_types.h.
@@ -52,14 +52,15 @@ typedef struct kpack_split_options {
    * input, tree or file, is locked from the plan until kpack_split_free():
    * a second in-place split over it, or over a part of it, fails with
    * KPACK_ERROR_IO_ERROR (errno EWOULDBLOCK) meanwhile (docs/split.md,
-   * "Replacing files safely"). So is each directory the run writes
-   * archives into, which the plan makes when it is missing (and
+   * "Replacing files safely"). In place or not, unless dry_run, so is
+   * each directory the split writes archives into (per_arch: the output
+   * directory), which the plan makes when it is missing (and
    * kpack_split_free() removes again unless the split was executed): a
-   * second in-place split that writes there waits in kpack_split_plan(),
-   * after a note that says so, until the first is freed, then reads the
-   * archives as the first left them; while it waits, the progress
-   * callback is called again (KPACK_SPLIT_READING, every file read) and
-   * the cancel flag read, either of which can cancel it. */
+   * second split that writes there waits in kpack_split_plan(), after a
+   * note that says so, until the first is freed, then reads the archives
+   * as the first left them; while it waits, the progress callback is
+   * called again (KPACK_SPLIT_READING, every file read) and the cancel
+   * flag read, either of which can cancel it. */
   const char* output_dir;
   bool in_place;
   /* output_dir/generic and one tree per GPU processor (docs/split.md,

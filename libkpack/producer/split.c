@@ -324,8 +324,12 @@ static void free_state(sp_state* s) {
 }
 
 KPACK_API void kpack_split_free(kpack_split_t* split) {
-  if (split != NULL)
-    free_state(split);
+  if (split == NULL)
+    return;
+  /* Taking back an unexecuted plan's directories is no news to the caller,
+   * whose message callback may be gone by now. */
+  split->run.report.fn = NULL;
+  free_state(split);
 }
 
 /* When the run was cancelled, says so (the kpack tool's words). */

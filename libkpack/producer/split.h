@@ -156,11 +156,11 @@ struct kpack_split {
   unsigned recovered;
   uint64_t host_before, host_after, code_bytes, stored_bytes;
   fr_outputs outputs; /* what a failed run takes back */
-  /* The plan made archive directories to lock them (in place): taken back
-   * when the split is freed unless it was executed. */
+  /* The plan made archive directories to lock them: taken back when the
+   * split is freed unless it was executed. */
   bool undo_plan;
-  /* --in-place: its inputs, the directories above, and the archive
-   * directories it writes into */
+  /* The archive directories it writes into; --in-place: also its inputs
+   * and the directories above them */
   fr_locks locks;
 };
 

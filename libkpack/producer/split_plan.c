@@ -1460,8 +1460,7 @@ static bool add_input_files(sp_state* s, size_t t) {
          walk(s, t, "", 0);
 }
 
-/* In place: whether group g has binaries to rewrite, so archives to
- * write. */
+/* Whether group g has fat binaries to write, so archives to write. */
 static bool group_writes(const sp_state* s, size_t g) {
   for (size_t f = 0; f < s->file_count; f++)
     if (s->files[f].type == SP_FILE &&
@@ -1490,15 +1489,16 @@ static bool still_reading(void* user) {
   return sp_progress(s, KPACK_SPLIT_READING, s->file_count, s->file_count);
 }
 
-/* In place: the archive directories this run reads earlier archives from
- * and writes into, locked until it ends. Two runs that write the same
- * archives (files of one directory split with one prefix, or trees whose
- * --archive-dir leads to one place) then take turns, the second reading
- * what the first wrote, instead of each writing them without the other's
- * kernels. A missing directory that the run will write into is made
- * first, to have something to lock; the directories are locked in the
- * order of their real paths, so that two runs never each wait for the
- * other. */
+/* The archive directories this run reads earlier archives from and
+ * writes into, locked until it ends (with --per-arch, whose archives go to
+ * a directory per tree, the output root). Two runs that write the same
+ * archives (files of one directory split in place with one prefix, runs
+ * into one OUTDIR, trees whose --archive-dir leads to one place) then take
+ * turns, the second reading what the first wrote, instead of each writing
+ * them without the other's kernels. A missing directory that the run will
+ * write into is made first, to have something to lock; the directories
+ * are locked in the order of their real paths, so that two runs never
+ * each wait for the other. */
 static bool lock_archive_dirs(sp_state* s) {
   char** dirs = calloc(s->group_count ? s->group_count : 1, sizeof(*dirs));
   size_t n = 0;
@@ -1506,7 +1506,9 @@ static bool lock_archive_dirs(sp_state* s) {
   if (!ok)
     kp_out_of_memory(&s->run.report);
   for (size_t g = 0; ok && g < s->group_count; g++) {
-    char* dir = sp_archive_dir_of(s, &s->groups[g], "");
+    const sp_group* group = &s->groups[g];
+    char* dir =
+        s->per_arch ? strdup(group->out_root) : sp_archive_dir_of(s, group, "");
     struct stat st;
     if (dir == NULL)
       kp_out_of_memory(&s->run.report);
@@ -1522,7 +1524,7 @@ static bool lock_archive_dirs(sp_state* s) {
   for (size_t i = 0; ok && i < n; i++) {
     if (i > 0 && strcmp(dirs[i], dirs[i - 1]) == 0)
       continue;
-    int got;
+    int got = 0;
     while (ok && (got = fr_lock_turn(&s->run, &s->locks, dirs[i], still_reading,
                                      s)) == 0)
       ok = make_archive_dir(s, dirs[i]); /* another run took it back */
@@ -1562,6 +1564,5 @@ bool sp_plan(sp_state* s, const char* const* inputs, size_t count,
   return find_hard_links(s) && check_collisions(s) && classify(s) &&
          check_arches_matched(s) &&
          (!s->per_arch || (choose_trees(s) && place_directories(s))) &&
-         (!s->in_place || s->dry_run || lock_archive_dirs(s)) &&
-         plan_archives(s);
+         (s->dry_run || lock_archive_dirs(s)) && plan_archives(s);
 }
