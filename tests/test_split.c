@@ -1135,6 +1135,43 @@ static void test_in_place_run_beside_another_is_refused(void** state) {
   free(ref);
 }
 
+/* Starts kt_kpack with `args`, a run that must wait for another's archive
+ * directory: returns once it has said so, naming `dir` ("/lib/.kpack",
+ * the end of its path), its stderr's read end in *fd. */
+static pid_t start_waiting(const char* const* args, const char* dir, int* fd) {
+  pid_t pid = kt_start_piped(args, fd);
+  char* said = NULL;
+  size_t last = 0;
+  while (args[last + 1] != NULL)
+    last++;
+  if (!kt_read_until(*fd, "waiting for it to end", &said))
+    fail_msg("the split of %s did not wait for the run before it:\n%s",
+             args[last], said);
+  char* expected = NULL;
+  assert_true(asprintf(&expected,
+                       "%s: another kpack split is writing archives here; "
+                       "waiting for it to end",
+                       dir) > 0);
+  kt_assert_contains(said, expected);
+  free(expected);
+  free(said);
+  return pid;
+}
+
+/* The run `second` (start_waiting(), its stderr `fd`) waits while `first`
+ * is held: `dir` is still as `before`; let go, both end well and `dir` is
+ * the same tree as `ref`, where the same runs ran one after the other. */
+static void end_in_turn(pid_t first, pid_t second, int fd, const char* dir,
+                        const char* before, const char* ref) {
+  char* now = kt_tree_state(dir, true);
+  assert_string_equal(now, before);
+  free(now);
+  assert_int_equal(kt_resume_stopped(first), 0);
+  assert_int_equal(kt_wait_exit(second), 0);
+  close(fd);
+  kt_assert_same_tree(dir, ref);
+}
+
 /* In-place runs over single files of one directory, `pa` and `pb` their
  * prefixes: while the first rewrites its file, a second over the same
  * file is refused and changes nothing; one over the other file writes its
@@ -1170,38 +1207,19 @@ static void runs_over_neighbours_take_turns(const char* name, const char* pa,
   char* after = kt_tree_state(run, true);
   assert_string_equal(after, before);
   /* Ctrl-C ends the wait: exit 130, nothing changed. */
+  const char* const second_args[] = {"split", "--in-place", "--prefix", pb,
+                                     b,       NULL};
   int waiting_fd;
-  pid_t waiting = kt_start_piped(
-      (const char* const[]){"split", "--in-place", "--prefix", pb, b, NULL},
-      &waiting_fd);
-  char* waited = NULL;
-  if (!kt_read_until(waiting_fd, "waiting for it to end", &waited))
-    fail_msg("the run over %s did not wait for the one over %s:\n%s", b, a,
-             waited);
-  kt_assert_contains(waited,
-                     "/lib/.kpack: another kpack split is writing "
-                     "archives here; waiting for it to end");
+  pid_t waiting = start_waiting(second_args, "/lib/.kpack", &waiting_fd);
   assert_int_equal(kill(waiting, SIGINT), 0);
   assert_int_equal(kt_wait_exit(waiting), 130);
   close(waiting_fd);
-  free(waited);
   free(after);
   after = kt_tree_state(run, true);
   assert_string_equal(after, before);
   int pipe_fd;
-  pid_t second = kt_start_piped(
-      (const char* const[]){"split", "--in-place", "--prefix", pb, b, NULL},
-      &pipe_fd);
-  char* said = NULL;
-  assert_true(kt_read_until(pipe_fd, "waiting for it to end", &said));
-  free(after);
-  after = kt_tree_state(run, true);
-  assert_string_equal(after, before);
-  assert_int_equal(kt_resume_stopped(first), 0);
-  assert_int_equal(kt_wait_exit(second), 0);
-  close(pipe_fd);
-  kt_assert_same_tree(run, ref);
-  free(said);
+  pid_t second = start_waiting(second_args, "/lib/.kpack", &pipe_fd);
+  end_in_turn(first, second, pipe_fd, run, before, ref);
   free(err);
   free(after);
   free(before);
@@ -1249,23 +1267,10 @@ static void test_runs_into_one_output_directory_take_turns(void** state) {
       (const char* const[]){"split", "-o", out, "--prefix", "k", a, NULL});
   char* before = kt_tree_state(out, true);
   int pipe_fd;
-  pid_t second = kt_start_piped(
+  pid_t second = start_waiting(
       (const char* const[]){"split", "-o", out, "--prefix", "k", b, NULL},
-      &pipe_fd);
-  char* said = NULL;
-  if (!kt_read_until(pipe_fd, "waiting for it to end", &said))
-    fail_msg("the run into %s did not wait for the other:\n%s", out, said);
-  kt_assert_contains(said,
-                     "/turns-o/.kpack: another kpack split is writing "
-                     "archives here; waiting for it to end");
-  char* after = kt_tree_state(out, true);
-  assert_string_equal(after, before);
-  assert_int_equal(kt_resume_stopped(first), 0);
-  assert_int_equal(kt_wait_exit(second), 0);
-  close(pipe_fd);
-  kt_assert_same_tree(out, ref);
-  free(after);
-  free(said);
+      "/turns-o/.kpack", &pipe_fd);
+  end_in_turn(first, second, pipe_fd, out, before, ref);
   free(before);
   free(b);
   free(a);

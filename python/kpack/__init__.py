@@ -595,7 +595,12 @@ def split(inputs, output_dir=None, *, wheel=False, in_place=False,
       raised by it. Either way the output is left as it was.
 
     The GIL is released while the split runs (but for `progress`), so
-    splits in several threads run in parallel. A failure leaves
+    splits in several threads run in parallel. Splits that write archives
+    into one directory (files of one directory in place, or one
+    `output_dir`) take turns: a second one waits, with a note among its
+    warnings, until the first has ended, calling `progress` again
+    (``"reading"``, every file read) so that it can be cancelled, or
+    interrupted with Ctrl-C, meanwhile. A failure leaves
     `output_dir` as it was; its exception carries the library's first error
     message (``detail``, ``file``, ``errno``). Returns a
     :class:`SplitResult`, its ``plan`` and the library's warnings included.
