@@ -333,6 +333,27 @@ bool fr_recover(pr_run* r, const char* dir, unsigned* recovered) {
  * holds it already at least as strongly. 1: locked, or not lockable
  * (cannot be opened, no locks on its filesystem); 0: another process
  * holds it; -1: out of memory. */
+/* The lock this run holds on the file `st` describes, if any. */
+static fr_lock* held_lock(fr_locks* l, const struct stat* st) {
+  for (size_t i = 0; i < l->count; i++)
+    if (l->items[i].dev == st->st_dev && l->items[i].ino == st->st_ino)
+      return &l->items[i];
+  return NULL;
+}
+
+/* Keeps `fd`, locked, in `l`; false (fd closed) when out of memory. */
+static bool keep_lock(fr_locks* l, const struct stat* st, int fd,
+                      bool exclusive) {
+  fr_lock* grown = kp_grow(l->items, l->count, &l->cap, sizeof(*l->items), 8);
+  if (grown == NULL) {
+    close(fd);
+    return false;
+  }
+  l->items = grown;
+  l->items[l->count++] = (fr_lock){st->st_dev, st->st_ino, fd, exclusive};
+  return true;
+}
+
 static int lock_one(fr_locks* l, const char* path, bool exclusive) {
   struct stat st;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -341,10 +362,8 @@ static int lock_one(fr_locks* l, const char* path, bool exclusive) {
       close(fd);
     return 1;
   }
-  for (size_t i = 0; i < l->count; i++) {
-    fr_lock* held = &l->items[i];
-    if (held->dev != st.st_dev || held->ino != st.st_ino)
-      continue;
+  fr_lock* held = held_lock(l, &st);
+  if (held != NULL) {
     close(fd);
     if (!exclusive || held->exclusive)
       return 1;
@@ -359,14 +378,7 @@ static int lock_one(fr_locks* l, const char* path, bool exclusive) {
     close(fd);
     return busy ? 0 : 1;
   }
-  fr_lock* grown = kp_grow(l->items, l->count, &l->cap, sizeof(*l->items), 8);
-  if (grown == NULL) {
-    close(fd);
-    return -1;
-  }
-  l->items = grown;
-  l->items[l->count++] = (fr_lock){st.st_dev, st.st_ino, fd, exclusive};
-  return 1;
+  return keep_lock(l, &st, fd, exclusive) ? 1 : -1;
 }
 
 bool fr_lock_input(pr_run* r, fr_locks* l, const char* input) {
@@ -413,11 +425,10 @@ int fr_lock_turn(pr_run* r, fr_locks* l, const char* dir,
       close(fd);
     return 1;
   }
-  for (size_t i = 0; i < l->count; i++)
-    if (l->items[i].dev == st.st_dev && l->items[i].ino == st.st_ino) {
-      close(fd);
-      return 1;
-    }
+  if (held_lock(l, &st) != NULL) {
+    close(fd);
+    return 1;
+  }
   if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
     if (errno != EWOULDBLOCK) {
       close(fd);
@@ -445,15 +456,10 @@ int fr_lock_turn(pr_run* r, fr_locks* l, const char* dir,
     close(fd);
     return 0;
   }
-  fr_lock* grown = kp_grow(l->items, l->count, &l->cap, sizeof(*l->items), 8);
-  if (grown == NULL) {
-    close(fd);
-    kp_out_of_memory(&r->report);
-    return -1;
-  }
-  l->items = grown;
-  l->items[l->count++] = (fr_lock){st.st_dev, st.st_ino, fd, true};
-  return 1;
+  if (keep_lock(l, &st, fd, true))
+    return 1;
+  kp_out_of_memory(&r->report);
+  return -1;
 }
 
 void fr_locks_free(fr_locks* l) {

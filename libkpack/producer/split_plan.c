@@ -1359,6 +1359,12 @@ static size_t removed_keys(const sp_state* s, size_t first, size_t end,
 
 /* The archives of every group, and the order the code objects are written
  * in. */
+/* Whether file f is a fat binary of group g: the run writes it kpack-ified
+ * and its code objects into the group's archives. */
+static bool writes_fat(const sp_file* f, size_t g) {
+  return f->type == SP_FILE && f->kind == KPACK_TRANSFORM_FAT && f->group == g;
+}
+
 static bool plan_archives(sp_state* s) {
   const char** written = NULL;
   bool ok = true;
@@ -1377,8 +1383,7 @@ static bool plan_archives(sp_state* s) {
     /* The binaries this run writes: their keys in earlier archives go. */
     size_t written_count = 0, first = s->archive_count, end = i;
     for (size_t f = 0; f < s->file_count; f++)
-      if (s->files[f].type == SP_FILE &&
-          s->files[f].kind == KPACK_TRANSFORM_FAT && s->files[f].group == g)
+      if (writes_fat(&s->files[f], g))
         written[written_count++] = s->files[f].rel;
     if (written_count > 1)
       qsort(written, written_count, sizeof(*written), compare_strings);
@@ -1463,8 +1468,7 @@ static bool add_input_files(sp_state* s, size_t t) {
 /* Whether group g has fat binaries to write, so archives to write. */
 static bool group_writes(const sp_state* s, size_t g) {
   for (size_t f = 0; f < s->file_count; f++)
-    if (s->files[f].type == SP_FILE &&
-        s->files[f].kind == KPACK_TRANSFORM_FAT && s->files[f].group == g)
+    if (writes_fat(&s->files[f], g))
       return true;
   return false;
 }

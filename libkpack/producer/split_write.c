@@ -675,8 +675,9 @@ static bool set_directory_mode(sp_state* s, const sp_file* f) {
   return true;
 }
 
-/* Whether this run made `path`: its first note (the plan may have made
- * it, to lock the archive directory below it) says it was not there. */
+/* Whether this run made `path`, noted (note_outputs()): its first note
+ * says it was not there (the plan may have made it, to lock the archive
+ * directory below it). */
 static bool made_by_run(const sp_state* s, const char* path) {
   for (size_t i = 0; i < s->outputs.count; i++)
     if (strcmp(s->outputs.items[i].path, path) == 0)
@@ -692,8 +693,7 @@ bool sp_make_directories(sp_state* s) {
     ok = false;
   }
   for (size_t i = 0; ok && i < s->tree_count; i++) {
-    made_root[i] = access(s->trees[i].out_root, F_OK) != 0 ||
-                   made_by_run(s, s->trees[i].out_root);
+    made_root[i] = made_by_run(s, s->trees[i].out_root);
     if (!fr_mkdirs(s->trees[i].out_root)) {
       kp_error(&s->run.report, s->trees[i].out_root, KPACK_ERROR_IO_ERROR,
                errno, "%s: cannot create: %s", s->trees[i].out_root,
